@@ -1,0 +1,26 @@
+//! The tool catalogue: the data model of category nodes, tools and availability groups, the
+//! loaders for every supported input format, and validation.
+//!
+//! Key design decision: a category is identified by its **path** (a sequence of segment names),
+//! not by an id with a parent pointer. A tool lists one or more paths (a DAG: the same tool may
+//! sit under several categories), and every ancestor of a declared path exists implicitly. The
+//! category graph is therefore acyclic by construction, and "unknown parent" cannot happen: a
+//! missing ancestor is created, with a summary derived from its name. Every loader returns a
+//! fully normalised [`Catalog`] (summaries derived, ancestors created, ids unique), so the
+//! indexer and the query engine never see a half-valid catalogue.
+#![deny(missing_docs)]
+
+mod error;
+mod jsonl;
+pub mod limits;
+mod load;
+mod manifest;
+mod model;
+mod normalize;
+mod path;
+mod schema_check;
+
+pub use error::{CatalogError, Location};
+pub use load::{load_path, parse_str, Format};
+pub use model::{Catalog, Group, Node, Tool, Visibility};
+pub use path::{display_path, CategoryPath, PathSpec};

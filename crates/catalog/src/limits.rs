@@ -1,0 +1,21 @@
+//! Size limits that keep indexing memory bounded. Input over a limit is refused with an error
+//! naming the field, never truncated silently.
+
+/// Longest tool id, in bytes.
+pub const MAX_ID_BYTES: usize = 512;
+/// Longest tool name, in bytes.
+pub const MAX_NAME_BYTES: usize = 256;
+/// Longest path segment, in bytes.
+pub const MAX_SEGMENT_BYTES: usize = 256;
+/// Deepest category path.
+pub const MAX_PATH_DEPTH: usize = 16;
+/// Longest summary, in bytes.
+pub const MAX_SUMMARY_BYTES: usize = 2_048;
+/// Longest description or usage notes, in bytes.
+pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+/// Largest serialised JSON Schema (arguments or result), in bytes.
+pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
+/// Most tools in one catalogue.
+pub const MAX_TOOLS: usize = 1_000_000;
+/// Largest input file, in bytes.
+pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024 * 1024;

@@ -1,0 +1,153 @@
+//! The normalised catalogue: what every loader produces and the indexer consumes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::path::CategoryPath;
+
+/// A whole catalogue: category nodes, tools and availability groups, normalised.
+///
+/// Invariants (established by the loaders): tool ids are unique and non-empty; every tool has
+/// at least one path (possibly the root, `[]`); every ancestor of every tool path and node path
+/// has a node; node paths are unique; every tool's `group` names a group in `groups`; nodes
+/// are sorted by path and tools keep input order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Category nodes, sorted by path. The root is not listed.
+    pub nodes: Vec<Node>,
+    /// Tools, in input order.
+    pub tools: Vec<Tool>,
+    /// Availability groups.
+    pub groups: Vec<Group>,
+}
+
+/// A category in the tree (or DAG) of tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Segments from the root.
+    pub path: CategoryPath,
+    /// One line: what the tools under this node are for.
+    pub summary: String,
+    /// Longer description, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Free-form labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Guidance shown to a model only when this node is unfolded as a facade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_notes: Option<String>,
+    /// Facade settings for the disclosure runtime, kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facade: Option<Value>,
+    /// True when the node was created because a tool or node path needed it.
+    #[serde(default)]
+    pub implicit: bool,
+}
+
+/// A tool an agent can call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Unique, stable identifier.
+    pub id: String,
+    /// The name a model calls it by.
+    pub name: String,
+    /// Every category the tool sits under (at least one; `[]` is the root).
+    pub paths: Vec<CategoryPath>,
+    /// One line: what pointers show.
+    pub summary: String,
+    /// Full description.
+    #[serde(default)]
+    pub description: String,
+    /// Free-form labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// JSON Schema of the arguments (an object schema).
+    pub args_schema: Value,
+    /// JSON Schema of the result, if declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<Value>,
+    /// Guidance revealed with the full schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_notes: Option<String>,
+    /// Sample requests that should find this tool.
+    #[serde(default)]
+    pub examples: Vec<String>,
+    /// Scopes a caller must hold to see and call the tool.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// The availability group the tool belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Version string, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Free-form metadata from the source, kept verbatim and never indexed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl Tool {
+    /// A stable content hash of everything about the tool (sha256, hex). Two tools with the
+    /// same hash produce the same index documents.
+    pub fn content_hash(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex(&Sha256::digest(bytes))
+    }
+
+    /// True if the tool sits at or below `prefix` through any of its paths.
+    pub fn is_under(&self, prefix: &[String]) -> bool {
+        self.paths.iter().any(|p| p.starts_with(prefix))
+    }
+}
+
+/// Whether a group's tools are always shown or depend on an availability check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Always visible.
+    #[default]
+    Always,
+    /// Visible while the group's availability check passes.
+    Conditional,
+}
+
+/// An availability group: tools that come and go together (one server, one integration).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// Unique id, referenced by `Tool::group`.
+    pub id: String,
+    /// Always or conditional.
+    #[serde(default)]
+    pub visibility: Visibility,
+    /// Name of the host-registered availability check (conditional groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// How long a check result is cached, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_secs: Option<u64>,
+    /// What to tell a caller when the group is unavailable (what to start or configure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+}
+
+impl Catalog {
+    /// A content hash of the whole catalogue (sha256, hex).
+    pub fn content_hash(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        hex(&Sha256::digest(bytes))
+    }
+
+    /// The node at exactly `path`, if any.
+    pub fn node(&self, path: &[String]) -> Option<&Node> {
+        self.nodes
+            .binary_search_by(|n| n.path.as_slice().cmp(path))
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

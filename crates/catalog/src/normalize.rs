@@ -1,0 +1,303 @@
+//! Normalisation and validation: raw records in, a [`Catalog`] that keeps every invariant out.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::CatalogError;
+use crate::limits::*;
+use crate::manifest::{RawGroup, RawNode, RawTool};
+use crate::model::{Catalog, Group, Node, Tool, Visibility};
+use crate::path::{CategoryPath, PathSpec};
+use crate::schema_check::check_schema;
+
+/// Where a raw record came from, to locate errors about it.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// A JSON pointer to the record (native manifests and other single-document formats).
+    Pointer(String),
+    /// A line of a JSON Lines file.
+    Line(usize),
+}
+
+impl Origin {
+    fn error(&self, file: &Path, field: &str, message: impl Into<String>) -> CatalogError {
+        match self {
+            Origin::Pointer(p) => {
+                let at = if field.is_empty() { p.clone() } else { format!("{p}/{field}") };
+                let field = (!field.is_empty()).then_some(field.split('/').next().unwrap_or(field));
+                CatalogError::at(file, at, field, message)
+            }
+            Origin::Line(l) => {
+                let field = (!field.is_empty()).then_some(field);
+                CatalogError::line(file, *l, 0, field, message)
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Origin::Pointer(p) => p.clone(),
+            Origin::Line(l) => format!("line {l}"),
+        }
+    }
+}
+
+/// Raw records of any format, ready to be normalised.
+#[derive(Default)]
+pub(crate) struct RawCatalog {
+    pub nodes: Vec<(Origin, RawNode)>,
+    pub tools: Vec<(Origin, RawTool)>,
+    pub groups: Vec<(Origin, RawGroup)>,
+}
+
+/// Validates and normalises `raw`, read from `file`.
+pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, CatalogError> {
+    let file = file.to_path_buf();
+    if raw.tools.len() > MAX_TOOLS {
+        return Err(CatalogError::file(&file, format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len())));
+    }
+    let groups = normalize_groups(&file, raw.groups)?;
+    let mut nodes: BTreeMap<CategoryPath, Node> = BTreeMap::new();
+    for (origin, rn) in raw.nodes {
+        let node = normalize_node(&file, &origin, rn)?;
+        if nodes.contains_key(&node.path) {
+            return Err(origin.error(&file, "path", format!("duplicate category path {:?}", node.path.join("/"))));
+        }
+        nodes.insert(node.path.clone(), node);
+    }
+    let mut seen: HashMap<String, Origin> = HashMap::new();
+    let mut tools = Vec::with_capacity(raw.tools.len());
+    for (origin, rt) in raw.tools {
+        let tool = normalize_tool(&file, &origin, rt, &groups)?;
+        if let Some(first) = seen.get(&tool.id) {
+            return Err(origin.error(&file, "id", format!("duplicate tool id {:?} (first defined at {})", tool.id, first.describe())));
+        }
+        seen.insert(tool.id.clone(), origin);
+        tools.push(tool);
+    }
+    add_implicit_ancestors(&mut nodes, tools.iter().flat_map(|t| t.paths.iter()).cloned().collect());
+    Ok(Catalog { nodes: nodes.into_values().collect(), tools, groups })
+}
+
+fn normalize_groups(file: &PathBuf, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Group>, CatalogError> {
+    let mut out: Vec<Group> = Vec::new();
+    for (origin, rg) in raw {
+        let id = required_text(file, &origin, "id", rg.id, MAX_ID_BYTES)?;
+        if out.iter().any(|g| g.id == id) {
+            return Err(origin.error(file, "id", format!("duplicate group id {id:?}")));
+        }
+        let visibility = match rg.visibility.as_deref() {
+            None | Some("always") => Visibility::Always,
+            Some("conditional") => Visibility::Conditional,
+            Some(other) => {
+                return Err(origin.error(file, "visibility", format!("must be \"always\" or \"conditional\", found {other:?}")))
+            }
+        };
+        if visibility == Visibility::Conditional && rg.check.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            return Err(origin.error(file, "check", "a conditional group needs the name of its availability check"));
+        }
+        out.push(Group { id, visibility, check: rg.check, ttl_secs: rg.ttl_secs, suggestion: rg.suggestion });
+    }
+    Ok(out)
+}
+
+fn normalize_node(file: &PathBuf, origin: &Origin, rn: RawNode) -> Result<Node, CatalogError> {
+    let Some(spec) = rn.path else {
+        return Err(origin.error(file, "path", "a node needs a path"));
+    };
+    let path = checked_path(file, origin, "path", &spec)?;
+    if path.is_empty() {
+        return Err(origin.error(file, "path", "a node path must not be empty (the root is implicit)"));
+    }
+    let description = optional_text(file, origin, "description", rn.description, MAX_TEXT_BYTES)?;
+    let summary = match optional_text(file, origin, "summary", rn.summary, MAX_SUMMARY_BYTES)? {
+        Some(s) => s,
+        None => description.as_deref().and_then(first_sentence).unwrap_or_else(|| path.last().cloned().unwrap_or_default()),
+    };
+    Ok(Node {
+        path,
+        summary,
+        description,
+        tags: clean_list(rn.tags),
+        usage_notes: optional_text(file, origin, "usage_notes", rn.usage_notes, MAX_TEXT_BYTES)?,
+        facade: rn.facade,
+        implicit: false,
+    })
+}
+
+fn normalize_tool(file: &PathBuf, origin: &Origin, rt: RawTool, groups: &[Group]) -> Result<Tool, CatalogError> {
+    let id = required_text(file, origin, "id", rt.id, MAX_ID_BYTES)?;
+    let name = required_text(file, origin, "name", rt.name, MAX_NAME_BYTES)?;
+    let mut paths = Vec::new();
+    match (rt.path, rt.paths) {
+        (Some(_), Some(_)) => return Err(origin.error(file, "paths", "give either `path` or `paths`, not both")),
+        (Some(p), None) => paths.push(checked_path(file, origin, "path", &p)?),
+        (None, Some(ps)) => {
+            for (i, p) in ps.iter().enumerate() {
+                let path = checked_path(file, origin, &format!("paths/{i}"), p)?;
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+        (None, None) => {}
+    }
+    if paths.is_empty() {
+        paths.push(Vec::new());
+    }
+    let description = optional_text(file, origin, "description", rt.description, MAX_TEXT_BYTES)?.unwrap_or_default();
+    let summary = match optional_text(file, origin, "summary", rt.summary, MAX_SUMMARY_BYTES)? {
+        Some(s) => s,
+        None => first_sentence(&description).unwrap_or_else(|| name.clone()),
+    };
+    let args_schema = match rt.args_schema {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(s) => checked_schema(file, origin, "args_schema", s)?,
+    };
+    let result_schema = match rt.result_schema {
+        None | Some(Value::Null) => None,
+        Some(s) => Some(checked_schema(file, origin, "result_schema", s)?),
+    };
+    let group = rt.group.filter(|g| !g.trim().is_empty());
+    if let Some(g) = &group {
+        if !groups.iter().any(|x| &x.id == g) {
+            let known: Vec<&str> = groups.iter().map(|g| g.id.as_str()).collect();
+            return Err(origin.error(file, "group", format!("unknown group {g:?} (declared groups: {known:?})")));
+        }
+    }
+    Ok(Tool {
+        id,
+        name,
+        paths,
+        summary,
+        description,
+        tags: clean_list(rt.tags),
+        args_schema,
+        result_schema,
+        usage_notes: optional_text(file, origin, "usage_notes", rt.usage_notes, MAX_TEXT_BYTES)?,
+        examples: clean_list(rt.examples),
+        requires: clean_list(rt.requires),
+        group,
+        version: rt.version,
+        meta: rt.meta,
+    })
+}
+
+fn checked_schema(file: &PathBuf, origin: &Origin, field: &str, schema: Value) -> Result<Value, CatalogError> {
+    if let Err((at, msg)) = check_schema(&schema) {
+        return Err(origin.error(file, &format!("{field}{at}"), format!("invalid JSON Schema: {msg}")));
+    }
+    let size = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > MAX_SCHEMA_BYTES {
+        return Err(origin.error(file, field, format!("schema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}")));
+    }
+    Ok(schema)
+}
+
+fn checked_path(file: &PathBuf, origin: &Origin, field: &str, spec: &PathSpec) -> Result<CategoryPath, CatalogError> {
+    let path = spec.segments();
+    if path.len() > MAX_PATH_DEPTH {
+        return Err(origin.error(file, field, format!("path is {} levels deep, over the limit of {MAX_PATH_DEPTH}", path.len())));
+    }
+    for seg in &path {
+        if seg.is_empty() {
+            return Err(origin.error(file, field, "a path segment is empty"));
+        }
+        if seg.len() > MAX_SEGMENT_BYTES {
+            return Err(origin.error(file, field, format!("a path segment is over {MAX_SEGMENT_BYTES} bytes")));
+        }
+        if seg.chars().any(char::is_control) {
+            return Err(origin.error(file, field, format!("path segment {seg:?} contains a control character")));
+        }
+    }
+    Ok(path)
+}
+
+fn required_text(file: &PathBuf, origin: &Origin, field: &str, value: Option<String>, max: usize) -> Result<String, CatalogError> {
+    match optional_text(file, origin, field, value, max)? {
+        Some(v) => Ok(v),
+        None => Err(origin.error(file, field, "is missing or empty")),
+    }
+}
+
+fn optional_text(file: &PathBuf, origin: &Origin, field: &str, value: Option<String>, max: usize) -> Result<Option<String>, CatalogError> {
+    let Some(v) = value else { return Ok(None) };
+    let v = v.trim();
+    if v.len() > max {
+        return Err(origin.error(file, field, format!("is {} bytes, over the limit of {max}", v.len())));
+    }
+    Ok((!v.is_empty()).then(|| v.to_owned()))
+}
+
+fn clean_list(items: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for it in items {
+        let it = it.trim().to_owned();
+        if !it.is_empty() && !out.contains(&it) {
+            out.push(it);
+        }
+    }
+    out
+}
+
+/// Creates a node for every missing ancestor of every declared path.
+fn add_implicit_ancestors(nodes: &mut BTreeMap<CategoryPath, Node>, tool_paths: Vec<CategoryPath>) {
+    let declared: Vec<CategoryPath> = nodes.keys().cloned().collect();
+    for path in declared.into_iter().chain(tool_paths) {
+        for depth in 1..=path.len() {
+            let prefix = &path[..depth];
+            if !nodes.contains_key(prefix) {
+                let name = prefix[depth - 1].clone();
+                nodes.insert(prefix.to_vec(), Node { path: prefix.to_vec(), summary: name, implicit: true, ..Node::default() });
+            }
+        }
+    }
+}
+
+/// The first sentence of `text`, at most 200 characters, for a derived summary.
+pub(crate) fn first_sentence(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        if c == '\n' {
+            end = i;
+            break;
+        }
+        if matches!(c, '.' | '!' | '?') {
+            let next = text[i + c.len_utf8()..].chars().next();
+            if next.is_none_or(char::is_whitespace) {
+                end = i + c.len_utf8();
+                break;
+            }
+        }
+    }
+    let sentence = text[..end].trim();
+    const MAX: usize = 200;
+    if sentence.chars().count() <= MAX {
+        return Some(sentence.to_owned());
+    }
+    let cut: String = sentence.chars().take(MAX).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > MAX / 2 => cut[..i].to_owned(),
+        _ => cut,
+    };
+    Some(format!("{cut}…"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_sentence;
+
+    #[test]
+    fn first_sentence_stops_at_period_followed_by_space() {
+        assert_eq!(first_sentence("Get the v1.2 weather. Also more.").unwrap(), "Get the v1.2 weather.");
+        assert_eq!(first_sentence("One line\nsecond").unwrap(), "One line");
+        assert!(first_sentence("   ").is_none());
+        assert!(first_sentence(&"word ".repeat(100)).unwrap().ends_with('…'));
+    }
+}

@@ -1,0 +1,74 @@
+//! Where the model and ONNX Runtime files live, and how they are found.
+
+use std::path::{Path, PathBuf};
+
+use crate::EmbedError;
+
+/// Identifier recorded in indexes for the bundled model.
+pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@int8";
+/// Sub-directory of `models/` holding the model and tokenizer files.
+pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-int8";
+/// File name of the ONNX Runtime shared library inside `models/`.
+pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
+
+/// The files an [`crate::OnnxEmbedder`] loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The ONNX Runtime shared library.
+    pub ort_library: PathBuf,
+    /// Directory with `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`
+    /// and `tokenizer_config.json`.
+    pub model_dir: PathBuf,
+}
+
+impl ModelFiles {
+    /// The files inside one `models/` directory (not checked).
+    pub fn in_dir(models: &Path) -> ModelFiles {
+        ModelFiles { ort_library: models.join(ORT_LIB_NAME), model_dir: models.join(MODEL_DIR_NAME) }
+    }
+
+    /// Finds the model files without the user exporting anything. In order:
+    /// `explicit` (a `--models DIR` flag), `$TOOLSEARCH_MODELS`, `models/` beside the running
+    /// executable or up to four directories above it (so `target/release/toolsearch` finds the
+    /// repository's `models/`), then `models/` in the working directory or above it.
+    /// `$ORT_DYLIB_PATH`, when set, overrides the runtime library's location.
+    pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles, EmbedError> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(dir) = explicit {
+            candidates.push(dir.to_path_buf());
+        } else {
+            if let Some(dir) = std::env::var_os("TOOLSEARCH_MODELS") {
+                candidates.push(PathBuf::from(dir));
+            }
+            if let Some(exe_dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+                candidates.extend(exe_dir.ancestors().take(5).map(|d| d.join("models")));
+            }
+            if let Ok(cwd) = std::env::current_dir() {
+                candidates.extend(cwd.ancestors().take(6).map(|d| d.join("models")));
+            }
+        }
+        let found = candidates.iter().find(|d| d.join(MODEL_DIR_NAME).join("model.onnx").is_file());
+        let Some(dir) = found else {
+            if let Some(dir) = explicit {
+                return Err(EmbedError::MissingFile(dir.join(MODEL_DIR_NAME).join("model.onnx")));
+            }
+            let searched = candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+            return Err(EmbedError::NotFound { searched });
+        };
+        let mut files = ModelFiles::in_dir(dir);
+        if let Some(lib) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
+            files.ort_library = PathBuf::from(lib);
+        }
+        Ok(files)
+    }
+
+    /// The path of one file in the model directory, checked to exist.
+    pub(crate) fn model_file(&self, name: &str) -> Result<PathBuf, EmbedError> {
+        let p = self.model_dir.join(name);
+        if p.is_file() {
+            Ok(p)
+        } else {
+            Err(EmbedError::MissingFile(p))
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Text embeddings for toolsearch: the [`Embedder`] trait, the seam between indexing/querying
+//! and a model runtime, and [`OnnxEmbedder`], its implementation on ONNX Runtime through
+//! fastembed with all-MiniLM-L6-v2 (int8, 384 dimensions, mean pooling).
+//!
+//! Key design decision: nothing is ever downloaded at run time. The ONNX Runtime library and
+//! the model files are installed by `scripts/setup` (from PyPI packages) into a `models/`
+//! directory that [`ModelFiles::locate`] finds on its own (flag, `TOOLSEARCH_MODELS`,
+//! `models/` beside the executable or above the working directory), loaded dynamically, with
+//! ONNX Runtime telemetry always disabled. fastembed's `embed` needs `&mut self`, so the
+//! embedder keeps a small pool of sessions behind mutexes and is `Send + Sync`.
+#![deny(missing_docs)]
+
+mod error;
+mod files;
+mod onnx;
+mod runtime;
+
+pub use error::EmbedError;
+pub use files::{ModelFiles, MODEL_ID, MODEL_DIR_NAME, ORT_LIB_NAME};
+pub use onnx::{EmbedderOptions, OnnxEmbedder};
+
+/// Turns text into unit-length vectors. Implementations must be deterministic: the same text
+/// always gives the same vector, so indexes can reuse vectors by content hash.
+pub trait Embedder: Send + Sync {
+    /// A stable identifier of the model (recorded in every index).
+    fn model_id(&self) -> &str;
+    /// The sha256 of the model weights (recorded in every index, checked on open).
+    fn model_sha256(&self) -> &str;
+    /// Vector length.
+    fn dimension(&self) -> usize;
+    /// Embeds `texts`, returning one L2-normalised vector per text, in order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Embeds one text.
+    fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.embed(&[text])?.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
+    }
+}
+
+/// Scales `v` to unit length in place (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
