@@ -1,1 +1,34 @@
-//! stub
+//! toolsearch: semantic tool search for LLM agents.
+//!
+//! An offline indexer turns a tool catalogue into a hybrid index (HNSW vectors + BM25), and a
+//! query engine answers the progressive-disclosure protocol (`list`, `search_nodes`,
+//! `search_tool_by_category`, `expand_tool`) with ranked, confidence-scored pointers, so an
+//! agent loads a tool's full schema only when it has chosen the tool.
+//!
+//! Key design decision: this crate is only a facade. Each job lives in its own crate
+//! (`catalog`, `embed`, `index`, `query`) with dependencies pointing one way, and the CLI is a
+//! thin layer over this API.
+//!
+//! ```no_run
+//! use toolsearch::{Engine, SearchToolsRequest};
+//! let engine = Engine::open(std::path::Path::new("/tmp/sample-index"))?;
+//! let answer = engine.search_tool_by_category(&SearchToolsRequest {
+//!     query: "rename a variable everywhere".into(),
+//!     ..Default::default()
+//! })?;
+//! for p in answer.results {
+//!     println!("{:.2} {}", p.confidence, p.tool_id);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub use toolsearch_catalog as catalog;
+pub use toolsearch_embed as embed;
+pub use toolsearch_index as index;
+pub use toolsearch_query as query;
+
+pub use toolsearch_catalog::{load_path, Catalog, CatalogError, Format, PathSpec, Tool};
+pub use toolsearch_embed::{Embedder, ModelFiles, OnnxEmbedder};
+pub use toolsearch_index::{build_index, BuildOptions, BuildReport, IndexReader};
+pub use toolsearch_query::*;

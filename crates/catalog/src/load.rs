@@ -34,7 +34,12 @@ impl Format {
 
     /// Picks a format from the file extension, then from the content.
     pub fn detect(file: &Path, text: &str) -> Format {
-        match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        match file
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("jsonl" | "ndjson") => Format::Jsonl,
             Some("json") => Format::Manifest,
             _ => {
@@ -42,7 +47,8 @@ impl Format {
                 let mut lines = text.lines().filter(|l| !l.trim().is_empty());
                 let first = lines.next().unwrap_or("");
                 let second = lines.next();
-                let first_is_record = first.trim_start().starts_with('{') && serde_json::from_str::<Value>(first).is_ok();
+                let first_is_record = first.trim_start().starts_with('{')
+                    && serde_json::from_str::<Value>(first).is_ok();
                 if first_is_record && second.is_some() {
                     Format::Jsonl
                 } else {
@@ -55,12 +61,22 @@ impl Format {
 
 /// Reads and validates the catalogue in `file`; `format` of `None` detects it.
 pub fn load_path(file: &Path, format: Option<Format>) -> Result<Catalog, CatalogError> {
-    let meta = std::fs::metadata(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+    let meta = std::fs::metadata(file)
+        .map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     if meta.is_dir() {
-        return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
+        return Err(CatalogError::file(
+            file,
+            "is a directory, expected a catalogue file",
+        ));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(CatalogError::file(file, format!("is {} bytes, over the limit of {MAX_FILE_BYTES}", meta.len())));
+        return Err(CatalogError::file(
+            file,
+            format!(
+                "is {} bytes, over the limit of {MAX_FILE_BYTES}",
+                meta.len()
+            ),
+        ));
     }
     let mut text = String::new();
     std::fs::File::open(file)
@@ -85,26 +101,53 @@ pub fn parse_str(file: &Path, text: &str, format: Option<Format>) -> Result<Cata
 fn parse_manifest(file: &Path, text: &str) -> Result<RawCatalog, CatalogError> {
     let value: Value = serde_json::from_str(text).map_err(|e| CatalogError::from_json(file, &e))?;
     let Value::Object(top) = value else {
-        return Err(CatalogError::at(file, "", None, "a manifest must be a JSON object with `tools` (and optionally `nodes`, `groups`)"));
+        return Err(CatalogError::at(
+            file,
+            "",
+            None,
+            "a manifest must be a JSON object with `tools` (and optionally `nodes`, `groups`)",
+        ));
     };
     if let Some(k) = unknown_field(&top, MANIFEST_FIELDS) {
-        return Err(CatalogError::at(file, format!("/{}", escape(k)), Some(k), format!("unknown field; expected one of {MANIFEST_FIELDS:?}")));
+        return Err(CatalogError::at(
+            file,
+            format!("/{}", escape(k)),
+            Some(k),
+            format!("unknown field; expected one of {MANIFEST_FIELDS:?}"),
+        ));
     }
     let mut raw = RawCatalog::default();
     raw.tools = records(file, &top, "tools", TOOL_FIELDS)?;
     raw.nodes = records(file, &top, "nodes", NODE_FIELDS)?;
     raw.groups = records(file, &top, "groups", GROUP_FIELDS)?;
     if raw.tools.is_empty() {
-        return Err(CatalogError::at(file, "/tools", Some("tools"), "a manifest needs at least one tool"));
+        return Err(CatalogError::at(
+            file,
+            "/tools",
+            Some("tools"),
+            "a manifest needs at least one tool",
+        ));
     }
     Ok(raw)
 }
 
 /// Deserialises the array `top[key]` into records, each located by its JSON pointer.
-fn records<T: DeserializeOwned>(file: &Path, top: &Map<String, Value>, key: &str, fields: &[&str]) -> Result<Vec<(Origin, T)>, CatalogError> {
-    let Some(v) = top.get(key) else { return Ok(Vec::new()) };
+fn records<T: DeserializeOwned>(
+    file: &Path,
+    top: &Map<String, Value>,
+    key: &str,
+    fields: &[&str],
+) -> Result<Vec<(Origin, T)>, CatalogError> {
+    let Some(v) = top.get(key) else {
+        return Ok(Vec::new());
+    };
     let Value::Array(items) = v else {
-        return Err(CatalogError::at(file, format!("/{key}"), Some(key), "must be an array"));
+        return Err(CatalogError::at(
+            file,
+            format!("/{key}"),
+            Some(key),
+            "must be an array",
+        ));
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -113,9 +156,15 @@ fn records<T: DeserializeOwned>(file: &Path, top: &Map<String, Value>, key: &str
             return Err(CatalogError::at(file, at, None, "must be an object"));
         };
         if let Some(k) = unknown_field(obj, fields) {
-            return Err(CatalogError::at(file, format!("{at}/{}", escape(k)), Some(k), format!("unknown field; expected one of {fields:?}")));
+            return Err(CatalogError::at(
+                file,
+                format!("{at}/{}", escape(k)),
+                Some(k),
+                format!("unknown field; expected one of {fields:?}"),
+            ));
         }
-        let rec: T = serde_json::from_value(item.clone()).map_err(|e| CatalogError::at(file, &at, None, e.to_string()))?;
+        let rec: T = serde_json::from_value(item.clone())
+            .map_err(|e| CatalogError::at(file, &at, None, e.to_string()))?;
         out.push((Origin::Pointer(at), rec));
     }
     Ok(out)

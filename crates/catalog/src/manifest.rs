@@ -90,7 +90,8 @@ pub(crate) struct RawGroup {
 pub(crate) const GROUP_FIELDS: &[&str] = &["id", "visibility", "check", "ttl_secs", "suggestion"];
 
 /// Top-level fields of a native manifest.
-pub(crate) const MANIFEST_FIELDS: &[&str] = &["name", "description", "version", "nodes", "tools", "groups"];
+pub(crate) const MANIFEST_FIELDS: &[&str] =
+    &["name", "description", "version", "nodes", "tools", "groups"];
 
 /// The first key of `obj` that is not in `known`, if any.
 pub(crate) fn unknown_field<'a>(obj: &'a Map<String, Value>, known: &[&str]) -> Option<&'a str> {

@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
+const TYPES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
 
 /// Checks `schema` and returns `(relative pointer, message)` for the first problem found.
 pub(crate) fn check_schema(schema: &Value) -> Result<(), (String, String)> {
@@ -19,22 +21,36 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
         Value::Bool(_) => return Ok(()),
         Value::Object(o) => o,
         other => {
-            return Err((at, format!("a JSON Schema must be an object or a boolean, found {}", kind(other))))
+            return Err((
+                at,
+                format!(
+                    "a JSON Schema must be an object or a boolean, found {}",
+                    kind(other)
+                ),
+            ))
         }
     };
     if let Some(t) = obj.get("type") {
         let ok = match t {
             Value::String(s) => TYPES.contains(&s.as_str()),
-            Value::Array(a) => a.iter().all(|v| v.as_str().is_some_and(|s| TYPES.contains(&s))),
+            Value::Array(a) => a
+                .iter()
+                .all(|v| v.as_str().is_some_and(|s| TYPES.contains(&s))),
             _ => false,
         };
         if !ok {
-            return Err((format!("{at}/type"), format!("`type` must be one of {TYPES:?} or an array of them, found {t}")));
+            return Err((
+                format!("{at}/type"),
+                format!("`type` must be one of {TYPES:?} or an array of them, found {t}"),
+            ));
         }
     }
     if let Some(p) = obj.get("properties") {
         let Value::Object(props) = p else {
-            return Err((format!("{at}/properties"), format!("`properties` must be an object, found {}", kind(p))));
+            return Err((
+                format!("{at}/properties"),
+                format!("`properties` must be an object, found {}", kind(p)),
+            ));
         };
         for (name, sub) in props {
             check(sub, format!("{at}/properties/{}", escape(name)), depth + 1)?;
@@ -42,10 +58,16 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
     }
     if let Some(r) = obj.get("required") {
         let Value::Array(items) = r else {
-            return Err((format!("{at}/required"), format!("`required` must be an array of strings, found {}", kind(r))));
+            return Err((
+                format!("{at}/required"),
+                format!("`required` must be an array of strings, found {}", kind(r)),
+            ));
         };
         if items.iter().any(|v| !v.is_string()) {
-            return Err((format!("{at}/required"), "`required` must be an array of strings".into()));
+            return Err((
+                format!("{at}/required"),
+                "`required` must be an array of strings".into(),
+            ));
         }
     }
     if let Some(items) = obj.get("items") {
@@ -56,7 +78,10 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(v) = obj.get(key) {
             let Value::Array(subs) = v else {
-                return Err((format!("{at}/{key}"), format!("`{key}` must be an array of schemas")));
+                return Err((
+                    format!("{at}/{key}"),
+                    format!("`{key}` must be an array of schemas"),
+                ));
             };
             for (i, sub) in subs.iter().enumerate() {
                 check(sub, format!("{at}/{key}/{i}"), depth + 1)?;

@@ -16,7 +16,7 @@ mod onnx;
 mod runtime;
 
 pub use error::EmbedError;
-pub use files::{ModelFiles, MODEL_ID, MODEL_DIR_NAME, ORT_LIB_NAME};
+pub use files::{ModelFiles, MODEL_DIR_NAME, MODEL_ID, ORT_LIB_NAME};
 pub use onnx::{EmbedderOptions, OnnxEmbedder};
 
 /// Turns text into unit-length vectors. Implementations must be deterministic: the same text
@@ -32,7 +32,9 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
     /// Embeds one text.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        self.embed(&[text])?.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
+        self.embed(&[text])?
+            .pop()
+            .ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
     }
 }
 

@@ -1,1 +1,23 @@
-//! stub
+//! The discovery protocol over a toolsearch index: `list`, `search_nodes`,
+//! `search_tool_by_category` and `expand_tool`, answered with ranked, confidence-scored
+//! pointers or typed errors that tell the caller what to do next.
+//!
+//! Key design decision: ranking is hybrid and scoped *before* retrieval. Both the dense
+//! (embedding) and the lexical (BM25) candidates are drawn from inside the requested category,
+//! fused (normalised-score blending by default, reciprocal rank fusion as an option), and every
+//! pointer carries a `confidence` from a monotone map of absolute relevance features (cosine
+//! similarity, relative BM25), so a threshold on it can turn weak guesses into a
+//! `NO_MATCH_IN_CATEGORY` answer that names the categories where the query does match.
+#![deny(missing_docs)]
+
+mod engine;
+mod error;
+pub mod fusion;
+mod protocol;
+mod scope;
+mod suggest;
+
+pub use engine::{Engine, EngineError, EngineOptions};
+pub use error::{ErrorCode, NextAction, ProtocolError};
+pub use fusion::{Calibration, Fusion};
+pub use protocol::*;

@@ -1,0 +1,150 @@
+//! Atomic replacement of an index directory.
+//!
+//! Guarantee: a reader of the target path sees either the complete previous index or the
+//! complete new one, never a mix, and a failed or interrupted build leaves the previous index
+//! untouched. A build writes into a hidden sibling directory, fsyncs it, then swaps it in with
+//! one `renameat2(RENAME_EXCHANGE)` (or a plain rename when there is no previous index).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{io, IndexError};
+
+/// A directory being built beside `target`; removed on drop unless committed.
+pub(crate) struct Staging {
+    dir: PathBuf,
+    target: PathBuf,
+    done: bool,
+}
+
+impl Staging {
+    /// Creates the staging directory, after removing stale ones left by dead builds.
+    pub(crate) fn new(target: &Path) -> Result<Staging, IndexError> {
+        let name = target
+            .file_name()
+            .ok_or_else(|| {
+                IndexError::NotAnIndex(
+                    target.to_path_buf(),
+                    "the output path has no directory name".into(),
+                )
+            })?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        remove_stale(&parent, &name);
+        let dir = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        std::fs::create_dir(&dir).map_err(io(&dir))?;
+        Ok(Staging {
+            dir,
+            target: target.to_path_buf(),
+            done: false,
+        })
+    }
+
+    /// Where to write the new index.
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Makes the staged directory durable and swaps it in for the target.
+    pub(crate) fn commit(mut self) -> Result<(), IndexError> {
+        sync_tree(&self.dir)?;
+        if self.target.exists() {
+            exchange(&self.dir, &self.target)?;
+            // The previous index now sits at the staging path; drop removes it.
+        } else {
+            std::fs::rename(&self.dir, &self.target).map_err(io(&self.target))?;
+            self.done = true;
+        }
+        if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::File::open(parent).and_then(|f| f.sync_all());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Atomically exchanges two directory entries.
+fn exchange(a: &Path, b: &Path) -> Result<(), IndexError> {
+    let ca = CString::new(a.as_os_str().as_bytes())
+        .map_err(|_| IndexError::NotAnIndex(a.to_path_buf(), "path contains NUL".into()))?;
+    let cb = CString::new(b.as_os_str().as_bytes())
+        .map_err(|_| IndexError::NotAnIndex(b.to_path_buf(), "path contains NUL".into()))?;
+    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(IndexError::Io(b.to_path_buf(), err));
+    }
+    // The filesystem cannot exchange: move the old index aside, then the new one in.
+    let aside = a.with_extension("old");
+    std::fs::rename(b, &aside).map_err(io(b))?;
+    if let Err(e) = std::fs::rename(a, b) {
+        let _ = std::fs::rename(&aside, b);
+        return Err(IndexError::Io(b.to_path_buf(), e));
+    }
+    std::fs::rename(&aside, a).map_err(io(a))
+}
+
+/// fsyncs every file in `dir` (recursively) and the directories themselves.
+fn sync_tree(dir: &Path) -> Result<(), IndexError> {
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path = entry.map_err(io(dir))?.path();
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            std::fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io(&path))?;
+        }
+    }
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(io(dir))
+}
+
+/// Removes `.NAME.tmp-PID` directories whose build process no longer runs.
+fn remove_stale(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file_name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

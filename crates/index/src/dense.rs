@@ -1,0 +1,139 @@
+//! The dense side of the index: unit vectors in one flat file, an HNSW graph over the tool
+//! vectors (hnsw_rs, dot-product distance), and an exact scan for small scopes.
+
+use std::io::Write;
+use std::path::Path;
+
+use hnsw_rs::api::AnnT;
+use hnsw_rs::prelude::{DistDot, Hnsw, HnswIo};
+
+use crate::error::{io, IndexError};
+
+/// A scored document: its ordinal (tool or node number) and a score (higher is better).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// Document ordinal.
+    pub ord: u32,
+    /// Score: cosine similarity for dense hits, BM25 for lexical hits.
+    pub score: f32,
+}
+
+const MAX_CONNECTIONS: usize = 24;
+const MAX_LAYERS: usize = 16;
+const EF_CONSTRUCTION: usize = 200;
+
+/// Writes `rows` vectors as little-endian f32.
+pub(crate) fn write_vectors(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io(path))?);
+    for v in rows {
+        for x in v {
+            f.write_all(&x.to_le_bytes()).map_err(io(path))?;
+        }
+    }
+    f.flush().map_err(io(path))
+}
+
+/// Reads `rows x dim` vectors written by [`write_vectors`].
+pub(crate) fn read_vectors(path: &Path, rows: usize, dim: usize) -> Result<Vec<f32>, IndexError> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    if bytes.len() != rows * dim * 4 {
+        return Err(IndexError::Corrupted(
+            path.to_path_buf(),
+            format!("{} bytes, expected {}", bytes.len(), rows * dim * 4),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+/// Builds the HNSW graph over `vectors` and dumps it in `dir`; returns the dump's basename.
+pub(crate) fn build_hnsw(dir: &Path, vectors: &[Vec<f32>]) -> Result<String, IndexError> {
+    let n = vectors.len().max(1);
+    let hnsw: Hnsw<f32, DistDot> =
+        Hnsw::new(MAX_CONNECTIONS, n, MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
+    let data: Vec<(&Vec<f32>, usize)> = vectors.iter().zip(0..).collect();
+    hnsw.parallel_insert(&data);
+    hnsw.file_dump(dir, crate::format::HNSW_BASENAME)
+        .map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))
+}
+
+/// The loaded HNSW graph.
+pub(crate) struct Graph {
+    hnsw: Hnsw<'static, f32, DistDot>,
+}
+
+impl Graph {
+    /// Loads the graph dumped under `basename` in `dir`.
+    ///
+    /// hnsw_rs ties a loaded graph's lifetime to its loader; the loader is leaked (a few
+    /// paths and options, the data itself is owned by the graph since nothing is mmapped).
+    pub(crate) fn load(dir: &Path, basename: &str) -> Result<Graph, IndexError> {
+        let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
+        let hnsw = loader
+            .load_hnsw::<f32, DistDot>()
+            .map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))?;
+        Ok(Graph { hnsw })
+    }
+
+    /// Approximate top `k` by cosine; `allowed` (sorted ordinals) restricts the result.
+    pub(crate) fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        allowed: Option<&Vec<usize>>,
+    ) -> Vec<Hit> {
+        let filter = allowed.map(|a| a as &dyn hnsw_rs::filter::FilterT);
+        self.hnsw
+            .search_filter(query, k, ef.max(k), filter)
+            .into_iter()
+            .map(|n| Hit {
+                ord: n.d_id as u32,
+                score: 1.0 - n.distance,
+            })
+            .collect()
+    }
+
+    /// Points in the graph.
+    pub(crate) fn len(&self) -> usize {
+        self.hnsw.get_nb_point()
+    }
+}
+
+/// Exact top `k` by cosine over the rows `ords` of `vectors` (`dim` columns).
+pub(crate) fn exact_top_k(
+    vectors: &[f32],
+    dim: usize,
+    query: &[f32],
+    ords: impl Iterator<Item = u32>,
+    k: usize,
+) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = ords
+        .map(|o| {
+            let row = &vectors[o as usize * dim..(o as usize + 1) * dim];
+            Hit {
+                ord: o,
+                score: dot(row, query),
+            }
+        })
+        .collect();
+    top_k(&mut hits, k);
+    hits
+}
+
+/// Keeps the `k` best hits, sorted best first (ties by ordinal, for determinism).
+pub(crate) fn top_k(hits: &mut Vec<Hit>, k: usize) {
+    let cmp = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.ord.cmp(&b.ord));
+    if hits.len() > k {
+        hits.select_nth_unstable_by(k, cmp);
+        hits.truncate(k);
+    }
+    hits.sort_by(cmp);
+}
+
+/// Dot product (the cosine of unit vectors).
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,233 @@
+//! The text that is indexed for each tool and node. One function builds the embedded text,
+//! another the lexical fields, so both indexes see the same facts.
+
+use serde_json::Value;
+use toolsearch_catalog::{Node, Tool};
+
+/// Most parameters described in a document.
+const MAX_PARAMS: usize = 24;
+/// Longest parameter description kept, in characters.
+const MAX_PARAM_DESC: usize = 160;
+/// Longest description kept in the embedded text, in characters (the model reads 256 tokens).
+const MAX_DENSE_DESC: usize = 1_200;
+
+/// Splits an identifier into lower-case words: on `_`, `-`, `.`, `/`, `:`, spaces and
+/// camelCase boundaries (`getUserByID_v2` -> `get user by id v2`); digits stay with their
+/// word (`s3`, `ec2`).
+pub fn split_identifier(s: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = match prev {
+            Some(p) if p.is_alphanumeric() => {
+                (p.is_lowercase() && c.is_uppercase())
+                    || (p.is_uppercase()
+                        && c.is_uppercase()
+                        && next.is_some_and(char::is_lowercase))
+            }
+            _ => false,
+        };
+        if boundary && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words.join(" ")
+}
+
+/// The lexical fields of one document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LexicalFields {
+    /// Name: split into words, plus the raw form.
+    pub name: String,
+    /// Category path segment names.
+    pub path: String,
+    /// Summary, description, examples.
+    pub body: String,
+    /// Parameter names (split) and descriptions.
+    pub params: String,
+    /// Tags.
+    pub tags: String,
+}
+
+/// The text embedded for a tool: name words, category path, summary, description, parameters.
+pub fn tool_dense_text(tool: &Tool) -> String {
+    let mut out = split_identifier(&tool.name);
+    let paths = path_phrases(&tool.paths);
+    if !paths.is_empty() {
+        out.push_str(" (");
+        out.push_str(&paths);
+        out.push(')');
+    }
+    out.push_str(": ");
+    out.push_str(&tool.summary);
+    if !tool.description.is_empty()
+        && !tool
+            .description
+            .starts_with(tool.summary.trim_end_matches('…'))
+    {
+        out.push(' ');
+    }
+    let rest = tool
+        .description
+        .strip_prefix(tool.summary.as_str())
+        .unwrap_or(&tool.description);
+    out.push_str(&truncate_chars(rest.trim(), MAX_DENSE_DESC));
+    let params = param_names(&tool.args_schema);
+    if !params.is_empty() {
+        out.push_str(" Parameters: ");
+        out.push_str(&params.join(", "));
+        out.push('.');
+    }
+    out
+}
+
+/// The lexical fields of a tool.
+pub fn tool_lexical(tool: &Tool) -> LexicalFields {
+    let split = split_identifier(&tool.name);
+    let name = if split == tool.name.to_lowercase() {
+        split
+    } else {
+        format!("{split} {}", tool.name)
+    };
+    let mut body = tool.summary.clone();
+    if !tool
+        .description
+        .starts_with(tool.summary.trim_end_matches('…'))
+    {
+        body.push('\n');
+        body.push_str(&tool.description);
+    } else {
+        body = tool.description.clone();
+    }
+    for ex in &tool.examples {
+        body.push('\n');
+        body.push_str(ex);
+    }
+    LexicalFields {
+        name,
+        path: path_phrases(&tool.paths),
+        body,
+        params: param_text(&tool.args_schema),
+        tags: tool.tags.join(" "),
+    }
+}
+
+/// The text embedded for a category node: its path, summary, description, and the names of
+/// (some of) the tools under it, which say what the category is for better than its name.
+pub fn node_dense_text(node: &Node, tool_names: &[&str]) -> String {
+    let mut out = node.path.join(" / ");
+    out.push_str(": ");
+    if node.summary != node.path.last().map(String::as_str).unwrap_or("") {
+        out.push_str(&node.summary);
+        out.push(' ');
+    }
+    if let Some(d) = &node.description {
+        out.push_str(&truncate_chars(d, MAX_DENSE_DESC / 2));
+        out.push(' ');
+    }
+    if !tool_names.is_empty() {
+        out.push_str("Tools: ");
+        out.push_str(
+            &tool_names
+                .iter()
+                .map(|n| split_identifier(n))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        out.push('.');
+    }
+    out.trim().to_owned()
+}
+
+/// The lexical fields of a category node.
+pub fn node_lexical(node: &Node, tool_names: &[&str]) -> LexicalFields {
+    let last = node.path.last().cloned().unwrap_or_default();
+    let mut body = node.summary.clone();
+    if let Some(d) = &node.description {
+        body.push('\n');
+        body.push_str(d);
+    }
+    LexicalFields {
+        name: format!("{} {last}", split_identifier(&last)),
+        path: node.path.join(" "),
+        body,
+        params: tool_names
+            .iter()
+            .map(|n| split_identifier(n))
+            .collect::<Vec<_>>()
+            .join(" "),
+        tags: node.tags.join(" "),
+    }
+}
+
+fn path_phrases(paths: &[Vec<String>]) -> String {
+    paths
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| p.join(" > "))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .take(MAX_PARAMS)
+}
+
+fn param_names(schema: &Value) -> Vec<String> {
+    properties(schema)
+        .map(|(k, _)| split_identifier(k))
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+fn param_text(schema: &Value) -> String {
+    let mut out = String::new();
+    for (k, v) in properties(schema) {
+        out.push_str(&split_identifier(k));
+        out.push(' ');
+        if let Some(d) = v.get("description").and_then(Value::as_str) {
+            out.push_str(&truncate_chars(d, MAX_PARAM_DESC));
+            out.push(' ');
+        }
+    }
+    out
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_snake_kebab_dots_and_camel_case() {
+        assert_eq!(split_identifier("getUserByID_v2"), "get user by id v2");
+        assert_eq!(split_identifier("s3.list-buckets"), "s3 list buckets");
+        assert_eq!(split_identifier("HTMLParser"), "html parser");
+        assert_eq!(split_identifier("Songkick concert"), "songkick concert");
+        assert_eq!(split_identifier(""), "");
+    }
+}

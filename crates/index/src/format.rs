@@ -1,0 +1,141 @@
+//! The index's file layout and its checksummed metadata. Shared by writer and reader.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{io, IndexError};
+
+/// The format version this build writes and reads. Bumped on any layout change.
+pub const FORMAT_VERSION: u32 = 1;
+const MAGIC: &[u8; 8] = b"TSINDEX\0";
+
+pub(crate) const META_FILE: &str = "meta.bin";
+pub(crate) const CATALOG_FILE: &str = "catalog.json";
+pub(crate) const VECTORS_FILE: &str = "vectors.f32";
+pub(crate) const HNSW_BASENAME: &str = "tools";
+pub(crate) const LEXICAL_DIR: &str = "lexical";
+
+/// One file of the index with its size and checksum.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSum {
+    /// Path relative to the index directory.
+    pub path: String,
+    /// Size in bytes.
+    pub len: u64,
+    /// sha256, hex.
+    pub sha256: String,
+}
+
+/// Everything about an index that is not the data itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// Embedding model id.
+    pub model_id: String,
+    /// sha256 of the model weights.
+    pub model_sha256: String,
+    /// Vector dimension.
+    pub dimension: u32,
+    /// Content hash of the normalised catalogue.
+    pub catalog_hash: String,
+    /// Random per build; binds cursors and caches to this exact index.
+    pub generation: u64,
+    /// Tool documents (the first rows of the vector file).
+    pub tools: u32,
+    /// Node documents (the rows after the tools).
+    pub nodes: u32,
+    /// sha256 of each document's embedded text (tools, then nodes): vectors are reused by it.
+    pub doc_hashes: Vec<String>,
+    /// Basename of the HNSW dump files.
+    pub hnsw_basename: String,
+    /// Every data file with its checksum.
+    pub files: Vec<FileSum>,
+    /// Unix time of the build.
+    pub created_unix: u64,
+    /// Named JSON blobs added by later stages (e.g. calibration), keyed by name.
+    pub extensions: BTreeMap<String, String>,
+}
+
+impl IndexMeta {
+    /// Writes the metadata: magic, version, sha256 of the payload, payload.
+    pub(crate) fn write(&self, dir: &Path) -> Result<(), IndexError> {
+        let path = dir.join(META_FILE);
+        let payload = bincode::serde::encode_to_vec(self, bincode::config::standard())
+            .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
+        let mut bytes = Vec::with_capacity(payload.len() + 44);
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(&payload));
+        bytes.extend_from_slice(&payload);
+        std::fs::write(&path, bytes).map_err(io(&path))
+    }
+
+    /// Reads and checks the metadata of the index in `dir`.
+    pub fn read(dir: &Path) -> Result<IndexMeta, IndexError> {
+        let path = dir.join(META_FILE);
+        if !dir.is_dir() {
+            return Err(IndexError::NotAnIndex(
+                dir.to_path_buf(),
+                "no such index directory".into(),
+            ));
+        }
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(IndexError::NotAnIndex(
+                    dir.to_path_buf(),
+                    format!("not a toolsearch index (no {META_FILE})"),
+                ))
+            }
+            Err(e) => return Err(IndexError::Io(path, e)),
+        };
+        if bytes.len() < 44 || &bytes[..8] != MAGIC {
+            return Err(IndexError::Corrupted(
+                path,
+                "not a toolsearch metadata file".into(),
+            ));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(IndexError::Version {
+                path,
+                found: version,
+                expected: FORMAT_VERSION,
+            });
+        }
+        let payload = &bytes[44..];
+        if Sha256::digest(payload).as_slice() != &bytes[12..44] {
+            return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
+        }
+        let (meta, _): (IndexMeta, usize) =
+            bincode::serde::decode_from_slice(payload, bincode::config::standard())
+                .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
+        Ok(meta)
+    }
+}
+
+/// sha256 of a file, hex, streaming.
+pub(crate) fn file_sum(dir: &Path, rel: &str) -> Result<FileSum, IndexError> {
+    let path = dir.join(rel);
+    let mut f = std::fs::File::open(&path).map_err(io(&path))?;
+    let mut h = Sha256::new();
+    let len = std::io::copy(&mut f, &mut h).map_err(io(&path))?;
+    Ok(FileSum {
+        path: rel.to_owned(),
+        len,
+        sha256: hex(&h.finalize()),
+    })
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// sha256 of a string, hex.
+pub(crate) fn text_hash(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}

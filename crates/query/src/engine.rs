@@ -1,0 +1,600 @@
+//! [`Engine`]: an opened index plus the query-time model, answering protocol calls.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec, Tool};
+use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch_index::{DocKind, Hit, IndexError, IndexReader, OpenOptions};
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::fusion::{merge, rank, Calibration, Fusion, Scored};
+use crate::protocol::*;
+use crate::scope::PathTable;
+use crate::suggest::closest;
+
+/// Longest query text embedded, in characters (the model reads 256 tokens anyway).
+const MAX_QUERY_CHARS: usize = 2_000;
+
+/// How an [`Engine`] ranks and where it finds its model.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The `models/` directory; found automatically when `None`.
+    pub models: Option<PathBuf>,
+    /// Fusion method.
+    pub fusion: Fusion,
+    /// Confidence map.
+    pub calibration: Calibration,
+    /// Candidates drawn from each index before fusion.
+    pub candidates: usize,
+    /// Pointers below this confidence are not returned; when none is left the answer is
+    /// `NO_MATCH_IN_CATEGORY`.
+    pub min_confidence: f32,
+    /// How the index is opened.
+    pub open: OpenOptions,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            models: None,
+            fusion: Fusion::default(),
+            calibration: Calibration::default(),
+            candidates: 64,
+            min_confidence: 0.2,
+            open: OpenOptions::default(),
+        }
+    }
+}
+
+/// Why an engine could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The index is missing, corrupted, or from another model or format.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The model could not be found or loaded.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// The query engine. `Send + Sync`: share one behind an `Arc` across threads.
+pub struct Engine {
+    index: IndexReader,
+    embedder: Arc<dyn Embedder>,
+    paths: PathTable,
+    tool_by_id: HashMap<String, u32>,
+    options: EngineOptions,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("index", &self.index)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Opens the index in `dir`, finding and loading the model automatically.
+    pub fn open(dir: &Path) -> Result<Engine, EngineError> {
+        Engine::open_with(dir, EngineOptions::default())
+    }
+
+    /// Opens the index in `dir` with `options`.
+    pub fn open_with(dir: &Path, options: EngineOptions) -> Result<Engine, EngineError> {
+        // Fail on a bad index before paying for the model.
+        let index = IndexReader::open_with(dir, options.open.clone())?;
+        let files = ModelFiles::locate(options.models.as_deref())?;
+        let embedder = OnnxEmbedder::load(
+            &files,
+            EmbedderOptions {
+                intra_threads: Some(1),
+                ..EmbedderOptions::default()
+            },
+        )?;
+        Engine::from_parts(index, Arc::new(embedder), options)
+    }
+
+    /// Opens the index in `dir` with an embedder the caller already loaded.
+    pub fn with_embedder(
+        dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        options: EngineOptions,
+    ) -> Result<Engine, EngineError> {
+        let index = IndexReader::open_with(dir, options.open.clone())?;
+        Engine::from_parts(index, embedder, options)
+    }
+
+    fn from_parts(
+        index: IndexReader,
+        embedder: Arc<dyn Embedder>,
+        options: EngineOptions,
+    ) -> Result<Engine, EngineError> {
+        index.check_model(embedder.as_ref())?;
+        let paths = PathTable::new(index.catalog());
+        let tool_by_id = index
+            .catalog()
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i as u32))
+            .collect();
+        Ok(Engine {
+            index,
+            embedder,
+            paths,
+            tool_by_id,
+            options,
+        })
+    }
+
+    /// The opened index.
+    pub fn index(&self) -> &IndexReader {
+        &self.index
+    }
+
+    /// The catalogue served.
+    pub fn catalog(&self) -> &Catalog {
+        self.index.catalog()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// The embedder used for queries.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Dispatches a protocol call given as JSON (`call` is `list`, `search_nodes`,
+    /// `search_tool_by_category` or `expand_tool`) and returns the JSON answer.
+    pub fn handle(&self, call: &str, arguments: Value) -> Result<Value, ProtocolError> {
+        fn args<T: DeserializeOwned>(v: Value) -> Result<T, ProtocolError> {
+            let v = if v.is_null() { json!({}) } else { v };
+            serde_json::from_value(v)
+                .map_err(|e| ProtocolError::invalid(format!("invalid arguments: {e}")))
+        }
+        let out = match call {
+            "list" => serde_json::to_value(self.list(&args(arguments)?)?),
+            "search_nodes" => serde_json::to_value(self.search_nodes(&args(arguments)?)?),
+            "search_tool_by_category" => {
+                serde_json::to_value(self.search_tool_by_category(&args(arguments)?)?)
+            }
+            "expand_tool" => serde_json::to_value(self.expand_tool(&args(arguments)?)?),
+            other => {
+                return Err(
+                    ProtocolError::invalid(format!("unknown call {other:?}")).with_hints(vec![
+                        "calls: list, search_nodes, search_tool_by_category, expand_tool".into(),
+                    ]),
+                )
+            }
+        };
+        out.map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+    }
+
+    /// `search_tool_by_category`: the best tools for a query inside a category.
+    pub fn search_tool_by_category(
+        &self,
+        req: &SearchToolsRequest,
+    ) -> Result<SearchToolsResponse, ProtocolError> {
+        let query = checked_query(&req.query)?;
+        let limit = checked_limit(req.limit)?;
+        let scope = self.scope(req.category_path.as_ref(), "category_path")?;
+        let ranked = self.rank_tools(query, &scope, limit)?;
+        let results: Vec<ToolPointer> = ranked
+            .iter()
+            .filter(|s| s.confidence >= self.options.min_confidence)
+            .take(limit)
+            .map(|s| self.pointer(s.ord, &scope, s.confidence))
+            .collect();
+        if results.is_empty() {
+            return Err(self.no_match(query, &scope));
+        }
+        Ok(SearchToolsResponse {
+            category_path: display_path(&scope),
+            results,
+            next_cursor: None,
+        })
+    }
+
+    /// Every tool in `scope` ranked for `query`, best first, with no confidence cut-off (at
+    /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
+    pub fn rank_tools(
+        &self,
+        query: &str,
+        scope: &[String],
+        depth: usize,
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        let allowed = (!scope.is_empty()).then(|| self.paths.tools_under(scope));
+        if allowed.is_some_and(<[u32]>::is_empty) {
+            return Ok(Vec::new());
+        }
+        let qv = self.embed_query(query)?;
+        let depth = depth.max(self.options.candidates);
+        let dense = self.index.dense_tools(&qv, depth, allowed);
+        let lexical = self.lexical(query, DocKind::Tool, scope, depth)?;
+        let lexical: Vec<Hit> = match allowed {
+            Some(a) => lexical
+                .into_iter()
+                .filter(|h| a.binary_search(&h.ord).is_ok())
+                .collect(),
+            None => lexical,
+        };
+        let candidates = merge(&dense, &lexical, |o| dot(self.index.tool_vector(o), &qv));
+        Ok(rank(
+            &candidates,
+            self.options.fusion,
+            &self.options.calibration,
+        ))
+    }
+
+    /// `search_nodes`: the categories that best match a query.
+    pub fn search_nodes(
+        &self,
+        req: &SearchNodesRequest,
+    ) -> Result<SearchNodesResponse, ProtocolError> {
+        let query = checked_query(&req.query)?;
+        let limit = checked_limit(req.limit)?;
+        let all: Vec<u32> = (0..self.catalog().nodes.len() as u32).collect();
+        let results = self
+            .rank_nodes(query, &all, &[], limit)?
+            .into_iter()
+            .take(limit)
+            .map(|s| {
+                let n = &self.catalog().nodes[s.ord as usize];
+                NodeHit {
+                    path: display_path(&n.path),
+                    summary: n.summary.clone(),
+                    confidence: s.confidence,
+                }
+            })
+            .collect();
+        Ok(SearchNodesResponse { results })
+    }
+
+    /// `list`: child categories and tools at a path, optionally filtered by a query.
+    pub fn list(&self, req: &ListRequest) -> Result<ListResponse, ProtocolError> {
+        let limit = checked_limit(req.limit)?;
+        let path = self.scope(req.path.as_ref(), "path")?;
+        let query = req.query.as_deref().map(checked_query).transpose()?;
+        let child_nodes = self.paths.children(&path);
+        let direct_tools = self.paths.tools_at(&path);
+        let (nodes, tools): (Vec<(u32, f32)>, Vec<(u32, f32)>) = match query {
+            None => (
+                child_nodes.iter().map(|&o| (o, 1.0)).collect(),
+                direct_tools.iter().map(|&o| (o, 1.0)).collect(),
+            ),
+            Some(q) => {
+                let keep = |s: &Scored| s.confidence >= self.options.min_confidence;
+                let nodes = self.rank_nodes(q, child_nodes, &path, child_nodes.len())?;
+                let tools = self.rank_direct_tools(q, &path, direct_tools)?;
+                (
+                    nodes
+                        .iter()
+                        .filter(|s| keep(s))
+                        .map(|s| (s.ord, s.confidence))
+                        .collect(),
+                    tools
+                        .iter()
+                        .filter(|s| keep(s))
+                        .map(|s| (s.ord, s.confidence))
+                        .collect(),
+                )
+            }
+        };
+        let nodes: Vec<NodeEntry> = nodes
+            .iter()
+            .take(limit)
+            .map(|&(o, _)| self.node_entry(o))
+            .collect();
+        let room = limit - nodes.len();
+        let tools = tools
+            .iter()
+            .take(room)
+            .map(|&(o, c)| self.pointer(o, &path, c))
+            .collect();
+        Ok(ListResponse {
+            path: display_path(&path),
+            nodes,
+            tools,
+            next_cursor: None,
+        })
+    }
+
+    /// `expand_tool`: the full definition of one tool.
+    pub fn expand_tool(
+        &self,
+        req: &ExpandToolRequest,
+    ) -> Result<ExpandToolResponse, ProtocolError> {
+        let Some(&ord) = self.tool_by_id.get(req.tool_id.trim()) else {
+            return Err(self.tool_not_found(&req.tool_id));
+        };
+        let t = &self.catalog().tools[ord as usize];
+        Ok(ExpandToolResponse {
+            tool_id: t.id.clone(),
+            name: t.name.clone(),
+            path: display_path(&t.paths[0]),
+            paths: t.paths.iter().map(|p| display_path(p)).collect(),
+            summary: t.summary.clone(),
+            description: t.description.clone(),
+            tags: t.tags.clone(),
+            args_schema: t.args_schema.clone(),
+            result_schema: t.result_schema.clone(),
+            usage_notes: t.usage_notes.clone(),
+        })
+    }
+
+    /// The tool with this id, if any.
+    pub fn tool(&self, id: &str) -> Option<&Tool> {
+        self.tool_by_id
+            .get(id)
+            .map(|&o| &self.catalog().tools[o as usize])
+    }
+
+    fn rank_direct_tools(
+        &self,
+        query: &str,
+        path: &[String],
+        direct: &[u32],
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        if direct.is_empty() {
+            return Ok(Vec::new());
+        }
+        let qv = self.embed_query(query)?;
+        let dense = self.index.dense_tools(&qv, direct.len(), Some(direct));
+        let lexical: Vec<Hit> = self
+            .lexical(
+                query,
+                DocKind::Tool,
+                path,
+                self.options.candidates.max(direct.len()),
+            )?
+            .into_iter()
+            .filter(|h| direct.binary_search(&h.ord).is_ok())
+            .collect();
+        let candidates = merge(&dense, &lexical, |o| dot(self.index.tool_vector(o), &qv));
+        Ok(rank(
+            &candidates,
+            self.options.fusion,
+            &self.options.calibration,
+        ))
+    }
+
+    fn rank_nodes(
+        &self,
+        query: &str,
+        among: &[u32],
+        scope: &[String],
+        k: usize,
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        if among.is_empty() {
+            return Ok(Vec::new());
+        }
+        let qv = self.embed_query(query)?;
+        let depth = k.max(self.options.candidates);
+        let dense = self.index.dense_nodes(&qv, depth, among.iter().copied());
+        let mut sorted = among.to_vec();
+        sorted.sort_unstable();
+        let lexical: Vec<Hit> = self
+            .lexical(query, DocKind::Node, scope, depth.max(among.len()))?
+            .into_iter()
+            .filter(|h| sorted.binary_search(&h.ord).is_ok())
+            .collect();
+        let candidates = merge(&dense, &lexical, |o| dot(self.index.node_vector(o), &qv));
+        Ok(rank(
+            &candidates,
+            self.options.fusion,
+            &self.options.calibration,
+        ))
+    }
+
+    fn lexical(
+        &self,
+        query: &str,
+        kind: DocKind,
+        scope: &[String],
+        k: usize,
+    ) -> Result<Vec<Hit>, ProtocolError> {
+        let scope = (!scope.is_empty()).then(|| display_path(scope));
+        self.index
+            .lexical(query, kind, scope.as_deref(), k)
+            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
+        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        self.embedder
+            .embed_one(&text)
+            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+    }
+
+    /// Resolves an optional requested path; `UNKNOWN_PATH` names the closest existing ones.
+    fn scope(&self, spec: Option<&PathSpec>, field: &str) -> Result<CategoryPath, ProtocolError> {
+        let Some(spec) = spec else {
+            return Ok(Vec::new());
+        };
+        if let Some(p) = self.paths.resolve(spec, self.catalog()) {
+            return Ok(p);
+        }
+        let asked = match spec {
+            PathSpec::Joined(s) => s.clone(),
+            PathSpec::Segments(v) => v.join("/"),
+        };
+        let displays: Vec<String> = self
+            .catalog()
+            .nodes
+            .iter()
+            .map(|n| display_path(&n.path))
+            .collect();
+        // Compare with paths of the same depth first: a typo rarely changes the depth.
+        let depth = spec.segments().len();
+        let same_depth = self
+            .catalog()
+            .nodes
+            .iter()
+            .zip(&displays)
+            .filter(|(n, _)| n.path.len() == depth)
+            .map(|(_, d)| d.as_str());
+        let mut near = closest(&asked, same_depth, 3, 0.3);
+        if near.is_empty() {
+            near = closest(&asked, displays.iter().map(String::as_str), 3, 0.0);
+        }
+        let mut err = ProtocolError::new(
+            ErrorCode::UnknownPath,
+            format!("no category at {field} {asked:?}"),
+        );
+        err.hints = near
+            .iter()
+            .map(|p| format!("did you mean {p:?}?"))
+            .collect();
+        if err.hints.is_empty() {
+            err.hints
+                .push("the catalogue has no categories; search without a path".into());
+        }
+        let next_path = near.first().map_or(json!(null), |p| json!(p));
+        Err(err.with_next("list", json!({ "path": next_path })))
+    }
+
+    fn no_match(&self, query: &str, scope: &[String]) -> ProtocolError {
+        let where_ = if scope.is_empty() {
+            "the catalogue".to_owned()
+        } else {
+            format!("{:?}", display_path(scope))
+        };
+        let message = format!(
+            "no tool in {where_} matches {query:?} with confidence >= {:.2}",
+            self.options.min_confidence
+        );
+        let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
+        // Where does the query match? Rank over the whole catalogue, report the best categories.
+        let ranked = if scope.is_empty() {
+            Vec::new()
+        } else {
+            self.rank_tools(query, &[], 10).unwrap_or_default()
+        };
+        let mut categories: Vec<(String, f32, String)> = Vec::new();
+        for s in ranked
+            .iter()
+            .filter(|s| s.confidence >= self.options.min_confidence)
+        {
+            let t = &self.catalog().tools[s.ord as usize];
+            let cat = display_path(&t.paths[0]);
+            if !categories.iter().any(|c| c.0 == cat) {
+                categories.push((cat, s.confidence, t.name.clone()));
+            }
+            if categories.len() == 3 {
+                break;
+            }
+        }
+        if let Some(best) = categories.first() {
+            err.hints = categories
+                .iter()
+                .map(|(c, conf, name)| {
+                    format!("{c:?} matches (best: {name}, confidence {conf:.2})")
+                })
+                .collect();
+            return err.with_next(
+                "search_tool_by_category",
+                json!({ "query": query, "category_path": best.0 }),
+            );
+        }
+        err.hints.push(
+            "rephrase the request with the action and the object, or browse with list".into(),
+        );
+        let nodes = self
+            .search_nodes(&SearchNodesRequest {
+                query: query.to_owned(),
+                limit: Some(3),
+            })
+            .map(|r| r.results)
+            .unwrap_or_default();
+        err.hints.extend(
+            nodes
+                .iter()
+                .filter(|n| n.confidence >= self.options.min_confidence)
+                .map(|n| format!("category {:?} may be related", n.path)),
+        );
+        err.with_next("list", json!({ "path": if scope.is_empty() { json!(null) } else { json!(display_path(scope)) } }))
+    }
+
+    fn tool_not_found(&self, id: &str) -> ProtocolError {
+        let ids = self.catalog().tools.iter().map(|t| t.id.as_str());
+        let mut similar: Vec<String> = closest(id, ids, 3, 0.4)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, 3) {
+            for h in hits {
+                let tid = &self.catalog().tools[h.ord as usize].id;
+                if similar.len() < 5 && !similar.contains(tid) {
+                    similar.push(tid.clone());
+                }
+            }
+        }
+        let mut err = ProtocolError::new(ErrorCode::ToolNotFound, format!("no tool has id {id:?}"));
+        err.hints = similar
+            .iter()
+            .map(|s| format!("did you mean {s:?}?"))
+            .collect();
+        match similar.first() {
+            Some(best) => err.with_next("expand_tool", json!({ "tool_id": best })),
+            None => err.with_next("search_tool_by_category", json!({ "query": id })),
+        }
+    }
+
+    fn pointer(&self, ord: u32, scope: &[String], confidence: f32) -> ToolPointer {
+        let t = &self.catalog().tools[ord as usize];
+        let path = t
+            .paths
+            .iter()
+            .find(|p| p.starts_with(scope))
+            .unwrap_or(&t.paths[0]);
+        ToolPointer {
+            tool_id: t.id.clone(),
+            path: display_path(path),
+            summary: t.summary.clone(),
+            tags: t.tags.clone(),
+            confidence: (confidence * 1000.0).round() / 1000.0,
+        }
+    }
+
+    fn node_entry(&self, ord: u32) -> NodeEntry {
+        let n = &self.catalog().nodes[ord as usize];
+        NodeEntry {
+            name: n.path.last().cloned().unwrap_or_default(),
+            path: display_path(&n.path),
+            summary: n.summary.clone(),
+            tags: n.tags.clone(),
+            tool_count: self.paths.tools_under(&n.path).len(),
+        }
+    }
+}
+
+fn checked_query(q: &str) -> Result<&str, ProtocolError> {
+    let q = q.trim();
+    if q.is_empty() {
+        return Err(ProtocolError::invalid("query is empty")
+            .with_hints(vec!["describe the task, e.g. \"resize an image\"".into()]));
+    }
+    Ok(q)
+}
+
+fn checked_limit(limit: Option<usize>) -> Result<usize, ProtocolError> {
+    match limit.unwrap_or(DEFAULT_LIMIT) {
+        l @ 1..=MAX_LIMIT => Ok(l),
+        l => Err(ProtocolError::invalid(format!(
+            "limit {l} is out of range: use 1 to {MAX_LIMIT}"
+        ))),
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,87 @@
+//! Category scopes: resolving a requested path, and the tools and child nodes under a path.
+
+use std::collections::HashMap;
+
+use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec};
+
+/// Lookup tables over the category graph, built once per engine.
+pub(crate) struct PathTable {
+    node_by_path: HashMap<CategoryPath, u32>,
+    node_by_display: HashMap<String, Vec<u32>>,
+    /// Tool ordinals at or below each path (the root included), sorted.
+    under: HashMap<CategoryPath, Vec<u32>>,
+    /// Tool ordinals directly at each path, sorted.
+    direct: HashMap<CategoryPath, Vec<u32>>,
+    /// Child node ordinals of each path.
+    children: HashMap<CategoryPath, Vec<u32>>,
+}
+
+impl PathTable {
+    pub(crate) fn new(catalog: &Catalog) -> PathTable {
+        let mut t = PathTable {
+            node_by_path: HashMap::new(),
+            node_by_display: HashMap::new(),
+            under: HashMap::new(),
+            direct: HashMap::new(),
+            children: HashMap::new(),
+        };
+        for (i, n) in catalog.nodes.iter().enumerate() {
+            t.node_by_path.insert(n.path.clone(), i as u32);
+            t.node_by_display
+                .entry(display_path(&n.path).to_lowercase())
+                .or_default()
+                .push(i as u32);
+            t.children
+                .entry(n.path[..n.path.len() - 1].to_vec())
+                .or_default()
+                .push(i as u32);
+        }
+        for (i, tool) in catalog.tools.iter().enumerate() {
+            let ord = i as u32;
+            t.under.entry(Vec::new()).or_default().push(ord);
+            for p in &tool.paths {
+                t.direct.entry(p.clone()).or_default().push(ord);
+                for d in 1..=p.len() {
+                    t.under.entry(p[..d].to_vec()).or_default().push(ord);
+                }
+            }
+        }
+        for list in t.under.values_mut().chain(t.direct.values_mut()) {
+            list.sort_unstable();
+            list.dedup();
+        }
+        t
+    }
+
+    /// The path a request names, if it exists. Exact segments first, then the joined form
+    /// (case-insensitively when that is unambiguous).
+    pub(crate) fn resolve(&self, spec: &PathSpec, catalog: &Catalog) -> Option<CategoryPath> {
+        let segments = spec.segments();
+        if segments.is_empty() || self.node_by_path.contains_key(&segments) {
+            return Some(segments);
+        }
+        let joined = match spec {
+            PathSpec::Joined(s) => s.trim().trim_matches('/').to_lowercase(),
+            PathSpec::Segments(v) => v.join("/").to_lowercase(),
+        };
+        match self.node_by_display.get(&joined).map(Vec::as_slice) {
+            Some([only]) => Some(catalog.nodes[*only as usize].path.clone()),
+            _ => None,
+        }
+    }
+
+    /// Tools at or below `path`, sorted.
+    pub(crate) fn tools_under(&self, path: &[String]) -> &[u32] {
+        self.under.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    /// Tools directly at `path`, sorted.
+    pub(crate) fn tools_at(&self, path: &[String]) -> &[u32] {
+        self.direct.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    /// Child nodes of `path`.
+    pub(crate) fn children(&self, path: &[String]) -> &[u32] {
+        self.children.get(path).map_or(&[], Vec::as_slice)
+    }
+}

@@ -1,0 +1,100 @@
+//! Argument parsing and dispatch of the CLI verbs.
+
+mod render;
+mod verbs;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Semantic tool search for LLM agents.
+#[derive(Parser, Debug)]
+#[command(name = "toolsearch", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Directory with the model files (default: found automatically; see models/README.md).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub models: Option<PathBuf>,
+    /// Print exactly the protocol JSON (errors too) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Build an index from a catalogue (native manifest .json or JSON Lines .jsonl).
+    Index {
+        /// The catalogue file.
+        catalogue: PathBuf,
+        /// Output directory (replaced atomically if it holds an index).
+        #[arg(long)]
+        out: PathBuf,
+        /// Input format: manifest or jsonl (default: by extension, then content).
+        #[arg(long)]
+        format: Option<String>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Search tools for a query, optionally inside a category.
+    Search {
+        /// The index directory.
+        index: PathBuf,
+        /// What the agent wants to do.
+        query: String,
+        /// Category path to search in, e.g. Storage/Buckets.
+        #[arg(long)]
+        path: Option<String>,
+        /// Most results (1-50).
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Search categories for a query.
+    Nodes {
+        /// The index directory.
+        index: PathBuf,
+        /// What the agent wants to do.
+        query: String,
+        /// Most results (1-50).
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// List the categories and tools at a path.
+    List {
+        /// The index directory.
+        index: PathBuf,
+        /// Category path (default: the root).
+        #[arg(long)]
+        path: Option<String>,
+        /// Keep only children matching this query.
+        #[arg(long)]
+        query: Option<String>,
+        /// Most entries (1-50).
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Show a tool's full definition, schema included.
+    Expand {
+        /// The index directory.
+        index: PathBuf,
+        /// The tool id.
+        tool_id: String,
+    },
+}
+
+/// Runs the CLI and returns the process exit code.
+pub(crate) fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match verbs::dispatch(&cli) {
+        Ok(()) => 0,
+        Err(failure) => failure.report(cli.json),
+    }
+}

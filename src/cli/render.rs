@@ -1,0 +1,155 @@
+//! Human-readable output of each verb.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use toolsearch::{
+    BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse,
+    ToolPointer,
+};
+
+fn scope_name(path: &str) -> String {
+    if path.is_empty() {
+        "the whole catalogue".into()
+    } else {
+        format!("{path:?}")
+    }
+}
+
+fn pointer_lines(out: &mut String, p: &ToolPointer) {
+    let tags = if p.tags.is_empty() {
+        String::new()
+    } else {
+        format!("  #{}", p.tags.join(" #"))
+    };
+    let _ = writeln!(
+        out,
+        "  {:.2}  {}  [{}]{tags}",
+        p.confidence, p.tool_id, p.path
+    );
+    let _ = writeln!(out, "        {}", p.summary);
+}
+
+pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
+    let mut out = format!(
+        "{} result(s) for {query:?} in {}\n",
+        r.results.len(),
+        scope_name(&r.category_path)
+    );
+    for p in &r.results {
+        pointer_lines(&mut out, p);
+    }
+    out
+}
+
+pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
+    let mut out = format!("{} categor(ies) for {query:?}\n", r.results.len());
+    for n in &r.results {
+        let _ = writeln!(out, "  {:.2}  {}  {}", n.confidence, n.path, n.summary);
+    }
+    out
+}
+
+pub(crate) fn list(r: &ListResponse) -> String {
+    let where_ = if r.path.is_empty() {
+        "/".to_owned()
+    } else {
+        r.path.clone()
+    };
+    let mut out = format!(
+        "{where_}: {} categor(ies), {} tool(s)\n",
+        r.nodes.len(),
+        r.tools.len()
+    );
+    for n in &r.nodes {
+        let _ = writeln!(
+            out,
+            "  {}/  ({} tools)  {}",
+            n.name, n.tool_count, n.summary
+        );
+    }
+    for p in &r.tools {
+        pointer_lines(&mut out, p);
+    }
+    out
+}
+
+pub(crate) fn expand(r: &ExpandToolResponse) -> String {
+    let mut out = format!(
+        "{} ({})\n  path: {}\n  summary: {}\n",
+        r.tool_id,
+        r.name,
+        r.paths.join(", "),
+        r.summary
+    );
+    if !r.description.is_empty() && r.description != r.summary {
+        let _ = writeln!(out, "  description: {}", r.description);
+    }
+    if !r.tags.is_empty() {
+        let _ = writeln!(out, "  tags: {}", r.tags.join(", "));
+    }
+    let schema = serde_json::to_string_pretty(&r.args_schema).unwrap_or_default();
+    let _ = writeln!(out, "  arguments:\n{}", indent(&schema, 4));
+    if let Some(rs) = &r.result_schema {
+        let _ = writeln!(
+            out,
+            "  result:\n{}",
+            indent(&serde_json::to_string_pretty(rs).unwrap_or_default(), 4)
+        );
+    }
+    if let Some(n) = &r.usage_notes {
+        let _ = writeln!(out, "  usage notes: {n}");
+    }
+    out
+}
+
+fn indent(text: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    text.lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The JSON form of a finished build.
+#[derive(Serialize)]
+pub(crate) struct BuildSummary {
+    index: String,
+    tools: usize,
+    nodes: usize,
+    embedded: usize,
+    reused: usize,
+    embed_seconds: f64,
+    total_seconds: f64,
+    tools_per_second: f64,
+}
+
+impl BuildSummary {
+    pub(crate) fn new(out: &Path, r: &BuildReport) -> Self {
+        BuildSummary {
+            index: out.display().to_string(),
+            tools: r.tools,
+            nodes: r.nodes,
+            embedded: r.embedded,
+            reused: r.reused,
+            embed_seconds: r.embed_seconds,
+            total_seconds: r.total_seconds,
+            tools_per_second: r.tools as f64 / r.total_seconds.max(1e-9),
+        }
+    }
+}
+
+pub(crate) fn build(out: &Path, r: &BuildReport) -> String {
+    format!(
+        "indexed {} tools and {} categories into {} in {:.1} s ({:.0} tools/s; embedded {} documents in {:.1} s, reused {})\n",
+        r.tools,
+        r.nodes,
+        out.display(),
+        r.total_seconds,
+        r.tools as f64 / r.total_seconds.max(1e-9),
+        r.embedded,
+        r.embed_seconds,
+        r.reused
+    )
+}

@@ -1,0 +1,180 @@
+//! One function per verb, and how failures are reported.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::json;
+use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::{
+    build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest,
+    PathSpec, ProtocolError, SearchNodesRequest, SearchToolsRequest,
+};
+
+use super::render;
+use super::{Cli, Command};
+
+/// A failed command: either a protocol answer that is an error, or bad input / environment.
+pub(crate) enum Failure {
+    Protocol(ProtocolError),
+    Other { code: &'static str, message: String },
+}
+
+impl Failure {
+    fn other(code: &'static str, e: impl std::fmt::Display) -> Failure {
+        Failure::Other {
+            code,
+            message: e.to_string(),
+        }
+    }
+
+    /// Prints the failure (one line on stderr; the error JSON on stdout with `--json`) and
+    /// returns the exit code.
+    pub(crate) fn report(self, json_out: bool) -> i32 {
+        match self {
+            Failure::Protocol(e) => {
+                if json_out {
+                    println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+                }
+                let hints = if e.hints.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", e.hints.join("; "))
+                };
+                eprintln!("error: {e}{hints}");
+                3
+            }
+            Failure::Other { code, message } => {
+                if json_out {
+                    let v = json!({ "code": code, "message": message, "hints": [], "next_action": null });
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                }
+                eprintln!("error: {message}");
+                1
+            }
+        }
+    }
+}
+
+impl From<ProtocolError> for Failure {
+    fn from(e: ProtocolError) -> Self {
+        Failure::Protocol(e)
+    }
+}
+
+pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
+    match &cli.command {
+        Command::Index {
+            catalogue,
+            out,
+            format,
+            quiet,
+        } => index(cli, catalogue, out, format.as_deref(), *quiet),
+        Command::Search {
+            index,
+            query,
+            path,
+            limit,
+        } => {
+            let engine = open(cli, index)?;
+            let req = SearchToolsRequest {
+                query: query.clone(),
+                category_path: path.clone().map(PathSpec::Joined),
+                limit: Some(*limit),
+            };
+            let res = engine.search_tool_by_category(&req)?;
+            emit(cli, &res, || render::search(query, &res))
+        }
+        Command::Nodes {
+            index,
+            query,
+            limit,
+        } => {
+            let engine = open(cli, index)?;
+            let res = engine.search_nodes(&SearchNodesRequest {
+                query: query.clone(),
+                limit: Some(*limit),
+            })?;
+            emit(cli, &res, || render::nodes(query, &res))
+        }
+        Command::List {
+            index,
+            path,
+            query,
+            limit,
+        } => {
+            let engine = open(cli, index)?;
+            let req = ListRequest {
+                path: path.clone().map(PathSpec::Joined),
+                query: query.clone(),
+                limit: Some(*limit),
+            };
+            let res = engine.list(&req)?;
+            emit(cli, &res, || render::list(&res))
+        }
+        Command::Expand { index, tool_id } => {
+            let engine = open(cli, index)?;
+            let res = engine.expand_tool(&ExpandToolRequest {
+                tool_id: tool_id.clone(),
+            })?;
+            emit(cli, &res, || render::expand(&res))
+        }
+    }
+}
+
+fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> Result<(), Failure> {
+    if cli.json {
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| Failure::other("INTERNAL", e))?;
+        println!("{text}");
+    } else {
+        print!("{}", human());
+    }
+    Ok(())
+}
+
+fn open(cli: &Cli, dir: &Path) -> Result<Engine, Failure> {
+    let options = EngineOptions {
+        models: cli.models.clone(),
+        ..EngineOptions::default()
+    };
+    Engine::open_with(dir, options).map_err(|e| Failure::other("INDEX_ERROR", e))
+}
+
+fn index(
+    cli: &Cli,
+    catalogue: &Path,
+    out: &Path,
+    format: Option<&str>,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let format = match format {
+        None => None,
+        Some(name) => Some(Format::from_name(name).ok_or_else(|| {
+            Failure::other(
+                "INVALID_ARGUMENT",
+                format!("unknown --format {name:?}; use manifest or jsonl"),
+            )
+        })?),
+    };
+    let catalog = toolsearch::load_path(catalogue, format)
+        .map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
+    let files =
+        ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
+    let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default())
+        .map_err(|e| Failure::other("MODEL_ERROR", e))?;
+    let progress = !quiet && !cli.json && std::io::stderr().is_terminal();
+    let report = build_index(
+        &catalog,
+        &embedder,
+        out,
+        &BuildOptions {
+            progress,
+            reuse_from: None,
+        },
+    )
+    .map_err(|e| Failure::other("INDEX_ERROR", e))?;
+    emit(cli, &render::BuildSummary::new(out, &report), || {
+        render::build(out, &report)
+    })
+}
