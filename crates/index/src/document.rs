@@ -85,6 +85,10 @@ pub fn tool_dense_text(tool: &Tool) -> String {
         .strip_prefix(tool.summary.as_str())
         .unwrap_or(&tool.description);
     out.push_str(&truncate_chars(rest.trim(), MAX_DENSE_DESC));
+    for ex in tool.examples.iter().take(4) {
+        out.push_str(" Example: ");
+        out.push_str(ex);
+    }
     let params = param_names(&tool.args_schema);
     if !params.is_empty() {
         out.push_str(" Parameters: ");

@@ -272,21 +272,33 @@ impl Engine {
                 direct_tools.iter().map(|&o| (o, 1.0)).collect(),
             ),
             Some(q) => {
-                let keep = |s: &Scored| s.confidence >= self.options.min_confidence;
-                let nodes = self.rank_nodes(q, child_nodes, &path, child_nodes.len())?;
+                let min = self.options.min_confidence;
+                // A child category matches through its own text or through its best tool.
+                let under = self.rank_tools(q, &path, self.options.candidates)?;
+                let best_tool = |node: u32| {
+                    let inside = self
+                        .paths
+                        .tools_under(&self.catalog().nodes[node as usize].path);
+                    under
+                        .iter()
+                        .filter(|s| inside.binary_search(&s.ord).is_ok())
+                        .map(|s| s.confidence)
+                        .fold(0.0, f32::max)
+                };
+                let mut nodes: Vec<(u32, f32)> = self
+                    .rank_nodes(q, child_nodes, &path, child_nodes.len())?
+                    .iter()
+                    .map(|s| (s.ord, s.confidence.max(best_tool(s.ord))))
+                    .filter(|&(_, c)| c >= min)
+                    .collect();
+                nodes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 let tools = self.rank_direct_tools(q, &path, direct_tools)?;
-                (
-                    nodes
-                        .iter()
-                        .filter(|s| keep(s))
-                        .map(|s| (s.ord, s.confidence))
-                        .collect(),
-                    tools
-                        .iter()
-                        .filter(|s| keep(s))
-                        .map(|s| (s.ord, s.confidence))
-                        .collect(),
-                )
+                let tools = tools
+                    .iter()
+                    .filter(|s| s.confidence >= min)
+                    .map(|s| (s.ord, s.confidence))
+                    .collect();
+                (nodes, tools)
             }
         };
         let nodes: Vec<NodeEntry> = nodes

@@ -1,0 +1,296 @@
+//! The on-disk index: JSON Lines input, vector reuse, HNSW, integrity checks and atomic writes.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use toolsearch::index::{IndexError, OpenOptions};
+use toolsearch::{
+    build_index, load_path, BuildOptions, Embedder, Engine, EngineOptions, PathSpec,
+    SearchToolsRequest,
+};
+
+fn top(engine: &Engine, query: &str) -> String {
+    let r = engine
+        .search_tool_by_category(&SearchToolsRequest {
+            query: query.into(),
+            ..Default::default()
+        })
+        .unwrap();
+    r.results[0].tool_id.clone()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
+    let dir = common::build(&common::repo().join("tests/data/tools.jsonl"), "jsonl");
+    let engine = common::open(&dir);
+    assert_eq!(
+        top(&engine, "upcoming concerts of my favourite band"),
+        "Music::Gigs::artist_concerts"
+    );
+    let r = engine
+        .search_tool_by_category(&SearchToolsRequest {
+            query: "price".into(),
+            category_path: Some(PathSpec::Joined("Finance/Stocks".into())),
+            limit: Some(5),
+        })
+        .unwrap();
+    assert!(r.results.iter().all(|p| p.path == "Finance/Stocks"));
+}
+
+#[test]
+fn hnsw_search_agrees_with_exact_scan() {
+    let dir = common::scratch().join("sample-hnsw");
+    copy_dir(
+        &common::build(&common::sample_catalog(), "sample-for-hnsw"),
+        &dir,
+    );
+    let exact = common::open(&dir);
+    let options = EngineOptions {
+        open: OpenOptions {
+            exact_scan_max: 0,
+            ..OpenOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let hnsw = Engine::with_embedder(&dir, common::embedder(), options).unwrap();
+    for q in [
+        "rename a function",
+        "send a slack message",
+        "weather tomorrow in Oslo",
+        "refund a payment",
+        "crop an image",
+    ] {
+        assert_eq!(top(&exact, q), top(&hnsw, q), "{q}");
+    }
+}
+
+#[test]
+fn rebuilding_reuses_vectors_and_one_changed_tool_is_embedded_alone() {
+    let mut catalog = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
+    let out = common::scratch().join("reuse");
+    let e = common::embedder();
+    let first = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
+    assert_eq!(first.embedded, first.tools + first.nodes);
+    let again = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
+    assert_eq!(
+        (again.embedded, again.reused),
+        (0, first.tools + first.nodes)
+    );
+    catalog.tools[2].description = "Live football scores, updated every minute.".into();
+    let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
+    assert_eq!(changed.embedded, 1);
+    let engine = common::open(&out);
+    assert_eq!(
+        engine.catalog().tools[2].description,
+        "Live football scores, updated every minute."
+    );
+}
+
+#[test]
+fn a_corrupted_file_is_refused_with_its_name() {
+    let dir = common::scratch().join("corrupt");
+    copy_dir(
+        &common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"),
+        &dir,
+    );
+    let vectors = dir.join("vectors.f32");
+    let mut bytes = std::fs::read(&vectors).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&vectors, bytes).unwrap();
+    let err = toolsearch::IndexReader::open(&dir).unwrap_err();
+    assert!(
+        matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f32")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("vectors.f32"));
+}
+
+#[test]
+fn a_truncated_catalogue_file_is_refused() {
+    let dir = common::scratch().join("truncated");
+    copy_dir(
+        &common::build(
+            &common::repo().join("tests/data/tools.jsonl"),
+            "to-truncate",
+        ),
+        &dir,
+    );
+    let f = dir.join("catalog.json");
+    let len = std::fs::metadata(&f).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = toolsearch::IndexReader::open(&dir).unwrap_err();
+    assert!(err.to_string().contains("catalog.json"), "{err}");
+}
+
+#[test]
+fn an_index_of_another_format_version_is_refused() {
+    let dir = common::scratch().join("old-format");
+    copy_dir(
+        &common::build(&common::repo().join("tests/data/tools.jsonl"), "to-age"),
+        &dir,
+    );
+    let meta = dir.join("meta.bin");
+    let mut bytes = std::fs::read(&meta).unwrap();
+    bytes[8..12].copy_from_slice(&0u32.to_le_bytes());
+    std::fs::write(&meta, bytes).unwrap();
+    let err = toolsearch::IndexReader::open(&dir).unwrap_err();
+    assert!(matches!(err, IndexError::Version { found: 0, .. }), "{err}");
+    assert!(err.to_string().contains("meta.bin"));
+}
+
+/// Same vectors, different identity: the index must refuse a model it was not built with.
+struct OtherModel(std::sync::Arc<toolsearch::OnnxEmbedder>);
+
+impl Embedder for OtherModel {
+    fn model_id(&self) -> &str {
+        "other-model"
+    }
+    fn model_sha256(&self) -> &str {
+        "0000000000000000000000000000000000000000000000000000000000000000"
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, toolsearch::embed::EmbedError> {
+        self.0.embed(texts)
+    }
+}
+
+#[test]
+fn an_index_built_with_another_model_is_refused() {
+    let dir = common::build(
+        &common::repo().join("tests/data/tools.jsonl"),
+        "model-check",
+    );
+    let other = std::sync::Arc::new(OtherModel(common::embedder()));
+    let err = Engine::with_embedder(&dir, other, EngineOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("built with model"), "{err}");
+}
+
+#[test]
+fn building_refuses_to_replace_a_directory_that_is_not_an_index() {
+    let out = common::scratch().join("precious");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "keep me").unwrap();
+    let catalog = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
+    let err = build_index(
+        &catalog,
+        common::embedder().as_ref(),
+        &out,
+        &BuildOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, IndexError::WouldClobber(_)));
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(common::scratch())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".precious"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+/// A catalogue big enough that the build spends a visible moment writing its files.
+fn big_catalogue(path: &Path, tools: usize) {
+    let words = [
+        "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta", "theta", "lambda",
+    ];
+    let mut text = String::new();
+    for i in 0..tools {
+        let (a, b) = (words[i % 10], words[(i / 10) % 10]);
+        text.push_str(&format!(
+            "{{\"id\": \"t{i}\", \"name\": \"{a}_{b}_{i}\", \"description\": \"Handles {a} {b} records, batch {i}.\", \"parameters\": {{\"type\": \"object\", \"properties\": {{\"x\": {{\"type\": \"string\"}}}}}}, \"path\": [\"{a}\", \"{b}\"]}}\n"
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn an_interrupted_build_leaves_the_previous_index_intact() {
+    let scratch = common::scratch().join("interrupt");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let out = scratch.join("idx");
+    let old = common::build(
+        &common::repo().join("tests/data/tools.jsonl"),
+        "interrupt-old",
+    );
+    copy_dir(&old, &out);
+    let before = common::open(&out).catalog().clone();
+    let big = scratch.join("big.jsonl");
+    big_catalogue(&big, 4000);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args([
+            "index",
+            big.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .spawn()
+        .unwrap();
+    // Kill the build while it writes its staging directory, i.e. mid-write.
+    let staging = scratch.join(format!(".idx.tmp-{}", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut killed_mid_write = false;
+    while Instant::now() < deadline {
+        if staging.exists() {
+            child.kill().unwrap();
+            killed_mid_write = true;
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.wait().unwrap();
+    assert!(
+        killed_mid_write,
+        "the build finished before it could be interrupted"
+    );
+    let after = common::open(&out);
+    assert_eq!(
+        after.catalog(),
+        &before,
+        "the previous index must still be served, whole"
+    );
+    assert_eq!(
+        top(&after, "exchange rate of the euro"),
+        "Finance::FX::exchange_rate"
+    );
+
+    // The next build clears the dead build's staging directory and succeeds.
+    let small = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
+    build_index(
+        &small,
+        common::embedder().as_ref(),
+        &out,
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    assert!(!staging.exists());
+}
