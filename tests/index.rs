@@ -44,7 +44,7 @@ fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
     );
     let r = engine
         .search_tool_by_category(&SearchToolsRequest {
-            query: "price".into(),
+            query: "latest share price for a ticker".into(),
             category_path: Some(PathSpec::Joined("Finance/Stocks".into())),
             limit: Some(5),
         })

@@ -116,10 +116,11 @@ fn parse_manifest(file: &Path, text: &str) -> Result<RawCatalog, CatalogError> {
             format!("unknown field; expected one of {MANIFEST_FIELDS:?}"),
         ));
     }
-    let mut raw = RawCatalog::default();
-    raw.tools = records(file, &top, "tools", TOOL_FIELDS)?;
-    raw.nodes = records(file, &top, "nodes", NODE_FIELDS)?;
-    raw.groups = records(file, &top, "groups", GROUP_FIELDS)?;
+    let raw = RawCatalog {
+        tools: records(file, &top, "tools", TOOL_FIELDS)?,
+        nodes: records(file, &top, "nodes", NODE_FIELDS)?,
+        groups: records(file, &top, "groups", GROUP_FIELDS)?,
+    };
     if raw.tools.is_empty() {
         return Err(CatalogError::at(
             file,

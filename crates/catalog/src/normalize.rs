@@ -1,7 +1,7 @@
 //! Normalisation and validation: raw records in, a [`Catalog`] that keeps every invariant out.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
@@ -108,7 +108,7 @@ pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, Catalog
 }
 
 fn normalize_groups(
-    file: &PathBuf,
+    file: &Path,
     raw: Vec<(Origin, RawGroup)>,
 ) -> Result<Vec<Group>, CatalogError> {
     let mut out: Vec<Group> = Vec::new();
@@ -148,7 +148,7 @@ fn normalize_groups(
     Ok(out)
 }
 
-fn normalize_node(file: &PathBuf, origin: &Origin, rn: RawNode) -> Result<Node, CatalogError> {
+fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, CatalogError> {
     let Some(spec) = rn.path else {
         return Err(origin.error(file, "path", "a node needs a path"));
     };
@@ -180,7 +180,7 @@ fn normalize_node(file: &PathBuf, origin: &Origin, rn: RawNode) -> Result<Node, 
 }
 
 fn normalize_tool(
-    file: &PathBuf,
+    file: &Path,
     origin: &Origin,
     rt: RawTool,
     groups: &[Group],
@@ -250,7 +250,7 @@ fn normalize_tool(
 }
 
 fn checked_schema(
-    file: &PathBuf,
+    file: &Path,
     origin: &Origin,
     field: &str,
     schema: Value,
@@ -276,7 +276,7 @@ fn checked_schema(
 }
 
 fn checked_path(
-    file: &PathBuf,
+    file: &Path,
     origin: &Origin,
     field: &str,
     spec: &PathSpec,
@@ -315,7 +315,7 @@ fn checked_path(
 }
 
 fn required_text(
-    file: &PathBuf,
+    file: &Path,
     origin: &Origin,
     field: &str,
     value: Option<String>,
@@ -328,7 +328,7 @@ fn required_text(
 }
 
 fn optional_text(
-    file: &PathBuf,
+    file: &Path,
     origin: &Origin,
     field: &str,
     value: Option<String>,

@@ -266,7 +266,7 @@ impl Engine {
         let query = req.query.as_deref().map(checked_query).transpose()?;
         let child_nodes = self.paths.children(&path);
         let direct_tools = self.paths.tools_at(&path);
-        let (nodes, tools): (Vec<(u32, f32)>, Vec<(u32, f32)>) = match query {
+        let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (
                 child_nodes.iter().map(|&o| (o, 1.0)).collect(),
                 direct_tools.iter().map(|&o| (o, 1.0)).collect(),
@@ -588,6 +588,9 @@ impl Engine {
         }
     }
 }
+
+/// An ordinal with its confidence.
+type OrdConfidence = (u32, f32);
 
 fn checked_query(q: &str) -> Result<&str, ProtocolError> {
     let q = q.trim();
