@@ -107,10 +107,7 @@ pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, Catalog
     })
 }
 
-fn normalize_groups(
-    file: &Path,
-    raw: Vec<(Origin, RawGroup)>,
-) -> Result<Vec<Group>, CatalogError> {
+fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Group>, CatalogError> {
     let mut out: Vec<Group> = Vec::new();
     for (origin, rg) in raw {
         let id = required_text(file, &origin, "id", rg.id, MAX_ID_BYTES)?;
