@@ -25,6 +25,7 @@
 
 pub use toolsearch_catalog as catalog;
 pub use toolsearch_embed as embed;
+pub use toolsearch_eval as eval;
 pub use toolsearch_index as index;
 pub use toolsearch_query as query;
 

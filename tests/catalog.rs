@@ -17,30 +17,18 @@ const TOOL: &str = r#"{"id": "a.one", "name": "one", "path": "A/B", "description
 
 #[test]
 fn the_sample_catalogue_is_valid_and_large_enough() {
-    let c = toolsearch::load_path(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample-catalog.json"),
-        None,
-    )
-    .unwrap();
+    let c =
+        toolsearch::load_path(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample-catalog.json"), None).unwrap();
     assert!(c.tools.len() >= 150, "{}", c.tools.len());
     assert!(c.nodes.iter().any(|n| n.path.len() == 3));
     assert!(c.tools.iter().all(|t| t.args_schema["type"] == "object"));
-    assert!(
-        c.tools.iter().any(|t| t.paths.len() > 1),
-        "some tool sits under two paths"
-    );
+    assert!(c.tools.iter().any(|t| t.paths.len() > 1), "some tool sits under two paths");
 }
 
 #[test]
 fn malformed_json_names_line_and_column() {
     let e = manifest("{\n  \"tools\": [\n    {\"id\": \"x\",,}\n  ]\n}").unwrap_err();
-    assert_eq!(
-        e.location,
-        Location::Line {
-            line: 3,
-            column: 16
-        }
-    );
+    assert_eq!(e.location, Location::Line { line: 3, column: 16 });
     assert!(e.to_string().starts_with("tools.json:3:16: "), "{e}");
 }
 
@@ -49,32 +37,22 @@ fn duplicate_ids_are_reported_with_both_places() {
     let e = manifest(&format!(r#"{{"tools": [{TOOL}, {TOOL}]}}"#)).unwrap_err();
     assert_eq!(e.location, Location::Pointer("/tools/1/id".into()));
     assert_eq!(e.field.as_deref(), Some("id"));
-    assert!(
-        e.message.contains("duplicate tool id \"a.one\"") && e.message.contains("/tools/0"),
-        "{e}"
-    );
+    assert!(e.message.contains("duplicate tool id \"a.one\"") && e.message.contains("/tools/0"), "{e}");
 }
 
 #[test]
 fn unknown_group_is_reported_with_the_declared_ones() {
-    let text =
-        r#"{"groups": [{"id": "gh"}], "tools": [{"id": "x", "name": "x", "group": "github"}]}"#;
+    let text = r#"{"groups": [{"id": "gh"}], "tools": [{"id": "x", "name": "x", "group": "github"}]}"#;
     let e = manifest(text).unwrap_err();
     assert_eq!(e.location, Location::Pointer("/tools/0/group".into()));
-    assert!(
-        e.message.contains("unknown group \"github\"") && e.message.contains("gh"),
-        "{e}"
-    );
+    assert!(e.message.contains("unknown group \"github\"") && e.message.contains("gh"), "{e}");
 }
 
 #[test]
 fn invalid_json_schema_points_at_the_bad_keyword() {
     let text = r#"{"tools": [{"id": "x", "name": "x", "args_schema": {"type": "object", "properties": {"n": {"type": "int"}}}}]}"#;
     let e = manifest(text).unwrap_err();
-    assert_eq!(
-        e.location,
-        Location::Pointer("/tools/0/args_schema/properties/n/type".into())
-    );
+    assert_eq!(e.location, Location::Pointer("/tools/0/args_schema/properties/n/type".into()));
     assert_eq!(e.field.as_deref(), Some("args_schema"));
 }
 
@@ -83,10 +61,7 @@ fn empty_id_or_name_is_refused() {
     let e = manifest(r#"{"tools": [{"id": "  ", "name": "x"}]}"#).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("id"));
     let e = manifest(r#"{"tools": [{"id": "x"}]}"#).unwrap_err();
-    assert_eq!(
-        (e.field.as_deref(), e.message.as_str()),
-        (Some("name"), "is missing or empty")
-    );
+    assert_eq!((e.field.as_deref(), e.message.as_str()), (Some("name"), "is missing or empty"));
 }
 
 #[test]
@@ -98,10 +73,7 @@ fn a_misspelt_field_is_refused_not_ignored() {
 #[test]
 fn over_long_text_is_refused_with_the_limit() {
     let big = "x".repeat(toolsearch::catalog::limits::MAX_TEXT_BYTES + 1);
-    let e = manifest(&format!(
-        r#"{{"tools": [{{"id": "x", "name": "x", "description": "{big}"}}]}}"#
-    ))
-    .unwrap_err();
+    let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{big}"}}]}}"#)).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("description"));
     assert!(e.message.contains("over the limit"), "{e}");
 }
@@ -109,19 +81,14 @@ fn over_long_text_is_refused_with_the_limit() {
 #[test]
 fn empty_files_and_non_object_manifests_are_refused() {
     assert!(manifest("  \n").unwrap_err().message.contains("empty"));
-    assert!(manifest("[1, 2]")
-        .unwrap_err()
-        .message
-        .contains("JSON object"));
-    assert!(manifest(r#"{"tools": []}"#)
-        .unwrap_err()
-        .message
-        .contains("at least one tool"));
+    assert!(manifest("[1, 2]").unwrap_err().message.contains("JSON object"));
+    assert!(manifest(r#"{"tools": []}"#).unwrap_err().message.contains("at least one tool"));
 }
 
 #[test]
 fn duplicate_node_paths_and_empty_segments_are_refused() {
-    let e = manifest(r#"{"nodes": [{"path": "A/B"}, {"path": ["A", "B"]}], "tools": [{"id": "x", "name": "x"}]}"#).unwrap_err();
+    let e = manifest(r#"{"nodes": [{"path": "A/B"}, {"path": ["A", "B"]}], "tools": [{"id": "x", "name": "x"}]}"#)
+        .unwrap_err();
     assert_eq!(e.location, Location::Pointer("/nodes/1/path".into()));
     let e = manifest(r#"{"tools": [{"id": "x", "name": "x", "paths": [["A", ""]]}]}"#).unwrap_err();
     assert_eq!(e.location, Location::Pointer("/tools/0/paths/0".into()));
@@ -141,10 +108,7 @@ fn json_lines_bench_format_loads_with_ignored_extra_fields() {
     let text = "{\"id\": \"Data::T::a\", \"name\": \"a\", \"description\": \"A.\", \"parameters\": {\"type\": \"object\", \"properties\": {}}, \"path\": [\"Data\", \"T\"], \"tags\": [\"x\"], \"meta\": {\"method\": \"GET\"}, \"extra\": 1}\n\n{\"id\": \"b\", \"name\": \"b\", \"parameters\": null, \"path\": []}\n";
     let c = jsonl(text).unwrap();
     assert_eq!(c.tools.len(), 2);
-    assert_eq!(
-        c.tools[0].paths,
-        vec![vec!["Data".to_string(), "T".to_string()]]
-    );
+    assert_eq!(c.tools[0].paths, vec![vec!["Data".to_string(), "T".to_string()]]);
     assert_eq!(c.tools[1].paths, vec![Vec::<String>::new()]);
     assert_eq!(c.tools[1].args_schema["type"], "object");
 }
@@ -152,12 +116,8 @@ fn json_lines_bench_format_loads_with_ignored_extra_fields() {
 #[test]
 fn json_lines_errors_name_the_line() {
     let e = jsonl("{\"id\": \"a\", \"name\": \"a\"}\nnot json\n").unwrap_err();
-    assert!(
-        matches!(e.location, Location::Line { line: 2, .. }),
-        "{e:?}"
-    );
-    let e =
-        jsonl("{\"id\": \"a\", \"name\": \"a\"}\n{\"id\": \"a\", \"name\": \"b\"}\n").unwrap_err();
+    assert!(matches!(e.location, Location::Line { line: 2, .. }), "{e:?}");
+    let e = jsonl("{\"id\": \"a\", \"name\": \"a\"}\n{\"id\": \"a\", \"name\": \"b\"}\n").unwrap_err();
     assert_eq!(e.location, Location::Line { line: 2, column: 0 });
     assert!(e.message.contains("line 1"), "{e}");
 }
@@ -166,12 +126,6 @@ fn json_lines_errors_name_the_line() {
 fn format_is_detected_by_extension_then_content() {
     assert_eq!(Format::detect(Path::new("x.jsonl"), ""), Format::Jsonl);
     assert_eq!(Format::detect(Path::new("x.json"), ""), Format::Manifest);
-    assert_eq!(
-        Format::detect(Path::new("x.txt"), "{\"id\":1}\n{\"id\":2}\n"),
-        Format::Jsonl
-    );
-    assert_eq!(
-        Format::detect(Path::new("x.txt"), "{\n \"tools\": []\n}"),
-        Format::Manifest
-    );
+    assert_eq!(Format::detect(Path::new("x.txt"), "{\"id\":1}\n{\"id\":2}\n"), Format::Jsonl);
+    assert_eq!(Format::detect(Path::new("x.txt"), "{\n \"tools\": []\n}"), Format::Manifest);
 }

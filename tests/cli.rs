@@ -5,26 +5,14 @@ mod common;
 use std::process::{Command, Output};
 
 fn toolsearch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(args)
-        .output()
-        .expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().expect("binary runs")
 }
 
 fn sample_index() -> String {
     let dir = common::scratch().join("cli-sample");
     if !dir.exists() {
-        let out = toolsearch(&[
-            "index",
-            common::sample_catalog().to_str().unwrap(),
-            "--out",
-            dir.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = toolsearch(&["index", common::sample_catalog().to_str().unwrap(), "--out", dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stdout).contains("indexed 204 tools"));
     }
     dir.to_str().unwrap().to_owned()
@@ -57,10 +45,7 @@ fn a_bad_path_is_one_line_on_stderr_and_a_non_zero_exit() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.starts_with("error: UNKNOWN_PATH") && err.contains("Storage"),
-        "{err}"
-    );
+    assert!(err.starts_with("error: UNKNOWN_PATH") && err.contains("Storage"), "{err}");
     let out = toolsearch(&["search", &idx, "upload", "--path", "Storag", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["code"], "UNKNOWN_PATH");
@@ -70,41 +55,23 @@ fn a_bad_path_is_one_line_on_stderr_and_a_non_zero_exit() {
 #[test]
 fn nodes_list_and_expand_print_readable_text() {
     let idx = sample_index();
-    let nodes = String::from_utf8_lossy(
-        &toolsearch(&["nodes", &idx, "charts and dashboards", "--limit", "2"]).stdout,
-    )
-    .into_owned();
+    let nodes = String::from_utf8_lossy(&toolsearch(&["nodes", &idx, "charts and dashboards", "--limit", "2"]).stdout)
+        .into_owned();
     assert!(nodes.contains("Data/Visualization"), "{nodes}");
-    let list = String::from_utf8_lossy(&toolsearch(&["list", &idx, "--path", "Coding/Git"]).stdout)
-        .into_owned();
-    assert!(
-        list.contains("GitHub/") && list.contains("git.commit"),
-        "{list}"
-    );
-    let expand = String::from_utf8_lossy(&toolsearch(&["expand", &idx, "flights.search"]).stdout)
-        .into_owned();
-    assert!(
-        expand.contains("\"origin\"") && expand.contains("Travel/Flights"),
-        "{expand}"
-    );
+    let list = String::from_utf8_lossy(&toolsearch(&["list", &idx, "--path", "Coding/Git"]).stdout).into_owned();
+    assert!(list.contains("GitHub/") && list.contains("git.commit"), "{list}");
+    let expand = String::from_utf8_lossy(&toolsearch(&["expand", &idx, "flights.search"]).stdout).into_owned();
+    assert!(expand.contains("\"origin\"") && expand.contains("Travel/Flights"), "{expand}");
 }
 
 #[test]
 fn a_malformed_catalogue_fails_with_file_and_line() {
     let bad = common::scratch().join("bad.json");
     std::fs::write(&bad, "{\"tools\": [\n  {\"id\": 1}\n]}\n").unwrap();
-    let out = toolsearch(&[
-        "index",
-        bad.to_str().unwrap(),
-        "--out",
-        common::scratch().join("never").to_str().unwrap(),
-    ]);
+    let out = toolsearch(&["index", bad.to_str().unwrap(), "--out", common::scratch().join("never").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bad.json") && err.contains("/tools/0"),
-        "{err}"
-    );
+    assert!(err.contains("bad.json") && err.contains("/tools/0"), "{err}");
     assert!(!common::scratch().join("never").exists());
 }
 

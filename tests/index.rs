@@ -7,18 +7,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use toolsearch::index::{IndexError, OpenOptions};
-use toolsearch::{
-    build_index, load_path, BuildOptions, Embedder, Engine, EngineOptions, PathSpec,
-    SearchToolsRequest,
-};
+use toolsearch::{build_index, load_path, BuildOptions, Embedder, Engine, EngineOptions, PathSpec, SearchToolsRequest};
 
 fn top(engine: &Engine, query: &str) -> String {
-    let r = engine
-        .search_tool_by_category(&SearchToolsRequest {
-            query: query.into(),
-            ..Default::default()
-        })
-        .unwrap();
+    let r = engine.search_tool_by_category(&SearchToolsRequest { query: query.into(), ..Default::default() }).unwrap();
     r.results[0].tool_id.clone()
 }
 
@@ -38,10 +30,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
     let dir = common::build(&common::repo().join("tests/data/tools.jsonl"), "jsonl");
     let engine = common::open(&dir);
-    assert_eq!(
-        top(&engine, "upcoming concerts of my favourite band"),
-        "Music::Gigs::artist_concerts"
-    );
+    assert_eq!(top(&engine, "upcoming concerts of my favourite band"), "Music::Gigs::artist_concerts");
     let r = engine
         .search_tool_by_category(&SearchToolsRequest {
             query: "latest share price for a ticker".into(),
@@ -55,26 +44,14 @@ fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
 #[test]
 fn hnsw_search_agrees_with_exact_scan() {
     let dir = common::scratch().join("sample-hnsw");
-    copy_dir(
-        &common::build(&common::sample_catalog(), "sample-for-hnsw"),
-        &dir,
-    );
+    copy_dir(&common::build(&common::sample_catalog(), "sample-for-hnsw"), &dir);
     let exact = common::open(&dir);
-    let options = EngineOptions {
-        open: OpenOptions {
-            exact_scan_max: 0,
-            ..OpenOptions::default()
-        },
-        ..EngineOptions::default()
-    };
+    let options =
+        EngineOptions { open: OpenOptions { exact_scan_max: 0, ..OpenOptions::default() }, ..EngineOptions::default() };
     let hnsw = Engine::with_embedder(&dir, common::embedder(), options).unwrap();
-    for q in [
-        "rename a function",
-        "send a slack message",
-        "weather tomorrow in Oslo",
-        "refund a payment",
-        "crop an image",
-    ] {
+    for q in
+        ["rename a function", "send a slack message", "weather tomorrow in Oslo", "refund a payment", "crop an image"]
+    {
         assert_eq!(top(&exact, q), top(&hnsw, q), "{q}");
     }
 }
@@ -87,57 +64,34 @@ fn rebuilding_reuses_vectors_and_one_changed_tool_is_embedded_alone() {
     let first = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert_eq!(first.embedded, first.tools + first.nodes);
     let again = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
-    assert_eq!(
-        (again.embedded, again.reused),
-        (0, first.tools + first.nodes)
-    );
+    assert_eq!((again.embedded, again.reused), (0, first.tools + first.nodes));
     catalog.tools[2].description = "Live football scores, updated every minute.".into();
     let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert_eq!(changed.embedded, 1);
     let engine = common::open(&out);
-    assert_eq!(
-        engine.catalog().tools[2].description,
-        "Live football scores, updated every minute."
-    );
+    assert_eq!(engine.catalog().tools[2].description, "Live football scores, updated every minute.");
 }
 
 #[test]
 fn a_corrupted_file_is_refused_with_its_name() {
     let dir = common::scratch().join("corrupt");
-    copy_dir(
-        &common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"),
-        &dir,
-    );
+    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"), &dir);
     let vectors = dir.join("vectors.f32");
     let mut bytes = std::fs::read(&vectors).unwrap();
     bytes[100] ^= 0xff;
     std::fs::write(&vectors, bytes).unwrap();
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
-    assert!(
-        matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f32")),
-        "{err}"
-    );
+    assert!(matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f32")), "{err}");
     assert!(err.to_string().contains("vectors.f32"));
 }
 
 #[test]
 fn a_truncated_catalogue_file_is_refused() {
     let dir = common::scratch().join("truncated");
-    copy_dir(
-        &common::build(
-            &common::repo().join("tests/data/tools.jsonl"),
-            "to-truncate",
-        ),
-        &dir,
-    );
+    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-truncate"), &dir);
     let f = dir.join("catalog.json");
     let len = std::fs::metadata(&f).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&f)
-        .unwrap()
-        .set_len(len / 2)
-        .unwrap();
+    std::fs::OpenOptions::new().write(true).open(&f).unwrap().set_len(len / 2).unwrap();
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
     assert!(err.to_string().contains("catalog.json"), "{err}");
 }
@@ -145,10 +99,7 @@ fn a_truncated_catalogue_file_is_refused() {
 #[test]
 fn an_index_of_another_format_version_is_refused() {
     let dir = common::scratch().join("old-format");
-    copy_dir(
-        &common::build(&common::repo().join("tests/data/tools.jsonl"), "to-age"),
-        &dir,
-    );
+    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-age"), &dir);
     let meta = dir.join("meta.bin");
     let mut bytes = std::fs::read(&meta).unwrap();
     bytes[8..12].copy_from_slice(&0u32.to_le_bytes());
@@ -178,10 +129,7 @@ impl Embedder for OtherModel {
 
 #[test]
 fn an_index_built_with_another_model_is_refused() {
-    let dir = common::build(
-        &common::repo().join("tests/data/tools.jsonl"),
-        "model-check",
-    );
+    let dir = common::build(&common::repo().join("tests/data/tools.jsonl"), "model-check");
     let other = std::sync::Arc::new(OtherModel(common::embedder()));
     let err = Engine::with_embedder(&dir, other, EngineOptions::default()).unwrap_err();
     assert!(err.to_string().contains("built with model"), "{err}");
@@ -193,18 +141,9 @@ fn building_refuses_to_replace_a_directory_that_is_not_an_index() {
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("notes.txt"), "keep me").unwrap();
     let catalog = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
-    let err = build_index(
-        &catalog,
-        common::embedder().as_ref(),
-        &out,
-        &BuildOptions::default(),
-    )
-    .unwrap_err();
+    let err = build_index(&catalog, common::embedder().as_ref(), &out, &BuildOptions::default()).unwrap_err();
     assert!(matches!(err, IndexError::WouldClobber(_)));
-    assert_eq!(
-        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
-        "keep me"
-    );
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "keep me");
     let leftovers: Vec<_> = std::fs::read_dir(common::scratch())
         .unwrap()
         .flatten()
@@ -215,9 +154,7 @@ fn building_refuses_to_replace_a_directory_that_is_not_an_index() {
 
 /// A catalogue big enough that the build spends a visible moment writing its files.
 fn big_catalogue(path: &Path, tools: usize) {
-    let words = [
-        "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta", "theta", "lambda",
-    ];
+    let words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta", "theta", "lambda"];
     let mut text = String::new();
     for i in 0..tools {
         let (a, b) = (words[i % 10], words[(i / 10) % 10]);
@@ -233,23 +170,14 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
     let scratch = common::scratch().join("interrupt");
     std::fs::create_dir_all(&scratch).unwrap();
     let out = scratch.join("idx");
-    let old = common::build(
-        &common::repo().join("tests/data/tools.jsonl"),
-        "interrupt-old",
-    );
+    let old = common::build(&common::repo().join("tests/data/tools.jsonl"), "interrupt-old");
     copy_dir(&old, &out);
     let before = common::open(&out).catalog().clone();
     let big = scratch.join("big.jsonl");
     big_catalogue(&big, 4000);
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args([
-            "index",
-            big.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
+        .args(["index", big.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
         .spawn()
         .unwrap();
     // Kill the build while it writes its staging directory, i.e. mid-write.
@@ -268,29 +196,13 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
         std::thread::sleep(Duration::from_millis(1));
     }
     child.wait().unwrap();
-    assert!(
-        killed_mid_write,
-        "the build finished before it could be interrupted"
-    );
+    assert!(killed_mid_write, "the build finished before it could be interrupted");
     let after = common::open(&out);
-    assert_eq!(
-        after.catalog(),
-        &before,
-        "the previous index must still be served, whole"
-    );
-    assert_eq!(
-        top(&after, "exchange rate of the euro"),
-        "Finance::FX::exchange_rate"
-    );
+    assert_eq!(after.catalog(), &before, "the previous index must still be served, whole");
+    assert_eq!(top(&after, "exchange rate of the euro"), "Finance::FX::exchange_rate");
 
     // The next build clears the dead build's staging directory and succeeds.
     let small = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
-    build_index(
-        &small,
-        common::embedder().as_ref(),
-        &out,
-        &BuildOptions::default(),
-    )
-    .unwrap();
+    build_index(&small, common::embedder().as_ref(), &out, &BuildOptions::default()).unwrap();
     assert!(!staging.exists());
 }

@@ -3,15 +3,9 @@
 mod common;
 
 use serde_json::json;
-use toolsearch::{
-    Engine, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, SearchNodesRequest,
-    SearchToolsRequest,
-};
+use toolsearch::{Engine, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, SearchNodesRequest, SearchToolsRequest};
 
-fn search(
-    query: &str,
-    path: Option<&str>,
-) -> Result<toolsearch::SearchToolsResponse, toolsearch::ProtocolError> {
+fn search(query: &str, path: Option<&str>) -> Result<toolsearch::SearchToolsResponse, toolsearch::ProtocolError> {
     common::sample().search_tool_by_category(&SearchToolsRequest {
         query: query.into(),
         category_path: path.map(|p| PathSpec::Joined(p.into())),
@@ -20,43 +14,23 @@ fn search(
 }
 
 fn top_id(query: &str, path: Option<&str>) -> String {
-    search(query, path).expect("answer").results[0]
-        .tool_id
-        .clone()
+    search(query, path).expect("answer").results[0].tool_id.clone()
 }
 
 #[test]
 fn search_ranks_the_right_tool_first_for_plain_requests() {
-    assert_eq!(
-        top_id("rename a variable everywhere in my code", None),
-        "refactor.rename_symbol"
-    );
-    assert_eq!(
-        top_id("roll back the last release of the api service", None),
-        "deploy.rollback"
-    );
-    assert_eq!(
-        top_id("transcribe this meeting recording", None),
-        "audio.transcribe"
-    );
-    assert_eq!(
-        top_id("convert 100 dollars to euros", None),
-        "payments.convert_currency"
-    );
+    assert_eq!(top_id("rename a variable everywhere in my code", None), "refactor.rename_symbol");
+    assert_eq!(top_id("roll back the last release of the api service", None), "deploy.rollback");
+    assert_eq!(top_id("transcribe this meeting recording", None), "audio.transcribe");
+    assert_eq!(top_id("convert 100 dollars to euros", None), "payments.convert_currency");
 }
 
 #[test]
 fn search_results_carry_confidences_in_unit_range_sorted_best_first() {
     let r = search("upload a file to a bucket", None).unwrap();
     assert!(!r.results.is_empty() && r.results.len() <= 10);
-    assert!(r
-        .results
-        .iter()
-        .all(|p| (0.0..=1.0).contains(&p.confidence)));
-    assert!(r
-        .results
-        .windows(2)
-        .all(|w| w[0].confidence >= w[1].confidence));
+    assert!(r.results.iter().all(|p| (0.0..=1.0).contains(&p.confidence)));
+    assert!(r.results.windows(2).all(|w| w[0].confidence >= w[1].confidence));
     assert_eq!(r.results[0].tool_id, "buckets.upload_object");
 }
 
@@ -64,27 +38,15 @@ fn search_results_carry_confidences_in_unit_range_sorted_best_first() {
 fn pointers_never_carry_a_schema() {
     let v = serde_json::to_value(search("send an email", None).unwrap()).unwrap();
     let p = &v["results"][0];
-    assert_eq!(
-        p.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["confidence", "path", "summary", "tags", "tool_id"]
-    );
+    assert_eq!(p.as_object().unwrap().keys().collect::<Vec<_>>(), ["confidence", "path", "summary", "tags", "tool_id"]);
 }
 
 #[test]
 fn search_scoped_to_a_category_returns_only_tools_under_it() {
     let r = search("delete it", Some("Storage/Buckets")).unwrap();
     assert_eq!(r.category_path, "Storage/Buckets");
-    assert!(
-        r.results
-            .iter()
-            .all(|p| p.path.starts_with("Storage/Buckets")),
-        "{:?}",
-        r.results
-    );
-    assert!(r
-        .results
-        .iter()
-        .any(|p| p.tool_id == "buckets.delete_object"));
+    assert!(r.results.iter().all(|p| p.path.starts_with("Storage/Buckets")), "{:?}", r.results);
+    assert!(r.results.iter().any(|p| p.tool_id == "buckets.delete_object"));
 }
 
 #[test]
@@ -98,12 +60,7 @@ fn scope_accepts_segments_and_any_letter_case() {
         })
         .unwrap();
     assert_eq!(by_segments.category_path, "Storage/Buckets");
-    assert_eq!(
-        search("list objects", Some("storage/buckets"))
-            .unwrap()
-            .category_path,
-        "Storage/Buckets"
-    );
+    assert_eq!(search("list objects", Some("storage/buckets")).unwrap().category_path, "Storage/Buckets");
 }
 
 #[test]
@@ -112,10 +69,7 @@ fn unknown_path_suggests_closest_category() {
     assert_eq!(e.code, ErrorCode::UnknownPath);
     assert!(e.hints[0].contains("Storage/Buckets"), "{:?}", e.hints);
     let next = e.next_action.unwrap();
-    assert_eq!(
-        (next.call.as_str(), &next.arguments),
-        ("list", &json!({"path": "Storage/Buckets"}))
-    );
+    assert_eq!((next.call.as_str(), &next.arguments), ("list", &json!({"path": "Storage/Buckets"})));
 }
 
 #[test]
@@ -137,56 +91,27 @@ fn gibberish_gets_no_match_rather_than_weak_guesses() {
 
 #[test]
 fn expand_tool_returns_the_full_schema_and_usage_notes() {
-    let r = common::sample()
-        .expand_tool(&ExpandToolRequest {
-            tool_id: "payments.create_charge".into(),
-        })
-        .unwrap();
+    let r = common::sample().expand_tool(&ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap();
     assert_eq!(r.path, "Finance/Payments");
-    assert_eq!(
-        r.args_schema["required"],
-        json!(["customer_id", "amount_cents", "currency"])
-    );
-    assert_eq!(
-        r.args_schema["properties"]["currency"]["pattern"],
-        "^[A-Z]{3}$"
-    );
+    assert_eq!(r.args_schema["required"], json!(["customer_id", "amount_cents", "currency"]));
+    assert_eq!(r.args_schema["properties"]["currency"]["pattern"], "^[A-Z]{3}$");
     assert!(r.usage_notes.unwrap().contains("cents"));
 }
 
 #[test]
 fn tool_not_found_suggests_similar_ids() {
-    let e = common::sample()
-        .expand_tool(&ExpandToolRequest {
-            tool_id: "payments.create_charg".into(),
-        })
-        .unwrap_err();
+    let e = common::sample().expand_tool(&ExpandToolRequest { tool_id: "payments.create_charg".into() }).unwrap_err();
     assert_eq!(e.code, ErrorCode::ToolNotFound);
-    assert!(
-        e.hints[0].contains("payments.create_charge"),
-        "{:?}",
-        e.hints
-    );
-    assert_eq!(
-        e.next_action.unwrap().arguments,
-        json!({"tool_id": "payments.create_charge"})
-    );
+    assert!(e.hints[0].contains("payments.create_charge"), "{:?}", e.hints);
+    assert_eq!(e.next_action.unwrap().arguments, json!({"tool_id": "payments.create_charge"}));
 }
 
 #[test]
 fn list_root_shows_top_level_categories_with_counts() {
-    let r = common::sample()
-        .list(&ListRequest {
-            limit: Some(50),
-            ..Default::default()
-        })
-        .unwrap();
+    let r = common::sample().list(&ListRequest { limit: Some(50), ..Default::default() }).unwrap();
     assert_eq!(r.path, "");
     let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
-    assert!(
-        names.contains(&"Coding") && names.contains(&"Weather"),
-        "{names:?}"
-    );
+    assert!(names.contains(&"Coding") && names.contains(&"Weather"), "{names:?}");
     let weather = r.nodes.iter().find(|n| n.name == "Weather").unwrap();
     assert_eq!(weather.tool_count, 4);
     assert!(r.tools.is_empty());
@@ -195,18 +120,11 @@ fn list_root_shows_top_level_categories_with_counts() {
 #[test]
 fn list_at_a_leaf_shows_its_tools_and_honours_limit() {
     let r = common::sample()
-        .list(&ListRequest {
-            path: Some(PathSpec::Joined("Weather".into())),
-            limit: Some(3),
-            ..Default::default()
-        })
+        .list(&ListRequest { path: Some(PathSpec::Joined("Weather".into())), limit: Some(3), ..Default::default() })
         .unwrap();
     assert!(r.nodes.is_empty());
     assert_eq!(r.tools.len(), 3);
-    assert!(r
-        .tools
-        .iter()
-        .all(|p| p.path == "Weather" && p.confidence == 1.0));
+    assert!(r.tools.iter().all(|p| p.path == "Weather" && p.confidence == 1.0));
 }
 
 #[test]
@@ -219,61 +137,33 @@ fn list_with_query_keeps_children_that_match_directly_or_through_their_tools() {
         })
         .unwrap();
     assert_eq!(r.nodes[0].path, "Storage/Buckets");
-    assert!(
-        !r.nodes.iter().any(|n| n.path == "Storage/Databases"),
-        "{:?}",
-        r.nodes
-    );
+    assert!(!r.nodes.iter().any(|n| n.path == "Storage/Databases"), "{:?}", r.nodes);
 }
 
 #[test]
 fn a_tool_under_two_paths_is_found_from_each_with_the_path_it_matched_through() {
     let from_storage = search("who may read this bucket policy", Some("Storage")).unwrap();
-    let p = from_storage
-        .results
-        .iter()
-        .find(|p| p.tool_id == "buckets.set_bucket_policy")
-        .unwrap();
+    let p = from_storage.results.iter().find(|p| p.tool_id == "buckets.set_bucket_policy").unwrap();
     assert_eq!(p.path, "Storage/Buckets");
     let from_users = search("who may read this bucket policy", Some("User/Permissions")).unwrap();
-    let p = from_users
-        .results
-        .iter()
-        .find(|p| p.tool_id == "buckets.set_bucket_policy")
-        .unwrap();
+    let p = from_users.results.iter().find(|p| p.tool_id == "buckets.set_bucket_policy").unwrap();
     assert_eq!(p.path, "User/Permissions");
     let everywhere = search("set bucket policy", None).unwrap();
-    assert_eq!(
-        everywhere
-            .results
-            .iter()
-            .filter(|p| p.tool_id == "buckets.set_bucket_policy")
-            .count(),
-        1
-    );
+    assert_eq!(everywhere.results.iter().filter(|p| p.tool_id == "buckets.set_bucket_policy").count(), 1);
 }
 
 #[test]
 fn search_nodes_ranks_the_relevant_category_first() {
     let r = common::sample()
-        .search_nodes(&SearchNodesRequest {
-            query: "page the on-call engineer".into(),
-            limit: Some(3),
-        })
+        .search_nodes(&SearchNodesRequest { query: "page the on-call engineer".into(), limit: Some(3) })
         .unwrap();
     assert_eq!(r.results[0].path, "Ops/Incidents");
-    assert!(r
-        .results
-        .iter()
-        .all(|n| (0.0..=1.0).contains(&n.confidence)));
+    assert!(r.results.iter().all(|n| (0.0..=1.0).contains(&n.confidence)));
 }
 
 #[test]
 fn bad_requests_are_invalid_arguments() {
-    assert_eq!(
-        search("   ", None).unwrap_err().code,
-        ErrorCode::InvalidArgument
-    );
+    assert_eq!(search("   ", None).unwrap_err().code, ErrorCode::InvalidArgument);
     let engine = common::sample();
     for limit in [0, 51] {
         let e = engine.search_tool_by_category(&SearchToolsRequest {
@@ -283,14 +173,9 @@ fn bad_requests_are_invalid_arguments() {
         });
         assert_eq!(e.unwrap_err().code, ErrorCode::InvalidArgument);
     }
-    let e = engine
-        .handle("search_tool_by_category", json!({"query": "x", "bogus": 1}))
-        .unwrap_err();
+    let e = engine.handle("search_tool_by_category", json!({"query": "x", "bogus": 1})).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert_eq!(
-        engine.handle("nope", json!({})).unwrap_err().code,
-        ErrorCode::InvalidArgument
-    );
+    assert_eq!(engine.handle("nope", json!({})).unwrap_err().code, ErrorCode::InvalidArgument);
 }
 
 #[test]
@@ -310,9 +195,7 @@ fn json_dispatch_answers_in_protocol_shapes() {
     assert_eq!(v["category_path"], "Weather");
     assert_eq!(v["results"][0]["tool_id"], "weather.forecast");
     assert!(v["next_cursor"].is_null());
-    let v = common::sample()
-        .handle("expand_tool", json!({"tool_id": "weather.forecast"}))
-        .unwrap();
+    let v = common::sample().handle("expand_tool", json!({"tool_id": "weather.forecast"})).unwrap();
     assert_eq!(v["args_schema"]["properties"]["days"]["maximum"], 14);
 }
 
@@ -322,25 +205,14 @@ fn engine_is_send_and_sync_and_answers_from_many_threads() {
     assert_send_sync::<Engine>();
     let engine = common::sample();
     std::thread::scope(|s| {
-        for q in [
-            "send an email",
-            "resize an image",
-            "book a flight",
-            "run the tests",
-        ] {
+        for q in ["send an email", "resize an image", "book a flight", "run the tests"] {
             s.spawn(move || {
                 let first = engine
-                    .search_tool_by_category(&SearchToolsRequest {
-                        query: q.into(),
-                        ..Default::default()
-                    })
+                    .search_tool_by_category(&SearchToolsRequest { query: q.into(), ..Default::default() })
                     .unwrap();
                 for _ in 0..5 {
                     let again = engine
-                        .search_tool_by_category(&SearchToolsRequest {
-                            query: q.into(),
-                            ..Default::default()
-                        })
+                        .search_tool_by_category(&SearchToolsRequest { query: q.into(), ..Default::default() })
                         .unwrap();
                     assert_eq!(again, first);
                 }

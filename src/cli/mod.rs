@@ -74,6 +74,29 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 10)]
         limit: usize,
     },
+    /// Measure retrieval quality and latency on labelled queries (queries.jsonl format).
+    Bench {
+        /// The index directory.
+        index: PathBuf,
+        /// Labelled queries: {"id", "query", "gold": [...], "gold_groups": [[...]]} per line.
+        queries: PathBuf,
+        /// Modes to run and compare, comma-separated: hybrid, bm25, dense.
+        #[arg(long, default_value = "hybrid,bm25,dense")]
+        mode: String,
+        /// Recall cut-offs, comma-separated.
+        #[arg(long, default_value = "1,5,10")]
+        k: String,
+        /// Only queries tagged with this split (or whose id starts with it).
+        #[arg(long)]
+        split: Option<String>,
+        /// Run a deterministic sample of this many queries.
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Instead of measuring, write every query's fusion candidates with their evidence
+        /// and gold labels to this JSON Lines file (for tuning fusion and calibration).
+        #[arg(long, value_name = "FILE")]
+        dump_candidates: Option<PathBuf>,
+    },
     /// Show a tool's full definition, schema included.
     Expand {
         /// The index directory.

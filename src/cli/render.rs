@@ -4,9 +4,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use serde::Serialize;
+use toolsearch::eval::BenchReport;
 use toolsearch::{
-    BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse,
-    ToolPointer,
+    BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse, ToolPointer,
 };
 
 fn scope_name(path: &str) -> String {
@@ -18,25 +18,13 @@ fn scope_name(path: &str) -> String {
 }
 
 fn pointer_lines(out: &mut String, p: &ToolPointer) {
-    let tags = if p.tags.is_empty() {
-        String::new()
-    } else {
-        format!("  #{}", p.tags.join(" #"))
-    };
-    let _ = writeln!(
-        out,
-        "  {:.2}  {}  [{}]{tags}",
-        p.confidence, p.tool_id, p.path
-    );
+    let tags = if p.tags.is_empty() { String::new() } else { format!("  #{}", p.tags.join(" #")) };
+    let _ = writeln!(out, "  {:.2}  {}  [{}]{tags}", p.confidence, p.tool_id, p.path);
     let _ = writeln!(out, "        {}", p.summary);
 }
 
 pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
-    let mut out = format!(
-        "{} result(s) for {query:?} in {}\n",
-        r.results.len(),
-        scope_name(&r.category_path)
-    );
+    let mut out = format!("{} result(s) for {query:?} in {}\n", r.results.len(), scope_name(&r.category_path));
     for p in &r.results {
         pointer_lines(&mut out, p);
     }
@@ -52,22 +40,10 @@ pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
 }
 
 pub(crate) fn list(r: &ListResponse) -> String {
-    let where_ = if r.path.is_empty() {
-        "/".to_owned()
-    } else {
-        r.path.clone()
-    };
-    let mut out = format!(
-        "{where_}: {} categor(ies), {} tool(s)\n",
-        r.nodes.len(),
-        r.tools.len()
-    );
+    let where_ = if r.path.is_empty() { "/".to_owned() } else { r.path.clone() };
+    let mut out = format!("{where_}: {} categor(ies), {} tool(s)\n", r.nodes.len(), r.tools.len());
     for n in &r.nodes {
-        let _ = writeln!(
-            out,
-            "  {}/  ({} tools)  {}",
-            n.name, n.tool_count, n.summary
-        );
+        let _ = writeln!(out, "  {}/  ({} tools)  {}", n.name, n.tool_count, n.summary);
     }
     for p in &r.tools {
         pointer_lines(&mut out, p);
@@ -76,13 +52,7 @@ pub(crate) fn list(r: &ListResponse) -> String {
 }
 
 pub(crate) fn expand(r: &ExpandToolResponse) -> String {
-    let mut out = format!(
-        "{} ({})\n  path: {}\n  summary: {}\n",
-        r.tool_id,
-        r.name,
-        r.paths.join(", "),
-        r.summary
-    );
+    let mut out = format!("{} ({})\n  path: {}\n  summary: {}\n", r.tool_id, r.name, r.paths.join(", "), r.summary);
     if !r.description.is_empty() && r.description != r.summary {
         let _ = writeln!(out, "  description: {}", r.description);
     }
@@ -92,11 +62,7 @@ pub(crate) fn expand(r: &ExpandToolResponse) -> String {
     let schema = serde_json::to_string_pretty(&r.args_schema).unwrap_or_default();
     let _ = writeln!(out, "  arguments:\n{}", indent(&schema, 4));
     if let Some(rs) = &r.result_schema {
-        let _ = writeln!(
-            out,
-            "  result:\n{}",
-            indent(&serde_json::to_string_pretty(rs).unwrap_or_default(), 4)
-        );
+        let _ = writeln!(out, "  result:\n{}", indent(&serde_json::to_string_pretty(rs).unwrap_or_default(), 4));
     }
     if let Some(n) = &r.usage_notes {
         let _ = writeln!(out, "  usage notes: {n}");
@@ -106,10 +72,7 @@ pub(crate) fn expand(r: &ExpandToolResponse) -> String {
 
 fn indent(text: &str, n: usize) -> String {
     let pad = " ".repeat(n);
-    text.lines()
-        .map(|l| format!("{pad}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
 }
 
 /// The JSON form of a finished build.
@@ -152,4 +115,40 @@ pub(crate) fn build(out: &Path, r: &BuildReport) -> String {
         r.embed_seconds,
         r.reused
     )
+}
+
+pub(crate) fn bench(reports: &[BenchReport]) -> String {
+    let mut out = String::new();
+    let Some(first) = reports.first() else {
+        return out;
+    };
+    let ks: Vec<String> = first.recall.iter().map(|(k, _)| format!("R@{k}")).collect();
+    let _ = writeln!(out, "{} queries", first.queries);
+    let _ = writeln!(
+        out,
+        "{:<7} {} {:>7} {:>7} {:>6} {:>6} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>9}",
+        "mode",
+        ks.iter().map(|k| format!("{k:>6}")).collect::<Vec<_>>().join(" "),
+        "nDCG@10",
+        "MRR",
+        "ECE",
+        "P@10",
+        "embed",
+        "dense",
+        "lexical",
+        "fuse",
+        "p50",
+        "p95",
+        "p99",
+        "cached"
+    );
+    for r in reports {
+        let recall = r.recall.iter().map(|(_, v)| format!("{v:>6.3}")).collect::<Vec<_>>().join(" ");
+        let l = &r.latency_ms;
+        let cached = r.cached_p50_us.map_or("-".to_owned(), |us| format!("{us:.0}us"));
+        let _ = writeln!(out, "{:<7} {recall} {:>7.3} {:>7.3} {:>6.3} {:>6.3} | {:>6.2}ms {:>6.2}ms {:>6.2}ms {:>6.2}ms {:>6.2}ms | {:>6.2}ms {:>6.2}ms {cached:>9}",
+            r.mode, r.ndcg10, r.mrr, r.ece, r.precision10, l.embed.p50, l.dense.p50, l.lexical.p50, l.fuse.p50, l.total.p50, l.total.p95, l.total.p99);
+    }
+    let _ = writeln!(out, "(stage columns are p50; ECE and P@10 over the top-10 confidences)");
+    out
 }

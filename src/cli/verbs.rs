@@ -6,9 +6,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::json;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::eval::{dump_candidates, load_queries, run_bench, BenchOptions};
 use toolsearch::{
-    build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest,
-    PathSpec, ProtocolError, SearchNodesRequest, SearchToolsRequest,
+    build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest, PathSpec, ProtocolError,
+    Retrieval, SearchNodesRequest, SearchToolsRequest,
 };
 
 use super::render;
@@ -22,10 +23,7 @@ pub(crate) enum Failure {
 
 impl Failure {
     fn other(code: &'static str, e: impl std::fmt::Display) -> Failure {
-        Failure::Other {
-            code,
-            message: e.to_string(),
-        }
+        Failure::Other { code, message: e.to_string() }
     }
 
     /// Prints the failure (one line on stderr; the error JSON on stdout with `--json`) and
@@ -36,11 +34,7 @@ impl Failure {
                 if json_out {
                     println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
                 }
-                let hints = if e.hints.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", e.hints.join("; "))
-                };
+                let hints = if e.hints.is_empty() { String::new() } else { format!(" ({})", e.hints.join("; ")) };
                 eprintln!("error: {e}{hints}");
                 3
             }
@@ -64,18 +58,8 @@ impl From<ProtocolError> for Failure {
 
 pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
-        Command::Index {
-            catalogue,
-            out,
-            format,
-            quiet,
-        } => index(cli, catalogue, out, format.as_deref(), *quiet),
-        Command::Search {
-            index,
-            query,
-            path,
-            limit,
-        } => {
+        Command::Index { catalogue, out, format, quiet } => index(cli, catalogue, out, format.as_deref(), *quiet),
+        Command::Search { index, query, path, limit } => {
             let engine = open(cli, index)?;
             let req = SearchToolsRequest {
                 query: query.clone(),
@@ -85,38 +69,25 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             let res = engine.search_tool_by_category(&req)?;
             emit(cli, &res, || render::search(query, &res))
         }
-        Command::Nodes {
-            index,
-            query,
-            limit,
-        } => {
+        Command::Nodes { index, query, limit } => {
             let engine = open(cli, index)?;
-            let res = engine.search_nodes(&SearchNodesRequest {
-                query: query.clone(),
-                limit: Some(*limit),
-            })?;
+            let res = engine.search_nodes(&SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
             emit(cli, &res, || render::nodes(query, &res))
         }
-        Command::List {
-            index,
-            path,
-            query,
-            limit,
-        } => {
+        Command::List { index, path, query, limit } => {
             let engine = open(cli, index)?;
-            let req = ListRequest {
-                path: path.clone().map(PathSpec::Joined),
-                query: query.clone(),
-                limit: Some(*limit),
-            };
+            let req =
+                ListRequest { path: path.clone().map(PathSpec::Joined), query: query.clone(), limit: Some(*limit) };
             let res = engine.list(&req)?;
             emit(cli, &res, || render::list(&res))
         }
+        Command::Bench { index, queries, mode, k, split, sample, dump_candidates } => match dump_candidates {
+            Some(out) => dump(cli, index, queries, split.as_deref(), *sample, out),
+            None => bench(cli, index, queries, mode, k, split.as_deref(), *sample),
+        },
         Command::Expand { index, tool_id } => {
             let engine = open(cli, index)?;
-            let res = engine.expand_tool(&ExpandToolRequest {
-                tool_id: tool_id.clone(),
-            })?;
+            let res = engine.expand_tool(&ExpandToolRequest { tool_id: tool_id.clone() })?;
             emit(cli, &res, || render::expand(&res))
         }
     }
@@ -124,8 +95,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
 
 fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> Result<(), Failure> {
     if cli.json {
-        let text =
-            serde_json::to_string_pretty(value).map_err(|e| Failure::other("INTERNAL", e))?;
+        let text = serde_json::to_string_pretty(value).map_err(|e| Failure::other("INTERNAL", e))?;
         println!("{text}");
     } else {
         print!("{}", human());
@@ -134,47 +104,80 @@ fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> R
 }
 
 fn open(cli: &Cli, dir: &Path) -> Result<Engine, Failure> {
-    let options = EngineOptions {
-        models: cli.models.clone(),
-        ..EngineOptions::default()
-    };
+    let options = EngineOptions { models: cli.models.clone(), ..EngineOptions::default() };
     Engine::open_with(dir, options).map_err(|e| Failure::other("INDEX_ERROR", e))
 }
 
-fn index(
-    cli: &Cli,
-    catalogue: &Path,
-    out: &Path,
-    format: Option<&str>,
-    quiet: bool,
-) -> Result<(), Failure> {
+fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: bool) -> Result<(), Failure> {
     let format = match format {
         None => None,
         Some(name) => Some(Format::from_name(name).ok_or_else(|| {
-            Failure::other(
-                "INVALID_ARGUMENT",
-                format!("unknown --format {name:?}; use manifest or jsonl"),
-            )
+            Failure::other("INVALID_ARGUMENT", format!("unknown --format {name:?}; use manifest or jsonl"))
         })?),
     };
-    let catalog = toolsearch::load_path(catalogue, format)
-        .map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
-    let files =
-        ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
-    let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default())
-        .map_err(|e| Failure::other("MODEL_ERROR", e))?;
+    let catalog = toolsearch::load_path(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
+    let files = ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
+    let embedder =
+        OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
     let progress = !quiet && !cli.json && std::io::stderr().is_terminal();
-    let report = build_index(
-        &catalog,
-        &embedder,
-        out,
-        &BuildOptions {
-            progress,
-            reuse_from: None,
-        },
-    )
-    .map_err(|e| Failure::other("INDEX_ERROR", e))?;
-    emit(cli, &render::BuildSummary::new(out, &report), || {
-        render::build(out, &report)
-    })
+    let report = build_index(&catalog, &embedder, out, &BuildOptions { progress, reuse_from: None })
+        .map_err(|e| Failure::other("INDEX_ERROR", e))?;
+    emit(cli, &render::BuildSummary::new(out, &report), || render::build(out, &report))
+}
+
+fn bench(
+    cli: &Cli,
+    index: &Path,
+    queries: &Path,
+    modes: &str,
+    ks: &str,
+    split: Option<&str>,
+    sample: Option<usize>,
+) -> Result<(), Failure> {
+    let modes: Vec<Retrieval> = modes
+        .split(',')
+        .map(|m| match m.trim() {
+            "hybrid" => Ok(Retrieval::Hybrid),
+            "bm25" | "lexical" => Ok(Retrieval::Lexical),
+            "dense" => Ok(Retrieval::Dense),
+            other => {
+                Err(Failure::other("INVALID_ARGUMENT", format!("unknown --mode {other:?}; use hybrid, bm25 or dense")))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let ks: Vec<usize> =
+        ks.split(',').map(|k| k.trim().parse::<usize>().ok().filter(|&k| k > 0)).collect::<Option<_>>().ok_or_else(
+            || Failure::other("INVALID_ARGUMENT", format!("--k {ks:?}: expected positive integers like 1,5,10")),
+        )?;
+    let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
+    let engine = open(cli, index)?;
+    let mut reports = Vec::new();
+    for retrieval in modes {
+        engine.clear_query_cache();
+        let options = BenchOptions {
+            retrieval,
+            ks: ks.clone(),
+            progress: !cli.json && std::io::stderr().is_terminal(),
+            ..BenchOptions::default()
+        };
+        reports.push(run_bench(&engine, &labelled, &options)?);
+    }
+    emit(cli, &reports, || render::bench(&reports))
+}
+
+fn dump(
+    cli: &Cli,
+    index: &Path,
+    queries: &Path,
+    split: Option<&str>,
+    sample: Option<usize>,
+    out: &Path,
+) -> Result<(), Failure> {
+    let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
+    let engine = open(cli, index)?;
+    let file = std::fs::File::create(out).map_err(|e| Failure::other("IO_ERROR", format!("{}: {e}", out.display())))?;
+    let mut w = std::io::BufWriter::new(file);
+    dump_candidates(&engine, &labelled, 100, &mut w).map_err(|e| Failure::other("IO_ERROR", e))?;
+    eprintln!("wrote candidates of {} queries to {}", labelled.len(), out.display());
+    Ok(())
 }

@@ -28,21 +28,14 @@ pub fn embedder() -> Arc<OnnxEmbedder> {
 /// A temporary directory that lives for the whole test binary.
 pub fn scratch() -> &'static Path {
     static D: OnceLock<tempfile::TempDir> = OnceLock::new();
-    D.get_or_init(|| tempfile::tempdir().expect("tempdir"))
-        .path()
+    D.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
 }
 
 /// Builds the index of `catalogue` into a fresh directory under the scratch dir.
 pub fn build(catalogue: &Path, name: &str) -> PathBuf {
     let out = scratch().join(name);
     let catalog = load_path(catalogue, None).expect("catalogue loads");
-    build_index(
-        &catalog,
-        embedder().as_ref(),
-        &out,
-        &BuildOptions::default(),
-    )
-    .expect("index builds");
+    build_index(&catalog, embedder().as_ref(), &out, &BuildOptions::default()).expect("index builds");
     out
 }
 

@@ -47,12 +47,7 @@ pub struct CatalogError {
 impl CatalogError {
     /// An error about the file as a whole.
     pub fn file(file: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        CatalogError {
-            file: file.into(),
-            location: Location::File,
-            field: None,
-            message: message.into(),
-        }
+        CatalogError { file: file.into(), location: Location::File, field: None, message: message.into() }
     }
 
     /// An error at a JSON pointer, about one field.

@@ -19,30 +19,18 @@ pub(crate) fn parse(file: &Path, text: &str) -> Result<RawCatalog, CatalogError>
         }
         let value: Value = serde_json::from_str(line).map_err(|e| {
             let mut err = CatalogError::from_json(file, &e);
-            err.location = crate::Location::Line {
-                line: n,
-                column: e.column(),
-            };
+            err.location = crate::Location::Line { line: n, column: e.column() };
             err
         })?;
         if !value.is_object() {
-            return Err(CatalogError::line(
-                file,
-                n,
-                0,
-                None,
-                "each line must be a JSON object describing one tool",
-            ));
+            return Err(CatalogError::line(file, n, 0, None, "each line must be a JSON object describing one tool"));
         }
-        let tool: RawTool = serde_json::from_value(value)
-            .map_err(|e| CatalogError::line(file, n, 0, None, e.to_string()))?;
+        let tool: RawTool =
+            serde_json::from_value(value).map_err(|e| CatalogError::line(file, n, 0, None, e.to_string()))?;
         raw.tools.push((Origin::Line(n), tool));
     }
     if raw.tools.is_empty() {
-        return Err(CatalogError::file(
-            file,
-            "no tools: the file has no JSON object lines",
-        ));
+        return Err(CatalogError::file(file, "no tools: the file has no JSON object lines"));
     }
     Ok(raw)
 }

@@ -34,12 +34,7 @@ impl Format {
 
     /// Picks a format from the file extension, then from the content.
     pub fn detect(file: &Path, text: &str) -> Format {
-        match file
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
+        match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("jsonl" | "ndjson") => Format::Jsonl,
             Some("json") => Format::Manifest,
             _ => {
@@ -47,8 +42,8 @@ impl Format {
                 let mut lines = text.lines().filter(|l| !l.trim().is_empty());
                 let first = lines.next().unwrap_or("");
                 let second = lines.next();
-                let first_is_record = first.trim_start().starts_with('{')
-                    && serde_json::from_str::<Value>(first).is_ok();
+                let first_is_record =
+                    first.trim_start().starts_with('{') && serde_json::from_str::<Value>(first).is_ok();
                 if first_is_record && second.is_some() {
                     Format::Jsonl
                 } else {
@@ -61,22 +56,12 @@ impl Format {
 
 /// Reads and validates the catalogue in `file`; `format` of `None` detects it.
 pub fn load_path(file: &Path, format: Option<Format>) -> Result<Catalog, CatalogError> {
-    let meta = std::fs::metadata(file)
-        .map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+    let meta = std::fs::metadata(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     if meta.is_dir() {
-        return Err(CatalogError::file(
-            file,
-            "is a directory, expected a catalogue file",
-        ));
+        return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(CatalogError::file(
-            file,
-            format!(
-                "is {} bytes, over the limit of {MAX_FILE_BYTES}",
-                meta.len()
-            ),
-        ));
+        return Err(CatalogError::file(file, format!("is {} bytes, over the limit of {MAX_FILE_BYTES}", meta.len())));
     }
     let mut text = String::new();
     std::fs::File::open(file)
@@ -122,12 +107,7 @@ fn parse_manifest(file: &Path, text: &str) -> Result<RawCatalog, CatalogError> {
         groups: records(file, &top, "groups", GROUP_FIELDS)?,
     };
     if raw.tools.is_empty() {
-        return Err(CatalogError::at(
-            file,
-            "/tools",
-            Some("tools"),
-            "a manifest needs at least one tool",
-        ));
+        return Err(CatalogError::at(file, "/tools", Some("tools"), "a manifest needs at least one tool"));
     }
     Ok(raw)
 }
@@ -143,12 +123,7 @@ fn records<T: DeserializeOwned>(
         return Ok(Vec::new());
     };
     let Value::Array(items) = v else {
-        return Err(CatalogError::at(
-            file,
-            format!("/{key}"),
-            Some(key),
-            "must be an array",
-        ));
+        return Err(CatalogError::at(file, format!("/{key}"), Some(key), "must be an array"));
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
@@ -164,8 +139,8 @@ fn records<T: DeserializeOwned>(
                 format!("unknown field; expected one of {fields:?}"),
             ));
         }
-        let rec: T = serde_json::from_value(item.clone())
-            .map_err(|e| CatalogError::at(file, &at, None, e.to_string()))?;
+        let rec: T =
+            serde_json::from_value(item.clone()).map_err(|e| CatalogError::at(file, &at, None, e.to_string()))?;
         out.push((Origin::Pointer(at), rec));
     }
     Ok(out)

@@ -67,14 +67,7 @@ pub(crate) struct RawNode {
 }
 
 /// Fields a native manifest node may carry.
-pub(crate) const NODE_FIELDS: &[&str] = &[
-    "path",
-    "summary",
-    "description",
-    "tags",
-    "usage_notes",
-    "facade",
-];
+pub(crate) const NODE_FIELDS: &[&str] = &["path", "summary", "description", "tags", "usage_notes", "facade"];
 
 /// A group as written in input.
 #[derive(Debug, Default, Deserialize)]
@@ -90,8 +83,7 @@ pub(crate) struct RawGroup {
 pub(crate) const GROUP_FIELDS: &[&str] = &["id", "visibility", "check", "ttl_secs", "suggestion"];
 
 /// Top-level fields of a native manifest.
-pub(crate) const MANIFEST_FIELDS: &[&str] =
-    &["name", "description", "version", "nodes", "tools", "groups"];
+pub(crate) const MANIFEST_FIELDS: &[&str] = &["name", "description", "version", "nodes", "tools", "groups"];
 
 /// The first key of `obj` that is not in `known`, if any.
 pub(crate) fn unknown_field<'a>(obj: &'a Map<String, Value>, known: &[&str]) -> Option<&'a str> {

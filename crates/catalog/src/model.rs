@@ -141,10 +141,7 @@ impl Catalog {
 
     /// The node at exactly `path`, if any.
     pub fn node(&self, path: &[String]) -> Option<&Node> {
-        self.nodes
-            .binary_search_by(|n| n.path.as_slice().cmp(path))
-            .ok()
-            .map(|i| &self.nodes[i])
+        self.nodes.binary_search_by(|n| n.path.as_slice().cmp(path)).ok().map(|i| &self.nodes[i])
     }
 }
 

@@ -25,11 +25,7 @@ impl Origin {
     fn error(&self, file: &Path, field: &str, message: impl Into<String>) -> CatalogError {
         match self {
             Origin::Pointer(p) => {
-                let at = if field.is_empty() {
-                    p.clone()
-                } else {
-                    format!("{p}/{field}")
-                };
+                let at = if field.is_empty() { p.clone() } else { format!("{p}/{field}") };
                 let field = (!field.is_empty()).then_some(field.split('/').next().unwrap_or(field));
                 CatalogError::at(file, at, field, message)
             }
@@ -60,21 +56,14 @@ pub(crate) struct RawCatalog {
 pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, CatalogError> {
     let file = file.to_path_buf();
     if raw.tools.len() > MAX_TOOLS {
-        return Err(CatalogError::file(
-            &file,
-            format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len()),
-        ));
+        return Err(CatalogError::file(&file, format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len())));
     }
     let groups = normalize_groups(&file, raw.groups)?;
     let mut nodes: BTreeMap<CategoryPath, Node> = BTreeMap::new();
     for (origin, rn) in raw.nodes {
         let node = normalize_node(&file, &origin, rn)?;
         if nodes.contains_key(&node.path) {
-            return Err(origin.error(
-                &file,
-                "path",
-                format!("duplicate category path {:?}", node.path.join("/")),
-            ));
+            return Err(origin.error(&file, "path", format!("duplicate category path {:?}", node.path.join("/"))));
         }
         nodes.insert(node.path.clone(), node);
     }
@@ -86,25 +75,14 @@ pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, Catalog
             return Err(origin.error(
                 &file,
                 "id",
-                format!(
-                    "duplicate tool id {:?} (first defined at {})",
-                    tool.id,
-                    first.describe()
-                ),
+                format!("duplicate tool id {:?} (first defined at {})", tool.id, first.describe()),
             ));
         }
         seen.insert(tool.id.clone(), origin);
         tools.push(tool);
     }
-    add_implicit_ancestors(
-        &mut nodes,
-        tools.iter().flat_map(|t| t.paths.iter()).cloned().collect(),
-    );
-    Ok(Catalog {
-        nodes: nodes.into_values().collect(),
-        tools,
-        groups,
-    })
+    add_implicit_ancestors(&mut nodes, tools.iter().flat_map(|t| t.paths.iter()).cloned().collect());
+    Ok(Catalog { nodes: nodes.into_values().collect(), tools, groups })
 }
 
 fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Group>, CatalogError> {
@@ -125,22 +103,10 @@ fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Gro
                 ))
             }
         };
-        if visibility == Visibility::Conditional
-            && rg.check.as_deref().is_none_or(|c| c.trim().is_empty())
-        {
-            return Err(origin.error(
-                file,
-                "check",
-                "a conditional group needs the name of its availability check",
-            ));
+        if visibility == Visibility::Conditional && rg.check.as_deref().is_none_or(|c| c.trim().is_empty()) {
+            return Err(origin.error(file, "check", "a conditional group needs the name of its availability check"));
         }
-        out.push(Group {
-            id,
-            visibility,
-            check: rg.check,
-            ttl_secs: rg.ttl_secs,
-            suggestion: rg.suggestion,
-        });
+        out.push(Group { id, visibility, check: rg.check, ttl_secs: rg.ttl_secs, suggestion: rg.suggestion });
     }
     Ok(out)
 }
@@ -151,19 +117,14 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
     };
     let path = checked_path(file, origin, "path", &spec)?;
     if path.is_empty() {
-        return Err(origin.error(
-            file,
-            "path",
-            "a node path must not be empty (the root is implicit)",
-        ));
+        return Err(origin.error(file, "path", "a node path must not be empty (the root is implicit)"));
     }
     let description = optional_text(file, origin, "description", rn.description, MAX_TEXT_BYTES)?;
     let summary = match optional_text(file, origin, "summary", rn.summary, MAX_SUMMARY_BYTES)? {
         Some(s) => s,
-        None => description
-            .as_deref()
-            .and_then(first_sentence)
-            .unwrap_or_else(|| path.last().cloned().unwrap_or_default()),
+        None => {
+            description.as_deref().and_then(first_sentence).unwrap_or_else(|| path.last().cloned().unwrap_or_default())
+        }
     };
     Ok(Node {
         path,
@@ -176,19 +137,12 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
     })
 }
 
-fn normalize_tool(
-    file: &Path,
-    origin: &Origin,
-    rt: RawTool,
-    groups: &[Group],
-) -> Result<Tool, CatalogError> {
+fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -> Result<Tool, CatalogError> {
     let id = required_text(file, origin, "id", rt.id, MAX_ID_BYTES)?;
     let name = required_text(file, origin, "name", rt.name, MAX_NAME_BYTES)?;
     let mut paths = Vec::new();
     match (rt.path, rt.paths) {
-        (Some(_), Some(_)) => {
-            return Err(origin.error(file, "paths", "give either `path` or `paths`, not both"))
-        }
+        (Some(_), Some(_)) => return Err(origin.error(file, "paths", "give either `path` or `paths`, not both")),
         (Some(p), None) => paths.push(checked_path(file, origin, "path", &p)?),
         (None, Some(ps)) => {
             for (i, p) in ps.iter().enumerate() {
@@ -203,8 +157,7 @@ fn normalize_tool(
     if paths.is_empty() {
         paths.push(Vec::new());
     }
-    let description = optional_text(file, origin, "description", rt.description, MAX_TEXT_BYTES)?
-        .unwrap_or_default();
+    let description = optional_text(file, origin, "description", rt.description, MAX_TEXT_BYTES)?.unwrap_or_default();
     let summary = match optional_text(file, origin, "summary", rt.summary, MAX_SUMMARY_BYTES)? {
         Some(s) => s,
         None => first_sentence(&description).unwrap_or_else(|| name.clone()),
@@ -221,11 +174,7 @@ fn normalize_tool(
     if let Some(g) = &group {
         if !groups.iter().any(|x| &x.id == g) {
             let known: Vec<&str> = groups.iter().map(|g| g.id.as_str()).collect();
-            return Err(origin.error(
-                file,
-                "group",
-                format!("unknown group {g:?} (declared groups: {known:?})"),
-            ));
+            return Err(origin.error(file, "group", format!("unknown group {g:?} (declared groups: {known:?})")));
         }
     }
     Ok(Tool {
@@ -246,47 +195,24 @@ fn normalize_tool(
     })
 }
 
-fn checked_schema(
-    file: &Path,
-    origin: &Origin,
-    field: &str,
-    schema: Value,
-) -> Result<Value, CatalogError> {
+fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Value) -> Result<Value, CatalogError> {
     if let Err((at, msg)) = check_schema(&schema) {
-        return Err(origin.error(
-            file,
-            &format!("{field}{at}"),
-            format!("invalid JSON Schema: {msg}"),
-        ));
+        return Err(origin.error(file, &format!("{field}{at}"), format!("invalid JSON Schema: {msg}")));
     }
-    let size = serde_json::to_vec(&schema)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
     if size > MAX_SCHEMA_BYTES {
-        return Err(origin.error(
-            file,
-            field,
-            format!("schema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}"),
-        ));
+        return Err(origin.error(file, field, format!("schema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}")));
     }
     Ok(schema)
 }
 
-fn checked_path(
-    file: &Path,
-    origin: &Origin,
-    field: &str,
-    spec: &PathSpec,
-) -> Result<CategoryPath, CatalogError> {
+fn checked_path(file: &Path, origin: &Origin, field: &str, spec: &PathSpec) -> Result<CategoryPath, CatalogError> {
     let path = spec.segments();
     if path.len() > MAX_PATH_DEPTH {
         return Err(origin.error(
             file,
             field,
-            format!(
-                "path is {} levels deep, over the limit of {MAX_PATH_DEPTH}",
-                path.len()
-            ),
+            format!("path is {} levels deep, over the limit of {MAX_PATH_DEPTH}", path.len()),
         ));
     }
     for seg in &path {
@@ -294,18 +220,10 @@ fn checked_path(
             return Err(origin.error(file, field, "a path segment is empty"));
         }
         if seg.len() > MAX_SEGMENT_BYTES {
-            return Err(origin.error(
-                file,
-                field,
-                format!("a path segment is over {MAX_SEGMENT_BYTES} bytes"),
-            ));
+            return Err(origin.error(file, field, format!("a path segment is over {MAX_SEGMENT_BYTES} bytes")));
         }
         if seg.chars().any(char::is_control) {
-            return Err(origin.error(
-                file,
-                field,
-                format!("path segment {seg:?} contains a control character"),
-            ));
+            return Err(origin.error(file, field, format!("path segment {seg:?} contains a control character")));
         }
     }
     Ok(path)
@@ -334,11 +252,7 @@ fn optional_text(
     let Some(v) = value else { return Ok(None) };
     let v = v.trim();
     if v.len() > max {
-        return Err(origin.error(
-            file,
-            field,
-            format!("is {} bytes, over the limit of {max}", v.len()),
-        ));
+        return Err(origin.error(file, field, format!("is {} bytes, over the limit of {max}", v.len())));
     }
     Ok((!v.is_empty()).then(|| v.to_owned()))
 }
@@ -364,12 +278,7 @@ fn add_implicit_ancestors(nodes: &mut BTreeMap<CategoryPath, Node>, tool_paths: 
                 let name = prefix[depth - 1].clone();
                 nodes.insert(
                     prefix.to_vec(),
-                    Node {
-                        path: prefix.to_vec(),
-                        summary: name,
-                        implicit: true,
-                        ..Node::default()
-                    },
+                    Node { path: prefix.to_vec(), summary: name, implicit: true, ..Node::default() },
                 );
             }
         }
@@ -415,10 +324,7 @@ mod tests {
 
     #[test]
     fn first_sentence_stops_at_period_followed_by_space() {
-        assert_eq!(
-            first_sentence("Get the v1.2 weather. Also more.").unwrap(),
-            "Get the v1.2 weather."
-        );
+        assert_eq!(first_sentence("Get the v1.2 weather. Also more.").unwrap(), "Get the v1.2 weather.");
         assert_eq!(first_sentence("One line\nsecond").unwrap(), "One line");
         assert!(first_sentence("   ").is_none());
         assert!(first_sentence(&"word ".repeat(100)).unwrap().ends_with('…'));

@@ -21,11 +21,7 @@ impl PathSpec {
     /// The segments, splitting the joined form on `/` and trimming each segment.
     pub fn segments(&self) -> CategoryPath {
         match self {
-            PathSpec::Joined(s) => s
-                .split('/')
-                .map(|p| p.trim().to_owned())
-                .filter(|p| !p.is_empty())
-                .collect(),
+            PathSpec::Joined(s) => s.split('/').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect(),
             PathSpec::Segments(v) => v.iter().map(|p| p.trim().to_owned()).collect(),
         }
     }

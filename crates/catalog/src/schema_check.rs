@@ -4,9 +4,7 @@
 
 use serde_json::Value;
 
-const TYPES: &[&str] = &[
-    "object", "array", "string", "number", "integer", "boolean", "null",
-];
+const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "boolean", "null"];
 
 /// Checks `schema` and returns `(relative pointer, message)` for the first problem found.
 pub(crate) fn check_schema(schema: &Value) -> Result<(), (String, String)> {
@@ -20,22 +18,12 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
     let obj = match schema {
         Value::Bool(_) => return Ok(()),
         Value::Object(o) => o,
-        other => {
-            return Err((
-                at,
-                format!(
-                    "a JSON Schema must be an object or a boolean, found {}",
-                    kind(other)
-                ),
-            ))
-        }
+        other => return Err((at, format!("a JSON Schema must be an object or a boolean, found {}", kind(other)))),
     };
     if let Some(t) = obj.get("type") {
         let ok = match t {
             Value::String(s) => TYPES.contains(&s.as_str()),
-            Value::Array(a) => a
-                .iter()
-                .all(|v| v.as_str().is_some_and(|s| TYPES.contains(&s))),
+            Value::Array(a) => a.iter().all(|v| v.as_str().is_some_and(|s| TYPES.contains(&s))),
             _ => false,
         };
         if !ok {
@@ -47,10 +35,7 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
     }
     if let Some(p) = obj.get("properties") {
         let Value::Object(props) = p else {
-            return Err((
-                format!("{at}/properties"),
-                format!("`properties` must be an object, found {}", kind(p)),
-            ));
+            return Err((format!("{at}/properties"), format!("`properties` must be an object, found {}", kind(p))));
         };
         for (name, sub) in props {
             check(sub, format!("{at}/properties/{}", escape(name)), depth + 1)?;
@@ -64,10 +49,7 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
             ));
         };
         if items.iter().any(|v| !v.is_string()) {
-            return Err((
-                format!("{at}/required"),
-                "`required` must be an array of strings".into(),
-            ));
+            return Err((format!("{at}/required"), "`required` must be an array of strings".into()));
         }
     }
     if let Some(items) = obj.get("items") {
@@ -78,10 +60,7 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(v) = obj.get(key) {
             let Value::Array(subs) = v else {
-                return Err((
-                    format!("{at}/{key}"),
-                    format!("`{key}` must be an array of schemas"),
-                ));
+                return Err((format!("{at}/{key}"), format!("`{key}` must be an array of schemas")));
             };
             for (i, sub) in subs.iter().enumerate() {
                 check(sub, format!("{at}/{key}/{i}"), depth + 1)?;

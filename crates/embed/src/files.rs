@@ -24,10 +24,7 @@ pub struct ModelFiles {
 impl ModelFiles {
     /// The files inside one `models/` directory (not checked).
     pub fn in_dir(models: &Path) -> ModelFiles {
-        ModelFiles {
-            ort_library: models.join(ORT_LIB_NAME),
-            model_dir: models.join(MODEL_DIR_NAME),
-        }
+        ModelFiles { ort_library: models.join(ORT_LIB_NAME), model_dir: models.join(MODEL_DIR_NAME) }
     }
 
     /// Finds the model files without the user exporting anything. In order:
@@ -43,30 +40,19 @@ impl ModelFiles {
             if let Some(dir) = std::env::var_os("TOOLSEARCH_MODELS") {
                 candidates.push(PathBuf::from(dir));
             }
-            if let Some(exe_dir) = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-            {
+            if let Some(exe_dir) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
                 candidates.extend(exe_dir.ancestors().take(5).map(|d| d.join("models")));
             }
             if let Ok(cwd) = std::env::current_dir() {
                 candidates.extend(cwd.ancestors().take(6).map(|d| d.join("models")));
             }
         }
-        let found = candidates
-            .iter()
-            .find(|d| d.join(MODEL_DIR_NAME).join("model.onnx").is_file());
+        let found = candidates.iter().find(|d| d.join(MODEL_DIR_NAME).join("model.onnx").is_file());
         let Some(dir) = found else {
             if let Some(dir) = explicit {
-                return Err(EmbedError::MissingFile(
-                    dir.join(MODEL_DIR_NAME).join("model.onnx"),
-                ));
+                return Err(EmbedError::MissingFile(dir.join(MODEL_DIR_NAME).join("model.onnx")));
             }
-            let searched = candidates
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let searched = candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
             return Err(EmbedError::NotFound { searched });
         };
         let mut files = ModelFiles::in_dir(dir);

@@ -32,9 +32,7 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
     /// Embeds one text.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        self.embed(&[text])?
-            .pop()
-            .ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
+        self.embed(&[text])?.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
     }
 }
 

@@ -3,9 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use fastembed::{
-    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
-};
+use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use sha2::{Digest, Sha256};
 
 use crate::files::ModelFiles;
@@ -27,12 +25,7 @@ pub struct EmbedderOptions {
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
-        EmbedderOptions {
-            sessions: 1,
-            intra_threads: None,
-            max_length: 256,
-            batch_size: 32,
-        }
+        EmbedderOptions { sessions: 1, intra_threads: None, max_length: 256, batch_size: 32 }
     }
 }
 
@@ -63,10 +56,7 @@ impl OnnxEmbedder {
             std::fs::read(&p).map_err(|e| EmbedError::Io(p, e))
         };
         let onnx = read("model.onnx")?;
-        let sha256: String = Sha256::digest(&onnx)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256: String = Sha256::digest(&onnx).iter().map(|b| format!("{b:02x}")).collect();
         let tokenizer = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
             config_file: read("config.json")?,
@@ -75,11 +65,9 @@ impl OnnxEmbedder {
         };
         let mut sessions = Vec::new();
         for _ in 0..options.sessions.max(1) {
-            let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer.clone())
-                .with_pooling(Pooling::Mean);
-            let mut init = InitOptionsUserDefined::new()
-                .with_environment(env.clone())
-                .with_max_length(options.max_length);
+            let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer.clone()).with_pooling(Pooling::Mean);
+            let mut init =
+                InitOptionsUserDefined::new().with_environment(env.clone()).with_max_length(options.max_length);
             if let Some(t) = options.intra_threads {
                 init = init.with_intra_threads(t);
             }
@@ -94,14 +82,9 @@ impl OnnxEmbedder {
             dimension: 0,
             batch_size: options.batch_size.max(1),
         };
-        embedder.dimension = embedder
-            .run(&["dimension probe"])?
-            .first()
-            .map_or(0, Vec::len);
+        embedder.dimension = embedder.run(&["dimension probe"])?.first().map_or(0, Vec::len);
         if embedder.dimension == 0 {
-            return Err(EmbedError::Runtime(
-                "the model produced an empty vector".into(),
-            ));
+            return Err(EmbedError::Runtime("the model produced an empty vector".into()));
         }
         Ok(embedder)
     }
@@ -112,16 +95,10 @@ impl OnnxEmbedder {
         let n = self.sessions.len();
         let mut guard = (0..n).find_map(|i| self.sessions[(start + i) % n].try_lock().ok());
         if guard.is_none() {
-            guard = Some(
-                self.sessions[start % n]
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()),
-            );
+            guard = Some(self.sessions[start % n].lock().unwrap_or_else(|p| p.into_inner()));
         }
         let mut session = guard.expect("a session guard was just taken");
-        let mut out = session
-            .embed(texts, Some(texts.len().max(1)))
-            .map_err(|e| EmbedError::Runtime(e.to_string()))?;
+        let mut out = session.embed(texts, Some(texts.len().max(1))).map_err(|e| EmbedError::Runtime(e.to_string()))?;
         out.iter_mut().for_each(|v| normalize(v));
         Ok(out)
     }

@@ -20,12 +20,7 @@ pub(crate) fn environment(lib: &Path) -> Result<Environment, EmbedError> {
         // SAFETY: set once, before any ONNX Runtime thread exists, under the OnceLock.
         unsafe { std::env::set_var("ORT_DISABLE_TELEMETRY", "1") };
         let builder = ort::init_from(lib).map_err(|e| e.to_string())?;
-        builder
-            .with_name("toolsearch")
-            .with_telemetry(false)
-            .build()
-            .map_err(|e| e.to_string())
+        builder.with_name("toolsearch").with_telemetry(false).build().map_err(|e| e.to_string())
     });
-    env.clone()
-        .map_err(|e| EmbedError::RuntimeLoad(lib.to_path_buf(), e))
+    env.clone().map_err(|e| EmbedError::RuntimeLoad(lib.to_path_buf(), e))
 }

@@ -24,10 +24,7 @@ impl Staging {
         let name = target
             .file_name()
             .ok_or_else(|| {
-                IndexError::NotAnIndex(
-                    target.to_path_buf(),
-                    "the output path has no directory name".into(),
-                )
+                IndexError::NotAnIndex(target.to_path_buf(), "the output path has no directory name".into())
             })?
             .to_string_lossy()
             .into_owned();
@@ -42,11 +39,7 @@ impl Staging {
             std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
         }
         std::fs::create_dir(&dir).map_err(io(&dir))?;
-        Ok(Staging {
-            dir,
-            target: target.to_path_buf(),
-            done: false,
-        })
+        Ok(Staging { dir, target: target.to_path_buf(), done: false })
     }
 
     /// Where to write the new index.
@@ -86,15 +79,8 @@ fn exchange(a: &Path, b: &Path) -> Result<(), IndexError> {
     let cb = CString::new(b.as_os_str().as_bytes())
         .map_err(|_| IndexError::NotAnIndex(b.to_path_buf(), "path contains NUL".into()))?;
     // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            ca.as_ptr(),
-            libc::AT_FDCWD,
-            cb.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
+    let rc =
+        unsafe { libc::renameat2(libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
     if rc == 0 {
         return Ok(());
     }
@@ -119,14 +105,10 @@ fn sync_tree(dir: &Path) -> Result<(), IndexError> {
         if path.is_dir() {
             sync_tree(&path)?;
         } else {
-            std::fs::File::open(&path)
-                .and_then(|f| f.sync_all())
-                .map_err(io(&path))?;
+            std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(io(&path))?;
         }
     }
-    std::fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(io(dir))
+    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))
 }
 
 /// Removes `.NAME.tmp-PID` directories whose build process no longer runs.
@@ -137,10 +119,7 @@ fn remove_stale(parent: &Path, name: &str) {
     };
     for entry in entries.flatten() {
         let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file_name
-            .strip_prefix(&prefix)
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = file_name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {

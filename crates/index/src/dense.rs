@@ -42,21 +42,16 @@ pub(crate) fn read_vectors(path: &Path, rows: usize, dim: usize) -> Result<Vec<f
             format!("{} bytes, expected {}", bytes.len(), rows * dim * 4),
         ));
     }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 /// Builds the HNSW graph over `vectors` and dumps it in `dir`; returns the dump's basename.
 pub(crate) fn build_hnsw(dir: &Path, vectors: &[Vec<f32>]) -> Result<String, IndexError> {
     let n = vectors.len().max(1);
-    let hnsw: Hnsw<f32, DistDot> =
-        Hnsw::new(MAX_CONNECTIONS, n, MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
+    let hnsw: Hnsw<f32, DistDot> = Hnsw::new(MAX_CONNECTIONS, n, MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
     let data: Vec<(&Vec<f32>, usize)> = vectors.iter().zip(0..).collect();
     hnsw.parallel_insert(&data);
-    hnsw.file_dump(dir, crate::format::HNSW_BASENAME)
-        .map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))
+    hnsw.file_dump(dir, crate::format::HNSW_BASENAME).map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))
 }
 
 /// The loaded HNSW graph.
@@ -71,28 +66,18 @@ impl Graph {
     /// paths and options, the data itself is owned by the graph since nothing is mmapped).
     pub(crate) fn load(dir: &Path, basename: &str) -> Result<Graph, IndexError> {
         let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
-        let hnsw = loader
-            .load_hnsw::<f32, DistDot>()
-            .map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))?;
+        let hnsw =
+            loader.load_hnsw::<f32, DistDot>().map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))?;
         Ok(Graph { hnsw })
     }
 
     /// Approximate top `k` by cosine; `allowed` (sorted ordinals) restricts the result.
-    pub(crate) fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        allowed: Option<&Vec<usize>>,
-    ) -> Vec<Hit> {
+    pub(crate) fn search(&self, query: &[f32], k: usize, ef: usize, allowed: Option<&Vec<usize>>) -> Vec<Hit> {
         let filter = allowed.map(|a| a as &dyn hnsw_rs::filter::FilterT);
         self.hnsw
             .search_filter(query, k, ef.max(k), filter)
             .into_iter()
-            .map(|n| Hit {
-                ord: n.d_id as u32,
-                score: 1.0 - n.distance,
-            })
+            .map(|n| Hit { ord: n.d_id as u32, score: 1.0 - n.distance })
             .collect()
     }
 
@@ -113,10 +98,7 @@ pub(crate) fn exact_top_k(
     let mut hits: Vec<Hit> = ords
         .map(|o| {
             let row = &vectors[o as usize * dim..(o as usize + 1) * dim];
-            Hit {
-                ord: o,
-                score: dot(row, query),
-            }
+            Hit { ord: o, score: dot(row, query) }
         })
         .collect();
     top_k(&mut hits, k);

@@ -30,9 +30,7 @@ pub fn split_identifier(s: &str) -> String {
         let boundary = match prev {
             Some(p) if p.is_alphanumeric() => {
                 (p.is_lowercase() && c.is_uppercase())
-                    || (p.is_uppercase()
-                        && c.is_uppercase()
-                        && next.is_some_and(char::is_lowercase))
+                    || (p.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase))
             }
             _ => false,
         };
@@ -73,17 +71,10 @@ pub fn tool_dense_text(tool: &Tool) -> String {
     }
     out.push_str(": ");
     out.push_str(&tool.summary);
-    if !tool.description.is_empty()
-        && !tool
-            .description
-            .starts_with(tool.summary.trim_end_matches('…'))
-    {
+    if !tool.description.is_empty() && !tool.description.starts_with(tool.summary.trim_end_matches('…')) {
         out.push(' ');
     }
-    let rest = tool
-        .description
-        .strip_prefix(tool.summary.as_str())
-        .unwrap_or(&tool.description);
+    let rest = tool.description.strip_prefix(tool.summary.as_str()).unwrap_or(&tool.description);
     out.push_str(&truncate_chars(rest.trim(), MAX_DENSE_DESC));
     for ex in tool.examples.iter().take(4) {
         out.push_str(" Example: ");
@@ -101,16 +92,9 @@ pub fn tool_dense_text(tool: &Tool) -> String {
 /// The lexical fields of a tool.
 pub fn tool_lexical(tool: &Tool) -> LexicalFields {
     let split = split_identifier(&tool.name);
-    let name = if split == tool.name.to_lowercase() {
-        split
-    } else {
-        format!("{split} {}", tool.name)
-    };
+    let name = if split == tool.name.to_lowercase() { split } else { format!("{split} {}", tool.name) };
     let mut body = tool.summary.clone();
-    if !tool
-        .description
-        .starts_with(tool.summary.trim_end_matches('…'))
-    {
+    if !tool.description.starts_with(tool.summary.trim_end_matches('…')) {
         body.push('\n');
         body.push_str(&tool.description);
     } else {
@@ -144,13 +128,7 @@ pub fn node_dense_text(node: &Node, tool_names: &[&str]) -> String {
     }
     if !tool_names.is_empty() {
         out.push_str("Tools: ");
-        out.push_str(
-            &tool_names
-                .iter()
-                .map(|n| split_identifier(n))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        out.push_str(&tool_names.iter().map(|n| split_identifier(n)).collect::<Vec<_>>().join(", "));
         out.push('.');
     }
     out.trim().to_owned()
@@ -168,38 +146,21 @@ pub fn node_lexical(node: &Node, tool_names: &[&str]) -> LexicalFields {
         name: format!("{} {last}", split_identifier(&last)),
         path: node.path.join(" "),
         body,
-        params: tool_names
-            .iter()
-            .map(|n| split_identifier(n))
-            .collect::<Vec<_>>()
-            .join(" "),
+        params: tool_names.iter().map(|n| split_identifier(n)).collect::<Vec<_>>().join(" "),
         tags: node.tags.join(" "),
     }
 }
 
 fn path_phrases(paths: &[Vec<String>]) -> String {
-    paths
-        .iter()
-        .filter(|p| !p.is_empty())
-        .map(|p| p.join(" > "))
-        .collect::<Vec<_>>()
-        .join("; ")
+    paths.iter().filter(|p| !p.is_empty()).map(|p| p.join(" > ")).collect::<Vec<_>>().join("; ")
 }
 
 fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .take(MAX_PARAMS)
+    schema.get("properties").and_then(Value::as_object).into_iter().flatten().take(MAX_PARAMS)
 }
 
 fn param_names(schema: &Value) -> Vec<String> {
-    properties(schema)
-        .map(|(k, _)| split_identifier(k))
-        .filter(|k| !k.is_empty())
-        .collect()
+    properties(schema).map(|(k, _)| split_identifier(k)).filter(|k| !k.is_empty()).collect()
 }
 
 fn param_text(schema: &Value) -> String {

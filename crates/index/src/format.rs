@@ -78,10 +78,7 @@ impl IndexMeta {
     pub fn read(dir: &Path) -> Result<IndexMeta, IndexError> {
         let path = dir.join(META_FILE);
         if !dir.is_dir() {
-            return Err(IndexError::NotAnIndex(
-                dir.to_path_buf(),
-                "no such index directory".into(),
-            ));
+            return Err(IndexError::NotAnIndex(dir.to_path_buf(), "no such index directory".into()));
         }
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -94,26 +91,18 @@ impl IndexMeta {
             Err(e) => return Err(IndexError::Io(path, e)),
         };
         if bytes.len() < 44 || &bytes[..8] != MAGIC {
-            return Err(IndexError::Corrupted(
-                path,
-                "not a toolsearch metadata file".into(),
-            ));
+            return Err(IndexError::Corrupted(path, "not a toolsearch metadata file".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         if version != FORMAT_VERSION {
-            return Err(IndexError::Version {
-                path,
-                found: version,
-                expected: FORMAT_VERSION,
-            });
+            return Err(IndexError::Version { path, found: version, expected: FORMAT_VERSION });
         }
         let payload = &bytes[44..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
         }
-        let (meta, _): (IndexMeta, usize) =
-            bincode::serde::decode_from_slice(payload, bincode::config::standard())
-                .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
+        let (meta, _): (IndexMeta, usize) = bincode::serde::decode_from_slice(payload, bincode::config::standard())
+            .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
         Ok(meta)
     }
 }
@@ -124,11 +113,7 @@ pub(crate) fn file_sum(dir: &Path, rel: &str) -> Result<FileSum, IndexError> {
     let mut f = std::fs::File::open(&path).map_err(io(&path))?;
     let mut h = Sha256::new();
     let len = std::io::copy(&mut f, &mut h).map_err(io(&path))?;
-    Ok(FileSum {
-        path: rel.to_owned(),
-        len,
-        sha256: hex(&h.finalize()),
-    })
+    Ok(FileSum { path: rel.to_owned(), len, sha256: hex(&h.finalize()) })
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -26,11 +26,10 @@ const MAX_QUERY_TERMS: usize = 64;
 const BOOSTS: [f32; 5] = [2.5, 1.5, 1.0, 0.6, 0.8];
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "for", "from",
-    "had", "has", "have", "he", "her", "his", "how", "i", "i'm", "if", "in", "into", "is", "it",
-    "its", "me", "my", "of", "on", "or", "our", "please", "she", "so", "some", "that", "the",
-    "their", "them", "then", "there", "these", "they", "this", "to", "us", "was", "we", "were",
-    "what", "when", "which", "who", "will", "with", "would", "you", "your", "m", "s", "t",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "for", "from", "had", "has", "have",
+    "he", "her", "his", "how", "i", "i'm", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our",
+    "please", "she", "so", "some", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to",
+    "us", "was", "we", "were", "what", "when", "which", "who", "will", "with", "would", "you", "your", "m", "s", "t",
 ];
 
 /// Which kind of document a hit is.
@@ -61,9 +60,7 @@ pub(crate) struct Fields {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let indexing = TextFieldIndexing::default()
-        .set_tokenizer(ANALYZER)
-        .set_index_option(IndexRecordOption::WithFreqs);
+    let indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs);
     let text = TextOptions::default().set_indexing_options(indexing);
     let fields = Fields {
         text: ["name", "path", "body", "params", "tags"].map(|n| b.add_text_field(n, text.clone())),
@@ -78,9 +75,7 @@ fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(StopWordFilter::remove(
-            STOP_WORDS.iter().map(|s| s.to_string()),
-        ))
+        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|s| s.to_string())))
         .filter(Stemmer::new(Language::English))
         .build()
 }
@@ -99,14 +94,8 @@ impl LexicalWriter {
         let (schema, fields) = schema();
         let index = Index::create_in_dir(dir, schema).map_err(err)?;
         index.tokenizers().register(ANALYZER, analyzer());
-        let writer = index
-            .writer_with_num_threads(1, 64 * 1024 * 1024)
-            .map_err(err)?;
-        Ok(LexicalWriter {
-            writer,
-            fields,
-            dir: dir.to_path_buf(),
-        })
+        let writer = index.writer_with_num_threads(1, 64 * 1024 * 1024).map_err(err)?;
+        Ok(LexicalWriter { writer, fields, dir: dir.to_path_buf() })
     }
 
     /// Adds one document. `scopes` are the display forms of every category prefix the
@@ -120,11 +109,7 @@ impl LexicalWriter {
     ) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
-        for (field, value) in
-            f.text
-                .iter()
-                .zip([&doc.name, &doc.path, &doc.body, &doc.params, &doc.tags])
-        {
+        for (field, value) in f.text.iter().zip([&doc.name, &doc.path, &doc.body, &doc.params, &doc.tags]) {
             d.add_text(*field, value);
         }
         for s in scopes {
@@ -132,9 +117,7 @@ impl LexicalWriter {
         }
         d.add_text(f.kind, kind.term());
         d.add_u64(f.ord, u64::from(ord));
-        self.writer
-            .add_document(d)
-            .map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))?;
+        self.writer.add_document(d).map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))?;
         Ok(())
     }
 
@@ -142,9 +125,7 @@ impl LexicalWriter {
     pub(crate) fn finish(mut self) -> Result<(), IndexError> {
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
         self.writer.commit().map_err(err)?;
-        self.writer
-            .wait_merging_threads()
-            .map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))
+        self.writer.wait_merging_threads().map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))
     }
 }
 
@@ -161,17 +142,8 @@ impl Lexical {
         let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.to_path_buf(), e.to_string());
         let index = Index::open_in_dir(dir).map_err(err)?;
         index.tokenizers().register(ANALYZER, analyzer());
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(err)?;
-        Ok(Lexical {
-            reader,
-            fields: schema().1,
-            analyzer: analyzer(),
-            dir: dir.to_path_buf(),
-        })
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(err)?;
+        Ok(Lexical { reader, fields: schema().1, analyzer: analyzer(), dir: dir.to_path_buf() })
     }
 
     /// The analysed, de-duplicated terms of `text` (at most [`MAX_QUERY_TERMS`]).
@@ -208,25 +180,15 @@ impl Lexical {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for t in &terms {
             for (field, boost) in f.text.iter().zip(BOOSTS) {
-                let q = TermQuery::new(
-                    Term::from_field_text(*field, t),
-                    IndexRecordOption::WithFreqs,
-                );
+                let q = TermQuery::new(Term::from_field_text(*field, t), IndexRecordOption::WithFreqs);
                 should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
             }
         }
         let filter = |field: Field, value: &str| -> (Occur, Box<dyn Query>) {
-            let q = TermQuery::new(
-                Term::from_field_text(field, value),
-                IndexRecordOption::Basic,
-            );
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(q), 0.0)),
-            )
+            let q = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
+            (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(q), 0.0)))
         };
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
         clauses.push(filter(f.kind, kind.term()));
         if let Some(s) = scope.filter(|s| !s.is_empty()) {
             clauses.push(filter(f.scope, s));
@@ -234,23 +196,14 @@ impl Lexical {
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(k).order_by_score())
-            .map_err(err)?;
+        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(err)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let column = searcher
-                .segment_reader(addr.segment_ord)
-                .fast_fields()
-                .u64("ord")
-                .map_err(err)?;
-            let ord = column.first(addr.doc_id).ok_or_else(|| {
-                IndexError::Corrupted(self.dir.clone(), "a document has no ordinal".into())
-            })?;
-            hits.push(Hit {
-                ord: ord as u32,
-                score,
-            });
+            let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("ord").map_err(err)?;
+            let ord = column
+                .first(addr.doc_id)
+                .ok_or_else(|| IndexError::Corrupted(self.dir.clone(), "a document has no ordinal".into()))?;
+            hits.push(Hit { ord: ord as u32, score });
         }
         Ok(hits)
     }

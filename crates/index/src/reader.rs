@@ -23,11 +23,7 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions {
-            verify_checksums: true,
-            exact_scan_max: 5_000,
-            ef_search: 96,
-        }
+        OpenOptions { verify_checksums: true, exact_scan_max: 5_000, ef_search: 96 }
     }
 }
 
@@ -44,10 +40,7 @@ pub struct IndexReader {
 
 impl std::fmt::Debug for IndexReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexReader")
-            .field("dir", &self.dir)
-            .field("tools", &self.meta.tools)
-            .finish()
+        f.debug_struct("IndexReader").field("dir", &self.dir).field("tools", &self.meta.tools).finish()
     }
 }
 
@@ -64,17 +57,12 @@ impl IndexReader {
             let path = dir.join(&sum.path);
             let len = std::fs::metadata(&path)
                 .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        IndexError::Corrupted(path.clone(), "missing".into())
-                    }
+                    std::io::ErrorKind::NotFound => IndexError::Corrupted(path.clone(), "missing".into()),
                     _ => IndexError::Io(path.clone(), e),
                 })?
                 .len();
             if len != sum.len {
-                return Err(IndexError::Corrupted(
-                    path,
-                    format!("{len} bytes, expected {}", sum.len),
-                ));
+                return Err(IndexError::Corrupted(path, format!("{len} bytes, expected {}", sum.len)));
             }
             if options.verify_checksums && file_sum(dir, &sum.path)?.sha256 != sum.sha256 {
                 return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
@@ -82,14 +70,10 @@ impl IndexReader {
         }
         let catalog_path = dir.join(CATALOG_FILE);
         let bytes = std::fs::read(&catalog_path).map_err(io(&catalog_path))?;
-        let catalog: Catalog = serde_json::from_slice(&bytes)
-            .map_err(|e| IndexError::Corrupted(catalog_path.clone(), e.to_string()))?;
-        if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize
-        {
-            return Err(IndexError::Corrupted(
-                catalog_path,
-                "document counts differ from the metadata".into(),
-            ));
+        let catalog: Catalog =
+            serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupted(catalog_path.clone(), e.to_string()))?;
+        if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize {
+            return Err(IndexError::Corrupted(catalog_path, "document counts differ from the metadata".into()));
         }
         let dim = meta.dimension as usize;
         let rows = meta.tools as usize + meta.nodes as usize;
@@ -102,34 +86,16 @@ impl IndexReader {
             ));
         }
         let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
-        Ok(IndexReader {
-            dir: dir.to_path_buf(),
-            meta,
-            catalog,
-            vectors,
-            graph,
-            lexical,
-            options,
-        })
+        Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
     }
 
     /// Fails unless `embedder` is the model this index was built with.
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
-        if embedder.model_sha256() != self.meta.model_sha256
-            || embedder.dimension() != self.meta.dimension as usize
-        {
+        if embedder.model_sha256() != self.meta.model_sha256 || embedder.dimension() != self.meta.dimension as usize {
             return Err(IndexError::ModelMismatch {
                 path: self.dir.join(META_FILE),
-                found: format!(
-                    "{} (sha256 {})",
-                    self.meta.model_id,
-                    short(&self.meta.model_sha256)
-                ),
-                expected: format!(
-                    "{} (sha256 {})",
-                    embedder.model_id(),
-                    short(embedder.model_sha256())
-                ),
+                found: format!("{} (sha256 {})", self.meta.model_id, short(&self.meta.model_sha256)),
+                expected: format!("{} (sha256 {})", embedder.model_id(), short(embedder.model_sha256())),
             });
         }
         Ok(())
@@ -160,28 +126,20 @@ impl IndexReader {
         let n = self.meta.tools as usize;
         let tools = &self.vectors[..n * self.dim()];
         match allowed {
-            None if n <= self.options.exact_scan_max => {
-                exact_top_k(tools, self.dim(), query, 0..n as u32, k)
-            }
+            None if n <= self.options.exact_scan_max => exact_top_k(tools, self.dim(), query, 0..n as u32, k),
             None => self.graph.search(query, k, self.options.ef_search, None),
             Some(a) if a.len() <= self.options.exact_scan_max => {
                 exact_top_k(tools, self.dim(), query, a.iter().copied(), k)
             }
             Some(a) => {
                 let filter: Vec<usize> = a.iter().map(|&o| o as usize).collect();
-                self.graph
-                    .search(query, k, self.options.ef_search.max(2 * k), Some(&filter))
+                self.graph.search(query, k, self.options.ef_search.max(2 * k), Some(&filter))
             }
         }
     }
 
     /// Dense top `k` among the node ordinals `ords`.
-    pub fn dense_nodes(
-        &self,
-        query: &[f32],
-        k: usize,
-        ords: impl Iterator<Item = u32>,
-    ) -> Vec<Hit> {
+    pub fn dense_nodes(&self, query: &[f32], k: usize, ords: impl Iterator<Item = u32>) -> Vec<Hit> {
         let start = self.meta.tools as usize * self.dim();
         exact_top_k(&self.vectors[start..], self.dim(), query, ords, k)
     }
@@ -200,13 +158,7 @@ impl IndexReader {
     }
 
     /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form).
-    pub fn lexical(
-        &self,
-        text: &str,
-        kind: DocKind,
-        scope: Option<&str>,
-        k: usize,
-    ) -> Result<Vec<Hit>, IndexError> {
+    pub fn lexical(&self, text: &str, kind: DocKind, scope: Option<&str>, k: usize) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, k)
     }
 

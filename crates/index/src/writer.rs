@@ -14,8 +14,7 @@ use crate::dense::{build_hnsw, read_vectors, write_vectors};
 use crate::document::{node_dense_text, node_lexical, tool_dense_text, tool_lexical};
 use crate::error::{io, IndexError};
 use crate::format::{
-    file_sum, text_hash, IndexMeta, CATALOG_FILE, FORMAT_VERSION, LEXICAL_DIR, META_FILE,
-    VECTORS_FILE,
+    file_sum, text_hash, IndexMeta, CATALOG_FILE, FORMAT_VERSION, LEXICAL_DIR, META_FILE, VECTORS_FILE,
 };
 use crate::lexical::{DocKind, LexicalWriter};
 
@@ -64,38 +63,20 @@ pub fn build_index(
     check_target(out)?;
     let tool_names = names_under_nodes(catalog);
     let mut dense_texts: Vec<String> = catalog.tools.iter().map(tool_dense_text).collect();
-    dense_texts.extend(
-        catalog
-            .nodes
-            .iter()
-            .zip(&tool_names)
-            .map(|(n, names)| node_dense_text(n, names)),
-    );
+    dense_texts.extend(catalog.nodes.iter().zip(&tool_names).map(|(n, names)| node_dense_text(n, names)));
     let hashes: Vec<String> = dense_texts.iter().map(|t| text_hash(t)).collect();
 
     let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(out), embedder);
-    let mut vectors: Vec<Vec<f32>> = hashes
-        .iter()
-        .map(|h| previous.get(h).cloned().unwrap_or_default())
-        .collect();
-    let missing: Vec<usize> = (0..vectors.len())
-        .filter(|&i| vectors[i].is_empty())
-        .collect();
+    let mut vectors: Vec<Vec<f32>> = hashes.iter().map(|h| previous.get(h).cloned().unwrap_or_default()).collect();
+    let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
     let embed_start = Instant::now();
-    embed_missing(
-        embedder,
-        &dense_texts,
-        &missing,
-        &mut vectors,
-        options.progress,
-    )?;
+    embed_missing(embedder, &dense_texts, &missing, &mut vectors, options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
 
     let staging = Staging::new(out)?;
     let dir = staging.path();
     let catalog_path = dir.join(CATALOG_FILE);
-    let json =
-        serde_json::to_vec(catalog).map_err(|e| IndexError::Io(catalog_path.clone(), e.into()))?;
+    let json = serde_json::to_vec(catalog).map_err(|e| IndexError::Io(catalog_path.clone(), e.into()))?;
     std::fs::write(&catalog_path, json).map_err(io(&catalog_path))?;
     write_vectors(&dir.join(VECTORS_FILE), &vectors)?;
     let hnsw_basename = build_hnsw(dir, &vectors[..catalog.tools.len()])?;
@@ -117,9 +98,7 @@ pub fn build_index(
         doc_hashes: hashes,
         hnsw_basename,
         files,
-        created_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         extensions: Default::default(),
     };
     meta.write(dir)?;
@@ -155,19 +134,14 @@ fn previous_vectors(dir: &Path, embedder: &dyn Embedder) -> HashMap<String, Vec<
     let Ok(meta) = IndexMeta::read(dir) else {
         return HashMap::new();
     };
-    if meta.model_sha256 != embedder.model_sha256()
-        || meta.dimension as usize != embedder.dimension()
-    {
+    if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
         return HashMap::new();
     }
     let dim = meta.dimension as usize;
     let Ok(flat) = read_vectors(&dir.join(VECTORS_FILE), meta.doc_hashes.len(), dim) else {
         return HashMap::new();
     };
-    meta.doc_hashes
-        .into_iter()
-        .zip(flat.chunks_exact(dim).map(<[f32]>::to_vec))
-        .collect()
+    meta.doc_hashes.into_iter().zip(flat.chunks_exact(dim).map(<[f32]>::to_vec)).collect()
 }
 
 fn embed_missing(
@@ -177,16 +151,11 @@ fn embed_missing(
     vectors: &mut [Vec<f32>],
     progress: bool,
 ) -> Result<(), IndexError> {
-    let bar = if progress && !missing.is_empty() {
-        ProgressBar::new(missing.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar =
+        if progress && !missing.is_empty() { ProgressBar::new(missing.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
-        ProgressStyle::with_template(
-            "embedding {bar:40} {pos}/{len} documents ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("embedding {bar:40} {pos}/{len} documents ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     // Long texts last within each chunk is the embedder's job; chunking only paces progress.
     let mut order = missing.to_vec();
@@ -202,11 +171,7 @@ fn embed_missing(
     Ok(())
 }
 
-fn write_lexical(
-    dir: &Path,
-    catalog: &Catalog,
-    tool_names: &[Vec<&str>],
-) -> Result<(), IndexError> {
+fn write_lexical(dir: &Path, catalog: &Catalog, tool_names: &[Vec<&str>]) -> Result<(), IndexError> {
     let mut w = LexicalWriter::create(dir)?;
     for (ord, tool) in catalog.tools.iter().enumerate() {
         let mut scopes: Vec<String> = Vec::new();
@@ -221,38 +186,23 @@ fn write_lexical(
         w.add(DocKind::Tool, ord as u32, &tool_lexical(tool), &scopes)?;
     }
     for (ord, (node, names)) in catalog.nodes.iter().zip(tool_names).enumerate() {
-        let scopes: Vec<String> = (0..=node.path.len())
-            .map(|d| display_path(&node.path[..d]))
-            .collect();
-        w.add(
-            DocKind::Node,
-            ord as u32,
-            &node_lexical(node, names),
-            &scopes,
-        )?;
+        let scopes: Vec<String> = (0..=node.path.len()).map(|d| display_path(&node.path[..d])).collect();
+        w.add(DocKind::Node, ord as u32, &node_lexical(node, names), &scopes)?;
     }
     w.finish()
 }
 
 /// For each node (in catalogue order), names of tools under it: direct children first.
 fn names_under_nodes(catalog: &Catalog) -> Vec<Vec<&str>> {
-    let index: HashMap<&[String], usize> = catalog
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.path.as_slice(), i))
-        .collect();
+    let index: HashMap<&[String], usize> =
+        catalog.nodes.iter().enumerate().map(|(i, n)| (n.path.as_slice(), i)).collect();
     let mut direct: Vec<Vec<&str>> = vec![Vec::new(); catalog.nodes.len()];
     let mut deeper: Vec<Vec<&str>> = vec![Vec::new(); catalog.nodes.len()];
     for tool in &catalog.tools {
         for p in &tool.paths {
             for d in 1..=p.len() {
                 if let Some(&i) = index.get(&p[..d]) {
-                    let list = if d == p.len() {
-                        &mut direct[i]
-                    } else {
-                        &mut deeper[i]
-                    };
+                    let list = if d == p.len() { &mut direct[i] } else { &mut deeper[i] };
                     if list.len() < NODE_TOOL_NAMES && !list.contains(&tool.name.as_str()) {
                         list.push(&tool.name);
                     }
@@ -282,11 +232,7 @@ fn data_files(root: &Path, dir: &Path) -> Result<Vec<String>, IndexError> {
         if path.is_dir() {
             out.extend(data_files(root, &path)?);
         } else {
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .into_owned();
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
             if rel != META_FILE && !rel.ends_with(".lock") {
                 out.push(rel);
             }
@@ -298,11 +244,7 @@ fn data_files(root: &Path, dir: &Path) -> Result<Vec<String>, IndexError> {
 
 fn random_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
     h.write_u32(std::process::id());
     h.finish()
 }

@@ -8,16 +8,15 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec, Tool};
 use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch_index::{DocKind, Hit, IndexError, IndexReader, OpenOptions};
+use toolsearch_index::{DocKind, IndexError, IndexReader, OpenOptions};
 
+use crate::cache::Lru;
 use crate::error::{ErrorCode, ProtocolError};
-use crate::fusion::{merge, rank, Calibration, Fusion, Scored};
+use crate::fusion::Scored;
+use crate::fusion::{Calibration, Fusion};
 use crate::protocol::*;
 use crate::scope::PathTable;
 use crate::suggest::closest;
-
-/// Longest query text embedded, in characters (the model reads 256 tokens anyway).
-const MAX_QUERY_CHARS: usize = 2_000;
 
 /// How an [`Engine`] ranks and where it finds its model.
 #[derive(Debug, Clone)]
@@ -35,6 +34,8 @@ pub struct EngineOptions {
     pub min_confidence: f32,
     /// How the index is opened.
     pub open: OpenOptions,
+    /// Query embeddings, and ranked results, kept in LRU caches (0 disables them).
+    pub query_cache: usize,
 }
 
 impl Default for EngineOptions {
@@ -46,6 +47,7 @@ impl Default for EngineOptions {
             candidates: 64,
             min_confidence: 0.2,
             open: OpenOptions::default(),
+            query_cache: 1024,
         }
     }
 }
@@ -67,15 +69,14 @@ pub struct Engine {
     embedder: Arc<dyn Embedder>,
     paths: PathTable,
     tool_by_id: HashMap<String, u32>,
+    vectors: Lru<Vec<f32>>,
+    results: Lru<Vec<Scored>>,
     options: EngineOptions,
 }
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
-            .field("index", &self.index)
-            .field("options", &self.options)
-            .finish()
+        f.debug_struct("Engine").field("index", &self.index).field("options", &self.options).finish()
     }
 }
 
@@ -90,13 +91,8 @@ impl Engine {
         // Fail on a bad index before paying for the model.
         let index = IndexReader::open_with(dir, options.open.clone())?;
         let files = ModelFiles::locate(options.models.as_deref())?;
-        let embedder = OnnxEmbedder::load(
-            &files,
-            EmbedderOptions {
-                intra_threads: Some(1),
-                ..EmbedderOptions::default()
-            },
-        )?;
+        let embedder =
+            OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })?;
         Engine::from_parts(index, Arc::new(embedder), options)
     }
 
@@ -117,20 +113,34 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         index.check_model(embedder.as_ref())?;
         let paths = PathTable::new(index.catalog());
-        let tool_by_id = index
-            .catalog()
-            .tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.clone(), i as u32))
-            .collect();
+        let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
         Ok(Engine {
             index,
             embedder,
             paths,
             tool_by_id,
+            vectors: Lru::new(options.query_cache),
+            results: Lru::new(options.query_cache),
             options,
         })
+    }
+
+    pub(crate) fn paths(&self) -> &PathTable {
+        &self.paths
+    }
+
+    pub(crate) fn vector_cache(&self) -> &Lru<Vec<f32>> {
+        &self.vectors
+    }
+
+    pub(crate) fn result_cache(&self) -> &Lru<Vec<Scored>> {
+        &self.results
+    }
+
+    /// Forgets every cached query embedding (benchmarks call it between runs).
+    pub fn clear_query_cache(&self) {
+        self.vectors.clear();
+        self.results.clear();
     }
 
     /// The opened index.
@@ -158,32 +168,23 @@ impl Engine {
     pub fn handle(&self, call: &str, arguments: Value) -> Result<Value, ProtocolError> {
         fn args<T: DeserializeOwned>(v: Value) -> Result<T, ProtocolError> {
             let v = if v.is_null() { json!({}) } else { v };
-            serde_json::from_value(v)
-                .map_err(|e| ProtocolError::invalid(format!("invalid arguments: {e}")))
+            serde_json::from_value(v).map_err(|e| ProtocolError::invalid(format!("invalid arguments: {e}")))
         }
         let out = match call {
             "list" => serde_json::to_value(self.list(&args(arguments)?)?),
             "search_nodes" => serde_json::to_value(self.search_nodes(&args(arguments)?)?),
-            "search_tool_by_category" => {
-                serde_json::to_value(self.search_tool_by_category(&args(arguments)?)?)
-            }
+            "search_tool_by_category" => serde_json::to_value(self.search_tool_by_category(&args(arguments)?)?),
             "expand_tool" => serde_json::to_value(self.expand_tool(&args(arguments)?)?),
             other => {
-                return Err(
-                    ProtocolError::invalid(format!("unknown call {other:?}")).with_hints(vec![
-                        "calls: list, search_nodes, search_tool_by_category, expand_tool".into(),
-                    ]),
-                )
+                return Err(ProtocolError::invalid(format!("unknown call {other:?}"))
+                    .with_hints(vec!["calls: list, search_nodes, search_tool_by_category, expand_tool".into()]))
             }
         };
         out.map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
     }
 
     /// `search_tool_by_category`: the best tools for a query inside a category.
-    pub fn search_tool_by_category(
-        &self,
-        req: &SearchToolsRequest,
-    ) -> Result<SearchToolsResponse, ProtocolError> {
+    pub fn search_tool_by_category(&self, req: &SearchToolsRequest) -> Result<SearchToolsResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
         let scope = self.scope(req.category_path.as_ref(), "category_path")?;
@@ -197,49 +198,11 @@ impl Engine {
         if results.is_empty() {
             return Err(self.no_match(query, &scope));
         }
-        Ok(SearchToolsResponse {
-            category_path: display_path(&scope),
-            results,
-            next_cursor: None,
-        })
-    }
-
-    /// Every tool in `scope` ranked for `query`, best first, with no confidence cut-off (at
-    /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
-    pub fn rank_tools(
-        &self,
-        query: &str,
-        scope: &[String],
-        depth: usize,
-    ) -> Result<Vec<Scored>, ProtocolError> {
-        let allowed = (!scope.is_empty()).then(|| self.paths.tools_under(scope));
-        if allowed.is_some_and(<[u32]>::is_empty) {
-            return Ok(Vec::new());
-        }
-        let qv = self.embed_query(query)?;
-        let depth = depth.max(self.options.candidates);
-        let dense = self.index.dense_tools(&qv, depth, allowed);
-        let lexical = self.lexical(query, DocKind::Tool, scope, depth)?;
-        let lexical: Vec<Hit> = match allowed {
-            Some(a) => lexical
-                .into_iter()
-                .filter(|h| a.binary_search(&h.ord).is_ok())
-                .collect(),
-            None => lexical,
-        };
-        let candidates = merge(&dense, &lexical, |o| dot(self.index.tool_vector(o), &qv));
-        Ok(rank(
-            &candidates,
-            self.options.fusion,
-            &self.options.calibration,
-        ))
+        Ok(SearchToolsResponse { category_path: display_path(&scope), results, next_cursor: None })
     }
 
     /// `search_nodes`: the categories that best match a query.
-    pub fn search_nodes(
-        &self,
-        req: &SearchNodesRequest,
-    ) -> Result<SearchNodesResponse, ProtocolError> {
+    pub fn search_nodes(&self, req: &SearchNodesRequest) -> Result<SearchNodesResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
         let all: Vec<u32> = (0..self.catalog().nodes.len() as u32).collect();
@@ -249,11 +212,7 @@ impl Engine {
             .take(limit)
             .map(|s| {
                 let n = &self.catalog().nodes[s.ord as usize];
-                NodeHit {
-                    path: display_path(&n.path),
-                    summary: n.summary.clone(),
-                    confidence: s.confidence,
-                }
+                NodeHit { path: display_path(&n.path), summary: n.summary.clone(), confidence: s.confidence }
             })
             .collect();
         Ok(SearchNodesResponse { results })
@@ -267,18 +226,13 @@ impl Engine {
         let child_nodes = self.paths.children(&path);
         let direct_tools = self.paths.tools_at(&path);
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
-            None => (
-                child_nodes.iter().map(|&o| (o, 1.0)).collect(),
-                direct_tools.iter().map(|&o| (o, 1.0)).collect(),
-            ),
+            None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {
                 let min = self.options.min_confidence;
                 // A child category matches through its own text or through its best tool.
                 let under = self.rank_tools(q, &path, self.options.candidates)?;
                 let best_tool = |node: u32| {
-                    let inside = self
-                        .paths
-                        .tools_under(&self.catalog().nodes[node as usize].path);
+                    let inside = self.paths.tools_under(&self.catalog().nodes[node as usize].path);
                     under
                         .iter()
                         .filter(|s| inside.binary_search(&s.ord).is_ok())
@@ -293,38 +247,18 @@ impl Engine {
                     .collect();
                 nodes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 let tools = self.rank_direct_tools(q, &path, direct_tools)?;
-                let tools = tools
-                    .iter()
-                    .filter(|s| s.confidence >= min)
-                    .map(|s| (s.ord, s.confidence))
-                    .collect();
+                let tools = tools.iter().filter(|s| s.confidence >= min).map(|s| (s.ord, s.confidence)).collect();
                 (nodes, tools)
             }
         };
-        let nodes: Vec<NodeEntry> = nodes
-            .iter()
-            .take(limit)
-            .map(|&(o, _)| self.node_entry(o))
-            .collect();
+        let nodes: Vec<NodeEntry> = nodes.iter().take(limit).map(|&(o, _)| self.node_entry(o)).collect();
         let room = limit - nodes.len();
-        let tools = tools
-            .iter()
-            .take(room)
-            .map(|&(o, c)| self.pointer(o, &path, c))
-            .collect();
-        Ok(ListResponse {
-            path: display_path(&path),
-            nodes,
-            tools,
-            next_cursor: None,
-        })
+        let tools = tools.iter().take(room).map(|&(o, c)| self.pointer(o, &path, c)).collect();
+        Ok(ListResponse { path: display_path(&path), nodes, tools, next_cursor: None })
     }
 
     /// `expand_tool`: the full definition of one tool.
-    pub fn expand_tool(
-        &self,
-        req: &ExpandToolRequest,
-    ) -> Result<ExpandToolResponse, ProtocolError> {
+    pub fn expand_tool(&self, req: &ExpandToolRequest) -> Result<ExpandToolResponse, ProtocolError> {
         let Some(&ord) = self.tool_by_id.get(req.tool_id.trim()) else {
             return Err(self.tool_not_found(&req.tool_id));
         };
@@ -345,86 +279,7 @@ impl Engine {
 
     /// The tool with this id, if any.
     pub fn tool(&self, id: &str) -> Option<&Tool> {
-        self.tool_by_id
-            .get(id)
-            .map(|&o| &self.catalog().tools[o as usize])
-    }
-
-    fn rank_direct_tools(
-        &self,
-        query: &str,
-        path: &[String],
-        direct: &[u32],
-    ) -> Result<Vec<Scored>, ProtocolError> {
-        if direct.is_empty() {
-            return Ok(Vec::new());
-        }
-        let qv = self.embed_query(query)?;
-        let dense = self.index.dense_tools(&qv, direct.len(), Some(direct));
-        let lexical: Vec<Hit> = self
-            .lexical(
-                query,
-                DocKind::Tool,
-                path,
-                self.options.candidates.max(direct.len()),
-            )?
-            .into_iter()
-            .filter(|h| direct.binary_search(&h.ord).is_ok())
-            .collect();
-        let candidates = merge(&dense, &lexical, |o| dot(self.index.tool_vector(o), &qv));
-        Ok(rank(
-            &candidates,
-            self.options.fusion,
-            &self.options.calibration,
-        ))
-    }
-
-    fn rank_nodes(
-        &self,
-        query: &str,
-        among: &[u32],
-        scope: &[String],
-        k: usize,
-    ) -> Result<Vec<Scored>, ProtocolError> {
-        if among.is_empty() {
-            return Ok(Vec::new());
-        }
-        let qv = self.embed_query(query)?;
-        let depth = k.max(self.options.candidates);
-        let dense = self.index.dense_nodes(&qv, depth, among.iter().copied());
-        let mut sorted = among.to_vec();
-        sorted.sort_unstable();
-        let lexical: Vec<Hit> = self
-            .lexical(query, DocKind::Node, scope, depth.max(among.len()))?
-            .into_iter()
-            .filter(|h| sorted.binary_search(&h.ord).is_ok())
-            .collect();
-        let candidates = merge(&dense, &lexical, |o| dot(self.index.node_vector(o), &qv));
-        Ok(rank(
-            &candidates,
-            self.options.fusion,
-            &self.options.calibration,
-        ))
-    }
-
-    fn lexical(
-        &self,
-        query: &str,
-        kind: DocKind,
-        scope: &[String],
-        k: usize,
-    ) -> Result<Vec<Hit>, ProtocolError> {
-        let scope = (!scope.is_empty()).then(|| display_path(scope));
-        self.index
-            .lexical(query, kind, scope.as_deref(), k)
-            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
-    }
-
-    fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
-        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        self.embedder
-            .embed_one(&text)
-            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+        self.tool_by_id.get(id).map(|&o| &self.catalog().tools[o as usize])
     }
 
     /// Resolves an optional requested path; `UNKNOWN_PATH` names the closest existing ones.
@@ -439,63 +294,33 @@ impl Engine {
             PathSpec::Joined(s) => s.clone(),
             PathSpec::Segments(v) => v.join("/"),
         };
-        let displays: Vec<String> = self
-            .catalog()
-            .nodes
-            .iter()
-            .map(|n| display_path(&n.path))
-            .collect();
+        let displays: Vec<String> = self.catalog().nodes.iter().map(|n| display_path(&n.path)).collect();
         // Compare with paths of the same depth first: a typo rarely changes the depth.
         let depth = spec.segments().len();
-        let same_depth = self
-            .catalog()
-            .nodes
-            .iter()
-            .zip(&displays)
-            .filter(|(n, _)| n.path.len() == depth)
-            .map(|(_, d)| d.as_str());
+        let same_depth =
+            self.catalog().nodes.iter().zip(&displays).filter(|(n, _)| n.path.len() == depth).map(|(_, d)| d.as_str());
         let mut near = closest(&asked, same_depth, 3, 0.3);
         if near.is_empty() {
             near = closest(&asked, displays.iter().map(String::as_str), 3, 0.0);
         }
-        let mut err = ProtocolError::new(
-            ErrorCode::UnknownPath,
-            format!("no category at {field} {asked:?}"),
-        );
-        err.hints = near
-            .iter()
-            .map(|p| format!("did you mean {p:?}?"))
-            .collect();
+        let mut err = ProtocolError::new(ErrorCode::UnknownPath, format!("no category at {field} {asked:?}"));
+        err.hints = near.iter().map(|p| format!("did you mean {p:?}?")).collect();
         if err.hints.is_empty() {
-            err.hints
-                .push("the catalogue has no categories; search without a path".into());
+            err.hints.push("the catalogue has no categories; search without a path".into());
         }
         let next_path = near.first().map_or(json!(null), |p| json!(p));
         Err(err.with_next("list", json!({ "path": next_path })))
     }
 
     fn no_match(&self, query: &str, scope: &[String]) -> ProtocolError {
-        let where_ = if scope.is_empty() {
-            "the catalogue".to_owned()
-        } else {
-            format!("{:?}", display_path(scope))
-        };
-        let message = format!(
-            "no tool in {where_} matches {query:?} with confidence >= {:.2}",
-            self.options.min_confidence
-        );
+        let where_ = if scope.is_empty() { "the catalogue".to_owned() } else { format!("{:?}", display_path(scope)) };
+        let message =
+            format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", self.options.min_confidence);
         let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
         // Where does the query match? Rank over the whole catalogue, report the best categories.
-        let ranked = if scope.is_empty() {
-            Vec::new()
-        } else {
-            self.rank_tools(query, &[], 10).unwrap_or_default()
-        };
+        let ranked = if scope.is_empty() { Vec::new() } else { self.rank_tools(query, &[], 10).unwrap_or_default() };
         let mut categories: Vec<(String, f32, String)> = Vec::new();
-        for s in ranked
-            .iter()
-            .filter(|s| s.confidence >= self.options.min_confidence)
-        {
+        for s in ranked.iter().filter(|s| s.confidence >= self.options.min_confidence) {
             let t = &self.catalog().tools[s.ord as usize];
             let cat = display_path(&t.paths[0]);
             if !categories.iter().any(|c| c.0 == cat) {
@@ -508,23 +333,13 @@ impl Engine {
         if let Some(best) = categories.first() {
             err.hints = categories
                 .iter()
-                .map(|(c, conf, name)| {
-                    format!("{c:?} matches (best: {name}, confidence {conf:.2})")
-                })
+                .map(|(c, conf, name)| format!("{c:?} matches (best: {name}, confidence {conf:.2})"))
                 .collect();
-            return err.with_next(
-                "search_tool_by_category",
-                json!({ "query": query, "category_path": best.0 }),
-            );
+            return err.with_next("search_tool_by_category", json!({ "query": query, "category_path": best.0 }));
         }
-        err.hints.push(
-            "rephrase the request with the action and the object, or browse with list".into(),
-        );
+        err.hints.push("rephrase the request with the action and the object, or browse with list".into());
         let nodes = self
-            .search_nodes(&SearchNodesRequest {
-                query: query.to_owned(),
-                limit: Some(3),
-            })
+            .search_nodes(&SearchNodesRequest { query: query.to_owned(), limit: Some(3) })
             .map(|r| r.results)
             .unwrap_or_default();
         err.hints.extend(
@@ -533,15 +348,15 @@ impl Engine {
                 .filter(|n| n.confidence >= self.options.min_confidence)
                 .map(|n| format!("category {:?} may be related", n.path)),
         );
-        err.with_next("list", json!({ "path": if scope.is_empty() { json!(null) } else { json!(display_path(scope)) } }))
+        err.with_next(
+            "list",
+            json!({ "path": if scope.is_empty() { json!(null) } else { json!(display_path(scope)) } }),
+        )
     }
 
     fn tool_not_found(&self, id: &str) -> ProtocolError {
         let ids = self.catalog().tools.iter().map(|t| t.id.as_str());
-        let mut similar: Vec<String> = closest(id, ids, 3, 0.4)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
         if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, 3) {
             for h in hits {
                 let tid = &self.catalog().tools[h.ord as usize].id;
@@ -551,10 +366,7 @@ impl Engine {
             }
         }
         let mut err = ProtocolError::new(ErrorCode::ToolNotFound, format!("no tool has id {id:?}"));
-        err.hints = similar
-            .iter()
-            .map(|s| format!("did you mean {s:?}?"))
-            .collect();
+        err.hints = similar.iter().map(|s| format!("did you mean {s:?}?")).collect();
         match similar.first() {
             Some(best) => err.with_next("expand_tool", json!({ "tool_id": best })),
             None => err.with_next("search_tool_by_category", json!({ "query": id })),
@@ -563,11 +375,7 @@ impl Engine {
 
     fn pointer(&self, ord: u32, scope: &[String], confidence: f32) -> ToolPointer {
         let t = &self.catalog().tools[ord as usize];
-        let path = t
-            .paths
-            .iter()
-            .find(|p| p.starts_with(scope))
-            .unwrap_or(&t.paths[0]);
+        let path = t.paths.iter().find(|p| p.starts_with(scope)).unwrap_or(&t.paths[0]);
         ToolPointer {
             tool_id: t.id.clone(),
             path: display_path(path),
@@ -604,12 +412,6 @@ fn checked_query(q: &str) -> Result<&str, ProtocolError> {
 fn checked_limit(limit: Option<usize>) -> Result<usize, ProtocolError> {
     match limit.unwrap_or(DEFAULT_LIMIT) {
         l @ 1..=MAX_LIMIT => Ok(l),
-        l => Err(ProtocolError::invalid(format!(
-            "limit {l} is out of range: use 1 to {MAX_LIMIT}"
-        ))),
+        l => Err(ProtocolError::invalid(format!("limit {l} is out of range: use 1 to {MAX_LIMIT}"))),
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

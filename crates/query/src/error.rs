@@ -65,12 +65,7 @@ pub struct ProtocolError {
 impl ProtocolError {
     /// An error without hints.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ProtocolError {
-            code,
-            message: message.into(),
-            hints: Vec::new(),
-            next_action: None,
-        }
+        ProtocolError { code, message: message.into(), hints: Vec::new(), next_action: None }
     }
 
     /// Adds hints.
@@ -81,10 +76,7 @@ impl ProtocolError {
 
     /// Sets the next action.
     pub fn with_next(mut self, call: &str, arguments: Value) -> Self {
-        self.next_action = Some(NextAction {
-            call: call.to_owned(),
-            arguments,
-        });
+        self.next_action = Some(NextAction { call: call.to_owned(), arguments });
         self
     }
 

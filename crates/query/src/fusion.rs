@@ -70,12 +70,7 @@ pub struct Calibration {
 
 impl Default for Calibration {
     fn default() -> Self {
-        Calibration {
-            alpha: 0.7,
-            lexical_k: 4.0,
-            scale: 11.5,
-            bias: -6.0,
-        }
+        Calibration { alpha: 0.7, lexical_k: 4.0, scale: 11.5, bias: -6.0 }
     }
 }
 
@@ -106,16 +101,9 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
     let mut out: Vec<Candidate> = dense
         .iter()
         .enumerate()
-        .map(|(r, h)| Candidate {
-            ord: h.ord,
-            cosine: h.score,
-            bm25: None,
-            dense_rank: Some(r),
-            lexical_rank: None,
-        })
+        .map(|(r, h)| Candidate { ord: h.ord, cosine: h.score, bm25: None, dense_rank: Some(r), lexical_rank: None })
         .collect();
-    let mut pos: std::collections::HashMap<u32, usize> =
-        out.iter().enumerate().map(|(i, c)| (c.ord, i)).collect();
+    let mut pos: std::collections::HashMap<u32, usize> = out.iter().enumerate().map(|(i, c)| (c.ord, i)).collect();
     for (r, h) in lexical.iter().enumerate() {
         match pos.get(&h.ord) {
             Some(&i) => {
@@ -139,10 +127,7 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
 
 /// Ranks candidates, best first (ties broken by ordinal), each with its confidence.
 pub fn rank(candidates: &[Candidate], fusion: Fusion, calibration: &Calibration) -> Vec<Scored> {
-    let best = candidates
-        .iter()
-        .filter_map(|c| c.bm25)
-        .fold(0.0f32, f32::max);
+    let best = candidates.iter().filter_map(|c| c.bm25).fold(0.0f32, f32::max);
     let mut out: Vec<Scored> = candidates
         .iter()
         .map(|c| {
@@ -155,11 +140,7 @@ pub fn rank(candidates: &[Candidate], fusion: Fusion, calibration: &Calibration)
                     rr(c.dense_rank) + rr(c.lexical_rank)
                 }
             };
-            Scored {
-                ord: c.ord,
-                score,
-                confidence: calibration.confidence(blend),
-            }
+            Scored { ord: c.ord, score, confidence: calibration.confidence(blend) }
         })
         .collect();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ord.cmp(&b.ord)));
@@ -176,27 +157,16 @@ mod tests {
 
     #[test]
     fn merge_joins_evidence_for_the_same_document() {
-        let c = merge(
-            &[hit(1, 0.9), hit(2, 0.5)],
-            &[hit(2, 7.0), hit(3, 3.0)],
-            |_| 0.1,
-        );
+        let c = merge(&[hit(1, 0.9), hit(2, 0.5)], &[hit(2, 7.0), hit(3, 3.0)], |_| 0.1);
         assert_eq!(c.len(), 3);
         let two = c.iter().find(|c| c.ord == 2).unwrap();
-        assert_eq!(
-            (two.dense_rank, two.lexical_rank, two.bm25),
-            (Some(1), Some(0), Some(7.0))
-        );
+        assert_eq!((two.dense_rank, two.lexical_rank, two.bm25), (Some(1), Some(0), Some(7.0)));
         assert_eq!(c.iter().find(|c| c.ord == 3).unwrap().cosine, 0.1);
     }
 
     #[test]
     fn blend_lets_strong_lexical_evidence_overtake_a_small_dense_lead() {
-        let c = merge(
-            &[hit(1, 0.60), hit(2, 0.55), hit(3, 0.1)],
-            &[hit(2, 9.0), hit(3, 1.0)],
-            |_| 0.0,
-        );
+        let c = merge(&[hit(1, 0.60), hit(2, 0.55), hit(3, 0.1)], &[hit(2, 9.0), hit(3, 1.0)], |_| 0.0);
         let r = rank(&c, Fusion::Blend { alpha: 0.7 }, &Calibration::default());
         assert_eq!(r[0].ord, 2);
         let dense_only = rank(&c, Fusion::Blend { alpha: 1.0 }, &Calibration::default());
@@ -205,11 +175,7 @@ mod tests {
 
     #[test]
     fn rrf_rewards_agreement_between_lists() {
-        let c = merge(
-            &[hit(1, 0.9), hit(2, 0.8)],
-            &[hit(2, 5.0), hit(3, 4.0)],
-            |_| 0.0,
-        );
+        let c = merge(&[hit(1, 0.9), hit(2, 0.8)], &[hit(2, 5.0), hit(3, 4.0)], |_| 0.0);
         let r = rank(&c, Fusion::Rrf { k: 60.0 }, &Calibration::default());
         assert_eq!(r[0].ord, 2);
     }
@@ -229,11 +195,7 @@ mod tests {
 
     #[test]
     fn blend_ranking_agrees_with_confidence_order() {
-        let c = merge(
-            &[hit(1, 0.6), hit(2, 0.5), hit(3, 0.45)],
-            &[hit(3, 8.0), hit(2, 2.0)],
-            |_| 0.0,
-        );
+        let c = merge(&[hit(1, 0.6), hit(2, 0.5), hit(3, 0.45)], &[hit(3, 8.0), hit(2, 2.0)], |_| 0.0);
         let r = rank(&c, Fusion::default(), &Calibration::default());
         assert!(r.windows(2).all(|w| w[0].confidence >= w[1].confidence));
     }

@@ -10,10 +10,12 @@
 //! `NO_MATCH_IN_CATEGORY` answer that names the categories where the query does match.
 #![deny(missing_docs)]
 
+mod cache;
 mod engine;
 mod error;
 pub mod fusion;
 mod protocol;
+mod ranking;
 mod scope;
 mod suggest;
 
@@ -21,3 +23,4 @@ pub use engine::{Engine, EngineError, EngineOptions};
 pub use error::{ErrorCode, NextAction, ProtocolError};
 pub use fusion::{Calibration, Fusion};
 pub use protocol::*;
+pub use ranking::{Retrieval, StageTimes};

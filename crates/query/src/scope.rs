@@ -27,14 +27,8 @@ impl PathTable {
         };
         for (i, n) in catalog.nodes.iter().enumerate() {
             t.node_by_path.insert(n.path.clone(), i as u32);
-            t.node_by_display
-                .entry(display_path(&n.path).to_lowercase())
-                .or_default()
-                .push(i as u32);
-            t.children
-                .entry(n.path[..n.path.len() - 1].to_vec())
-                .or_default()
-                .push(i as u32);
+            t.node_by_display.entry(display_path(&n.path).to_lowercase()).or_default().push(i as u32);
+            t.children.entry(n.path[..n.path.len() - 1].to_vec()).or_default().push(i as u32);
         }
         for (i, tool) in catalog.tools.iter().enumerate() {
             let ord = i as u32;

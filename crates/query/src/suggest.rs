@@ -30,16 +30,9 @@ pub(crate) fn similarity(a: &str, b: &str) -> f32 {
 }
 
 /// The `n` candidates most similar to `target` with similarity at least `min`, best first.
-pub(crate) fn closest<'a>(
-    target: &str,
-    candidates: impl Iterator<Item = &'a str>,
-    n: usize,
-    min: f32,
-) -> Vec<&'a str> {
-    let mut scored: Vec<(f32, &str)> = candidates
-        .map(|c| (similarity(target, c), c))
-        .filter(|(s, _)| *s >= min)
-        .collect();
+pub(crate) fn closest<'a>(target: &str, candidates: impl Iterator<Item = &'a str>, n: usize, min: f32) -> Vec<&'a str> {
+    let mut scored: Vec<(f32, &str)> =
+        candidates.map(|c| (similarity(target, c), c)).filter(|(s, _)| *s >= min).collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.dedup_by(|a, b| a.1 == b.1);
     scored.into_iter().take(n).map(|(_, c)| c).collect()
@@ -58,12 +51,7 @@ mod tests {
 
     #[test]
     fn closest_prefers_the_nearest_spelling() {
-        let c = closest(
-            "Storage/Bukets",
-            ["Storage/Buckets", "Storage", "User/Auth"].into_iter(),
-            2,
-            0.3,
-        );
+        let c = closest("Storage/Bukets", ["Storage/Buckets", "Storage", "User/Auth"].into_iter(), 2, 0.3);
         assert_eq!(c[0], "Storage/Buckets");
     }
 }

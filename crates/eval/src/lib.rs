@@ -1,0 +1,16 @@
+//! Retrieval-quality and latency benchmarks for toolsearch: labelled query sets in, Recall@k,
+//! nDCG@10, MRR, expected calibration error and per-stage latency percentiles out.
+//!
+//! Key design decision: the harness measures the engine through the same ranking path the
+//! protocol uses ([`toolsearch_query::Engine::rank_tools_timed`]), switching only which indexes
+//! answer (hybrid, BM25 alone, dense alone), so the modes are compared on real code paths in one
+//! run, and metrics are pure functions over ranked ids, tested without a model.
+#![deny(missing_docs)]
+
+mod metrics;
+mod queries;
+mod run;
+
+pub use metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
+pub use queries::{load_queries, EvalError, LabelledQuery};
+pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};

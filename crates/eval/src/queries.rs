@@ -1,0 +1,86 @@
+//! Labelled query sets in the `../shared/bench/*/queries.jsonl` format.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A query with its relevant tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledQuery {
+    /// Query id.
+    pub id: String,
+    /// The request text.
+    pub text: String,
+    /// Relevant tools as groups of interchangeable ids: finding any one id of a group counts.
+    pub gold: Vec<Vec<String>>,
+    /// Labels (e.g. the split).
+    pub tags: Vec<String>,
+}
+
+/// A query file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// Unreadable file.
+    #[error("{path}: {source}", path = .0.display(), source = .1)]
+    Io(PathBuf, std::io::Error),
+    /// A bad record.
+    #[error("{path}:{line}: {message}", path = .0.display(), line = .1, message = .2)]
+    Record(PathBuf, usize, String),
+    /// Nothing to run.
+    #[error("{path}: no queries (after the split filter)", path = .0.display())]
+    Empty(PathBuf),
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    id: String,
+    query: String,
+    #[serde(default)]
+    gold: Vec<String>,
+    #[serde(default)]
+    gold_groups: Vec<Vec<String>>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// Reads labelled queries. `split` keeps queries tagged with it (or whose id starts with it);
+/// `sample` keeps a deterministic pseudo-random subset of that size.
+pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> Result<Vec<LabelledQuery>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.to_path_buf(), e))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let raw: Raw =
+            serde_json::from_str(line).map_err(|e| EvalError::Record(path.to_path_buf(), i + 1, e.to_string()))?;
+        let mut gold = raw.gold_groups.clone();
+        for g in raw.gold {
+            if !gold.iter().any(|group| group.contains(&g)) {
+                gold.push(vec![g]);
+            }
+        }
+        gold.retain(|g| !g.is_empty());
+        if gold.is_empty() {
+            return Err(EvalError::Record(path.to_path_buf(), i + 1, "no gold tool".into()));
+        }
+        let q = LabelledQuery { id: raw.id, text: raw.query, gold, tags: raw.tags };
+        if split.is_none_or(|s| s == "all" || q.tags.iter().any(|t| t == s) || q.id.starts_with(s)) {
+            out.push(q);
+        }
+    }
+    if let Some(n) = sample.filter(|&n| n < out.len()) {
+        let key = |q: &LabelledQuery| {
+            let mut h = DefaultHasher::new();
+            q.id.hash(&mut h);
+            h.finish()
+        };
+        out.sort_by_key(key);
+        out.truncate(n);
+    }
+    if out.is_empty() {
+        return Err(EvalError::Empty(path.to_path_buf()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,167 @@
+//! Running a query set against an engine.
+
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use toolsearch_query::{Engine, ProtocolError, Retrieval, StageTimes};
+
+use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
+use crate::queries::LabelledQuery;
+
+/// How to run a benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Which indexes answer.
+    pub retrieval: Retrieval,
+    /// Cut-offs for Recall@k.
+    pub ks: Vec<usize>,
+    /// Results ranked per query (MRR looks this deep).
+    pub depth: usize,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Queries re-run to measure the cached path (0 = skip).
+    pub cached_runs: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions { retrieval: Retrieval::Hybrid, ks: vec![1, 5, 10], depth: 100, progress: false, cached_runs: 200 }
+    }
+}
+
+/// Latency percentiles of each stage, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct StageLatency {
+    /// Query embedding.
+    pub embed: Percentiles,
+    /// Dense search.
+    pub dense: Percentiles,
+    /// Lexical search.
+    pub lexical: Percentiles,
+    /// Fusion.
+    pub fuse: Percentiles,
+    /// End to end.
+    pub total: Percentiles,
+}
+
+/// The outcome of one benchmark run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// `hybrid`, `bm25` or `dense`.
+    pub mode: String,
+    /// Queries run.
+    pub queries: usize,
+    /// (k, Recall@k) for each requested k.
+    pub recall: Vec<(usize, f64)>,
+    /// nDCG@10.
+    pub ndcg10: f64,
+    /// Mean reciprocal rank (within `depth`).
+    pub mrr: f64,
+    /// Expected calibration error of the top-10 confidences (10 bins).
+    pub ece: f64,
+    /// Mean confidence of the top-10 results.
+    pub mean_confidence: f64,
+    /// Fraction of the top-10 results that are relevant.
+    pub precision10: f64,
+    /// Latency by stage, milliseconds.
+    pub latency_ms: StageLatency,
+    /// Median total latency of repeated (cached) queries, microseconds.
+    pub cached_p50_us: Option<f64>,
+}
+
+/// Runs `queries` against `engine` and measures quality and latency.
+pub fn run_bench(
+    engine: &Engine,
+    queries: &[LabelledQuery],
+    options: &BenchOptions,
+) -> Result<BenchReport, ProtocolError> {
+    let bar = if options.progress { ProgressBar::new(queries.len() as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("bench {bar:40} {pos}/{len} queries ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut recall = vec![0.0; options.ks.len()];
+    let (mut ndcg, mut mrr) = (0.0, 0.0);
+    let mut pairs: Vec<(f32, bool)> = Vec::new();
+    let mut times: Vec<StageTimes> = Vec::with_capacity(queries.len());
+    let catalog = engine.catalog();
+    for q in queries {
+        let (ranked, t) = engine.rank_tools_timed(&q.text, &[], options.depth, options.retrieval)?;
+        times.push(t);
+        let ids: Vec<&str> =
+            ranked.iter().take(options.depth).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
+        for (r, &k) in recall.iter_mut().zip(&options.ks) {
+            *r += recall_at(&ids, &q.gold, k);
+        }
+        ndcg += dcg_ndcg(&ids, &q.gold, 10);
+        mrr += first_relevant_rank(&ids, &q.gold).map_or(0.0, |r| 1.0 / r as f64);
+        for (s, id) in ranked.iter().zip(&ids).take(10) {
+            pairs.push((s.confidence, q.gold.iter().any(|g| g.iter().any(|x| x == id))));
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let n = queries.len().max(1) as f64;
+    let cached_p50_us = (options.cached_runs > 0 && options.retrieval != Retrieval::Lexical).then(|| {
+        let mut v = Vec::new();
+        for q in queries.iter().take(options.cached_runs) {
+            let s = Instant::now();
+            let _ = engine.rank_tools_timed(&q.text, &[], 10, options.retrieval);
+            v.push(s.elapsed().as_secs_f64() * 1e6);
+        }
+        Percentiles::of(&v).p50
+    });
+    let stage = |f: fn(&StageTimes) -> f64| Percentiles::of(&times.iter().map(|t| f(t) * 1e3).collect::<Vec<_>>());
+    Ok(BenchReport {
+        mode: match options.retrieval {
+            Retrieval::Hybrid => "hybrid",
+            Retrieval::Lexical => "bm25",
+            Retrieval::Dense => "dense",
+        }
+        .into(),
+        queries: queries.len(),
+        recall: options.ks.iter().zip(recall).map(|(&k, r)| (k, r / n)).collect(),
+        ndcg10: ndcg / n,
+        mrr: mrr / n,
+        ece: expected_calibration_error(&pairs, 10),
+        mean_confidence: pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len().max(1) as f64,
+        precision10: pairs.iter().filter(|p| p.1).count() as f64 / pairs.len().max(1) as f64,
+        latency_ms: StageLatency {
+            embed: stage(|t| t.embed),
+            dense: stage(|t| t.dense),
+            lexical: stage(|t| t.lexical),
+            fuse: stage(|t| t.fuse),
+            total: stage(|t| t.total),
+        },
+        cached_p50_us,
+    })
+}
+
+/// Writes, for each query, every hybrid candidate with its evidence and whether it is gold, as
+/// JSON Lines (`{"id", "candidates": [{"tool", "cosine", "bm25", "dense_rank", "lexical_rank", "gold"}]}`),
+/// so fusion and calibration can be studied offline without re-embedding.
+pub fn dump_candidates(
+    engine: &Engine,
+    queries: &[LabelledQuery],
+    depth: usize,
+    out: &mut dyn std::io::Write,
+) -> Result<(), String> {
+    let catalog = engine.catalog();
+    for q in queries {
+        let cands = engine.tool_candidates(&q.text, &[], depth).map_err(|e| e.to_string())?;
+        let rows: Vec<serde_json::Value> = cands
+            .iter()
+            .map(|c| {
+                let id = &catalog.tools[c.ord as usize].id;
+                serde_json::json!({
+                    "tool": id, "cosine": c.cosine, "bm25": c.bm25, "dense_rank": c.dense_rank,
+                    "lexical_rank": c.lexical_rank, "gold": q.gold.iter().any(|g| g.contains(id)),
+                })
+            })
+            .collect();
+        let line = serde_json::json!({"id": q.id, "groups": q.gold.len(), "candidates": rows});
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

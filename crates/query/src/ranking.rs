@@ -1,0 +1,229 @@
+//! Retrieval and ranking inside a scope: query embedding (cached), dense and lexical
+//! candidates, fusion. The protocol calls in `engine.rs` are built on these.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use toolsearch_index::{DocKind, Hit};
+
+use crate::engine::Engine;
+use crate::error::{ErrorCode, ProtocolError};
+use crate::fusion::{merge, rank, Candidate, Scored};
+
+/// Longest query text embedded, in characters (the model reads 256 tokens anyway).
+const MAX_QUERY_CHARS: usize = 2_000;
+
+/// Which indexes answer a ranking: both (the product), or one alone (for comparison).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retrieval {
+    /// Dense and lexical candidates, fused.
+    #[default]
+    Hybrid,
+    /// BM25 only: the query is never embedded.
+    Lexical,
+    /// Embeddings only.
+    Dense,
+}
+
+/// Where the time of one ranking went, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageTimes {
+    /// Query embedding (near zero on a cache hit).
+    pub embed: f64,
+    /// Dense candidate search.
+    pub dense: f64,
+    /// Lexical candidate search.
+    pub lexical: f64,
+    /// Merging and fusion.
+    pub fuse: f64,
+    /// All of it.
+    pub total: f64,
+}
+
+impl Engine {
+    /// Every tool in `scope` ranked for `query`, best first, with no confidence cut-off (at
+    /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
+    pub fn rank_tools(&self, query: &str, scope: &[String], depth: usize) -> Result<Vec<Scored>, ProtocolError> {
+        self.rank_tools_timed(query, scope, depth, Retrieval::Hybrid).map(|(r, _)| r)
+    }
+
+    /// [`Engine::rank_tools`] with a choice of indexes, reporting where the time went.
+    /// In [`Retrieval::Lexical`] mode, scores and confidences come from BM25 alone.
+    pub fn rank_tools_timed(
+        &self,
+        query: &str,
+        scope: &[String],
+        depth: usize,
+        retrieval: Retrieval,
+    ) -> Result<(Vec<Scored>, StageTimes), ProtocolError> {
+        let start = Instant::now();
+        let mut t = StageTimes::default();
+        let key = format!("{retrieval:?}\u{1f}{depth}\u{1f}{}\u{1f}{query}", scope.join("\u{1f}"));
+        if let Some(hit) = self.result_cache().get(&key) {
+            t.total = start.elapsed().as_secs_f64();
+            return Ok((hit, t));
+        }
+        let (qv, dense, lexical) = self.retrieve(query, scope, depth, retrieval, &mut t)?;
+        let s = Instant::now();
+        let ranked = match &qv {
+            Some(v) => {
+                let candidates = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), v));
+                rank(&candidates, self.options().fusion, &self.options().calibration)
+            }
+            None => {
+                let best = lexical.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
+                let cal = &self.options().calibration;
+                lexical
+                    .iter()
+                    .map(|h| {
+                        let feature = h.score / (best + cal.lexical_k);
+                        Scored { ord: h.ord, score: h.score, confidence: cal.confidence((1.0 - cal.alpha) * feature) }
+                    })
+                    .collect()
+            }
+        };
+        t.fuse = s.elapsed().as_secs_f64();
+        self.result_cache().put(key, ranked.clone());
+        t.total = start.elapsed().as_secs_f64();
+        Ok((ranked, t))
+    }
+
+    /// Dense and lexical candidates of `query` inside `scope`, before fusion: the query vector
+    /// (absent in lexical mode), dense hits and lexical hits, timing each stage into `t`.
+    fn retrieve(
+        &self,
+        query: &str,
+        scope: &[String],
+        depth: usize,
+        retrieval: Retrieval,
+        t: &mut StageTimes,
+    ) -> Result<(Option<Vec<f32>>, Vec<Hit>, Vec<Hit>), ProtocolError> {
+        let allowed = (!scope.is_empty()).then(|| self.paths().tools_under(scope));
+        if allowed.is_some_and(<[u32]>::is_empty) {
+            return Ok((None, Vec::new(), Vec::new()));
+        }
+        let depth = depth.max(self.options().candidates);
+        let qv = match retrieval {
+            Retrieval::Lexical => None,
+            _ => {
+                let s = Instant::now();
+                let v = self.embed_query(query)?;
+                t.embed = s.elapsed().as_secs_f64();
+                Some(v)
+            }
+        };
+        let dense = match &qv {
+            Some(v) => {
+                let s = Instant::now();
+                let d = self.index().dense_tools(v, depth, allowed);
+                t.dense = s.elapsed().as_secs_f64();
+                d
+            }
+            None => Vec::new(),
+        };
+        let lexical = match retrieval {
+            Retrieval::Dense => Vec::new(),
+            _ => {
+                let s = Instant::now();
+                let l = self.lexical(query, DocKind::Tool, scope, depth)?;
+                let l: Vec<Hit> = match allowed {
+                    Some(a) => l.into_iter().filter(|h| a.binary_search(&h.ord).is_ok()).collect(),
+                    None => l,
+                };
+                t.lexical = s.elapsed().as_secs_f64();
+                l
+            }
+        };
+        Ok((qv, dense, lexical))
+    }
+
+    /// The hybrid candidates of `query` in `scope` with all their evidence, before fusion
+    /// (for tuning fusion and calibration offline).
+    pub fn tool_candidates(
+        &self,
+        query: &str,
+        scope: &[String],
+        depth: usize,
+    ) -> Result<Vec<Candidate>, ProtocolError> {
+        let (qv, dense, lexical) = self.retrieve(query, scope, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
+        Ok(match qv {
+            Some(v) => merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v)),
+            None => Vec::new(),
+        })
+    }
+
+    /// The tools directly at `path` (`direct`, sorted), ranked for `query`.
+    pub(crate) fn rank_direct_tools(
+        &self,
+        query: &str,
+        path: &[String],
+        direct: &[u32],
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        if direct.is_empty() {
+            return Ok(Vec::new());
+        }
+        let qv = self.embed_query(query)?;
+        let dense = self.index().dense_tools(&qv, direct.len(), Some(direct));
+        let lexical: Vec<Hit> = self
+            .lexical(query, DocKind::Tool, path, self.options().candidates.max(direct.len()))?
+            .into_iter()
+            .filter(|h| direct.binary_search(&h.ord).is_ok())
+            .collect();
+        let candidates = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &qv));
+        Ok(rank(&candidates, self.options().fusion, &self.options().calibration))
+    }
+
+    /// The nodes `among` ranked for `query` (lexical candidates restricted to `scope`).
+    pub(crate) fn rank_nodes(
+        &self,
+        query: &str,
+        among: &[u32],
+        scope: &[String],
+        k: usize,
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        if among.is_empty() {
+            return Ok(Vec::new());
+        }
+        let qv = self.embed_query(query)?;
+        let depth = k.max(self.options().candidates);
+        let dense = self.index().dense_nodes(&qv, depth, among.iter().copied());
+        let mut sorted = among.to_vec();
+        sorted.sort_unstable();
+        let lexical: Vec<Hit> = self
+            .lexical(query, DocKind::Node, scope, depth.max(among.len()))?
+            .into_iter()
+            .filter(|h| sorted.binary_search(&h.ord).is_ok())
+            .collect();
+        let candidates = merge(&dense, &lexical, |o| dot(self.index().node_vector(o), &qv));
+        Ok(rank(&candidates, self.options().fusion, &self.options().calibration))
+    }
+
+    pub(crate) fn lexical(
+        &self,
+        query: &str,
+        kind: DocKind,
+        scope: &[String],
+        k: usize,
+    ) -> Result<Vec<Hit>, ProtocolError> {
+        let scope = (!scope.is_empty()).then(|| toolsearch_catalog::display_path(scope));
+        self.index()
+            .lexical(query, kind, scope.as_deref(), k)
+            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+    }
+
+    /// The query's unit vector, from the cache when this exact text was embedded recently.
+    pub(crate) fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
+        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        if let Some(v) = self.vector_cache().get(&text) {
+            return Ok(v);
+        }
+        let v = self.embedder().embed_one(&text).map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))?;
+        self.vector_cache().put(text, v.clone());
+        Ok(v)
+    }
+}
+
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
