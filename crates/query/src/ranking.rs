@@ -41,6 +41,9 @@ pub struct StageTimes {
     pub total: f64,
 }
 
+/// What retrieval found: the query vector (absent in lexical mode), dense hits, lexical hits.
+type Retrieved = (Option<Vec<f32>>, Vec<Hit>, Vec<Hit>);
+
 impl Engine {
     /// Every tool in `scope` ranked for `query`, best first, with no confidence cut-off (at
     /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
@@ -98,7 +101,7 @@ impl Engine {
         depth: usize,
         retrieval: Retrieval,
         t: &mut StageTimes,
-    ) -> Result<(Option<Vec<f32>>, Vec<Hit>, Vec<Hit>), ProtocolError> {
+    ) -> Result<Retrieved, ProtocolError> {
         let allowed = (!scope.is_empty()).then(|| self.paths().tools_under(scope));
         if allowed.is_some_and(<[u32]>::is_empty) {
             return Ok((None, Vec::new(), Vec::new()));
