@@ -4,7 +4,7 @@ use serde::Serialize;
 
 /// The 0-based rank of each position's newly credited gold group, or `None` when the id at that
 /// position is irrelevant or its group was already credited higher up.
-fn credits<'a>(ranked: &[&'a str], gold: &[Vec<String>]) -> Vec<Option<usize>> {
+fn credits(ranked: &[&str], gold: &[Vec<String>]) -> Vec<Option<usize>> {
     let mut credited = vec![false; gold.len()];
     ranked
         .iter()
