@@ -1,5 +1,7 @@
-//! Hybrid fusion of dense and lexical candidates, and the confidence map. Pure functions over
-//! plain data, so they are tested without a model.
+//! Hybrid fusion of dense and lexical candidates, category (sibling) evidence, and the
+//! confidence map. Pure functions over plain data, so they are tested without a model.
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use toolsearch_index::Hit;
@@ -8,25 +10,41 @@ use toolsearch_index::Hit;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", rename_all = "snake_case")]
 pub enum Fusion {
-    /// `alpha * cosine + (1 - alpha) * lexical`, where `lexical` is the BM25 score damped by
-    /// the query's best BM25 (see [`lexical_feature`]). Both terms are absolute, so the fused
-    /// score means the same across queries and the confidence is a monotone map of it.
+    /// `alpha * cosine + (1 - alpha) * bm25 / (best_bm25 + lexical_k)`, then the sibling lift.
+    ///
+    /// Both terms are absolute (cosine is; BM25 is taken relative to the query's best match and
+    /// damped when that best is weak, which also makes the lexical weight query-adaptive: short,
+    /// vague queries lean on the embedding, queries naming rare terms lean on BM25). The score
+    /// therefore means the same across queries and the confidence is a monotone map of it.
     Blend {
-        /// Weight of the dense score.
+        /// Weight of the cosine.
         alpha: f32,
+        /// Damping of the lexical term, in BM25 units.
+        lexical_k: f32,
+        /// Category evidence: each tool is lifted by `sibling_lift * (best - own)` toward the
+        /// best-scoring other tool of its category (damped for categories over 8 tools), so the
+        /// tools of a category that clearly matches rise together.
+        sibling_lift: f32,
     },
-    /// Reciprocal rank fusion: `sum 1 / (k + rank)`.
+    /// Reciprocal rank fusion, `sum 1 / (k + rank)`, for comparison. Confidences still come
+    /// from the default blend score.
     Rrf {
         /// The RRF constant (60 in the literature).
         k: f32,
     },
 }
 
+/// The default blend, chosen by measurement on both benchmark sets (docs/benchmarks.md).
+pub const DEFAULT_BLEND: Fusion = Fusion::Blend { alpha: 0.65, lexical_k: 32.0, sibling_lift: 0.4 };
+
 impl Default for Fusion {
     fn default() -> Self {
-        Fusion::Blend { alpha: 0.7 }
+        DEFAULT_BLEND
     }
 }
+
+/// Categories larger than this get a proportionally smaller sibling lift.
+const SIBLING_FULL_SIZE: f32 = 8.0;
 
 /// A candidate from either index, with its evidence from both.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,6 +59,16 @@ pub struct Candidate {
     pub dense_rank: Option<usize>,
     /// 0-based rank in the lexical list, when there.
     pub lexical_rank: Option<usize>,
+    /// The category the tool sits in directly (its first path's node), and that category's
+    /// tool count; `None` for tools at the root.
+    pub category: Option<(u32, u32)>,
+}
+
+impl Candidate {
+    /// A candidate with no evidence yet.
+    pub fn new(ord: u32) -> Candidate {
+        Candidate { ord, cosine: 0.0, bm25: None, dense_rank: None, lexical_rank: None, category: None }
+    }
 }
 
 /// A fused, ranked candidate.
@@ -54,14 +82,10 @@ pub struct Scored {
     pub confidence: f32,
 }
 
-/// The map from evidence to P(relevant): a logistic (Platt) map of the blend score
-/// `alpha * cosine + (1 - alpha) * lexical`, monotone in it.
+/// The map from the blend score to P(relevant): logistic (Platt scaling), monotone.
+/// Fitted on labelled queries by `toolsearch calibrate`, stored in the index.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Weight of the cosine in the blend score.
-    pub alpha: f32,
-    /// Damping constant of the lexical feature (BM25 units).
-    pub lexical_k: f32,
     /// Logistic slope.
     pub scale: f32,
     /// Logistic intercept.
@@ -69,26 +93,21 @@ pub struct Calibration {
 }
 
 impl Default for Calibration {
+    /// Fitted on the two benchmark sets with the default blend (docs/benchmarks.md).
     fn default() -> Self {
-        Calibration { alpha: 0.7, lexical_k: 4.0, scale: 11.5, bias: -6.0 }
+        Calibration { scale: 13.0, bias: -8.5 }
     }
 }
 
 impl Calibration {
-    /// The blend score of one candidate.
-    pub fn blend(&self, cosine: f32, lexical: f32) -> f32 {
-        self.alpha * cosine + (1.0 - self.alpha) * lexical
-    }
-
     /// P(relevant) for a blend score.
-    pub fn confidence(&self, blend: f32) -> f32 {
-        let z = self.scale * blend + self.bias;
+    pub fn confidence(&self, score: f32) -> f32 {
+        let z = self.scale * score + self.bias;
         (1.0 / (1.0 + (-z).exp())).clamp(0.0, 1.0)
     }
 }
 
-/// The lexical feature of a BM25 score: `bm25 / (best + k)`, in [0, 1). Relative to the
-/// query's best match (BM25 grows with query length), damped when even the best is weak.
+/// The lexical feature of a BM25 score: `bm25 / (best + k)`, in [0, 1).
 pub fn lexical_feature(bm25: Option<f32>, best: f32, k: f32) -> f32 {
     match bm25 {
         Some(b) if best > 0.0 => b / (best + k),
@@ -101,9 +120,9 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
     let mut out: Vec<Candidate> = dense
         .iter()
         .enumerate()
-        .map(|(r, h)| Candidate { ord: h.ord, cosine: h.score, bm25: None, dense_rank: Some(r), lexical_rank: None })
+        .map(|(r, h)| Candidate { cosine: h.score, dense_rank: Some(r), ..Candidate::new(h.ord) })
         .collect();
-    let mut pos: std::collections::HashMap<u32, usize> = out.iter().enumerate().map(|(i, c)| (c.ord, i)).collect();
+    let mut pos: HashMap<u32, usize> = out.iter().enumerate().map(|(i, c)| (c.ord, i)).collect();
     for (r, h) in lexical.iter().enumerate() {
         match pos.get(&h.ord) {
             Some(&i) => {
@@ -113,11 +132,10 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
             None => {
                 pos.insert(h.ord, out.len());
                 out.push(Candidate {
-                    ord: h.ord,
                     cosine: cosine_of(h.ord),
                     bm25: Some(h.score),
-                    dense_rank: None,
                     lexical_rank: Some(r),
+                    ..Candidate::new(h.ord)
                 });
             }
         }
@@ -125,22 +143,69 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
     out
 }
 
+/// The blend score of every candidate (before the sibling lift), in candidate order.
+fn blend_scores(candidates: &[Candidate], alpha: f32, lexical_k: f32) -> Vec<f32> {
+    let best = candidates.iter().filter_map(|c| c.bm25).fold(0.0f32, f32::max);
+    candidates.iter().map(|c| alpha * c.cosine + (1.0 - alpha) * lexical_feature(c.bm25, best, lexical_k)).collect()
+}
+
+/// Lifts each score toward the best other score of its category.
+fn lift_siblings(candidates: &[Candidate], scores: &mut [f32], lift: f32) {
+    if lift <= 0.0 {
+        return;
+    }
+    // The two best scores of each category.
+    let mut top2: HashMap<u32, (f32, f32)> = HashMap::new();
+    for (c, &s) in candidates.iter().zip(scores.iter()) {
+        if let Some((cat, _)) = c.category {
+            let e = top2.entry(cat).or_insert((f32::MIN, f32::MIN));
+            if s > e.0 {
+                *e = (s, e.0);
+            } else if s > e.1 {
+                e.1 = s;
+            }
+        }
+    }
+    let base = scores.to_vec();
+    for (c, s) in candidates.iter().zip(scores.iter_mut()) {
+        let Some((cat, size)) = c.category else { continue };
+        let (first, second) = top2[&cat];
+        let best_other = if base_eq(first, *s) { second } else { first };
+        if best_other > *s {
+            let damp = (SIBLING_FULL_SIZE / size.max(1) as f32).min(1.0);
+            *s += lift * damp * (best_other - *s);
+        }
+    }
+    debug_assert_eq!(base.len(), scores.len());
+}
+
+fn base_eq(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
 /// Ranks candidates, best first (ties broken by ordinal), each with its confidence.
 pub fn rank(candidates: &[Candidate], fusion: Fusion, calibration: &Calibration) -> Vec<Scored> {
-    let best = candidates.iter().filter_map(|c| c.bm25).fold(0.0f32, f32::max);
+    let (alpha, lexical_k, lift) = match fusion {
+        Fusion::Blend { alpha, lexical_k, sibling_lift } => (alpha, lexical_k, sibling_lift),
+        Fusion::Rrf { .. } => match DEFAULT_BLEND {
+            Fusion::Blend { alpha, lexical_k, sibling_lift } => (alpha, lexical_k, sibling_lift),
+            Fusion::Rrf { .. } => unreachable!("the default is a blend"),
+        },
+    };
+    let mut blend = blend_scores(candidates, alpha, lexical_k);
+    lift_siblings(candidates, &mut blend, lift);
     let mut out: Vec<Scored> = candidates
         .iter()
-        .map(|c| {
-            let lexical = lexical_feature(c.bm25, best, calibration.lexical_k);
-            let blend = calibration.blend(c.cosine, lexical);
+        .zip(&blend)
+        .map(|(c, &b)| {
             let score = match fusion {
-                Fusion::Blend { alpha } => alpha * c.cosine + (1.0 - alpha) * lexical,
+                Fusion::Blend { .. } => b,
                 Fusion::Rrf { k } => {
                     let rr = |r: Option<usize>| r.map_or(0.0, |r| 1.0 / (k + r as f32 + 1.0));
                     rr(c.dense_rank) + rr(c.lexical_rank)
                 }
             };
-            Scored { ord: c.ord, score, confidence: calibration.confidence(blend) }
+            Scored { ord: c.ord, score, confidence: calibration.confidence(b) }
         })
         .collect();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ord.cmp(&b.ord)));
@@ -155,6 +220,8 @@ mod tests {
         Hit { ord, score }
     }
 
+    const PLAIN: Fusion = Fusion::Blend { alpha: 0.7, lexical_k: 4.0, sibling_lift: 0.0 };
+
     #[test]
     fn merge_joins_evidence_for_the_same_document() {
         let c = merge(&[hit(1, 0.9), hit(2, 0.5)], &[hit(2, 7.0), hit(3, 3.0)], |_| 0.1);
@@ -167,17 +234,15 @@ mod tests {
     #[test]
     fn blend_lets_strong_lexical_evidence_overtake_a_small_dense_lead() {
         let c = merge(&[hit(1, 0.60), hit(2, 0.55), hit(3, 0.1)], &[hit(2, 9.0), hit(3, 1.0)], |_| 0.0);
-        let r = rank(&c, Fusion::Blend { alpha: 0.7 }, &Calibration::default());
-        assert_eq!(r[0].ord, 2);
-        let dense_only = rank(&c, Fusion::Blend { alpha: 1.0 }, &Calibration::default());
-        assert_eq!(dense_only[0].ord, 1);
+        assert_eq!(rank(&c, PLAIN, &Calibration::default())[0].ord, 2);
+        let dense_only = Fusion::Blend { alpha: 1.0, lexical_k: 4.0, sibling_lift: 0.0 };
+        assert_eq!(rank(&c, dense_only, &Calibration::default())[0].ord, 1);
     }
 
     #[test]
     fn rrf_rewards_agreement_between_lists() {
         let c = merge(&[hit(1, 0.9), hit(2, 0.8)], &[hit(2, 5.0), hit(3, 4.0)], |_| 0.0);
-        let r = rank(&c, Fusion::Rrf { k: 60.0 }, &Calibration::default());
-        assert_eq!(r[0].ord, 2);
+        assert_eq!(rank(&c, Fusion::Rrf { k: 60.0 }, &Calibration::default())[0].ord, 2);
     }
 
     #[test]
@@ -185,12 +250,12 @@ mod tests {
         let cal = Calibration::default();
         let mut last = 0.0;
         for i in 0..=10 {
-            let c = cal.confidence(cal.blend(i as f32 / 10.0, 0.5));
+            let c = cal.confidence(i as f32 / 10.0);
             assert!((0.0..=1.0).contains(&c) && c >= last);
             last = c;
         }
-        assert!(cal.confidence(cal.blend(0.8, 0.7)) > 0.9);
-        assert!(cal.confidence(cal.blend(0.05, 0.0)) < 0.05);
+        assert!(cal.confidence(0.9) > 0.9);
+        assert!(cal.confidence(0.1) < 0.05);
     }
 
     #[test]
@@ -204,5 +269,33 @@ mod tests {
     fn a_weak_best_lexical_match_counts_less() {
         assert!(lexical_feature(Some(1.0), 1.0, 4.0) < lexical_feature(Some(20.0), 20.0, 4.0));
         assert_eq!(lexical_feature(None, 5.0, 4.0), 0.0);
+    }
+
+    #[test]
+    fn siblings_of_a_strong_match_rise_above_an_unrelated_tool() {
+        let mut c = merge(&[hit(1, 0.8), hit(2, 0.42), hit(3, 0.45)], &[], |_| 0.0);
+        c[0].category = Some((7, 3));
+        c[1].category = Some((7, 3));
+        c[2].category = Some((9, 3));
+        let flat = rank(&c, PLAIN, &Calibration::default());
+        assert_eq!(flat.iter().map(|s| s.ord).collect::<Vec<_>>(), [1, 3, 2]);
+        let lifted = Fusion::Blend { alpha: 0.7, lexical_k: 4.0, sibling_lift: 0.4 };
+        let r = rank(&c, lifted, &Calibration::default());
+        assert_eq!(r.iter().map(|s| s.ord).collect::<Vec<_>>(), [1, 2, 3]);
+        // The best tool of a category is never lifted by a weaker sibling.
+        assert_eq!(r[0].score, flat[0].score);
+    }
+
+    #[test]
+    fn a_large_category_lifts_less() {
+        let mut c = merge(&[hit(1, 0.8), hit(2, 0.4)], &[], |_| 0.0);
+        let lifted = Fusion::Blend { alpha: 1.0, lexical_k: 4.0, sibling_lift: 0.5 };
+        c[0].category = Some((7, 4));
+        c[1].category = Some((7, 4));
+        let small = rank(&c, lifted, &Calibration::default())[1].score;
+        c[0].category = Some((7, 400));
+        c[1].category = Some((7, 400));
+        let large = rank(&c, lifted, &Calibration::default())[1].score;
+        assert!((small - 0.6).abs() < 1e-6 && large < 0.41, "{small} {large}");
     }
 }

@@ -8,7 +8,7 @@ use toolsearch_index::{DocKind, Hit};
 
 use crate::engine::Engine;
 use crate::error::{ErrorCode, ProtocolError};
-use crate::fusion::{merge, rank, Candidate, Scored};
+use crate::fusion::{merge, rank, Candidate, Fusion, Scored};
 
 /// Longest query text embedded, in characters (the model reads 256 tokens anyway).
 const MAX_QUERY_CHARS: usize = 2_000;
@@ -69,22 +69,12 @@ impl Engine {
         }
         let (qv, dense, lexical) = self.retrieve(query, scope, depth, retrieval, &mut t)?;
         let s = Instant::now();
-        let ranked = match &qv {
-            Some(v) => {
-                let candidates = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), v));
-                rank(&candidates, self.options().fusion, &self.options().calibration)
-            }
-            None => {
-                let best = lexical.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
-                let cal = &self.options().calibration;
-                lexical
-                    .iter()
-                    .map(|h| {
-                        let feature = h.score / (best + cal.lexical_k);
-                        Scored { ord: h.ord, score: h.score, confidence: cal.confidence((1.0 - cal.alpha) * feature) }
-                    })
-                    .collect()
-            }
+        // Single-index modes rank by that index's own score alone, for honest comparison.
+        let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0, sibling_lift: 0.0 };
+        let ranked = match (retrieval, &qv) {
+            (Retrieval::Hybrid, Some(v)) => self.fuse(&dense, &lexical, v, self.options().fusion),
+            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0)),
+            _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), &self.options().calibration),
         };
         t.fuse = s.elapsed().as_secs_f64();
         self.result_cache().put(key, ranked.clone());
@@ -151,9 +141,30 @@ impl Engine {
     ) -> Result<Vec<Candidate>, ProtocolError> {
         let (qv, dense, lexical) = self.retrieve(query, scope, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
         Ok(match qv {
-            Some(v) => merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v)),
+            Some(v) => {
+                let mut c = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v));
+                self.set_categories(&mut c);
+                c
+            }
             None => Vec::new(),
         })
+    }
+
+    /// Sets each candidate's category (its first leaf node) and that category's size.
+    fn set_categories(&self, candidates: &mut [Candidate]) {
+        for c in candidates.iter_mut() {
+            if let Some(&leaf) = self.paths().leaf_nodes(c.ord).first() {
+                let size = self.paths().tools_under(&self.catalog().nodes[leaf as usize].path).len();
+                c.category = Some((leaf, size as u32));
+            }
+        }
+    }
+
+    /// Merges, categorises and ranks candidates.
+    fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
+        let mut candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
+        self.set_categories(&mut candidates);
+        rank(&candidates, fusion, &self.options().calibration)
     }
 
     /// The tools directly at `path` (`direct`, sorted), ranked for `query`.
@@ -173,8 +184,7 @@ impl Engine {
             .into_iter()
             .filter(|h| direct.binary_search(&h.ord).is_ok())
             .collect();
-        let candidates = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &qv));
-        Ok(rank(&candidates, self.options().fusion, &self.options().calibration))
+        Ok(self.fuse(&dense, &lexical, &qv, self.options().fusion))
     }
 
     /// The nodes `among` ranked for `query` (lexical candidates restricted to `scope`).

@@ -14,6 +14,8 @@ pub(crate) struct PathTable {
     direct: HashMap<CategoryPath, Vec<u32>>,
     /// Child node ordinals of each path.
     children: HashMap<CategoryPath, Vec<u32>>,
+    /// For each tool, the nodes it sits in directly (the last node of each of its paths).
+    leaf_nodes: Vec<Vec<u32>>,
 }
 
 impl PathTable {
@@ -24,6 +26,7 @@ impl PathTable {
             under: HashMap::new(),
             direct: HashMap::new(),
             children: HashMap::new(),
+            leaf_nodes: Vec::with_capacity(catalog.tools.len()),
         };
         for (i, n) in catalog.nodes.iter().enumerate() {
             t.node_by_path.insert(n.path.clone(), i as u32);
@@ -39,6 +42,10 @@ impl PathTable {
                     t.under.entry(p[..d].to_vec()).or_default().push(ord);
                 }
             }
+        }
+        for tool in &catalog.tools {
+            let leaves = tool.paths.iter().filter_map(|p| t.node_by_path.get(p).copied()).collect();
+            t.leaf_nodes.push(leaves);
         }
         for list in t.under.values_mut().chain(t.direct.values_mut()) {
             list.sort_unstable();
@@ -72,6 +79,11 @@ impl PathTable {
     /// Tools directly at `path`, sorted.
     pub(crate) fn tools_at(&self, path: &[String]) -> &[u32] {
         self.direct.get(path).map_or(&[], Vec::as_slice)
+    }
+
+    /// The nodes tool `ord` sits in directly.
+    pub(crate) fn leaf_nodes(&self, ord: u32) -> &[u32] {
+        self.leaf_nodes.get(ord as usize).map_or(&[], Vec::as_slice)
     }
 
     /// Child nodes of `path`.
