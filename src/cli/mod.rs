@@ -17,6 +17,9 @@ pub(crate) struct Cli {
     /// Print exactly the protocol JSON (errors too) instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Results below this confidence are not returned (NO_MATCH_IN_CATEGORY when none is left).
+    #[arg(long, global = true, value_name = "P", default_value_t = 0.05)]
+    pub min_confidence: f32,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -96,6 +99,22 @@ pub(crate) enum Command {
         /// and gold labels to this JSON Lines file (for tuning fusion and calibration).
         #[arg(long, value_name = "FILE")]
         dump_candidates: Option<PathBuf>,
+    },
+    /// Fit the confidence map on labelled queries and store it in the index.
+    Calibrate {
+        /// The index directory.
+        index: PathBuf,
+        /// Labelled queries (queries.jsonl format); even lines fit, odd lines measure.
+        queries: PathBuf,
+        /// Only queries tagged with this split.
+        #[arg(long)]
+        split: Option<String>,
+        /// Use a deterministic sample of this many queries.
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Report the fit without storing it.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Show a tool's full definition, schema included.
     Expand {

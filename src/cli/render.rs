@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use toolsearch::eval::BenchReport;
+use toolsearch::eval::{BenchReport, CalibrationReport};
 use toolsearch::{
     BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse, ToolPointer,
 };
@@ -150,5 +150,27 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
             r.mode, r.ndcg10, r.mrr, r.ece, r.precision10, l.embed.p50, l.dense.p50, l.lexical.p50, l.fuse.p50, l.total.p50, l.total.p95, l.total.p99);
     }
     let _ = writeln!(out, "(stage columns are p50; ECE and P@10 over the top-10 confidences)");
+    for r in reports.iter().filter(|r| r.mode == "hybrid") {
+        let _ = writeln!(
+            out,
+            "abstention at confidence {:.2}: {:.1}% of queries with their gold tools removed, {:.1}% with them present",
+            r.threshold,
+            100.0 * r.abstain_gold_removed,
+            100.0 * r.abstain_gold_present
+        );
+    }
     out
+}
+
+pub(crate) fn calibration(r: &CalibrationReport, dry_run: bool) -> String {
+    format!(
+        "fitted on {} queries: confidence = 1 / (1 + exp(-({:.3} * score {:+.3})))\nheld-out ECE ({} queries): {:.4} before, {:.4} after{}\n",
+        r.train_queries,
+        r.fitted.scale,
+        r.fitted.bias,
+        r.heldout_queries,
+        r.heldout_ece_before,
+        r.heldout_ece_after,
+        if dry_run { " (dry run: not stored)" } else { "; stored in the index" }
+    )
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::json;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::eval::{dump_candidates, load_queries, run_bench, BenchOptions};
+use toolsearch::eval::{dump_candidates, fit_calibration, load_queries, run_bench, BenchOptions};
 use toolsearch::{
     build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest, PathSpec, ProtocolError,
     Retrieval, SearchNodesRequest, SearchToolsRequest,
@@ -85,6 +85,9 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             Some(out) => dump(cli, index, queries, split.as_deref(), *sample, out),
             None => bench(cli, index, queries, mode, k, split.as_deref(), *sample),
         },
+        Command::Calibrate { index, queries, split, sample, dry_run } => {
+            calibrate(cli, index, queries, split.as_deref(), *sample, *dry_run)
+        }
         Command::Expand { index, tool_id } => {
             let engine = open(cli, index)?;
             let res = engine.expand_tool(&ExpandToolRequest { tool_id: tool_id.clone() })?;
@@ -104,7 +107,8 @@ fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> R
 }
 
 fn open(cli: &Cli, dir: &Path) -> Result<Engine, Failure> {
-    let options = EngineOptions { models: cli.models.clone(), ..EngineOptions::default() };
+    let options =
+        EngineOptions { models: cli.models.clone(), min_confidence: cli.min_confidence, ..EngineOptions::default() };
     Engine::open_with(dir, options).map_err(|e| Failure::other("INDEX_ERROR", e))
 }
 
@@ -180,4 +184,23 @@ fn dump(
     dump_candidates(&engine, &labelled, 100, &mut w).map_err(|e| Failure::other("IO_ERROR", e))?;
     eprintln!("wrote candidates of {} queries to {}", labelled.len(), out.display());
     Ok(())
+}
+
+fn calibrate(
+    cli: &Cli,
+    index: &Path,
+    queries: &Path,
+    split: Option<&str>,
+    sample: Option<usize>,
+    dry_run: bool,
+) -> Result<(), Failure> {
+    let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
+    let engine = open(cli, index)?;
+    let report = fit_calibration(&engine, &labelled)?;
+    if !dry_run {
+        let json = serde_json::to_string(&report.fitted).map_err(|e| Failure::other("INTERNAL", e))?;
+        toolsearch::index::IndexMeta::set_extension(index, toolsearch::CALIBRATION_KEY, &json)
+            .map_err(|e| Failure::other("INDEX_ERROR", e))?;
+    }
+    emit(cli, &report, || render::calibration(&report, dry_run))
 }

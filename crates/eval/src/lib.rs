@@ -7,10 +7,12 @@
 //! run, and metrics are pure functions over ranked ids, tested without a model.
 #![deny(missing_docs)]
 
+mod calibrate;
 mod metrics;
 mod queries;
 mod run;
 
+pub use calibrate::{fit_calibration, platt, CalibrationReport};
 pub use metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 pub use queries::{load_queries, EvalError, LabelledQuery};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};

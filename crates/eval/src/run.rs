@@ -64,6 +64,13 @@ pub struct BenchReport {
     pub mean_confidence: f64,
     /// Fraction of the top-10 results that are relevant.
     pub precision10: f64,
+    /// The engine's `min_confidence`, below which it answers `NO_MATCH_IN_CATEGORY`.
+    pub threshold: f32,
+    /// How often the engine would abstain if the gold tools were removed from the catalogue
+    /// (the best non-gold result is under the threshold): the higher the better.
+    pub abstain_gold_removed: f64,
+    /// How often it abstains with the gold tools present: the lower the better.
+    pub abstain_gold_present: f64,
     /// Latency by stage, milliseconds.
     pub latency_ms: StageLatency,
     /// Median total latency of repeated (cached) queries, microseconds.
@@ -86,6 +93,8 @@ pub fn run_bench(
     let mut pairs: Vec<(f32, bool)> = Vec::new();
     let mut times: Vec<StageTimes> = Vec::with_capacity(queries.len());
     let catalog = engine.catalog();
+    let threshold = engine.options().min_confidence;
+    let (mut abstain_removed, mut abstain_present) = (0usize, 0usize);
     for q in queries {
         let (ranked, t) = engine.rank_tools_timed(&q.text, &[], options.depth, options.retrieval)?;
         times.push(t);
@@ -96,6 +105,11 @@ pub fn run_bench(
         }
         ndcg += dcg_ndcg(&ids, &q.gold, 10);
         mrr += first_relevant_rank(&ids, &q.gold).map_or(0.0, |r| 1.0 / r as f64);
+        let is_gold = |id: &str| q.gold.iter().any(|g| g.iter().any(|x| x == id));
+        let best_present = ranked.first().map_or(0.0, |s| s.confidence);
+        let best_other = ranked.iter().zip(&ids).find(|(_, id)| !is_gold(id)).map_or(0.0, |(s, _)| s.confidence);
+        abstain_present += usize::from(best_present < threshold);
+        abstain_removed += usize::from(best_other < threshold);
         for (s, id) in ranked.iter().zip(&ids).take(10) {
             pairs.push((s.confidence, q.gold.iter().any(|g| g.iter().any(|x| x == id))));
         }
@@ -129,6 +143,9 @@ pub fn run_bench(
         ece: expected_calibration_error(&pairs, 10),
         mean_confidence: pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len().max(1) as f64,
         precision10: pairs.iter().filter(|p| p.1).count() as f64 / pairs.len().max(1) as f64,
+        threshold,
+        abstain_gold_removed: abstain_removed as f64 / n,
+        abstain_gold_present: abstain_present as f64 / n,
         latency_ms: StageLatency {
             embed: stage(|t| t.embed),
             dense: stage(|t| t.dense),

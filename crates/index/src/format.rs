@@ -74,6 +74,23 @@ impl IndexMeta {
         std::fs::write(&path, bytes).map_err(io(&path))
     }
 
+    /// Sets the extension `key` of the index in `dir` to `value` (a JSON text), replacing the
+    /// metadata file atomically (write beside, fsync, rename).
+    pub fn set_extension(dir: &Path, key: &str, value: &str) -> Result<(), IndexError> {
+        let mut meta = IndexMeta::read(dir)?;
+        meta.extensions.insert(key.to_owned(), value.to_owned());
+        let staging = dir.join(".meta-update");
+        std::fs::create_dir_all(&staging).map_err(io(&staging))?;
+        meta.write(&staging)?;
+        let new = staging.join(META_FILE);
+        std::fs::File::open(&new).and_then(|f| f.sync_all()).map_err(io(&new))?;
+        let target = dir.join(META_FILE);
+        std::fs::rename(&new, &target).map_err(io(&target))?;
+        let _ = std::fs::remove_dir(&staging);
+        let _ = std::fs::File::open(dir).and_then(|f| f.sync_all());
+        Ok(())
+    }
+
     /// Reads and checks the metadata of the index in `dir`.
     pub fn read(dir: &Path) -> Result<IndexMeta, IndexError> {
         let path = dir.join(META_FILE);

@@ -18,6 +18,9 @@ use crate::protocol::*;
 use crate::scope::PathTable;
 use crate::suggest::closest;
 
+/// The index metadata extension that holds a fitted [`Calibration`] (JSON).
+pub const CALIBRATION_KEY: &str = "calibration";
+
 /// How an [`Engine`] ranks and where it finds its model.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -25,8 +28,9 @@ pub struct EngineOptions {
     pub models: Option<PathBuf>,
     /// Fusion method.
     pub fusion: Fusion,
-    /// Confidence map.
-    pub calibration: Calibration,
+    /// Confidence map; `None` uses the one stored in the index by `toolsearch calibrate`, or
+    /// the built-in default.
+    pub calibration: Option<Calibration>,
     /// Candidates drawn from each index before fusion.
     pub candidates: usize,
     /// Pointers below this confidence are not returned; when none is left the answer is
@@ -43,9 +47,9 @@ impl Default for EngineOptions {
         EngineOptions {
             models: None,
             fusion: Fusion::default(),
-            calibration: Calibration::default(),
+            calibration: None,
             candidates: 64,
-            min_confidence: 0.2,
+            min_confidence: 0.05,
             open: OpenOptions::default(),
             query_cache: 1024,
         }
@@ -69,6 +73,7 @@ pub struct Engine {
     embedder: Arc<dyn Embedder>,
     paths: PathTable,
     tool_by_id: HashMap<String, u32>,
+    calibration: Calibration,
     vectors: Lru<Vec<f32>>,
     results: Lru<Vec<Scored>>,
     options: EngineOptions,
@@ -112,6 +117,8 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
         index.check_model(embedder.as_ref())?;
+        let stored = index.meta().extensions.get(CALIBRATION_KEY).and_then(|j| serde_json::from_str(j).ok());
+        let calibration = options.calibration.or(stored).unwrap_or_default();
         let paths = PathTable::new(index.catalog());
         let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
         Ok(Engine {
@@ -119,6 +126,7 @@ impl Engine {
             embedder,
             paths,
             tool_by_id,
+            calibration,
             vectors: Lru::new(options.query_cache),
             results: Lru::new(options.query_cache),
             options,
@@ -127,6 +135,11 @@ impl Engine {
 
     pub(crate) fn paths(&self) -> &PathTable {
         &self.paths
+    }
+
+    /// The confidence map in force (from the options, the index, or the default).
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
     }
 
     pub(crate) fn vector_cache(&self) -> &Lru<Vec<f32>> {

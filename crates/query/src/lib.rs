@@ -19,7 +19,7 @@ mod ranking;
 mod scope;
 mod suggest;
 
-pub use engine::{Engine, EngineError, EngineOptions};
+pub use engine::{Engine, EngineError, EngineOptions, CALIBRATION_KEY};
 pub use error::{ErrorCode, NextAction, ProtocolError};
 pub use fusion::{Calibration, Fusion};
 pub use protocol::*;

@@ -74,7 +74,7 @@ impl Engine {
         let ranked = match (retrieval, &qv) {
             (Retrieval::Hybrid, Some(v)) => self.fuse(&dense, &lexical, v, self.options().fusion),
             (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0)),
-            _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), &self.options().calibration),
+            _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
         };
         t.fuse = s.elapsed().as_secs_f64();
         self.result_cache().put(key, ranked.clone());
@@ -164,7 +164,7 @@ impl Engine {
     fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
         let mut candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
         self.set_categories(&mut candidates);
-        rank(&candidates, fusion, &self.options().calibration)
+        rank(&candidates, fusion, self.calibration())
     }
 
     /// The tools directly at `path` (`direct`, sorted), ranked for `query`.
@@ -209,7 +209,7 @@ impl Engine {
             .filter(|h| sorted.binary_search(&h.ord).is_ok())
             .collect();
         let candidates = merge(&dense, &lexical, |o| dot(self.index().node_vector(o), &qv));
-        Ok(rank(&candidates, self.options().fusion, &self.options().calibration))
+        Ok(rank(&candidates, self.options().fusion, self.calibration()))
     }
 
     pub(crate) fn lexical(

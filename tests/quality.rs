@@ -1,0 +1,56 @@
+//! Benchmark harness and calibration on the sample catalogue with our own labelled queries.
+
+mod common;
+
+use toolsearch::eval::{fit_calibration, load_queries, run_bench, BenchOptions};
+use toolsearch::index::IndexMeta;
+use toolsearch::{Engine, EngineOptions, Retrieval, CALIBRATION_KEY};
+
+fn queries() -> Vec<toolsearch::eval::LabelledQuery> {
+    load_queries(&common::repo().join("tests/data/sample-queries.jsonl"), None, None).unwrap()
+}
+
+#[test]
+fn hybrid_beats_each_single_index_on_the_sample_queries() {
+    let engine = common::sample();
+    let run = |retrieval| {
+        run_bench(engine, &queries(), &BenchOptions { retrieval, cached_runs: 5, ..BenchOptions::default() }).unwrap()
+    };
+    let (hybrid, bm25, dense) = (run(Retrieval::Hybrid), run(Retrieval::Lexical), run(Retrieval::Dense));
+    assert_eq!(hybrid.queries, 24);
+    assert!(hybrid.recall[1].1 >= 0.9, "hybrid R@5 {:?}", hybrid.recall);
+    assert!(
+        hybrid.ndcg10 >= bm25.ndcg10 && hybrid.ndcg10 >= dense.ndcg10,
+        "{} {} {}",
+        hybrid.ndcg10,
+        bm25.ndcg10,
+        dense.ndcg10
+    );
+    // Single-index modes really skip the other index.
+    assert_eq!(bm25.latency_ms.embed.p99, 0.0);
+    assert_eq!(dense.latency_ms.lexical.p99, 0.0);
+    // A repeated query is served from the cache.
+    assert!(hybrid.cached_p50_us.unwrap() < hybrid.latency_ms.total.p50 * 1000.0);
+}
+
+#[test]
+fn gold_groups_count_any_member() {
+    let q = queries();
+    let slack = q.iter().find(|q| q.text.contains("slack")).unwrap();
+    assert_eq!(slack.gold, vec![vec!["slack.post_message".to_string(), "chat.send_message".to_string()]]);
+}
+
+#[test]
+fn calibration_is_fitted_stored_in_the_index_and_used_on_open() {
+    let dir = common::build(&common::sample_catalog(), "calibrated");
+    let engine = common::open(&dir);
+    let report = fit_calibration(&engine, &queries()).unwrap();
+    assert!(report.fitted.scale > 0.0, "confidence must grow with the score: {report:?}");
+    assert_eq!((report.train_queries, report.heldout_queries), (12, 12));
+    let json = serde_json::to_string(&report.fitted).unwrap();
+    IndexMeta::set_extension(&dir, CALIBRATION_KEY, &json).unwrap();
+    let reopened = Engine::with_embedder(&dir, common::embedder(), EngineOptions::default()).unwrap();
+    assert_eq!(reopened.calibration(), &report.fitted);
+    // The index still verifies after the metadata was rewritten.
+    toolsearch::IndexReader::open(&dir).unwrap();
+}
