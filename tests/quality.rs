@@ -45,7 +45,11 @@ fn calibration_is_fitted_stored_in_the_index_and_used_on_open() {
     let dir = common::build(&common::sample_catalog(), "calibrated");
     let engine = common::open(&dir);
     let report = fit_calibration(&engine, &queries()).unwrap();
-    assert!(report.fitted.scale > 0.0, "confidence must grow with the score: {report:?}");
+    let f = report.fitted;
+    assert!(
+        f.scale >= 0.0 && f.margin_scale >= 0.0 && f.scale + f.margin_scale > 0.0,
+        "confidence must grow with the score: {report:?}"
+    );
     assert_eq!((report.train_queries, report.heldout_queries), (12, 12));
     let json = serde_json::to_string(&report.fitted).unwrap();
     IndexMeta::set_extension(&dir, CALIBRATION_KEY, &json).unwrap();

@@ -18,7 +18,7 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     /// Results below this confidence are not returned (NO_MATCH_IN_CATEGORY when none is left).
-    #[arg(long, global = true, value_name = "P", default_value_t = 0.05)]
+    #[arg(long, global = true, value_name = "P", default_value_t = 0.08)]
     pub min_confidence: f32,
     #[command(subcommand)]
     pub command: Command,

@@ -164,9 +164,10 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
 
 pub(crate) fn calibration(r: &CalibrationReport, dry_run: bool) -> String {
     format!(
-        "fitted on {} queries: confidence = 1 / (1 + exp(-({:.3} * score {:+.3})))\nheld-out ECE ({} queries): {:.4} before, {:.4} after{}\n",
+        "fitted on {} queries: confidence = 1 / (1 + exp(-({:.3} * score {:+.3} * margin {:+.3})))\nheld-out ECE ({} queries): {:.4} before, {:.4} after{}\n",
         r.train_queries,
         r.fitted.scale,
+        r.fitted.margin_scale,
         r.fitted.bias,
         r.heldout_queries,
         r.heldout_ece_before,

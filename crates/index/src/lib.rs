@@ -21,7 +21,7 @@ mod lexical;
 mod reader;
 mod writer;
 
-pub use dense::Hit;
+pub use dense::{dot, Hit};
 pub use error::IndexError;
 pub use format::{IndexMeta, FORMAT_VERSION};
 pub use lexical::DocKind;

@@ -49,7 +49,7 @@ impl Default for EngineOptions {
             fusion: Fusion::default(),
             calibration: None,
             candidates: 64,
-            min_confidence: 0.05,
+            min_confidence: 0.08,
             open: OpenOptions::default(),
             query_cache: 1024,
         }

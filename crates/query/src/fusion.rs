@@ -82,30 +82,52 @@ pub struct Scored {
     pub confidence: f32,
 }
 
-/// The map from the blend score to P(relevant): logistic (Platt scaling), monotone.
-/// Fitted on labelled queries by `toolsearch calibrate`, stored in the index.
+/// The map from the fused score to P(relevant): logistic (Platt scaling) over two features of
+/// a result, its fused score `s` and its margin `s - m` over `m`, the mean score of the results
+/// ranked 2nd to 10th. The margin tells a clear winner from a crowd of similar weak matches,
+/// which the absolute score alone cannot. Within one answer both features grow with `s`, so
+/// confidence order always agrees with rank order. Fitted on labelled queries by
+/// `toolsearch calibrate` and stored in the index.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Logistic slope.
+    /// Weight of the fused score.
     pub scale: f32,
-    /// Logistic intercept.
+    /// Weight of the margin over the mean of the 2nd to 10th results.
+    #[serde(default)]
+    pub margin_scale: f32,
+    /// Intercept.
     pub bias: f32,
 }
 
 impl Default for Calibration {
-    /// Between the fits on the two benchmark sets with the default blend (docs/benchmarks.md);
-    /// `toolsearch calibrate` fits one for a catalogue's own labelled queries.
+    /// Fitted jointly on both benchmark sets with the default blend (docs/benchmarks.md);
+    /// `toolsearch calibrate` fits one to a catalogue's own labelled queries.
     fn default() -> Self {
-        Calibration { scale: 13.3, bias: -6.7 }
+        Calibration { scale: 4.04, margin_scale: 16.29, bias: -4.25 }
     }
 }
 
 impl Calibration {
-    /// P(relevant) for a blend score.
-    pub fn confidence(&self, score: f32) -> f32 {
-        let z = self.scale * score + self.bias;
+    /// P(relevant) for a result with fused score `score` in an answer whose 2nd to 10th
+    /// results average `reference`.
+    pub fn confidence(&self, score: f32, reference: f32) -> f32 {
+        let z = self.scale * score + self.margin_scale * (score - reference) + self.bias;
         (1.0 / (1.0 + (-z).exp())).clamp(0.0, 1.0)
     }
+}
+
+/// The reference of an answer: the mean of the 2nd to 10th best of `scores` (0 with fewer
+/// than two).
+pub fn reference_score(scores: &[f32]) -> f32 {
+    if scores.len() < 2 {
+        return 0.0;
+    }
+    let mut top: Vec<f32> = scores.to_vec();
+    let n = top.len().min(10);
+    top.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+    top.truncate(n);
+    top.sort_by(|a, b| b.total_cmp(a));
+    top[1..].iter().sum::<f32>() / (n - 1) as f32
 }
 
 /// The lexical feature of a BM25 score: `bm25 / (best + k)`, in [0, 1).
@@ -195,6 +217,7 @@ pub fn rank(candidates: &[Candidate], fusion: Fusion, calibration: &Calibration)
     };
     let mut blend = blend_scores(candidates, alpha, lexical_k);
     lift_siblings(candidates, &mut blend, lift);
+    let reference = reference_score(&blend);
     let mut out: Vec<Scored> = candidates
         .iter()
         .zip(&blend)
@@ -206,7 +229,7 @@ pub fn rank(candidates: &[Candidate], fusion: Fusion, calibration: &Calibration)
                     rr(c.dense_rank) + rr(c.lexical_rank)
                 }
             };
-            Scored { ord: c.ord, score, confidence: calibration.confidence(b) }
+            Scored { ord: c.ord, score, confidence: calibration.confidence(b, reference) }
         })
         .collect();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ord.cmp(&b.ord)));
@@ -251,12 +274,13 @@ mod tests {
         let cal = Calibration::default();
         let mut last = 0.0;
         for i in 0..=10 {
-            let c = cal.confidence(i as f32 / 10.0);
+            let c = cal.confidence(i as f32 / 10.0, 0.3);
             assert!((0.0..=1.0).contains(&c) && c >= last);
             last = c;
         }
-        assert!(cal.confidence(0.9) > 0.9);
-        assert!(cal.confidence(0.1) < 0.05);
+        assert!(cal.confidence(0.7, 0.3) > 0.9, "a clear winner");
+        assert!(cal.confidence(0.35, 0.33) < 0.2, "one of a crowd");
+        assert!(cal.confidence(0.1, 0.1) < 0.05);
     }
 
     #[test]
@@ -264,6 +288,14 @@ mod tests {
         let c = merge(&[hit(1, 0.6), hit(2, 0.5), hit(3, 0.45)], &[hit(3, 8.0), hit(2, 2.0)], |_| 0.0);
         let r = rank(&c, Fusion::default(), &Calibration::default());
         assert!(r.windows(2).all(|w| w[0].confidence >= w[1].confidence));
+    }
+
+    #[test]
+    fn reference_is_the_mean_of_the_second_to_tenth() {
+        let scores: Vec<f32> = (0..20).map(|i| i as f32).collect();
+        assert_eq!(reference_score(&scores), (10..19).sum::<i32>() as f32 / 9.0);
+        assert_eq!(reference_score(&[0.5]), 0.0);
+        assert_eq!(reference_score(&[0.9, 0.5]), 0.5);
     }
 
     #[test]

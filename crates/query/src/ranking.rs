@@ -153,10 +153,7 @@ impl Engine {
     /// Sets each candidate's category (its first leaf node) and that category's size.
     fn set_categories(&self, candidates: &mut [Candidate]) {
         for c in candidates.iter_mut() {
-            if let Some(&leaf) = self.paths().leaf_nodes(c.ord).first() {
-                let size = self.paths().tools_under(&self.catalog().nodes[leaf as usize].path).len();
-                c.category = Some((leaf, size as u32));
-            }
+            c.category = self.paths().category(c.ord);
         }
     }
 
@@ -237,6 +234,4 @@ impl Engine {
     }
 }
 
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
+pub(crate) use toolsearch_index::dot;

@@ -16,6 +16,8 @@ pub(crate) struct PathTable {
     children: HashMap<CategoryPath, Vec<u32>>,
     /// For each tool, the nodes it sits in directly (the last node of each of its paths).
     leaf_nodes: Vec<Vec<u32>>,
+    /// For each tool, its first leaf node and the number of tools under that node.
+    category: Vec<Option<(u32, u32)>>,
 }
 
 impl PathTable {
@@ -27,6 +29,7 @@ impl PathTable {
             direct: HashMap::new(),
             children: HashMap::new(),
             leaf_nodes: Vec::with_capacity(catalog.tools.len()),
+            category: Vec::with_capacity(catalog.tools.len()),
         };
         for (i, n) in catalog.nodes.iter().enumerate() {
             t.node_by_path.insert(n.path.clone(), i as u32);
@@ -51,6 +54,12 @@ impl PathTable {
             list.sort_unstable();
             list.dedup();
         }
+        let category: Vec<Option<(u32, u32)>> = t
+            .leaf_nodes
+            .iter()
+            .map(|leaves| leaves.first().map(|&n| (n, t.tools_under(&catalog.nodes[n as usize].path).len() as u32)))
+            .collect();
+        t.category = category;
         t
     }
 
@@ -81,9 +90,9 @@ impl PathTable {
         self.direct.get(path).map_or(&[], Vec::as_slice)
     }
 
-    /// The nodes tool `ord` sits in directly.
-    pub(crate) fn leaf_nodes(&self, ord: u32) -> &[u32] {
-        self.leaf_nodes.get(ord as usize).map_or(&[], Vec::as_slice)
+    /// Tool `ord`'s category for sibling evidence: its first leaf node and that node's size.
+    pub(crate) fn category(&self, ord: u32) -> Option<(u32, u32)> {
+        self.category.get(ord as usize).copied().flatten()
     }
 
     /// Child nodes of `path`.

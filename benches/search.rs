@@ -1,0 +1,144 @@
+//! Search latency at 1k, 10k (and, with TOOLSEARCH_BENCH_100K=1, 100k) tools against the
+//! query-embedding time alone, the cached path, and index build throughput against raw
+//! embedding throughput.
+//!
+//! Catalogues are made by combining and varying the tools of ../shared/bench (read from there,
+//! never committed); without it the benches fall back to the sample catalogue, varied.
+//! Built indexes are kept under target/bench-indexes between runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::{build_index, BuildOptions, Catalog, Embedder, Engine, EngineOptions, Tool};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn embedder() -> Arc<OnnxEmbedder> {
+    let files = ModelFiles::locate(None).expect("run scripts/setup first");
+    Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
+}
+
+/// Real tools to vary: both bench sets when present, else the sample catalogue.
+fn base_tools() -> Vec<Tool> {
+    let shared = repo().join("../shared/bench");
+    let mut tools = Vec::new();
+    for set in ["toolbench_stb", "metatool"] {
+        let p = shared.join(set).join("tools.jsonl");
+        if p.is_file() {
+            tools.extend(toolsearch::load_path(&p, None).expect("bench set loads").tools);
+        }
+    }
+    if tools.is_empty() {
+        tools = toolsearch::load_path(&repo().join("data/sample-catalog.json"), None).unwrap().tools;
+    }
+    tools
+}
+
+/// A catalogue of `n` tools: the real tools, then variants of them (another id, a regional
+/// qualifier in name and description, another category) so no two documents are identical.
+fn catalogue(n: usize) -> Catalog {
+    let base = base_tools();
+    const REGIONS: [&str; 12] =
+        ["EU", "US", "APAC", "LATAM", "Nordic", "Iberia", "Benelux", "Alpine", "Baltic", "Gulf", "Pacific", "Andean"];
+    let mut tools = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut t = base[i % base.len()].clone();
+        let round = i / base.len();
+        if round > 0 {
+            let region = REGIONS[(round - 1) % REGIONS.len()];
+            t.id = format!("{}#{round}", t.id);
+            t.name = format!("{} {region} {round}", t.name);
+            t.description = format!("{} ({region} edition {round})", t.description);
+            for p in &mut t.paths {
+                p.insert(0, format!("{region} {}", round.div_ceil(REGIONS.len())));
+            }
+        }
+        tools.push(t);
+    }
+    let text = serde_json::to_string(&serde_json::json!({ "tools": tools })).unwrap();
+    toolsearch::catalog::parse_str(Path::new("bench.json"), &text, None).expect("varied catalogue is valid")
+}
+
+fn index_of(n: usize, embedder: &OnnxEmbedder) -> PathBuf {
+    let dir = repo().join(format!("target/bench-indexes/{n}"));
+    if toolsearch::IndexReader::open(&dir).is_err() {
+        eprintln!("building the {n}-tool bench index (once)...");
+        build_index(&catalogue(n), embedder, &dir, &BuildOptions { progress: true, reuse_from: None }).unwrap();
+    }
+    dir
+}
+
+const QUERIES: [&str; 8] = [
+    "find upcoming concerts of an artist",
+    "convert an amount between two currencies",
+    "get the weather forecast for next week",
+    "search recipes by ingredient",
+    "translate a sentence into French",
+    "look up the live score of a football match",
+    "generate a QR code for a link",
+    "check whether an email address is valid",
+];
+
+fn search_latency(c: &mut Criterion) {
+    let embedder = embedder();
+    let mut sizes = vec![1_000, 10_000];
+    if std::env::var_os("TOOLSEARCH_BENCH_100K").is_some() {
+        sizes.push(100_000);
+    }
+    let mut g = c.benchmark_group("search");
+    g.sample_size(30);
+    let mut i = 0usize;
+    g.bench_function("query_embedding_alone", |b| {
+        b.iter(|| {
+            i += 1;
+            embedder.embed_one(&format!("{} {i}", QUERIES[i % QUERIES.len()])).unwrap()
+        })
+    });
+    for n in sizes {
+        let dir = index_of(n, &embedder);
+        let uncached = EngineOptions { query_cache: 0, ..EngineOptions::default() };
+        let engine = Engine::with_embedder(&dir, embedder.clone(), uncached).unwrap();
+        let mut j = 0usize;
+        g.bench_with_input(BenchmarkId::new("hybrid_uncached", n), &n, |b, _| {
+            b.iter(|| {
+                j += 1;
+                engine.rank_tools(&format!("{} {j}", QUERIES[j % QUERIES.len()]), &[], 10).unwrap()
+            })
+        });
+        let cached = Engine::with_embedder(&dir, embedder.clone(), EngineOptions::default()).unwrap();
+        g.bench_with_input(BenchmarkId::new("hybrid_cached", n), &n, |b, _| {
+            b.iter(|| cached.rank_tools(QUERIES[0], &[], 10).unwrap())
+        });
+    }
+    g.finish();
+}
+
+fn build_throughput(c: &mut Criterion) {
+    let embedder = embedder();
+    let catalog = catalogue(500);
+    let texts: Vec<String> = catalog.tools.iter().map(toolsearch::index::document::tool_dense_text).collect();
+    let docs = (catalog.tools.len() + catalog.nodes.len()) as u64;
+    let mut g = c.benchmark_group("build");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(docs));
+    let all: Vec<String> = texts.iter().cloned().chain(catalog.nodes.iter().map(|n| n.path.join(" / "))).collect();
+    g.bench_function("raw_embedding_500_tools", |b| {
+        b.iter(|| embedder.embed(&all.iter().map(String::as_str).collect::<Vec<_>>()).unwrap())
+    });
+    let out = tempfile::tempdir().unwrap();
+    g.bench_function("index_build_500_tools", |b| {
+        b.iter(|| {
+            let dir = out.path().join("idx");
+            let _ = std::fs::remove_dir_all(&dir);
+            build_index(&catalog, embedder.as_ref(), &dir, &BuildOptions::default()).unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, search_latency, build_throughput);
+criterion_main!(benches);
