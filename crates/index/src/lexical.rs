@@ -22,6 +22,10 @@ use crate::error::IndexError;
 const ANALYZER: &str = "toolsearch_en";
 /// Most distinct query terms used; the rest of a very long query is ignored.
 const MAX_QUERY_TERMS: usize = 64;
+/// Terms in more than this share of documents are not scored.
+const COMMON_TERM_SHARE: f64 = 0.3;
+/// Most query terms scored (the rarest ones).
+const MAX_SCORED_TERMS: usize = 32;
 /// Field boosts: (name, path, body, params, tags).
 const BOOSTS: [f32; 5] = [2.5, 1.5, 1.0, 0.6, 0.8];
 
@@ -163,6 +167,24 @@ impl Lexical {
         out
     }
 
+    /// Drops terms found in more than [`COMMON_TERM_SHARE`] of the documents (long posting
+    /// lists, almost no ranking signal) and keeps the [`MAX_SCORED_TERMS`] rarest of the rest.
+    fn informative_terms(&self, searcher: &tantivy::Searcher, terms: Vec<String>) -> Result<Vec<String>, IndexError> {
+        let docs = searcher.num_docs().max(1) as f64;
+        let body = self.fields.text[2];
+        let mut scored = Vec::with_capacity(terms.len());
+        for t in terms {
+            let df = searcher
+                .doc_freq(&Term::from_field_text(body, &t))
+                .map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))? as f64;
+            if df / docs <= COMMON_TERM_SHARE {
+                scored.push((df, t));
+            }
+        }
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(scored.into_iter().take(MAX_SCORED_TERMS).map(|(_, t)| t).collect())
+    }
+
     /// BM25 top `k` documents of `kind` for `text`, restricted to the category `scope`
     /// (display form of a path; `None` = everything).
     pub(crate) fn search(
@@ -173,7 +195,8 @@ impl Lexical {
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         let f = &self.fields;
-        let terms = self.terms(text);
+        let searcher = self.reader.searcher();
+        let terms = self.informative_terms(&searcher, self.terms(text))?;
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -194,7 +217,6 @@ impl Lexical {
             clauses.push(filter(f.scope, s));
         }
         let query = BooleanQuery::new(clauses);
-        let searcher = self.reader.searcher();
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
         let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(err)?;
         let mut hits = Vec::with_capacity(top.len());

@@ -23,7 +23,7 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { verify_checksums: true, exact_scan_max: 5_000, ef_search: 96 }
+        OpenOptions { verify_checksums: true, exact_scan_max: 5_000, ef_search: 64 }
     }
 }
 
