@@ -106,12 +106,14 @@ fn search_latency(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("hybrid_uncached", n), &n, |b, _| {
             b.iter(|| {
                 j += 1;
-                engine.rank_tools(&format!("{} {j}", QUERIES[j % QUERIES.len()]), &[], 10).unwrap()
+                engine
+                    .rank_tools(&format!("{} {j}", QUERIES[j % QUERIES.len()]), &toolsearch::Filter::default(), 10)
+                    .unwrap()
             })
         });
         let cached = Engine::with_embedder(&dir, embedder.clone(), EngineOptions::default()).unwrap();
         g.bench_with_input(BenchmarkId::new("hybrid_cached", n), &n, |b, _| {
-            b.iter(|| cached.rank_tools(QUERIES[0], &[], 10).unwrap())
+            b.iter(|| cached.rank_tools(QUERIES[0], &toolsearch::Filter::default(), 10).unwrap())
         });
     }
     g.finish();

@@ -36,6 +36,7 @@ fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
             query: "latest share price for a ticker".into(),
             category_path: Some(PathSpec::Joined("Finance/Stocks".into())),
             limit: Some(5),
+            ..Default::default()
         })
         .unwrap();
     assert!(r.results.iter().all(|p| p.path == "Finance/Stocks"));

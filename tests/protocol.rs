@@ -10,6 +10,7 @@ fn search(query: &str, path: Option<&str>) -> Result<toolsearch::SearchToolsResp
         query: query.into(),
         category_path: path.map(|p| PathSpec::Joined(p.into())),
         limit: None,
+        ..Default::default()
     })
 }
 
@@ -57,6 +58,7 @@ fn scope_accepts_segments_and_any_letter_case() {
             query: "list objects".into(),
             category_path: Some(PathSpec::Segments(vec!["Storage".into(), "Buckets".into()])),
             limit: Some(3),
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(by_segments.category_path, "Storage/Buckets");
@@ -134,6 +136,7 @@ fn list_with_query_keeps_children_that_match_directly_or_through_their_tools() {
             path: Some(PathSpec::Joined("Storage".into())),
             query: Some("upload a file to a bucket".into()),
             limit: None,
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(r.nodes[0].path, "Storage/Buckets");
@@ -170,6 +173,7 @@ fn bad_requests_are_invalid_arguments() {
             query: "x".into(),
             category_path: None,
             limit: Some(limit),
+            ..Default::default()
         });
         assert_eq!(e.unwrap_err().code, ErrorCode::InvalidArgument);
     }

@@ -49,9 +49,15 @@ pub(crate) enum Command {
         /// Category path to search in, e.g. Storage/Buckets.
         #[arg(long)]
         path: Option<String>,
+        /// Only tools carrying all these tags, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
         /// Most results (1-50).
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Continue from the `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
     },
     /// Search categories for a query.
     Nodes {
@@ -73,9 +79,15 @@ pub(crate) enum Command {
         /// Keep only children matching this query.
         #[arg(long)]
         query: Option<String>,
+        /// Only tools carrying all these tags (and categories holding such tools), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
         /// Most entries (1-50).
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Continue from the `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
     },
     /// Measure retrieval quality and latency on labelled queries (queries.jsonl format).
     Bench {

@@ -28,7 +28,14 @@ pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
     for p in &r.results {
         pointer_lines(&mut out, p);
     }
+    more(&mut out, r.next_cursor.as_deref());
     out
+}
+
+fn more(out: &mut String, cursor: Option<&str>) {
+    if let Some(c) = cursor {
+        let _ = writeln!(out, "more: --cursor {c}");
+    }
 }
 
 pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
@@ -48,6 +55,7 @@ pub(crate) fn list(r: &ListResponse) -> String {
     for p in &r.tools {
         pointer_lines(&mut out, p);
     }
+    more(&mut out, r.next_cursor.as_deref());
     out
 }
 

@@ -59,12 +59,14 @@ impl From<ProtocolError> for Failure {
 pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Index { catalogue, out, format, quiet } => index(cli, catalogue, out, format.as_deref(), *quiet),
-        Command::Search { index, query, path, limit } => {
+        Command::Search { index, query, path, tags, limit, cursor } => {
             let engine = open(cli, index)?;
             let req = SearchToolsRequest {
                 query: query.clone(),
                 category_path: path.clone().map(PathSpec::Joined),
+                tags: tags.clone(),
                 limit: Some(*limit),
+                cursor: cursor.clone(),
             };
             let res = engine.search_tool_by_category(&req)?;
             emit(cli, &res, || render::search(query, &res))
@@ -74,10 +76,15 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             let res = engine.search_nodes(&SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
             emit(cli, &res, || render::nodes(query, &res))
         }
-        Command::List { index, path, query, limit } => {
+        Command::List { index, path, query, tags, limit, cursor } => {
             let engine = open(cli, index)?;
-            let req =
-                ListRequest { path: path.clone().map(PathSpec::Joined), query: query.clone(), limit: Some(*limit) };
+            let req = ListRequest {
+                path: path.clone().map(PathSpec::Joined),
+                query: query.clone(),
+                tags: tags.clone(),
+                limit: Some(*limit),
+                cursor: cursor.clone(),
+            };
             let res = engine.list(&req)?;
             emit(cli, &res, || render::list(&res))
         }

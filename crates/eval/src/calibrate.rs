@@ -1,7 +1,7 @@
 //! Fitting the confidence map: Platt scaling of the fused score on labelled queries.
 
 use serde::Serialize;
-use toolsearch_query::{Calibration, Engine, ProtocolError};
+use toolsearch_query::{Calibration, Engine, Filter, ProtocolError};
 
 use toolsearch_query::fusion::reference_score;
 
@@ -33,7 +33,7 @@ fn samples(engine: &Engine, queries: &[&LabelledQuery], k: usize) -> Result<Vec<
     let catalog = engine.catalog();
     let mut out = Vec::new();
     for q in queries {
-        let ranked = engine.rank_tools(&q.text, &[], k)?;
+        let ranked = engine.rank_tools(&q.text, &Filter::default(), k)?;
         let scores: Vec<f32> = ranked.iter().map(|s| s.score).collect();
         let reference = reference_score(&scores);
         for s in ranked.iter().take(k) {

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use toolsearch_query::{Engine, ProtocolError, Retrieval, StageTimes};
+use toolsearch_query::{Engine, Filter, ProtocolError, Retrieval, StageTimes};
 
 use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 use crate::queries::LabelledQuery;
@@ -96,7 +96,7 @@ pub fn run_bench(
     let threshold = engine.options().min_confidence;
     let (mut abstain_removed, mut abstain_present) = (0usize, 0usize);
     for q in queries {
-        let (ranked, t) = engine.rank_tools_timed(&q.text, &[], options.depth, options.retrieval)?;
+        let (ranked, t) = engine.rank_tools_timed(&q.text, &Filter::default(), options.depth, options.retrieval)?;
         times.push(t);
         let ids: Vec<&str> =
             ranked.iter().take(options.depth).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
@@ -121,9 +121,9 @@ pub fn run_bench(
         // Each query twice in a row: the second answer comes from the cache.
         let mut v = Vec::new();
         for q in queries.iter().take(options.cached_runs) {
-            let _ = engine.rank_tools_timed(&q.text, &[], options.depth, options.retrieval);
+            let _ = engine.rank_tools_timed(&q.text, &Filter::default(), options.depth, options.retrieval);
             let s = Instant::now();
-            let _ = engine.rank_tools_timed(&q.text, &[], options.depth, options.retrieval);
+            let _ = engine.rank_tools_timed(&q.text, &Filter::default(), options.depth, options.retrieval);
             v.push(s.elapsed().as_secs_f64() * 1e6);
         }
         Percentiles::of(&v).p50
@@ -168,7 +168,7 @@ pub fn dump_candidates(
 ) -> Result<(), String> {
     let catalog = engine.catalog();
     for q in queries {
-        let cands = engine.tool_candidates(&q.text, &[], depth).map_err(|e| e.to_string())?;
+        let cands = engine.tool_candidates(&q.text, &Filter::default(), depth).map_err(|e| e.to_string())?;
         let rows: Vec<serde_json::Value> = cands
             .iter()
             .map(|c| {

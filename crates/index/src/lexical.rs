@@ -5,7 +5,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use tantivy::collector::TopDocs;
+use std::sync::Arc;
+
+use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED, STRING,
@@ -186,12 +188,14 @@ impl Lexical {
     }
 
     /// BM25 top `k` documents of `kind` for `text`, restricted to the category `scope`
-    /// (display form of a path; `None` = everything).
+    /// (display form of a path; `None` = everything) and, when given, to the ordinals in
+    /// `allowed` (sorted), applied while collecting so the top `k` are all allowed.
     pub(crate) fn search(
         &self,
         text: &str,
         kind: DocKind,
         scope: Option<&str>,
+        allowed: Option<&Arc<Vec<u32>>>,
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         let f = &self.fields;
@@ -218,7 +222,15 @@ impl Lexical {
         }
         let query = BooleanQuery::new(clauses);
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
-        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(err)?;
+        let top = match allowed {
+            None => searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(err)?,
+            Some(a) => {
+                let a = Arc::clone(a);
+                let keep = move |ord: u64| a.binary_search(&(ord as u32)).is_ok();
+                let collector = FilterCollector::new("ord".to_string(), keep, TopDocs::with_limit(k).order_by_score());
+                searcher.search(&query, &collector).map_err(err)?
+            }
+        };
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("ord").map_err(err)?;

@@ -1,6 +1,7 @@
 //! [`IndexReader`]: an opened, verified index, ready to serve searches.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use toolsearch_catalog::Catalog;
 use toolsearch_embed::Embedder;
@@ -157,9 +158,17 @@ impl IndexReader {
         &self.vectors[start..start + d]
     }
 
-    /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form).
-    pub fn lexical(&self, text: &str, kind: DocKind, scope: Option<&str>, k: usize) -> Result<Vec<Hit>, IndexError> {
-        self.lexical.search(text, kind, scope, k)
+    /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form),
+    /// restricted to the sorted ordinals `allowed` when given.
+    pub fn lexical(
+        &self,
+        text: &str,
+        kind: DocKind,
+        scope: Option<&str>,
+        allowed: Option<&Arc<Vec<u32>>>,
+        k: usize,
+    ) -> Result<Vec<Hit>, IndexError> {
+        self.lexical.search(text, kind, scope, allowed, k)
     }
 
     /// The analysed terms of `text`, as the lexical index sees them.

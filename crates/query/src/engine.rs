@@ -11,11 +11,13 @@ use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEm
 use toolsearch_index::{DocKind, IndexError, IndexReader, OpenOptions};
 
 use crate::cache::Lru;
+use crate::cursor::{request_hash, CursorKey};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::Scored;
 use crate::fusion::{Calibration, Fusion};
 use crate::protocol::*;
 use crate::scope::PathTable;
+use crate::scope::{intersect, Filter};
 use crate::suggest::closest;
 
 /// The index metadata extension that holds a fitted [`Calibration`] (JSON).
@@ -74,6 +76,7 @@ pub struct Engine {
     paths: PathTable,
     tool_by_id: HashMap<String, u32>,
     calibration: Calibration,
+    cursors: CursorKey,
     vectors: Lru<Vec<f32>>,
     results: Lru<Vec<Scored>>,
     options: EngineOptions,
@@ -120,12 +123,14 @@ impl Engine {
         let stored = index.meta().extensions.get(CALIBRATION_KEY).and_then(|j| serde_json::from_str(j).ok());
         let calibration = options.calibration.or(stored).unwrap_or_default();
         let paths = PathTable::new(index.catalog());
+        let cursors = CursorKey::new(index.meta().generation, &index.meta().catalog_hash);
         let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
         Ok(Engine {
             index,
             embedder,
             paths,
             tool_by_id,
+            cursors,
             calibration,
             vectors: Lru::new(options.query_cache),
             results: Lru::new(options.query_cache),
@@ -196,22 +201,31 @@ impl Engine {
         out.map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
     }
 
-    /// `search_tool_by_category`: the best tools for a query inside a category.
+    /// `search_tool_by_category`: the best tools for a query inside a category, with tags,
+    /// a page at a time.
     pub fn search_tool_by_category(&self, req: &SearchToolsRequest) -> Result<SearchToolsResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
         let scope = self.scope(req.category_path.as_ref(), "category_path")?;
-        let ranked = self.rank_tools(query, &scope, limit)?;
-        let results: Vec<ToolPointer> = ranked
-            .iter()
-            .filter(|s| s.confidence >= self.options.min_confidence)
-            .take(limit)
-            .map(|s| self.pointer(s.ord, &scope, s.confidence))
-            .collect();
-        if results.is_empty() {
-            return Err(self.no_match(query, &scope));
+        let filter = Filter { path: scope.clone(), tags: req.tags.clone() };
+        let request =
+            request_hash(&["search_tool_by_category", query, &display_path(&scope), &req.tags.join("\u{1f}")]);
+        let offset = match &req.cursor {
+            Some(c) => self.cursors.decode(c, request)?,
+            None => 0,
+        };
+        // Every page slices the same ranking (fixed depth, ties by ordinal): pages never
+        // repeat or skip a tool.
+        let ranked = self.rank_tools(query, &filter, self.options.candidates)?;
+        let confident: Vec<&Scored> = ranked.iter().filter(|s| s.confidence >= self.options.min_confidence).collect();
+        if confident.is_empty() {
+            return Err(self.no_match(query, &filter));
         }
-        Ok(SearchToolsResponse { category_path: display_path(&scope), results, next_cursor: None })
+        let page: Vec<ToolPointer> =
+            confident.iter().skip(offset).take(limit).map(|s| self.pointer(s.ord, &scope, s.confidence)).collect();
+        let next = offset + page.len();
+        let next_cursor = (next < confident.len()).then(|| self.cursors.encode(next, request));
+        Ok(SearchToolsResponse { category_path: display_path(&scope), results: page, next_cursor })
     }
 
     /// `search_nodes`: the categories that best match a query.
@@ -231,19 +245,43 @@ impl Engine {
         Ok(SearchNodesResponse { results })
     }
 
-    /// `list`: child categories and tools at a path, optionally filtered by a query.
+    /// `list`: child categories and tools at a path, optionally filtered by tags and a query,
+    /// a page at a time (categories first, then tools).
     pub fn list(&self, req: &ListRequest) -> Result<ListResponse, ProtocolError> {
         let limit = checked_limit(req.limit)?;
         let path = self.scope(req.path.as_ref(), "path")?;
         let query = req.query.as_deref().map(checked_query).transpose()?;
-        let child_nodes = self.paths.children(&path);
-        let direct_tools = self.paths.tools_at(&path);
+        let request = request_hash(&["list", query.unwrap_or(""), &display_path(&path), &req.tags.join("\u{1f}")]);
+        let offset = match &req.cursor {
+            Some(c) => self.cursors.decode(c, request)?,
+            None => 0,
+        };
+        let filter = Filter { path: path.clone(), tags: req.tags.clone() };
+        let allowed = self.paths.allowed(&filter);
+        let visible = |tools: &[u32]| -> Vec<u32> {
+            match &allowed {
+                Some(a) => intersect(tools, a),
+                None => tools.to_vec(),
+            }
+        };
+        // With tags, a category is listed only when it holds matching tools.
+        let child_nodes: Vec<u32> = self
+            .paths
+            .children(&path)
+            .iter()
+            .copied()
+            .filter(|&n| {
+                req.tags.is_empty()
+                    || !visible(self.paths.tools_under(&self.catalog().nodes[n as usize].path)).is_empty()
+            })
+            .collect();
+        let direct_tools = visible(self.paths.tools_at(&path));
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {
                 let min = self.options.min_confidence;
                 // A child category matches through its own text or through its best tool.
-                let under = self.rank_tools(q, &path, self.options.candidates)?;
+                let under = self.rank_tools(q, &filter, self.options.candidates)?;
                 let best_tool = |node: u32| {
                     let inside = self.paths.tools_under(&self.catalog().nodes[node as usize].path);
                     under
@@ -253,21 +291,27 @@ impl Engine {
                         .fold(0.0, f32::max)
                 };
                 let mut nodes: Vec<(u32, f32)> = self
-                    .rank_nodes(q, child_nodes, &path, child_nodes.len())?
+                    .rank_nodes(q, &child_nodes, &path, child_nodes.len())?
                     .iter()
                     .map(|s| (s.ord, s.confidence.max(best_tool(s.ord))))
                     .filter(|&(_, c)| c >= min)
                     .collect();
                 nodes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                let tools = self.rank_direct_tools(q, &path, direct_tools)?;
+                let tools = self.rank_direct_tools(q, &path, &direct_tools)?;
                 let tools = tools.iter().filter(|s| s.confidence >= min).map(|s| (s.ord, s.confidence)).collect();
                 (nodes, tools)
             }
         };
-        let nodes: Vec<NodeEntry> = nodes.iter().take(limit).map(|&(o, _)| self.node_entry(o)).collect();
-        let room = limit - nodes.len();
-        let tools = tools.iter().take(room).map(|&(o, c)| self.pointer(o, &path, c)).collect();
-        Ok(ListResponse { path: display_path(&path), nodes, tools, next_cursor: None })
+        let total = nodes.len() + tools.len();
+        let node_page: Vec<NodeEntry> =
+            nodes.iter().skip(offset).take(limit).map(|&(o, _)| self.node_entry(o, &filter.tags)).collect();
+        let tool_skip = offset.saturating_sub(nodes.len());
+        let room = limit - node_page.len();
+        let tool_page: Vec<ToolPointer> =
+            tools.iter().skip(tool_skip).take(room).map(|&(o, c)| self.pointer(o, &path, c)).collect();
+        let next = offset + node_page.len() + tool_page.len();
+        let next_cursor = (next < total).then(|| self.cursors.encode(next, request));
+        Ok(ListResponse { path: display_path(&path), nodes: node_page, tools: tool_page, next_cursor })
     }
 
     /// `expand_tool`: the full definition of one tool.
@@ -325,13 +369,18 @@ impl Engine {
         Err(err.with_next("list", json!({ "path": next_path })))
     }
 
-    fn no_match(&self, query: &str, scope: &[String]) -> ProtocolError {
+    fn no_match(&self, query: &str, filter: &Filter) -> ProtocolError {
+        let scope = filter.path.as_slice();
         let where_ = if scope.is_empty() { "the catalogue".to_owned() } else { format!("{:?}", display_path(scope)) };
         let message =
             format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", self.options.min_confidence);
         let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
         // Where does the query match? Rank over the whole catalogue, report the best categories.
-        let ranked = if scope.is_empty() { Vec::new() } else { self.rank_tools(query, &[], 10).unwrap_or_default() };
+        let ranked = if scope.is_empty() {
+            Vec::new()
+        } else {
+            self.rank_tools(query, &Filter { path: Vec::new(), tags: filter.tags.clone() }, 10).unwrap_or_default()
+        };
         let mut categories: Vec<(String, f32, String)> = Vec::new();
         for s in ranked.iter().filter(|s| s.confidence >= self.options.min_confidence) {
             let t = &self.catalog().tools[s.ord as usize];
@@ -370,7 +419,7 @@ impl Engine {
     fn tool_not_found(&self, id: &str) -> ProtocolError {
         let ids = self.catalog().tools.iter().map(|t| t.id.as_str());
         let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
-        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, 3) {
+        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, None, 3) {
             for h in hits {
                 let tid = &self.catalog().tools[h.ord as usize].id;
                 if similar.len() < 5 && !similar.contains(tid) {
@@ -398,14 +447,15 @@ impl Engine {
         }
     }
 
-    fn node_entry(&self, ord: u32) -> NodeEntry {
+    fn node_entry(&self, ord: u32, tags: &[String]) -> NodeEntry {
         let n = &self.catalog().nodes[ord as usize];
+        let filter = Filter { path: n.path.clone(), tags: tags.to_vec() };
         NodeEntry {
             name: n.path.last().cloned().unwrap_or_default(),
             path: display_path(&n.path),
             summary: n.summary.clone(),
             tags: n.tags.clone(),
-            tool_count: self.paths.tools_under(&n.path).len(),
+            tool_count: self.paths.allowed(&filter).map_or(0, |a| a.len()),
         }
     }
 }

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod cursor;
 mod engine;
 mod error;
 pub mod fusion;
@@ -24,3 +25,4 @@ pub use error::{ErrorCode, NextAction, ProtocolError};
 pub use fusion::{Calibration, Fusion};
 pub use protocol::*;
 pub use ranking::{Retrieval, StageTimes};
+pub use scope::Filter;

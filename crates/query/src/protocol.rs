@@ -17,12 +17,18 @@ pub struct ListRequest {
     /// The category to list; the root when absent.
     #[serde(default)]
     pub path: Option<PathSpec>,
+    /// Keep only tools carrying all these tags (and categories holding such tools).
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// Keep only children matching this query, best first.
     #[serde(default)]
     pub query: Option<String>,
     /// Page size (default 10, at most 50).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// `next_cursor` of the previous page of the same request.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// A child category in a `list` answer.
@@ -36,7 +42,7 @@ pub struct NodeEntry {
     pub summary: String,
     /// Labels.
     pub tags: Vec<String>,
-    /// Tools at or below this category.
+    /// Tools at or below this category (matching the request's tags, if any).
     pub tool_count: usize,
 }
 
@@ -106,9 +112,15 @@ pub struct SearchToolsRequest {
     /// The category to search in; the whole catalogue when absent.
     #[serde(default)]
     pub category_path: Option<PathSpec>,
-    /// Most results (default 10, at most 50).
+    /// Keep only tools carrying all these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Page size (default 10, at most 50).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// `next_cursor` of the previous page of the same request.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// The answer to `search_tool_by_category`.

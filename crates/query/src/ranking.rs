@@ -1,6 +1,7 @@
 //! Retrieval and ranking inside a scope: query embedding (cached), dense and lexical
 //! candidates, fusion. The protocol calls in `engine.rs` are built on these.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +10,7 @@ use toolsearch_index::{DocKind, Hit};
 use crate::engine::Engine;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::{merge, rank, Candidate, Fusion, Scored};
+use crate::scope::Filter;
 
 /// Longest query text embedded, in characters (the model reads 256 tokens anyway).
 const MAX_QUERY_CHARS: usize = 2_000;
@@ -45,10 +47,10 @@ pub struct StageTimes {
 type Retrieved = (Option<Vec<f32>>, Vec<Hit>, Vec<Hit>);
 
 impl Engine {
-    /// Every tool in `scope` ranked for `query`, best first, with no confidence cut-off (at
+    /// Every tool the filter allows ranked for `query`, best first, with no confidence cut-off (at
     /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
-    pub fn rank_tools(&self, query: &str, scope: &[String], depth: usize) -> Result<Vec<Scored>, ProtocolError> {
-        self.rank_tools_timed(query, scope, depth, Retrieval::Hybrid).map(|(r, _)| r)
+    pub fn rank_tools(&self, query: &str, filter: &Filter, depth: usize) -> Result<Vec<Scored>, ProtocolError> {
+        self.rank_tools_timed(query, filter, depth, Retrieval::Hybrid).map(|(r, _)| r)
     }
 
     /// [`Engine::rank_tools`] with a choice of indexes, reporting where the time went.
@@ -56,18 +58,18 @@ impl Engine {
     pub fn rank_tools_timed(
         &self,
         query: &str,
-        scope: &[String],
+        filter: &Filter,
         depth: usize,
         retrieval: Retrieval,
     ) -> Result<(Vec<Scored>, StageTimes), ProtocolError> {
         let start = Instant::now();
         let mut t = StageTimes::default();
-        let key = format!("{retrieval:?}\u{1f}{depth}\u{1f}{}\u{1f}{query}", scope.join("\u{1f}"));
+        let key = format!("{retrieval:?}\u{1f}{depth}\u{1f}{filter:?}\u{1f}{query}");
         if let Some(hit) = self.result_cache().get(&key) {
             t.total = start.elapsed().as_secs_f64();
             return Ok((hit, t));
         }
-        let (qv, dense, lexical) = self.retrieve(query, scope, depth, retrieval, &mut t)?;
+        let (qv, dense, lexical) = self.retrieve(query, filter, depth, retrieval, &mut t)?;
         let s = Instant::now();
         // Single-index modes rank by that index's own score alone, for honest comparison.
         let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0, sibling_lift: 0.0 };
@@ -87,13 +89,14 @@ impl Engine {
     fn retrieve(
         &self,
         query: &str,
-        scope: &[String],
+        filter: &Filter,
         depth: usize,
         retrieval: Retrieval,
         t: &mut StageTimes,
     ) -> Result<Retrieved, ProtocolError> {
-        let allowed = (!scope.is_empty()).then(|| self.paths().tools_under(scope));
-        if allowed.is_some_and(<[u32]>::is_empty) {
+        // Filtering happens before ranking: both indexes only ever see allowed tools.
+        let allowed = self.paths().allowed(filter).map(Arc::new);
+        if allowed.as_ref().is_some_and(|a| a.is_empty()) {
             return Ok((None, Vec::new(), Vec::new()));
         }
         let depth = depth.max(self.options().candidates);
@@ -109,7 +112,7 @@ impl Engine {
         let dense = match &qv {
             Some(v) => {
                 let s = Instant::now();
-                let d = self.index().dense_tools(v, depth, allowed);
+                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice));
                 t.dense = s.elapsed().as_secs_f64();
                 d
             }
@@ -119,11 +122,7 @@ impl Engine {
             Retrieval::Dense => Vec::new(),
             _ => {
                 let s = Instant::now();
-                let l = self.lexical(query, DocKind::Tool, scope, depth)?;
-                let l: Vec<Hit> = match allowed {
-                    Some(a) => l.into_iter().filter(|h| a.binary_search(&h.ord).is_ok()).collect(),
-                    None => l,
-                };
+                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), depth)?;
                 t.lexical = s.elapsed().as_secs_f64();
                 l
             }
@@ -133,13 +132,9 @@ impl Engine {
 
     /// The hybrid candidates of `query` in `scope` with all their evidence, before fusion
     /// (for tuning fusion and calibration offline).
-    pub fn tool_candidates(
-        &self,
-        query: &str,
-        scope: &[String],
-        depth: usize,
-    ) -> Result<Vec<Candidate>, ProtocolError> {
-        let (qv, dense, lexical) = self.retrieve(query, scope, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
+    pub fn tool_candidates(&self, query: &str, filter: &Filter, depth: usize) -> Result<Vec<Candidate>, ProtocolError> {
+        let (qv, dense, lexical) =
+            self.retrieve(query, filter, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
         Ok(match qv {
             Some(v) => {
                 let mut c = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v));
@@ -176,11 +171,8 @@ impl Engine {
         }
         let qv = self.embed_query(query)?;
         let dense = self.index().dense_tools(&qv, direct.len(), Some(direct));
-        let lexical: Vec<Hit> = self
-            .lexical(query, DocKind::Tool, path, self.options().candidates.max(direct.len()))?
-            .into_iter()
-            .filter(|h| direct.binary_search(&h.ord).is_ok())
-            .collect();
+        let allowed = Arc::new(direct.to_vec());
+        let lexical = self.lexical(query, DocKind::Tool, path, Some(&allowed), direct.len())?;
         Ok(self.fuse(&dense, &lexical, &qv, self.options().fusion))
     }
 
@@ -200,11 +192,7 @@ impl Engine {
         let dense = self.index().dense_nodes(&qv, depth, among.iter().copied());
         let mut sorted = among.to_vec();
         sorted.sort_unstable();
-        let lexical: Vec<Hit> = self
-            .lexical(query, DocKind::Node, scope, depth.max(among.len()))?
-            .into_iter()
-            .filter(|h| sorted.binary_search(&h.ord).is_ok())
-            .collect();
+        let lexical = self.lexical(query, DocKind::Node, scope, Some(&Arc::new(sorted)), depth)?;
         let candidates = merge(&dense, &lexical, |o| dot(self.index().node_vector(o), &qv));
         Ok(rank(&candidates, self.options().fusion, self.calibration()))
     }
@@ -214,11 +202,12 @@ impl Engine {
         query: &str,
         kind: DocKind,
         scope: &[String],
+        allowed: Option<&Arc<Vec<u32>>>,
         k: usize,
     ) -> Result<Vec<Hit>, ProtocolError> {
         let scope = (!scope.is_empty()).then(|| toolsearch_catalog::display_path(scope));
         self.index()
-            .lexical(query, kind, scope.as_deref(), k)
+            .lexical(query, kind, scope.as_deref(), allowed, k)
             .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
     }
 

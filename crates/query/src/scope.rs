@@ -4,6 +4,23 @@ use std::collections::HashMap;
 
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec};
 
+/// What a request restricts the catalogue to: a category path (empty = everything) and tags
+/// (a tool must carry all of them; compared case-insensitively).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Filter {
+    /// Category path prefix.
+    pub path: CategoryPath,
+    /// Required tags.
+    pub tags: Vec<String>,
+}
+
+impl Filter {
+    /// Everything under `path`, no tag condition.
+    pub fn path(path: &[String]) -> Filter {
+        Filter { path: path.to_vec(), tags: Vec::new() }
+    }
+}
+
 /// Lookup tables over the category graph, built once per engine.
 pub(crate) struct PathTable {
     node_by_path: HashMap<CategoryPath, u32>,
@@ -18,6 +35,8 @@ pub(crate) struct PathTable {
     leaf_nodes: Vec<Vec<u32>>,
     /// For each tool, its first leaf node and the number of tools under that node.
     category: Vec<Option<(u32, u32)>>,
+    /// Tool ordinals carrying each (lower-cased) tag, sorted.
+    tagged: HashMap<String, Vec<u32>>,
 }
 
 impl PathTable {
@@ -30,6 +49,7 @@ impl PathTable {
             children: HashMap::new(),
             leaf_nodes: Vec::with_capacity(catalog.tools.len()),
             category: Vec::with_capacity(catalog.tools.len()),
+            tagged: HashMap::new(),
         };
         for (i, n) in catalog.nodes.iter().enumerate() {
             t.node_by_path.insert(n.path.clone(), i as u32);
@@ -43,6 +63,14 @@ impl PathTable {
                 t.direct.entry(p.clone()).or_default().push(ord);
                 for d in 1..=p.len() {
                     t.under.entry(p[..d].to_vec()).or_default().push(ord);
+                }
+            }
+        }
+        for (i, tool) in catalog.tools.iter().enumerate() {
+            for tag in &tool.tags {
+                let list = t.tagged.entry(tag.to_lowercase()).or_default();
+                if list.last() != Some(&(i as u32)) {
+                    list.push(i as u32);
                 }
             }
         }
@@ -85,6 +113,19 @@ impl PathTable {
         self.under.get(path).map_or(&[], Vec::as_slice)
     }
 
+    /// The tools a filter allows, sorted; `None` when it allows every tool.
+    pub(crate) fn allowed(&self, filter: &Filter) -> Option<Vec<u32>> {
+        let mut allowed: Option<Vec<u32>> = (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec());
+        for tag in &filter.tags {
+            let with_tag = self.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
+            allowed = Some(match allowed {
+                None => with_tag.to_vec(),
+                Some(a) => intersect(&a, with_tag),
+            });
+        }
+        allowed
+    }
+
     /// Tools directly at `path`, sorted.
     pub(crate) fn tools_at(&self, path: &[String]) -> &[u32] {
         self.direct.get(path).map_or(&[], Vec::as_slice)
@@ -98,5 +139,33 @@ impl PathTable {
     /// Child nodes of `path`.
     pub(crate) fn children(&self, path: &[String]) -> &[u32] {
         self.children.get(path).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The intersection of two sorted lists.
+pub(crate) fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::intersect;
+
+    #[test]
+    fn intersect_keeps_common_sorted_items() {
+        assert_eq!(intersect(&[1, 3, 5, 7], &[2, 3, 7, 9]), vec![3, 7]);
+        assert!(intersect(&[], &[1]).is_empty());
     }
 }
