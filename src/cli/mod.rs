@@ -33,7 +33,7 @@ pub(crate) enum Command {
         /// Output directory (replaced atomically if it holds an index).
         #[arg(long)]
         out: PathBuf,
-        /// Input format: manifest or jsonl (default: by extension, then content).
+        /// Input format: manifest, jsonl, mcp, openai or anthropic (default: by extension, then shape).
         #[arg(long)]
         format: Option<String>,
         /// No progress bar.

@@ -123,7 +123,10 @@ fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: b
     let format = match format {
         None => None,
         Some(name) => Some(Format::from_name(name).ok_or_else(|| {
-            Failure::other("INVALID_ARGUMENT", format!("unknown --format {name:?}; use manifest or jsonl"))
+            Failure::other(
+                "INVALID_ARGUMENT",
+                format!("unknown --format {name:?}; use manifest, jsonl, mcp, openai or anthropic"),
+            )
         })?),
     };
     let catalog = toolsearch::load_path(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;

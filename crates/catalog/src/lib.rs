@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod import;
 mod jsonl;
 pub mod limits;
 mod load;

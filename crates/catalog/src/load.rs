@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::CatalogError;
+use crate::import::{self, Foreign};
 use crate::limits::MAX_FILE_BYTES;
 use crate::manifest::{unknown_field, GROUP_FIELDS, MANIFEST_FIELDS, NODE_FIELDS, TOOL_FIELDS};
 use crate::model::Catalog;
@@ -20,6 +21,12 @@ pub enum Format {
     Manifest,
     /// JSON Lines, one tool a line.
     Jsonl,
+    /// MCP `tools/list` results: one server's, or a map of server name to result.
+    Mcp,
+    /// An OpenAI `tools` array (`{"type": "function", "function": {...}}`).
+    OpenAi,
+    /// Anthropic tool definitions (`{name, description, input_schema}`).
+    Anthropic,
 }
 
 impl Format {
@@ -28,11 +35,16 @@ impl Format {
         match name {
             "manifest" | "json" => Some(Format::Manifest),
             "jsonl" | "ndjson" => Some(Format::Jsonl),
+            "mcp" => Some(Format::Mcp),
+            "openai" => Some(Format::OpenAi),
+            "anthropic" => Some(Format::Anthropic),
             _ => None,
         }
     }
 
-    /// Picks a format from the file extension, then from the content.
+    /// Picks JSON Lines or a JSON document from the file extension, then from the content. A
+    /// JSON document's exact format (manifest, MCP, OpenAI, Anthropic) is decided from its
+    /// shape by [`parse_str`] when no format is given.
     pub fn detect(file: &Path, text: &str) -> Format {
         match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("jsonl" | "ndjson") => Format::Jsonl,
@@ -78,13 +90,25 @@ pub fn parse_str(file: &Path, text: &str, format: Option<Format>) -> Result<Cata
     }
     let raw = match format.unwrap_or_else(|| Format::detect(file, text)) {
         Format::Jsonl => jsonl::parse(file, text)?,
-        Format::Manifest => parse_manifest(file, text)?,
+        document => {
+            let value: Value = serde_json::from_str(text).map_err(|e| CatalogError::from_json(file, &e))?;
+            let foreign = match (format, document) {
+                (None, _) => import::detect(&value),
+                (_, Format::Mcp) => Some(Foreign::Mcp),
+                (_, Format::OpenAi) => Some(Foreign::OpenAi),
+                (_, Format::Anthropic) => Some(Foreign::Anthropic),
+                _ => None,
+            };
+            match foreign {
+                Some(f) => import::import(file, &value, f)?,
+                None => parse_manifest(file, value)?,
+            }
+        }
     };
     normalize(file, raw)
 }
 
-fn parse_manifest(file: &Path, text: &str) -> Result<RawCatalog, CatalogError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| CatalogError::from_json(file, &e))?;
+fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError> {
     let Value::Object(top) = value else {
         return Err(CatalogError::at(
             file,

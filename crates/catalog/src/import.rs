@@ -1,0 +1,188 @@
+//! Importers for the tool-definition formats agents already use: MCP `tools/list` results,
+//! OpenAI `tools` arrays and Anthropic tool definitions. Each becomes raw records, normalised
+//! and validated like a native manifest.
+//!
+//! - MCP: one server's `tools/list` result (`{"tools": [...]}`, optionally inside a JSON-RPC
+//!   response, optionally with `"server": {"name", "description"}`), or a map of server name to
+//!   such a result. Each server becomes a category (its description as summary) and an
+//!   availability group; tool ids are `server.tool`.
+//! - OpenAI: `[{"type": "function", "function": {name, description, parameters}}]`, bare or
+//!   under `"tools"`. Tools sit at the root.
+//! - Anthropic: `[{name, description, input_schema}]`, bare or under `"tools"`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::CatalogError;
+use crate::manifest::{RawGroup, RawNode, RawTool};
+use crate::normalize::{Origin, RawCatalog};
+use crate::path::PathSpec;
+
+/// Which foreign format a document is, judged by its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Foreign {
+    Mcp,
+    OpenAi,
+    Anthropic,
+}
+
+/// The tool array of a document, with its JSON pointer, if it has one.
+fn tool_array(v: &Value) -> Option<(&Vec<Value>, String)> {
+    match v {
+        Value::Array(a) => Some((a, String::new())),
+        Value::Object(o) => match o.get("tools") {
+            Some(Value::Array(a)) => Some((a, "/tools".into())),
+            _ => match o.get("result").and_then(|r| r.get("tools")) {
+                Some(Value::Array(a)) => Some((a, "/result/tools".into())),
+                _ => None,
+            },
+        },
+        _ => None,
+    }
+}
+
+fn shape_of(tool: &Value) -> Option<Foreign> {
+    let o = tool.as_object()?;
+    if o.get("type").and_then(Value::as_str) == Some("function") && o.get("function").is_some_and(Value::is_object) {
+        Some(Foreign::OpenAi)
+    } else if o.contains_key("input_schema") && !o.contains_key("id") {
+        Some(Foreign::Anthropic)
+    } else if o.contains_key("inputSchema") {
+        Some(Foreign::Mcp)
+    } else {
+        None
+    }
+}
+
+/// The foreign format of `v`, when every tool in it has that one shape.
+pub(crate) fn detect(v: &Value) -> Option<Foreign> {
+    if is_mcp_map(v) {
+        return Some(Foreign::Mcp);
+    }
+    let (tools, _) = tool_array(v)?;
+    let first = shape_of(tools.first()?)?;
+    tools.iter().all(|t| shape_of(t) == Some(first)).then_some(first)
+}
+
+/// `{"server": {"tools": [...]}, ...}`: every value is an object with a `tools` array.
+fn is_mcp_map(v: &Value) -> bool {
+    let Value::Object(o) = v else { return false };
+    !o.is_empty()
+        && !o.contains_key("tools")
+        && o.values().all(|s| {
+            s.get("tools")
+                .is_some_and(|t| t.as_array().is_some_and(|a| a.iter().all(|t| shape_of(t) == Some(Foreign::Mcp))))
+        })
+}
+
+/// Converts a foreign document into raw records.
+pub(crate) fn import(file: &Path, v: &Value, format: Foreign) -> Result<RawCatalog, CatalogError> {
+    let mut raw = RawCatalog::default();
+    match format {
+        Foreign::Mcp if is_mcp_map(v) => {
+            for (server, result) in v.as_object().expect("a map") {
+                mcp_server(file, &mut raw, server, result, &format!("/{}", crate::schema_check::escape(server)))?;
+            }
+        }
+        Foreign::Mcp => {
+            let name = v
+                .get("server")
+                .or_else(|| v.get("serverInfo"))
+                .and_then(|s| s.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| file.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "server".into());
+            let result = v.get("result").filter(|r| r.get("tools").is_some()).unwrap_or(v);
+            let base = if std::ptr::eq(result, v) { String::new() } else { "/result".into() };
+            let mut with_info = result.clone();
+            if let (Some(info), Value::Object(o)) = (v.get("server"), &mut with_info) {
+                o.insert("server".into(), info.clone());
+            }
+            mcp_server(file, &mut raw, &name, &with_info, &base)?;
+        }
+        Foreign::OpenAi | Foreign::Anthropic => {
+            let Some((tools, at)) = tool_array(v) else {
+                return Err(CatalogError::at(file, "", None, "expected an array of tool definitions"));
+            };
+            for (i, t) in tools.iter().enumerate() {
+                let pointer = format!("{at}/{i}");
+                let (def, schema_key, def_at) = match format {
+                    Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", format!("{pointer}/function")),
+                    _ => (t, "input_schema", pointer.clone()),
+                };
+                let name = string(def, "name");
+                raw.tools.push((
+                    Origin::Pointer(def_at),
+                    RawTool {
+                        id: name.clone(),
+                        name,
+                        description: string(def, "description"),
+                        args_schema: def.get(schema_key).cloned(),
+                        meta: extras(def, &["name", "description", schema_key]),
+                        ..RawTool::default()
+                    },
+                ));
+            }
+        }
+    }
+    if raw.tools.is_empty() {
+        return Err(CatalogError::file(file, "no tools in the document"));
+    }
+    Ok(raw)
+}
+
+fn mcp_server(file: &Path, raw: &mut RawCatalog, server: &str, result: &Value, at: &str) -> Result<(), CatalogError> {
+    let Some(Value::Array(tools)) = result.get("tools") else {
+        return Err(CatalogError::at(file, at, Some("tools"), "an MCP tools/list result needs a `tools` array"));
+    };
+    let info = result.get("server");
+    let description = info
+        .and_then(|s| s.get("description").or_else(|| s.get("instructions")))
+        .or_else(|| result.get("description"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    raw.nodes.push((
+        Origin::Pointer(at.to_owned()),
+        RawNode {
+            path: Some(PathSpec::Segments(vec![server.to_owned()])),
+            summary: description.clone(),
+            description,
+            tags: vec!["mcp".into()],
+            ..RawNode::default()
+        },
+    ));
+    raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
+    for (i, t) in tools.iter().enumerate() {
+        let name = string(t, "name");
+        raw.tools.push((
+            Origin::Pointer(format!("{at}/tools/{i}")),
+            RawTool {
+                id: name.as_ref().map(|n| format!("{server}.{n}")),
+                name,
+                path: Some(PathSpec::Segments(vec![server.to_owned()])),
+                description: string(t, "description"),
+                tags: vec!["mcp".into()],
+                args_schema: t.get("inputSchema").cloned(),
+                result_schema: t.get("outputSchema").cloned(),
+                group: Some(server.to_owned()),
+                meta: extras(t, &["name", "description", "inputSchema", "outputSchema"]),
+                ..RawTool::default()
+            },
+        ));
+    }
+    Ok(())
+}
+
+fn string(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Every field of `v` except `known`, kept as metadata (never indexed).
+fn extras(v: &Value, known: &[&str]) -> Option<Value> {
+    let o = v.as_object()?;
+    let rest: Map<String, Value> =
+        o.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    (!rest.is_empty()).then_some(Value::Object(rest))
+}

@@ -1,0 +1,68 @@
+//! Importers: MCP tools/list results, OpenAI tools arrays and Anthropic tool definitions.
+
+mod common;
+
+use std::path::PathBuf;
+
+use toolsearch::{load_path, Format, SearchToolsRequest};
+
+fn data(name: &str) -> PathBuf {
+    common::repo().join("tests/data").join(name)
+}
+
+#[test]
+fn an_mcp_tools_list_response_becomes_a_server_category() {
+    let c = load_path(&data("mcp-filesystem.json"), None).unwrap();
+    let ids: Vec<&str> = c.tools.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["mcp-filesystem.read_text_file", "mcp-filesystem.write_file", "mcp-filesystem.search_files"]);
+    assert!(c.tools.iter().all(|t| t.paths == vec![vec!["mcp-filesystem".to_string()]]));
+    assert_eq!(c.tools[0].args_schema["required"][0], "path");
+    assert_eq!(c.tools[0].meta.as_ref().unwrap()["annotations"]["readOnlyHint"], true);
+    assert_eq!(c.tools[0].group.as_deref(), Some("mcp-filesystem"));
+    assert_eq!(c.groups.len(), 1);
+}
+
+#[test]
+fn a_map_of_mcp_servers_gives_one_category_per_server_with_its_description() {
+    let c = load_path(&data("mcp-servers.json"), None).unwrap();
+    let github = c.nodes.iter().find(|n| n.path == ["github"]).unwrap();
+    assert_eq!(github.summary, "GitHub repositories, issues and pull requests.");
+    assert!(c.tools.iter().any(|t| t.id == "postgres.query" && t.paths[0] == ["postgres"]));
+    assert_eq!(c.tools.len(), 4);
+}
+
+#[test]
+fn openai_and_anthropic_definitions_import_with_their_schemas() {
+    let o = load_path(&data("openai-tools.json"), None).unwrap();
+    assert_eq!(o.tools[0].id, "get_weather");
+    assert_eq!(o.tools[0].args_schema["additionalProperties"], false);
+    assert_eq!(o.tools[0].summary, "Get current temperature for a given location.");
+    let a = load_path(&data("anthropic-tools.json"), None).unwrap();
+    assert_eq!(
+        a.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["get_stock_price", "get_time", "translate_text"]
+    );
+    assert_eq!(a.tools[1].args_schema["properties"]["timezone"]["type"], "string");
+}
+
+#[test]
+fn an_explicit_format_that_does_not_fit_is_a_clear_error() {
+    let e = load_path(&data("openai-tools.json"), Some(Format::Mcp)).unwrap_err();
+    assert!(e.to_string().contains("openai-tools.json"), "{e}");
+    let e = load_path(&data("anthropic-tools.json"), Some(Format::Manifest)).unwrap_err();
+    assert!(e.message.contains("JSON object"), "{e}");
+}
+
+#[test]
+fn imported_catalogues_index_and_answer() {
+    let dir = common::build(&data("mcp-servers.json"), "mcp");
+    let engine = common::open(&dir);
+    let r = engine
+        .search_tool_by_category(&SearchToolsRequest {
+            query: "open a bug report on github".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.results[0].tool_id, "github.create_issue");
+    assert_eq!(r.results[0].path, "github");
+}
