@@ -49,6 +49,9 @@ fn openai_and_anthropic_definitions_import_with_their_schemas() {
 fn an_explicit_format_that_does_not_fit_is_a_clear_error() {
     let e = load_path(&data("openai-tools.json"), Some(Format::Mcp)).unwrap_err();
     assert!(e.to_string().contains("openai-tools.json"), "{e}");
+    let e = load_path(&data("anthropic-tools.json"), Some(Format::OpenAi)).unwrap_err();
+    assert_eq!(e.location, toolsearch::catalog::Location::Pointer("/0".into()));
+    assert!(e.message.contains("OpenAI tool"), "{e}");
     let e = load_path(&data("anthropic-tools.json"), Some(Format::Manifest)).unwrap_err();
     assert!(e.message.contains("JSON object"), "{e}");
 }

@@ -108,6 +108,7 @@ pub(crate) fn import(file: &Path, v: &Value, format: Foreign) -> Result<RawCatal
             };
             for (i, t) in tools.iter().enumerate() {
                 let pointer = format!("{at}/{i}");
+                check_shape(file, t, format, &pointer)?;
                 let (def, schema_key, def_at) = match format {
                     Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", format!("{pointer}/function")),
                     _ => (t, "input_schema", pointer.clone()),
@@ -155,6 +156,7 @@ fn mcp_server(file: &Path, raw: &mut RawCatalog, server: &str, result: &Value, a
     ));
     raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
     for (i, t) in tools.iter().enumerate() {
+        check_shape(file, t, Foreign::Mcp, &format!("{at}/tools/{i}"))?;
         let name = string(t, "name");
         raw.tools.push((
             Origin::Pointer(format!("{at}/tools/{i}")),
@@ -173,6 +175,22 @@ fn mcp_server(file: &Path, raw: &mut RawCatalog, server: &str, result: &Value, a
         ));
     }
     Ok(())
+}
+
+/// Refuses a tool that is not of the format being imported (e.g. `--format openai` on an
+/// Anthropic file), so nothing is silently dropped.
+fn check_shape(file: &Path, tool: &Value, format: Foreign, at: &str) -> Result<(), CatalogError> {
+    if shape_of(tool) == Some(format) {
+        return Ok(());
+    }
+    let expected = match format {
+        Foreign::Mcp => "an MCP tool: {\"name\", \"description\", \"inputSchema\"}",
+        Foreign::OpenAi => {
+            "an OpenAI tool: {\"type\": \"function\", \"function\": {\"name\", \"description\", \"parameters\"}}"
+        }
+        Foreign::Anthropic => "an Anthropic tool: {\"name\", \"description\", \"input_schema\"}",
+    };
+    Err(CatalogError::at(file, at, None, format!("expected {expected}")))
 }
 
 fn string(v: &Value, key: &str) -> Option<String> {
