@@ -103,6 +103,8 @@ fn tags_filter_keeps_only_tools_with_every_tag() {
     assert_eq!(both.results.iter().map(|p| p.tool_id.as_str()).collect::<Vec<_>>(), ["buckets.set_bucket_policy"]);
     let none = search("bucket access", &["no-such-tag"], 10, None).unwrap_err();
     assert_eq!(none.code, ErrorCode::NoMatchInCategory);
+    assert!(none.message.contains("carries all the tags"), "{}", none.message);
+    assert_eq!(none.next_action.unwrap().arguments["query"], "bucket access");
 }
 
 #[test]

@@ -49,15 +49,8 @@ pub(crate) enum Command {
         /// Category path to search in, e.g. Storage/Buckets.
         #[arg(long)]
         path: Option<String>,
-        /// Only tools carrying all these tags, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        tags: Vec<String>,
-        /// Most results (1-50).
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        /// Continue from the `next_cursor` of the previous page.
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        page: Page,
     },
     /// Search categories for a query.
     Nodes {
@@ -79,15 +72,8 @@ pub(crate) enum Command {
         /// Keep only children matching this query.
         #[arg(long)]
         query: Option<String>,
-        /// Only tools carrying all these tags (and categories holding such tools), comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        tags: Vec<String>,
-        /// Most entries (1-50).
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        /// Continue from the `next_cursor` of the previous page.
-        #[arg(long)]
-        cursor: Option<String>,
+        #[command(flatten)]
+        page: Page,
     },
     /// Measure retrieval quality and latency on labelled queries (queries.jsonl format).
     Bench {
@@ -107,6 +93,9 @@ pub(crate) enum Command {
         /// Run a deterministic sample of this many queries.
         #[arg(long)]
         sample: Option<usize>,
+        /// Candidates drawn from each index per query (the ranking depth; the protocol uses 64).
+        #[arg(long, default_value_t = 100)]
+        depth: usize,
         /// Instead of measuring, write every query's fusion candidates with their evidence
         /// and gold labels to this JSON Lines file (for tuning fusion and calibration).
         #[arg(long, value_name = "FILE")]
@@ -135,6 +124,20 @@ pub(crate) enum Command {
         /// The tool id.
         tool_id: String,
     },
+}
+
+/// Filtering and paging flags shared by `search` and `list`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Page {
+    /// Only tools carrying all these tags (for `list`, also categories holding such tools), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tags: Vec<String>,
+    /// Most entries (1-50).
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Continue from the `next_cursor` of the previous page.
+    #[arg(long)]
+    pub cursor: Option<String>,
 }
 
 /// Runs the CLI and returns the process exit code.

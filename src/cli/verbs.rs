@@ -59,14 +59,14 @@ impl From<ProtocolError> for Failure {
 pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Index { catalogue, out, format, quiet } => index(cli, catalogue, out, format.as_deref(), *quiet),
-        Command::Search { index, query, path, tags, limit, cursor } => {
+        Command::Search { index, query, path, page } => {
             let engine = open(cli, index)?;
             let req = SearchToolsRequest {
                 query: query.clone(),
                 category_path: path.clone().map(PathSpec::Joined),
-                tags: tags.clone(),
-                limit: Some(*limit),
-                cursor: cursor.clone(),
+                tags: page.tags.clone(),
+                limit: Some(page.limit),
+                cursor: page.cursor.clone(),
             };
             let res = engine.search_tool_by_category(&req)?;
             emit(cli, &res, || render::search(query, &res))
@@ -76,21 +76,21 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             let res = engine.search_nodes(&SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
             emit(cli, &res, || render::nodes(query, &res))
         }
-        Command::List { index, path, query, tags, limit, cursor } => {
+        Command::List { index, path, query, page } => {
             let engine = open(cli, index)?;
             let req = ListRequest {
                 path: path.clone().map(PathSpec::Joined),
                 query: query.clone(),
-                tags: tags.clone(),
-                limit: Some(*limit),
-                cursor: cursor.clone(),
+                tags: page.tags.clone(),
+                limit: Some(page.limit),
+                cursor: page.cursor.clone(),
             };
             let res = engine.list(&req)?;
             emit(cli, &res, || render::list(&res))
         }
-        Command::Bench { index, queries, mode, k, split, sample, dump_candidates } => match dump_candidates {
+        Command::Bench { index, queries, mode, k, split, sample, depth, dump_candidates } => match dump_candidates {
             Some(out) => dump(cli, index, queries, split.as_deref(), *sample, out),
-            None => bench(cli, index, queries, mode, k, split.as_deref(), *sample),
+            None => bench(cli, index, queries, mode, k, split.as_deref(), *sample, *depth),
         },
         Command::Calibrate { index, queries, split, sample, dry_run } => {
             calibrate(cli, index, queries, split.as_deref(), *sample, *dry_run)
@@ -139,6 +139,7 @@ fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: b
     emit(cli, &render::BuildSummary::new(out, &report), || render::build(out, &report))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn bench(
     cli: &Cli,
     index: &Path,
@@ -147,6 +148,7 @@ fn bench(
     ks: &str,
     split: Option<&str>,
     sample: Option<usize>,
+    depth: usize,
 ) -> Result<(), Failure> {
     let modes: Vec<Retrieval> = modes
         .split(',')
@@ -164,13 +166,20 @@ fn bench(
             || Failure::other("INVALID_ARGUMENT", format!("--k {ks:?}: expected positive integers like 1,5,10")),
         )?;
     let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
-    let engine = open(cli, index)?;
+    let options = EngineOptions {
+        models: cli.models.clone(),
+        min_confidence: cli.min_confidence,
+        candidates: depth,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open_with(index, options).map_err(|e| Failure::other("INDEX_ERROR", e))?;
     let mut reports = Vec::new();
     for retrieval in modes {
         engine.clear_query_cache();
         let options = BenchOptions {
             retrieval,
             ks: ks.clone(),
+            depth,
             progress: !cli.json && std::io::stderr().is_terminal(),
             ..BenchOptions::default()
         };

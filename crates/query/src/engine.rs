@@ -372,6 +372,12 @@ impl Engine {
     fn no_match(&self, query: &str, filter: &Filter) -> ProtocolError {
         let scope = filter.path.as_slice();
         let where_ = if scope.is_empty() { "the catalogue".to_owned() } else { format!("{:?}", display_path(scope)) };
+        if !filter.tags.is_empty() && self.paths.allowed(filter).is_some_and(|a| a.is_empty()) {
+            let message = format!("no tool in {where_} carries all the tags {:?}", filter.tags);
+            return ProtocolError::new(ErrorCode::NoMatchInCategory, message)
+                .with_hints(vec!["drop or change a tag".into()])
+                .with_next("search_tool_by_category", json!({ "query": query, "category_path": display_path(scope) }));
+        }
         let message =
             format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", self.options.min_confidence);
         let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
