@@ -76,6 +76,13 @@ impl IndexReader {
         if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize {
             return Err(IndexError::Corrupted(catalog_path, "document counts differ from the metadata".into()));
         }
+        // The loaders guarantee these; an index opened without checksum verification might not.
+        if let Some(t) = catalog.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
+            return Err(IndexError::Corrupted(catalog_path, format!("tool {:?} has no id or no path", t.id)));
+        }
+        if catalog.nodes.iter().any(|n| n.path.is_empty()) {
+            return Err(IndexError::Corrupted(catalog_path, "a category has an empty path".into()));
+        }
         let dim = meta.dimension as usize;
         let rows = meta.tools as usize + meta.nodes as usize;
         let vectors = read_vectors(&dir.join(VECTORS_FILE), rows, dim)?;
