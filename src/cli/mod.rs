@@ -17,6 +17,14 @@ pub(crate) struct Cli {
     /// Print exactly the protocol JSON (errors too) instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Answer as a caller holding only these scopes (comma-separated): tools requiring others
+    /// do not exist for it. Without this flag the caller is trusted and sees every tool.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "SCOPES")]
+    pub scopes: Option<Vec<String>>,
+    /// With --scopes: the catalogue is public, so asking for a hidden tool by id gives
+    /// NOT_AUTHORIZED (naming the missing scopes) instead of TOOL_NOT_FOUND.
+    #[arg(long, global = true)]
+    pub public_catalog: bool,
     /// Results below this confidence are not returned (NO_MATCH_IN_CATEGORY when none is left).
     #[arg(long, global = true, value_name = "P", default_value_t = 0.08)]
     pub min_confidence: f32,

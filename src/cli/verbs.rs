@@ -8,8 +8,8 @@ use serde_json::json;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::eval::{dump_candidates, fit_calibration, load_queries, run_bench, BenchOptions};
 use toolsearch::{
-    build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest, PathSpec, ProtocolError,
-    Retrieval, SearchNodesRequest, SearchToolsRequest,
+    build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest, PathSpec, Principal,
+    ProtocolError, Retrieval, SearchNodesRequest, SearchToolsRequest,
 };
 
 use super::render;
@@ -68,12 +68,13 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
                 limit: Some(page.limit),
                 cursor: page.cursor.clone(),
             };
-            let res = engine.search_tool_by_category(&req)?;
+            let res = engine.search_tool_by_category_as(&principal(cli), &req)?;
             emit(cli, &res, || render::search(query, &res))
         }
         Command::Nodes { index, query, limit } => {
             let engine = open(cli, index)?;
-            let res = engine.search_nodes(&SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
+            let res = engine
+                .search_nodes_as(&principal(cli), &SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
             emit(cli, &res, || render::nodes(query, &res))
         }
         Command::List { index, path, query, page } => {
@@ -85,7 +86,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
                 limit: Some(page.limit),
                 cursor: page.cursor.clone(),
             };
-            let res = engine.list(&req)?;
+            let res = engine.list_as(&principal(cli), &req)?;
             emit(cli, &res, || render::list(&res))
         }
         Command::Bench { index, queries, mode, k, split, sample, depth, dump_candidates } => match dump_candidates {
@@ -97,9 +98,17 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
         }
         Command::Expand { index, tool_id } => {
             let engine = open(cli, index)?;
-            let res = engine.expand_tool(&ExpandToolRequest { tool_id: tool_id.clone() })?;
+            let res = engine.expand_tool_as(&principal(cli), &ExpandToolRequest { tool_id: tool_id.clone() })?;
             emit(cli, &res, || render::expand(&res))
         }
+    }
+}
+
+/// The caller the CLI answers as: trusted, or exactly the `--scopes` given.
+fn principal(cli: &Cli) -> Principal {
+    match &cli.scopes {
+        None => Principal::trusted(),
+        Some(s) => Principal::with_scopes(s.iter().cloned()).with_public_catalog(cli.public_catalog),
     }
 }
 

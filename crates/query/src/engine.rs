@@ -15,6 +15,7 @@ use crate::cursor::{request_hash, CursorKey};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::Scored;
 use crate::fusion::{Calibration, Fusion};
+use crate::principal::Principal;
 use crate::protocol::*;
 use crate::scope::PathTable;
 use crate::scope::{intersect, Filter};
@@ -184,15 +185,20 @@ impl Engine {
     /// Dispatches a protocol call given as JSON (`call` is `list`, `search_nodes`,
     /// `search_tool_by_category` or `expand_tool`) and returns the JSON answer.
     pub fn handle(&self, call: &str, arguments: Value) -> Result<Value, ProtocolError> {
+        self.handle_as(&Principal::trusted(), call, arguments)
+    }
+
+    /// [`Engine::handle`] for a caller who sees only the tools its scopes allow.
+    pub fn handle_as(&self, who: &Principal, call: &str, arguments: Value) -> Result<Value, ProtocolError> {
         fn args<T: DeserializeOwned>(v: Value) -> Result<T, ProtocolError> {
             let v = if v.is_null() { json!({}) } else { v };
             serde_json::from_value(v).map_err(|e| ProtocolError::invalid(format!("invalid arguments: {e}")))
         }
         let out = match call {
-            "list" => serde_json::to_value(self.list(&args(arguments)?)?),
-            "search_nodes" => serde_json::to_value(self.search_nodes(&args(arguments)?)?),
-            "search_tool_by_category" => serde_json::to_value(self.search_tool_by_category(&args(arguments)?)?),
-            "expand_tool" => serde_json::to_value(self.expand_tool(&args(arguments)?)?),
+            "list" => serde_json::to_value(self.list_as(who, &args(arguments)?)?),
+            "search_nodes" => serde_json::to_value(self.search_nodes_as(who, &args(arguments)?)?),
+            "search_tool_by_category" => serde_json::to_value(self.search_tool_by_category_as(who, &args(arguments)?)?),
+            "expand_tool" => serde_json::to_value(self.expand_tool_as(who, &args(arguments)?)?),
             other => {
                 return Err(ProtocolError::invalid(format!("unknown call {other:?}"))
                     .with_hints(vec!["calls: list, search_nodes, search_tool_by_category, expand_tool".into()]))
@@ -204,12 +210,27 @@ impl Engine {
     /// `search_tool_by_category`: the best tools for a query inside a category, with tags,
     /// a page at a time.
     pub fn search_tool_by_category(&self, req: &SearchToolsRequest) -> Result<SearchToolsResponse, ProtocolError> {
+        self.search_tool_by_category_as(&Principal::trusted(), req)
+    }
+
+    /// [`Engine::search_tool_by_category`] for a caller who sees only the tools its scopes allow.
+    pub fn search_tool_by_category_as(
+        &self,
+        who: &Principal,
+        req: &SearchToolsRequest,
+    ) -> Result<SearchToolsResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
-        let scope = self.scope(req.category_path.as_ref(), "category_path")?;
-        let filter = Filter { path: scope.clone(), tags: req.tags.clone() };
-        let request =
-            request_hash(&["search_tool_by_category", query, &display_path(&scope), &req.tags.join("\u{1f}")]);
+        let scopes = scopes_of(who);
+        let scope = self.scope(req.category_path.as_ref(), "category_path", &scopes)?;
+        let filter = Filter { path: scope.clone(), tags: req.tags.clone(), scopes };
+        let request = request_hash(&[
+            "search_tool_by_category",
+            query,
+            &display_path(&scope),
+            &req.tags.join("\u{1f}"),
+            &format!("{:?}", filter.scopes),
+        ]);
         let offset = match &req.cursor {
             Some(c) => self.cursors.decode(c, request)?,
             None => 0,
@@ -230,9 +251,28 @@ impl Engine {
 
     /// `search_nodes`: the categories that best match a query.
     pub fn search_nodes(&self, req: &SearchNodesRequest) -> Result<SearchNodesResponse, ProtocolError> {
+        self.search_nodes_as(&Principal::trusted(), req)
+    }
+
+    /// [`Engine::search_nodes`] for a caller: categories holding none of its tools are not there.
+    pub fn search_nodes_as(
+        &self,
+        who: &Principal,
+        req: &SearchNodesRequest,
+    ) -> Result<SearchNodesResponse, ProtocolError> {
+        self.search_nodes_for(req, &scopes_of(who))
+    }
+
+    fn search_nodes_for(
+        &self,
+        req: &SearchNodesRequest,
+        scopes: &Option<Vec<String>>,
+    ) -> Result<SearchNodesResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
-        let all: Vec<u32> = (0..self.catalog().nodes.len() as u32).collect();
+        let all: Vec<u32> = (0..self.catalog().nodes.len() as u32)
+            .filter(|&n| self.paths.node_visible(&self.catalog().nodes[n as usize].path, scopes))
+            .collect();
         let results = self
             .rank_nodes(query, &all, &[], limit)?
             .into_iter()
@@ -248,15 +288,27 @@ impl Engine {
     /// `list`: child categories and tools at a path, optionally filtered by tags and a query,
     /// a page at a time (categories first, then tools).
     pub fn list(&self, req: &ListRequest) -> Result<ListResponse, ProtocolError> {
+        self.list_as(&Principal::trusted(), req)
+    }
+
+    /// [`Engine::list`] for a caller who sees only the tools its scopes allow.
+    pub fn list_as(&self, who: &Principal, req: &ListRequest) -> Result<ListResponse, ProtocolError> {
         let limit = checked_limit(req.limit)?;
-        let path = self.scope(req.path.as_ref(), "path")?;
+        let scopes = scopes_of(who);
+        let path = self.scope(req.path.as_ref(), "path", &scopes)?;
         let query = req.query.as_deref().map(checked_query).transpose()?;
-        let request = request_hash(&["list", query.unwrap_or(""), &display_path(&path), &req.tags.join("\u{1f}")]);
+        let request = request_hash(&[
+            "list",
+            query.unwrap_or(""),
+            &display_path(&path),
+            &req.tags.join("\u{1f}"),
+            &format!("{scopes:?}"),
+        ]);
         let offset = match &req.cursor {
             Some(c) => self.cursors.decode(c, request)?,
             None => 0,
         };
-        let filter = Filter { path: path.clone(), tags: req.tags.clone() };
+        let filter = Filter { path: path.clone(), tags: req.tags.clone(), scopes };
         let allowed = self.paths.allowed(&filter);
         let visible = |tools: &[u32]| -> Vec<u32> {
             match &allowed {
@@ -271,7 +323,7 @@ impl Engine {
             .iter()
             .copied()
             .filter(|&n| {
-                req.tags.is_empty()
+                !filter.restricts()
                     || !visible(self.paths.tools_under(&self.catalog().nodes[n as usize].path)).is_empty()
             })
             .collect();
@@ -304,7 +356,7 @@ impl Engine {
         };
         let total = nodes.len() + tools.len();
         let node_page: Vec<NodeEntry> =
-            nodes.iter().skip(offset).take(limit).map(|&(o, _)| self.node_entry(o, &filter.tags)).collect();
+            nodes.iter().skip(offset).take(limit).map(|&(o, _)| self.node_entry(o, &filter)).collect();
         let tool_skip = offset.saturating_sub(nodes.len());
         let room = limit - node_page.len();
         let tool_page: Vec<ToolPointer> =
@@ -316,10 +368,33 @@ impl Engine {
 
     /// `expand_tool`: the full definition of one tool.
     pub fn expand_tool(&self, req: &ExpandToolRequest) -> Result<ExpandToolResponse, ProtocolError> {
+        self.expand_tool_as(&Principal::trusted(), req)
+    }
+
+    /// [`Engine::expand_tool`] for a caller. A tool the caller may not use gets
+    /// `TOOL_NOT_FOUND`, as if it did not exist, unless the caller's catalogue is declared public
+    /// ([`Principal::with_public_catalog`]): then `NOT_AUTHORIZED` names the missing scopes.
+    pub fn expand_tool_as(
+        &self,
+        who: &Principal,
+        req: &ExpandToolRequest,
+    ) -> Result<ExpandToolResponse, ProtocolError> {
+        let scopes = scopes_of(who);
         let Some(&ord) = self.tool_by_id.get(req.tool_id.trim()) else {
-            return Err(self.tool_not_found(&req.tool_id));
+            return Err(self.tool_not_found(&req.tool_id, &scopes));
         };
         let t = &self.catalog().tools[ord as usize];
+        let missing = who.missing(t);
+        if !missing.is_empty() {
+            if !who.public_catalog() {
+                return Err(self.tool_not_found(&req.tool_id, &scopes));
+            }
+            return Err(ProtocolError::new(
+                ErrorCode::NotAuthorized,
+                format!("tool {:?} requires scopes the caller does not hold: {}", t.id, missing.join(", ")),
+            )
+            .with_hints(vec![format!("ask for the scopes {missing:?}, or choose another tool")]));
+        }
         Ok(ExpandToolResponse {
             tool_id: t.id.clone(),
             name: t.name.clone(),
@@ -340,22 +415,31 @@ impl Engine {
     }
 
     /// Resolves an optional requested path; `UNKNOWN_PATH` names the closest existing ones.
-    fn scope(&self, spec: Option<&PathSpec>, field: &str) -> Result<CategoryPath, ProtocolError> {
+    fn scope(
+        &self,
+        spec: Option<&PathSpec>,
+        field: &str,
+        scopes: &Option<Vec<String>>,
+    ) -> Result<CategoryPath, ProtocolError> {
         let Some(spec) = spec else {
             return Ok(Vec::new());
         };
         if let Some(p) = self.paths.resolve(spec, self.catalog()) {
-            return Ok(p);
+            // For a restricted caller a category holding none of its tools does not exist.
+            if p.is_empty() || self.paths.node_visible(&p, scopes) {
+                return Ok(p);
+            }
         }
         let asked = match spec {
             PathSpec::Joined(s) => s.clone(),
             PathSpec::Segments(v) => v.join("/"),
         };
-        let displays: Vec<String> = self.catalog().nodes.iter().map(|n| display_path(&n.path)).collect();
+        let nodes: Vec<&toolsearch_catalog::Node> =
+            self.catalog().nodes.iter().filter(|n| self.paths.node_visible(&n.path, scopes)).collect();
+        let displays: Vec<String> = nodes.iter().map(|n| display_path(&n.path)).collect();
         // Compare with paths of the same depth first: a typo rarely changes the depth.
         let depth = spec.segments().len();
-        let same_depth =
-            self.catalog().nodes.iter().zip(&displays).filter(|(n, _)| n.path.len() == depth).map(|(_, d)| d.as_str());
+        let same_depth = nodes.iter().zip(&displays).filter(|(n, _)| n.path.len() == depth).map(|(_, d)| d.as_str());
         let mut near = closest(&asked, same_depth, 3, 0.3);
         if near.is_empty() {
             near = closest(&asked, displays.iter().map(String::as_str), 3, 0.0);
@@ -382,11 +466,8 @@ impl Engine {
             format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", self.options.min_confidence);
         let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
         // Where does the query match? Rank over the whole catalogue, report the best categories.
-        let ranked = if scope.is_empty() {
-            Vec::new()
-        } else {
-            self.rank_tools(query, &Filter { path: Vec::new(), tags: filter.tags.clone() }, 10).unwrap_or_default()
-        };
+        let ranked =
+            if scope.is_empty() { Vec::new() } else { self.rank_tools(query, &filter.at(&[]), 10).unwrap_or_default() };
         let mut categories: Vec<(String, f32, String)> = Vec::new();
         for s in ranked.iter().filter(|s| s.confidence >= self.options.min_confidence) {
             let t = &self.catalog().tools[s.ord as usize];
@@ -407,7 +488,7 @@ impl Engine {
         }
         err.hints.push("rephrase the request with the action and the object, or browse with list".into());
         let nodes = self
-            .search_nodes(&SearchNodesRequest { query: query.to_owned(), limit: Some(3) })
+            .search_nodes_for(&SearchNodesRequest { query: query.to_owned(), limit: Some(3) }, &filter.scopes)
             .map(|r| r.results)
             .unwrap_or_default();
         err.hints.extend(
@@ -422,10 +503,14 @@ impl Engine {
         )
     }
 
-    fn tool_not_found(&self, id: &str) -> ProtocolError {
-        let ids = self.catalog().tools.iter().map(|t| t.id.as_str());
+    fn tool_not_found(&self, id: &str, scopes: &Option<Vec<String>>) -> ProtocolError {
+        // Suggestions come only from tools the caller may see.
+        let allowed = self.paths.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() }).map(Arc::new);
+        let may_see = |o: u32| allowed.as_ref().is_none_or(|a| a.binary_search(&o).is_ok());
+        let ids =
+            self.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
         let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
-        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, None, 3) {
+        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, allowed.as_ref(), 3) {
             for h in hits {
                 let tid = &self.catalog().tools[h.ord as usize].id;
                 if similar.len() < 5 && !similar.contains(tid) {
@@ -453,17 +538,22 @@ impl Engine {
         }
     }
 
-    fn node_entry(&self, ord: u32, tags: &[String]) -> NodeEntry {
+    fn node_entry(&self, ord: u32, request: &Filter) -> NodeEntry {
         let n = &self.catalog().nodes[ord as usize];
-        let filter = Filter { path: n.path.clone(), tags: tags.to_vec() };
+        let filter = request.at(&n.path);
         NodeEntry {
             name: n.path.last().cloned().unwrap_or_default(),
             path: display_path(&n.path),
             summary: n.summary.clone(),
             tags: n.tags.clone(),
-            tool_count: self.paths.allowed(&filter).map_or(0, |a| a.len()),
+            tool_count: self.paths.allowed(&filter).map_or_else(|| self.paths.tools_under(&n.path).len(), |a| a.len()),
         }
     }
+}
+
+/// The scope list a filter carries for a caller (`None` for a trusted one).
+fn scopes_of(who: &Principal) -> Option<Vec<String>> {
+    who.scopes().map(|s| s.iter().cloned().collect())
 }
 
 /// An ordinal with its confidence.

@@ -4,20 +4,33 @@ use std::collections::HashMap;
 
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec};
 
-/// What a request restricts the catalogue to: a category path (empty = everything) and tags
-/// (a tool must carry all of them; compared case-insensitively).
+/// What a request restricts the catalogue to: a category path (empty = everything), tags (a
+/// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
+/// whose `requires` are not all held does not exist for the caller; `None` = trusted).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Filter {
     /// Category path prefix.
     pub path: CategoryPath,
     /// Required tags.
     pub tags: Vec<String>,
+    /// The caller's scopes, sorted; `None` for a trusted caller.
+    pub scopes: Option<Vec<String>>,
 }
 
 impl Filter {
-    /// Everything under `path`, no tag condition.
+    /// Everything under `path`, no tag condition, trusted caller.
     pub fn path(path: &[String]) -> Filter {
-        Filter { path: path.to_vec(), tags: Vec::new() }
+        Filter { path: path.to_vec(), ..Filter::default() }
+    }
+
+    /// The same filter over another path.
+    pub fn at(&self, path: &[String]) -> Filter {
+        Filter { path: path.to_vec(), ..self.clone() }
+    }
+
+    /// Whether the filter hides anything besides the path (tags or a restricted caller).
+    pub fn restricts(&self) -> bool {
+        !self.tags.is_empty() || self.scopes.is_some()
     }
 }
 
@@ -37,6 +50,10 @@ pub(crate) struct PathTable {
     category: Vec<Option<(u32, u32)>>,
     /// Tool ordinals carrying each (lower-cased) tag, sorted.
     tagged: HashMap<String, Vec<u32>>,
+    /// Tools that require scopes, with those scopes, sorted by ordinal.
+    restricted: Vec<(u32, Vec<String>)>,
+    /// Every tool ordinal, sorted.
+    all: Vec<u32>,
 }
 
 impl PathTable {
@@ -50,6 +67,8 @@ impl PathTable {
             leaf_nodes: Vec::with_capacity(catalog.tools.len()),
             category: Vec::with_capacity(catalog.tools.len()),
             tagged: HashMap::new(),
+            restricted: Vec::new(),
+            all: (0..catalog.tools.len() as u32).collect(),
         };
         for (i, n) in catalog.nodes.iter().enumerate() {
             t.node_by_path.insert(n.path.clone(), i as u32);
@@ -67,6 +86,9 @@ impl PathTable {
             }
         }
         for (i, tool) in catalog.tools.iter().enumerate() {
+            if !tool.requires.is_empty() {
+                t.restricted.push((i as u32, tool.requires.clone()));
+            }
             for tag in &tool.tags {
                 let list = t.tagged.entry(tag.to_lowercase()).or_default();
                 if list.last() != Some(&(i as u32)) {
@@ -123,7 +145,28 @@ impl PathTable {
                 Some(a) => intersect(&a, with_tag),
             });
         }
+        if let Some(scopes) = &filter.scopes {
+            let hidden: Vec<u32> = self
+                .restricted
+                .iter()
+                .filter(|(_, requires)| requires.iter().any(|r| scopes.binary_search(r).is_err()))
+                .map(|(o, _)| *o)
+                .collect();
+            if !hidden.is_empty() {
+                let base = allowed.unwrap_or_else(|| self.all.clone());
+                allowed = Some(difference(&base, &hidden));
+            }
+        }
         allowed
+    }
+
+    /// Whether the category at `path` holds a tool the caller with `scopes` may see (always,
+    /// for a trusted caller).
+    pub(crate) fn node_visible(&self, path: &[String], scopes: &Option<Vec<String>>) -> bool {
+        scopes.is_none()
+            || self
+                .allowed(&Filter { path: path.to_vec(), tags: Vec::new(), scopes: scopes.clone() })
+                .is_none_or(|a| !a.is_empty())
     }
 
     /// Tools directly at `path`, sorted.
@@ -140,6 +183,11 @@ impl PathTable {
     pub(crate) fn children(&self, path: &[String]) -> &[u32] {
         self.children.get(path).map_or(&[], Vec::as_slice)
     }
+}
+
+/// The items of sorted `a` that are not in sorted `b`.
+pub(crate) fn difference(a: &[u32], b: &[u32]) -> Vec<u32> {
+    a.iter().copied().filter(|x| b.binary_search(x).is_err()).collect()
 }
 
 /// The intersection of two sorted lists.
