@@ -186,7 +186,7 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
         .spawn()
         .unwrap();
     // Kill the build while it writes its staging directory, i.e. mid-write.
-    let staging = scratch.join(format!(".idx.tmp-{}", child.id()));
+    let staging = scratch.join(format!(".idx.tmp-{}-0", child.id()));
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut killed_mid_write = false;
     while Instant::now() < deadline {
@@ -210,4 +210,25 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
     let small = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
     build_index(&small, common::embedder().as_ref(), &out, &BuildOptions::default()).unwrap();
     assert!(!staging.exists());
+}
+
+#[test]
+fn concurrent_builds_of_one_target_both_succeed_and_leave_a_whole_index() {
+    let out = common::scratch().join("concurrent");
+    let catalog = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| s.spawn(|| build_index(&catalog, common::embedder().as_ref(), &out, &BuildOptions::default())))
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    });
+    assert_eq!(common::open(&out).catalog(), &catalog);
+    let leftovers = std::fs::read_dir(common::scratch())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".concurrent"))
+        .count();
+    assert_eq!(leftovers, 0);
 }

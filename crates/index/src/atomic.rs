@@ -8,6 +8,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{io, IndexError};
 
@@ -34,7 +35,10 @@ impl Staging {
         };
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
         remove_stale(&parent, &name);
-        let dir = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        // Unique per build, even for concurrent builds of one target in one process.
+        static BUILDS: AtomicU64 = AtomicU64::new(0);
+        let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+        let dir = parent.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
         }
@@ -52,10 +56,14 @@ impl Staging {
         sync_tree(&self.dir)?;
         if self.target.exists() {
             exchange(&self.dir, &self.target)?;
-            // The previous index now sits at the staging path; drop removes it.
+        // The previous index now sits at the staging path; drop removes it.
         } else {
-            std::fs::rename(&self.dir, &self.target).map_err(io(&self.target))?;
-            self.done = true;
+            match std::fs::rename(&self.dir, &self.target) {
+                Ok(()) => self.done = true,
+                // Another build committed the target meanwhile: swap with it instead.
+                Err(_) if self.target.is_dir() => exchange(&self.dir, &self.target)?,
+                Err(e) => return Err(IndexError::Io(self.target.clone(), e)),
+            }
         }
         if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
             let _ = std::fs::File::open(parent).and_then(|f| f.sync_all());
@@ -111,7 +119,7 @@ fn sync_tree(dir: &Path) -> Result<(), IndexError> {
     std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))
 }
 
-/// Removes `.NAME.tmp-PID` directories whose build process no longer runs.
+/// Removes `.NAME.tmp-PID-N` directories whose build process no longer runs.
 fn remove_stale(parent: &Path, name: &str) {
     let prefix = format!(".{name}.tmp-");
     let Ok(entries) = std::fs::read_dir(parent) else {
@@ -119,7 +127,8 @@ fn remove_stale(parent: &Path, name: &str) {
     };
     for entry in entries.flatten() {
         let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file_name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else {
+        let pid = file_name.strip_prefix(&prefix).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        let Some(pid) = pid else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -11,6 +11,7 @@ use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEm
 use toolsearch_index::{DocKind, IndexError, IndexReader, OpenOptions};
 
 use crate::cache::Lru;
+use crate::call::{validate, CallLog, CallRecord, CallToolRequest, CallToolResponse, Executor};
 use crate::cursor::{request_hash, CursorKey};
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::Scored;
@@ -78,6 +79,8 @@ pub struct Engine {
     tool_by_id: HashMap<String, u32>,
     calibration: Calibration,
     cursors: CursorKey,
+    executor: RwLock<Option<Arc<dyn Executor>>>,
+    calls: CallLog,
     vectors: Lru<Vec<f32>>,
     results: Lru<Vec<Scored>>,
     options: EngineOptions,
@@ -132,6 +135,8 @@ impl Engine {
             paths,
             tool_by_id,
             cursors,
+            executor: RwLock::new(None),
+            calls: CallLog::default(),
             calibration,
             vectors: Lru::new(options.query_cache),
             results: Lru::new(options.query_cache),
@@ -199,9 +204,11 @@ impl Engine {
             "search_nodes" => serde_json::to_value(self.search_nodes_as(who, &args(arguments)?)?),
             "search_tool_by_category" => serde_json::to_value(self.search_tool_by_category_as(who, &args(arguments)?)?),
             "expand_tool" => serde_json::to_value(self.expand_tool_as(who, &args(arguments)?)?),
+            "call_tool" => serde_json::to_value(self.call_tool_as(who, &args(arguments)?)?),
             other => {
-                return Err(ProtocolError::invalid(format!("unknown call {other:?}"))
-                    .with_hints(vec!["calls: list, search_nodes, search_tool_by_category, expand_tool".into()]))
+                return Err(ProtocolError::invalid(format!("unknown call {other:?}")).with_hints(vec![
+                    "calls: list, search_nodes, search_tool_by_category, expand_tool, call_tool".into(),
+                ]))
             }
         };
         out.map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
@@ -406,6 +413,57 @@ impl Engine {
             args_schema: t.args_schema.clone(),
             result_schema: t.result_schema.clone(),
             usage_notes: t.usage_notes.clone(),
+        })
+    }
+
+    /// Registers the executor that runs `call_tool` (replacing any previous one).
+    pub fn set_executor(&self, executor: Arc<dyn Executor>) {
+        *self.executor.write().unwrap_or_else(|p| p.into_inner()) = Some(executor);
+    }
+
+    /// Every call made since the last drain (at most the 10,000 latest), oldest first.
+    pub fn drain_calls(&self) -> Vec<CallRecord> {
+        self.calls.drain()
+    }
+
+    /// `call_tool` as a trusted caller.
+    pub fn call_tool(&self, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+        self.call_tool_as(&Principal::trusted(), req)
+    }
+
+    /// `call_tool`: checks the caller may use the tool (as `expand_tool` does), validates the
+    /// arguments against its `args_schema` (`INVALID_ARGUMENT` with the failing JSON pointers),
+    /// and hands the call to the registered [`Executor`]. Every call is recorded.
+    pub fn call_tool_as(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+        let outcome = self.call_checked(who, req);
+        match &outcome {
+            Ok(r) => self.calls.push(
+                &req.tool_id,
+                &req.arguments,
+                if r.is_error { "tool_error" } else { "ok" },
+                r.result.clone(),
+            ),
+            Err(e) => self.calls.push(&req.tool_id, &req.arguments, e.code.as_str(), json!(e.message)),
+        }
+        outcome
+    }
+
+    fn call_checked(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+        let expanded = self.expand_tool_as(who, &ExpandToolRequest { tool_id: req.tool_id.clone() })?;
+        let tool = self.tool(&expanded.tool_id).ok_or_else(|| self.tool_not_found(&req.tool_id, &scopes_of(who)))?;
+        validate(tool, &req.arguments)?;
+        let executor = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(executor) = executor else {
+            return Err(ProtocolError::new(
+                ErrorCode::Internal,
+                "no executor is registered: the host must call Engine::set_executor",
+            ));
+        };
+        Ok(match executor.execute(tool, &req.arguments) {
+            Ok(result) => CallToolResponse { tool_id: tool.id.clone(), result, is_error: false },
+            Err(message) => {
+                CallToolResponse { tool_id: tool.id.clone(), result: json!({ "error": message }), is_error: true }
+            }
         })
     }
 

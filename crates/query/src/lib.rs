@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod call;
 mod cursor;
 mod engine;
 mod error;
@@ -21,6 +22,7 @@ mod ranking;
 mod scope;
 mod suggest;
 
+pub use call::{CallRecord, CallToolRequest, CallToolResponse, Executor};
 pub use engine::{Engine, EngineError, EngineOptions, CALIBRATION_KEY};
 pub use error::{ErrorCode, NextAction, ProtocolError};
 pub use fusion::{Calibration, Fusion};

@@ -1,0 +1,125 @@
+//! call_tool: schema validation with JSON pointers, the host's executor, authorization, and the
+//! record of calls.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use toolsearch::{CallToolRequest, Engine, ErrorCode, Executor, Principal, Tool};
+
+/// The host side: records what it was asked to run, fails on demand.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(String, Value)>>);
+
+impl Executor for Recorder {
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+        self.0.lock().unwrap().push((tool.id.clone(), arguments.clone()));
+        if arguments.get("city") == Some(&json!("Atlantis")) {
+            return Err("unknown city".into());
+        }
+        Ok(json!({"ok": true, "tool": tool.name}))
+    }
+}
+
+fn engine_with_recorder() -> (Engine, Arc<Recorder>) {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let engine = common::open(DIR.get_or_init(|| common::build(&common::sample_catalog(), "call")));
+    let recorder = Arc::new(Recorder::default());
+    engine.set_executor(recorder.clone());
+    (engine, recorder)
+}
+
+fn call(
+    engine: &Engine,
+    id: &str,
+    arguments: Value,
+) -> Result<toolsearch::CallToolResponse, toolsearch::ProtocolError> {
+    engine.call_tool(&CallToolRequest { tool_id: id.into(), arguments })
+}
+
+#[test]
+fn valid_arguments_reach_the_executor_and_its_result_comes_back() {
+    let (engine, recorder) = engine_with_recorder();
+    let r =
+        call(&engine, "payments.create_charge", json!({"customer_id": "c1", "amount_cents": 1250, "currency": "EUR"}))
+            .unwrap();
+    assert_eq!((r.is_error, &r.result["tool"]), (false, &json!("create_charge")));
+    assert_eq!(
+        recorder.0.lock().unwrap()[0],
+        ("payments.create_charge".to_string(), json!({"customer_id": "c1", "amount_cents": 1250, "currency": "EUR"}))
+    );
+}
+
+#[test]
+fn invalid_arguments_name_the_failing_json_pointer_and_never_run() {
+    let (engine, recorder) = engine_with_recorder();
+    let e = call(
+        &engine,
+        "payments.create_charge",
+        json!({"customer_id": "c1", "amount_cents": "12.50", "currency": "euro"}),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.hints.iter().any(|h| h.starts_with("/amount_cents:")), "{:?}", e.hints);
+    assert!(e.hints.iter().any(|h| h.starts_with("/currency:")), "{:?}", e.hints);
+    assert_eq!(e.next_action.unwrap().call, "expand_tool");
+    let e = call(&engine, "payments.create_charge", json!({"customer_id": "c1"})).unwrap_err();
+    assert!(e.message.contains("amount_cents"), "{}", e.message);
+    assert!(recorder.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_failing_tool_is_a_result_with_is_error() {
+    let (engine, _) = engine_with_recorder();
+    let r = call(&engine, "weather.current", json!({"location": "x", "city": "Atlantis"}));
+    // `city` is not in the schema but extra properties are allowed by it.
+    let r = r.unwrap();
+    assert!(r.is_error);
+    assert_eq!(r.result, json!({"error": "unknown city"}));
+}
+
+#[test]
+fn hidden_and_unknown_tools_are_refused_like_expand_tool() {
+    let (engine, recorder) = engine_with_recorder();
+    let who = Principal::with_scopes(["payments:read"]);
+    let e = engine
+        .call_tool_as(
+            &who,
+            &CallToolRequest { tool_id: "payments.refund".into(), arguments: json!({"charge_id": "x"}) },
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ToolNotFound);
+    let e = engine
+        .call_tool_as(
+            &who.clone().with_public_catalog(true),
+            &CallToolRequest { tool_id: "payments.refund".into(), arguments: json!({"charge_id": "x"}) },
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotAuthorized);
+    assert_eq!(call(&engine, "no.such.tool", json!({})).unwrap_err().code, ErrorCode::ToolNotFound);
+    assert!(recorder.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn every_call_is_recorded_in_order_with_its_outcome() {
+    let (engine, _) = engine_with_recorder();
+    let _ = call(&engine, "weather.forecast", json!({"location": "Oslo", "days": 3}));
+    let _ = call(&engine, "weather.forecast", json!({"location": "Oslo", "days": 30}));
+    let _ = engine.handle("call_tool", json!({"tool_id": "weather.current", "arguments": {"location": "Rome"}}));
+    let log = engine.drain_calls();
+    let outcomes: Vec<(&str, &str)> = log.iter().map(|r| (r.tool_id.as_str(), r.outcome.as_str())).collect();
+    assert_eq!(
+        outcomes,
+        [("weather.forecast", "ok"), ("weather.forecast", "INVALID_ARGUMENT"), ("weather.current", "ok")]
+    );
+    assert!(engine.drain_calls().is_empty(), "drained");
+}
+
+#[test]
+fn without_an_executor_the_call_is_refused_clearly() {
+    let engine = common::open(&common::build(&common::sample_catalog(), "call-no-exec"));
+    let e = call(&engine, "weather.current", json!({"location": "Rome"})).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Internal);
+    assert!(e.message.contains("set_executor"));
+}
