@@ -224,3 +224,32 @@ fn engine_is_send_and_sync_and_answers_from_many_threads() {
         }
     });
 }
+
+#[test]
+fn sixteen_threads_share_one_engine_and_get_the_single_threaded_answers() {
+    let engine = common::sample();
+    let calls: Vec<(&str, serde_json::Value)> = vec![
+        ("search_tool_by_category", json!({"query": "send an email", "limit": 3})),
+        ("search_tool_by_category", json!({"query": "delete it", "category_path": "Storage"})),
+        ("search_tool_by_category", json!({"query": "security scan", "tags": ["security"]})),
+        ("search_nodes", json!({"query": "charts", "limit": 5})),
+        ("list", json!({"path": "Coding/Git", "limit": 4})),
+        ("list", json!({"path": "Storage", "query": "upload a file"})),
+        ("expand_tool", json!({"tool_id": "maps.directions"})),
+        ("expand_tool", json!({"tool_id": "maps.direction"})),
+    ];
+    let expected: Vec<String> = calls.iter().map(|(c, a)| format!("{:?}", engine.handle(c, a.clone()))).collect();
+    engine.clear_query_cache();
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let (calls, expected) = (&calls, &expected);
+            s.spawn(move || {
+                for round in 0..6 {
+                    let i = (t + round) % calls.len();
+                    let got = format!("{:?}", engine.handle(calls[i].0, calls[i].1.clone()));
+                    assert_eq!(got, expected[i], "thread {t} call {i}");
+                }
+            });
+        }
+    });
+}
