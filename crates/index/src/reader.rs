@@ -177,11 +177,6 @@ impl IndexReader {
     ) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, allowed, k)
     }
-
-    /// The analysed terms of `text`, as the lexical index sees them.
-    pub fn lexical_terms(&self, text: &str) -> Vec<String> {
-        self.lexical.terms(text)
-    }
 }
 
 fn short(sha: &str) -> &str {

@@ -277,8 +277,9 @@ impl Engine {
     ) -> Result<SearchNodesResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
+        let visible = self.paths.visible_nodes(scopes, self.catalog());
         let all: Vec<u32> = (0..self.catalog().nodes.len() as u32)
-            .filter(|&n| self.paths.node_visible(&self.catalog().nodes[n as usize].path, scopes))
+            .filter(|&n| visible.as_ref().is_none_or(|v| v[n as usize]))
             .collect();
         let results = self
             .rank_nodes(query, &all, &[], limit)?
@@ -386,22 +387,7 @@ impl Engine {
         who: &Principal,
         req: &ExpandToolRequest,
     ) -> Result<ExpandToolResponse, ProtocolError> {
-        let scopes = scopes_of(who);
-        let Some(&ord) = self.tool_by_id.get(req.tool_id.trim()) else {
-            return Err(self.tool_not_found(&req.tool_id, &scopes));
-        };
-        let t = &self.catalog().tools[ord as usize];
-        let missing = who.missing(t);
-        if !missing.is_empty() {
-            if !who.public_catalog() {
-                return Err(self.tool_not_found(&req.tool_id, &scopes));
-            }
-            return Err(ProtocolError::new(
-                ErrorCode::NotAuthorized,
-                format!("tool {:?} requires scopes the caller does not hold: {}", t.id, missing.join(", ")),
-            )
-            .with_hints(vec![format!("ask for the scopes {missing:?}, or choose another tool")]));
-        }
+        let t = self.usable_tool(who, &req.tool_id)?;
         Ok(ExpandToolResponse {
             tool_id: t.id.clone(),
             name: t.name.clone(),
@@ -448,9 +434,28 @@ impl Engine {
         outcome
     }
 
+    /// The tool with this id if the caller may use it; otherwise the error `expand_tool` and
+    /// `call_tool` both give (`TOOL_NOT_FOUND`, or `NOT_AUTHORIZED` for a public catalogue).
+    fn usable_tool(&self, who: &Principal, id: &str) -> Result<&Tool, ProtocolError> {
+        let Some(t) = self.tool(id.trim()) else {
+            return Err(self.tool_not_found(id, &scopes_of(who)));
+        };
+        let missing = who.missing(t);
+        if missing.is_empty() {
+            return Ok(t);
+        }
+        if !who.public_catalog() {
+            return Err(self.tool_not_found(id, &scopes_of(who)));
+        }
+        Err(ProtocolError::new(
+            ErrorCode::NotAuthorized,
+            format!("tool {:?} requires scopes the caller does not hold: {}", t.id, missing.join(", ")),
+        )
+        .with_hints(vec![format!("ask for the scopes {missing:?}, or choose another tool")]))
+    }
+
     fn call_checked(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
-        let expanded = self.expand_tool_as(who, &ExpandToolRequest { tool_id: req.tool_id.clone() })?;
-        let tool = self.tool(&expanded.tool_id).ok_or_else(|| self.tool_not_found(&req.tool_id, &scopes_of(who)))?;
+        let tool = self.usable_tool(who, &req.tool_id)?;
         validate(tool, &req.arguments)?;
         let executor = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(executor) = executor else {
@@ -492,8 +497,10 @@ impl Engine {
             PathSpec::Joined(s) => s.clone(),
             PathSpec::Segments(v) => v.join("/"),
         };
-        let nodes: Vec<&toolsearch_catalog::Node> =
-            self.catalog().nodes.iter().filter(|n| self.paths.node_visible(&n.path, scopes)).collect();
+        let nodes: Vec<&toolsearch_catalog::Node> = match self.paths.visible_nodes(scopes, self.catalog()) {
+            None => self.catalog().nodes.iter().collect(),
+            Some(v) => self.catalog().nodes.iter().zip(v).filter(|(_, visible)| *visible).map(|(n, _)| n).collect(),
+        };
         let displays: Vec<String> = nodes.iter().map(|n| display_path(&n.path)).collect();
         // Compare with paths of the same depth first: a typo rarely changes the depth.
         let depth = spec.segments().len();

@@ -18,11 +18,6 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Everything under `path`, no tag condition, trusted caller.
-    pub fn path(path: &[String]) -> Filter {
-        Filter { path: path.to_vec(), ..Filter::default() }
-    }
-
     /// The same filter over another path.
     pub fn at(&self, path: &[String]) -> Filter {
         Filter { path: path.to_vec(), ..self.clone() }
@@ -167,6 +162,24 @@ impl PathTable {
             || self
                 .allowed(&Filter { path: path.to_vec(), tags: Vec::new(), scopes: scopes.clone() })
                 .is_none_or(|a| !a.is_empty())
+    }
+
+    /// For a restricted caller, which nodes (by ordinal) hold a tool it may see, computed in
+    /// one pass over its tools; `None` for a trusted caller (every node is visible).
+    pub(crate) fn visible_nodes(&self, scopes: &Option<Vec<String>>, catalog: &Catalog) -> Option<Vec<bool>> {
+        scopes.as_ref()?;
+        let allowed = self.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() });
+        let mut visible = vec![allowed.is_none(); catalog.nodes.len()];
+        for &t in allowed.as_deref().unwrap_or(&[]) {
+            for p in &catalog.tools[t as usize].paths {
+                for d in 1..=p.len() {
+                    if let Some(&n) = self.node_by_path.get(&p[..d]) {
+                        visible[n as usize] = true;
+                    }
+                }
+            }
+        }
+        Some(visible)
     }
 
     /// Tools directly at `path`, sorted.
