@@ -3,10 +3,11 @@
 //! An offline indexer turns a tool catalogue into a hybrid index (HNSW vectors + BM25), and a
 //! query engine answers the progressive-disclosure protocol (`list`, `search_nodes`,
 //! `search_tool_by_category`, `expand_tool`) with ranked, confidence-scored pointers, so an
-//! agent loads a tool's full schema only when it has chosen the tool.
+//! agent loads a tool's full schema only when it has chosen the tool. The disclosure runtime
+//! ([`disclosure`]) decides, between LLM turns, which tool definitions the model sees.
 //!
 //! Key design decision: this crate is only a facade. Each job lives in its own crate
-//! (`catalog`, `embed`, `index`, `query`) with dependencies pointing one way, and the CLI is a
+//! (`catalog`, `embed`, `index`, `query`, `disclosure`) with dependencies pointing one way, and the CLI is a
 //! thin layer over this API.
 //!
 //! ```no_run
@@ -24,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub use toolsearch_catalog as catalog;
+pub use toolsearch_disclosure as disclosure;
 pub use toolsearch_embed as embed;
 pub use toolsearch_eval as eval;
 pub use toolsearch_index as index;

@@ -1,0 +1,36 @@
+//! toolsearch-disclosure: the agent-side half of progressive disclosure, what an agent host
+//! calls between LLM turns to decide which tool definitions the model sees.
+//!
+//! Key design decision: the [`ToolSet`] is a state machine fed with the model's tool calls,
+//! not a view computed from scratch each turn. Every call returns the result text and the
+//! change (`added`, `removed`); facades unfold into their inner tools and fold back,
+//! conditional groups hide and return their tools as their cached availability changes, and
+//! discovery is just more tools, so the model drives all of it through ordinary tool calls.
+//! Entries are kept by identity (tool id, facade name), and the engine is taken from a
+//! [`LiveCatalog`] at each call, so the catalogue may change under a running agent.
+
+mod audit;
+mod definition;
+mod discovery;
+mod error;
+mod facade;
+mod groups;
+mod live;
+mod names;
+mod prompt;
+mod render;
+pub mod replay;
+mod tokens;
+mod toolset;
+
+pub use audit::{AuditEntry, AuditEvent, AuditTrail};
+pub use definition::{sanitize_name, ToolDef, MAX_NAME_CHARS};
+pub use discovery::{Detail, DiscoveryConfig, DiscoveryMode};
+pub use error::DisclosureError;
+pub use facade::{Facade, Inner, Item, Select, DEFAULT_QUERY_LIMIT};
+pub use groups::{Availability, Clock, ManualClock, Probe, SystemClock, DEFAULT_TTL};
+pub use live::LiveCatalog;
+pub use names::{Diagnostic, NamedTool};
+pub use render::{render, render_one, Dialect};
+pub use tokens::TokenCounter;
+pub use toolset::{Change, Outcome, ToolSet, ToolSetConfig, DEFAULT_MAX_DEPTH};

@@ -1,0 +1,123 @@
+//! A catalogue that can change while agents run: the engine behind every tool set, swapped
+//! atomically when tools are registered or the index is rebuilt.
+//!
+//! Tool sets hold a [`LiveCatalog`] rather than an engine, and take the current engine for
+//! each call: a tool registered at run time is found by the next discovery call, without
+//! rebuilding any agent.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::Value;
+use toolsearch_catalog::{parse_str, Format};
+use toolsearch_index::{build_index, BuildOptions, IndexMeta};
+use toolsearch_query::{Engine, EngineOptions, Executor, CALIBRATION_KEY};
+
+use crate::error::DisclosureError;
+
+/// The current engine, and how to make the next one.
+pub struct LiveCatalog {
+    engine: RwLock<Arc<Engine>>,
+    options: EngineOptions,
+    executor: RwLock<Option<Arc<dyn Executor>>>,
+    /// Serialises rebuilds.
+    rebuild: Mutex<()>,
+}
+
+impl std::fmt::Debug for LiveCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveCatalog").field("index", &self.engine().index().dir()).finish()
+    }
+}
+
+impl LiveCatalog {
+    /// Wraps an open engine; `options` are used to reopen it after a change.
+    pub fn new(engine: Engine) -> Arc<LiveCatalog> {
+        let options = engine.options().clone();
+        Arc::new(LiveCatalog {
+            engine: RwLock::new(Arc::new(engine)),
+            options,
+            executor: RwLock::new(None),
+            rebuild: Mutex::new(()),
+        })
+    }
+
+    /// The engine serving now.
+    pub fn engine(&self) -> Arc<Engine> {
+        self.engine.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The index build the current engine serves (changes with every rebuild).
+    pub fn generation(&self) -> u64 {
+        self.engine().index().meta().generation
+    }
+
+    /// Registers the executor for `call_tool`, on this engine and every later one.
+    pub fn set_executor(&self, executor: Arc<dyn Executor>) {
+        self.engine().set_executor(executor.clone());
+        *self.executor.write().unwrap_or_else(|p| p.into_inner()) = Some(executor);
+    }
+
+    /// Reopens the index directory (after another process rebuilt it), keeping the model.
+    pub fn reload(&self) -> Result<(), DisclosureError> {
+        let _guard = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = self.engine().index().dir().to_path_buf();
+        self.swap_in(&dir)
+    }
+
+    /// Adds tools (and categories) to the catalogue at run time: `snippet` is a native
+    /// manifest fragment `{"tools": [...], "nodes": [...]}` that may use the catalogue's groups.
+    /// The index is rebuilt in place (atomically, re-embedding only the new documents), its
+    /// calibration kept, and the engine swapped; returns how many tools were added.
+    pub fn register_tools(&self, snippet: &Value) -> Result<usize, DisclosureError> {
+        let _guard = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.engine();
+        let mut catalog = current.catalog().clone();
+        let source = Path::new("<registered tools>");
+        let mut fragment = snippet.clone();
+        let Some(obj) = fragment.as_object_mut() else {
+            return Err(DisclosureError::Unknown(
+                "registered tools must be a manifest object {\"tools\": [...]}".into(),
+            ));
+        };
+        obj.insert("groups".into(), serde_json::to_value(&catalog.groups).expect("groups serialise"));
+        let added = parse_str(source, &fragment.to_string(), Some(Format::Manifest))?;
+        for tool in &added.tools {
+            if catalog.tools.iter().any(|t| t.id == tool.id) {
+                return Err(DisclosureError::Unknown(format!(
+                    "{}: tool id {:?} is already in the catalogue",
+                    source.display(),
+                    tool.id
+                )));
+            }
+        }
+        for node in added.nodes {
+            match catalog.nodes.iter_mut().find(|n| n.path == node.path) {
+                Some(existing) if existing.implicit && !node.implicit => *existing = node,
+                Some(_) => {}
+                None => catalog.nodes.push(node),
+            }
+        }
+        catalog.nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        let count = added.tools.len();
+        catalog.tools.extend(added.tools);
+        let dir = current.index().dir().to_path_buf();
+        let calibration = current.index().meta().extensions.get(CALIBRATION_KEY).cloned();
+        build_index(&catalog, current.embedder().as_ref(), &dir, &BuildOptions::default())?;
+        if let Some(c) = calibration {
+            IndexMeta::set_extension(&dir, CALIBRATION_KEY, &c)?;
+        }
+        self.swap_in(&dir)?;
+        Ok(count)
+    }
+
+    fn swap_in(&self, dir: &Path) -> Result<(), DisclosureError> {
+        let embedder = self.engine().embedder().clone();
+        let engine = Engine::with_embedder(dir, embedder, self.options.clone())?;
+        if let Some(executor) = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone() {
+            engine.set_executor(executor);
+        }
+        *self.engine.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(engine);
+        Ok(())
+    }
+}
