@@ -81,3 +81,61 @@ fn a_missing_index_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/index"));
 }
+
+#[test]
+fn replay_shows_facades_groups_and_discovery_step_by_step() {
+    let index = sample_index();
+    let script = common::repo().join("data/replay/demo.jsonl");
+    let audit = common::scratch().join("replay-audit.jsonl");
+    let out = toolsearch(&["replay", &index, script.to_str().unwrap(), "--json", "--audit", audit.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = replay["steps"].as_array().unwrap();
+    let step = |line: u64| steps.iter().find(|s| s["line"] == line).unwrap_or_else(|| panic!("line {line}"));
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_owned()).collect()
+    };
+    assert!(names(&step(4)["added"]).contains(&"rename_symbol".to_owned()), "expand makes the tool callable");
+    assert!(names(&step(7)["added"]).contains(&"github_tools".to_owned()), "fixed facade with a nested one");
+    assert!(step(8)["result"].as_str().unwrap().ends_with("Prefer draft pull requests until tests pass."));
+    assert!(names(&step(11)["removed"]).contains(&"create_pull_request".to_owned()), "group down after the TTL");
+    assert!(step(12)["is_error"] == true && step(12)["result"].as_str().unwrap().contains("GITHUB_TOKEN"));
+    assert!(names(&step(14)["added"]).contains(&"create_pull_request".to_owned()), "group back");
+    assert!(names(&step(18)["added"]).contains(&"hotels_book".to_owned()), "category facade");
+    assert!(names(&step(19)["added"]).contains(&"line_chart".to_owned()), "query facade");
+    assert_eq!(names(&step(21)["visible"]).len(), 6, "exclusive facade");
+    assert!(step(22)["is_error"] == true);
+    assert!(names(&step(23)["added"]).contains(&"current".to_owned()), "fold brings the rest back");
+    let trail = std::fs::read_to_string(&audit).unwrap();
+    let flagged: Vec<&str> = trail.lines().filter(|l| l.contains("\"called_without_expand\":true")).collect();
+    assert_eq!(flagged.len(), 1, "{trail}");
+    assert!(flagged[0].contains("weather.forecast"));
+
+    let human = toolsearch(&["replay", &index, script.to_str().unwrap(), "--render", "anthropic"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("Usage notes:") && text.contains("input_schema"), "{text}");
+}
+
+#[test]
+fn replay_of_a_registration_runs_on_a_copy() {
+    let index = sample_index();
+    let script = common::repo().join("data/replay/register.jsonl");
+    let out = toolsearch(&["replay", &index, script.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let after = replay["steps"][2]["result"].as_str().unwrap();
+    assert!(after.contains("office.water_plants"), "{after}");
+    let search = toolsearch(&["search", &index, "water the office plants", "--json"]);
+    assert!(!String::from_utf8_lossy(&search.stdout).contains("office.water_plants"), "the user's index is untouched");
+}
+
+#[test]
+fn replay_reports_bad_scripts_by_line() {
+    let index = sample_index();
+    let script = common::scratch().join("bad-script.jsonl");
+    std::fs::write(&script, "{\"call\": \"list\"}\n{\"teleport\": 1}\n").unwrap();
+    let out = toolsearch(&["replay", &index, script.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad-script.jsonl:2") && err.contains("teleport"), "{err}");
+}

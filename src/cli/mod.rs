@@ -108,6 +108,27 @@ pub(crate) enum Command {
         /// and gold labels to this JSON Lines file (for tuning fusion and calibration).
         #[arg(long, value_name = "FILE")]
         dump_candidates: Option<PathBuf>,
+        /// Instead of retrieval quality, count tokens: every schema loaded up front vs a scripted
+        /// agent reaching the gold tool through discovery (search -> expand -> call).
+        #[arg(long)]
+        tokens: bool,
+        /// With --tokens: the definition format counted (openai, anthropic or mcp).
+        #[arg(long, default_value = "openai")]
+        dialect: String,
+    },
+    /// Replay a script of model tool calls against a tool set and show, after each, what the
+    /// model would see: the result text and the visible tools.
+    Replay {
+        /// The index directory.
+        index: PathBuf,
+        /// The script (JSON Lines; see docs/disclosure.md).
+        script: PathBuf,
+        /// Also write the audit trail to this JSON Lines file.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
+        /// At the end, print the visible tool definitions in this format (openai, anthropic or mcp).
+        #[arg(long, value_name = "DIALECT")]
+        render: Option<String>,
     },
     /// Fit the confidence map on labelled queries and store it in the index.
     Calibrate {

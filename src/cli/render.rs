@@ -4,7 +4,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use toolsearch::eval::{BenchReport, CalibrationReport};
+use toolsearch::disclosure::replay::Replay;
+use toolsearch::disclosure::AuditEvent;
+use toolsearch::eval::{BenchReport, CalibrationReport, TokenReport};
 use toolsearch::{
     BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse, ToolPointer,
 };
@@ -182,4 +184,57 @@ pub(crate) fn calibration(r: &CalibrationReport, dry_run: bool) -> String {
         r.heldout_ece_after,
         if dry_run { " (dry run: not stored)" } else { "; stored in the index" }
     )
+}
+
+pub(crate) fn tokens(r: &TokenReport) -> String {
+    let mut out = format!(
+        "{} queries over {} tools, {:?} tool definitions, tiktoken o200k_base\n",
+        r.queries, r.tools, r.dialect
+    );
+    out.push_str(&format!(
+        "  up front:  {:>10.0} tokens per query (every definition: {})\n",
+        r.upfront_per_query, r.upfront_definitions
+    ));
+    out.push_str(&format!(
+        "  discovery: {:>10.0} tokens per query (p50 {:.0}, p95 {:.0}; {:.2} turns; discovery tools {} per turn)\n",
+        r.discovery_per_query,
+        r.discovery_percentiles.p50,
+        r.discovery_percentiles.p95,
+        r.turns,
+        r.discovery_definitions
+    ));
+    out.push_str(&format!("  ratio:     {:>10.1}x fewer tokens through discovery\n", r.ratio));
+    out.push_str(&format!("  gold tool reached by the script: {:.1}%\n", r.reached * 100.0));
+    out
+}
+
+pub(crate) fn replay(r: &Replay) -> String {
+    let mut out = String::new();
+    out.push_str("System prompt snippet:\n");
+    out.push_str(&indent(&r.system_prompt, 2));
+    out.push('\n');
+    for d in &r.diagnostics {
+        out.push_str(&format!("note: {d}\n"));
+    }
+    out.push_str(&format!("\nvisible ({}): {}\n", r.initial.len(), r.initial.join(", ")));
+    for step in &r.steps {
+        out.push_str(&format!("\n[line {}] {}\n", step.line, step.action));
+        if let Some(result) = &step.result {
+            let label = if step.is_error { "error" } else { "result" };
+            out.push_str(&format!("  {label}:\n{}\n", indent(result, 4)));
+        }
+        if !step.added.is_empty() {
+            out.push_str(&format!("  + {}\n", step.added.join(", ")));
+        }
+        if !step.removed.is_empty() {
+            out.push_str(&format!("  - {}\n", step.removed.join(", ")));
+        }
+        if !step.action.starts_with('#') {
+            out.push_str(&format!("  visible ({}): {}\n", step.visible.len(), step.visible.join(", ")));
+        }
+    }
+    let flagged =
+        r.audit.iter().filter(|e| matches!(e.event, AuditEvent::Call { called_without_expand: true, .. })).count();
+    out.push_str(&format!("\naudit trail: {} events, {flagged} call(s) without expand\n", r.audit.len()));
+    out
 }

@@ -5,8 +5,10 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::json;
+use toolsearch::disclosure::replay::Script;
+use toolsearch::disclosure::{render as render_defs, Dialect, LiveCatalog};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::eval::{dump_candidates, fit_calibration, load_queries, run_bench, BenchOptions};
+use toolsearch::eval::{dump_candidates, fit_calibration, load_queries, run_bench, token_report, BenchOptions};
 use toolsearch::{
     build_index, BuildOptions, Engine, EngineOptions, ExpandToolRequest, Format, ListRequest, PathSpec, Principal,
     ProtocolError, Retrieval, SearchNodesRequest, SearchToolsRequest,
@@ -89,10 +91,16 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             let res = engine.list_as(&principal(cli), &req)?;
             emit(cli, &res, || render::list(&res))
         }
-        Command::Bench { index, queries, mode, k, split, sample, depth, dump_candidates } => match dump_candidates {
-            Some(out) => dump(cli, index, queries, split.as_deref(), *sample, out),
-            None => bench(cli, index, queries, mode, k, split.as_deref(), *sample, *depth),
-        },
+        Command::Bench { index, queries, mode, k, split, sample, depth, dump_candidates, tokens, dialect } => {
+            match (dump_candidates, tokens) {
+                (Some(out), _) => dump(cli, index, queries, split.as_deref(), *sample, out),
+                (None, true) => token_bench(cli, index, queries, split.as_deref(), *sample, dialect),
+                (None, false) => bench(cli, index, queries, mode, k, split.as_deref(), *sample, *depth),
+            }
+        }
+        Command::Replay { index, script, audit, render } => {
+            replay(cli, index, script, audit.as_deref(), render.as_deref())
+        }
         Command::Calibrate { index, queries, split, sample, dry_run } => {
             calibrate(cli, index, queries, split.as_deref(), *sample, *dry_run)
         }
@@ -195,6 +203,89 @@ fn bench(
         reports.push(run_bench(&engine, &labelled, &options)?);
     }
     emit(cli, &reports, || render::bench(&reports))
+}
+
+fn dialect(name: &str) -> Result<Dialect, Failure> {
+    Dialect::from_name(name).ok_or_else(|| {
+        Failure::other("INVALID_ARGUMENT", format!("unknown format {name:?}; use openai, anthropic or mcp"))
+    })
+}
+
+fn token_bench(
+    cli: &Cli,
+    index: &Path,
+    queries: &Path,
+    split: Option<&str>,
+    sample: Option<usize>,
+    dialect_name: &str,
+) -> Result<(), Failure> {
+    let dialect = dialect(dialect_name)?;
+    let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
+    let live = LiveCatalog::new(open(cli, index)?);
+    let report = token_report(&live, &labelled, dialect);
+    emit(cli, &report, || render::tokens(&report))
+}
+
+fn replay(
+    cli: &Cli,
+    index: &Path,
+    script: &Path,
+    audit: Option<&Path>,
+    dialect_name: Option<&str>,
+) -> Result<(), Failure> {
+    let dialect = dialect_name.map(dialect).transpose()?;
+    let script = Script::load(script).map_err(|e| Failure::other("INVALID_SCRIPT", e))?;
+    // A script that registers tools changes the catalogue: run it on a private copy.
+    let copy = if script.registers_tools() { Some(PrivateCopy::of(index)?) } else { None };
+    let dir = copy.as_ref().map_or(index, |c| c.0.as_path());
+    let live = LiveCatalog::new(open(cli, dir)?);
+    let mut config = script.config.clone();
+    if cli.scopes.is_some() {
+        config.principal = principal(cli);
+    }
+    let script = Script { config, ..script };
+    let replay = script.run(live).map_err(|e| Failure::other("REPLAY_ERROR", e))?;
+    if let Some(path) = audit {
+        let jsonl: String = replay.audit.iter().map(|e| serde_json::to_string(e).unwrap_or_default() + "\n").collect();
+        std::fs::write(path, jsonl).map_err(|e| Failure::other("IO_ERROR", format!("{}: {e}", path.display())))?;
+    }
+    emit(cli, &replay, || render::replay(&replay))?;
+    if let Some(d) = dialect {
+        println!("{}", serde_json::to_string_pretty(&render_defs(&replay.final_definitions, d)).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// A copy of an index directory, removed when dropped.
+struct PrivateCopy(std::path::PathBuf);
+
+impl PrivateCopy {
+    fn of(index: &Path) -> Result<PrivateCopy, Failure> {
+        let dir = std::env::temp_dir().join(format!("toolsearch-replay-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        copy_dir(index, &dir).map_err(|e| Failure::other("IO_ERROR", format!("copying {}: {e}", index.display())))?;
+        Ok(PrivateCopy(dir))
+    }
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 fn dump(

@@ -8,6 +8,7 @@
 //! discovery is just more tools, so the model drives all of it through ordinary tool calls.
 //! Entries are kept by identity (tool id, facade name), and the engine is taken from a
 //! [`LiveCatalog`] at each call, so the catalogue may change under a running agent.
+#![deny(missing_docs)]
 
 mod audit;
 mod definition;

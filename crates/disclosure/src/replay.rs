@@ -24,6 +24,7 @@ use toolsearch_catalog::{Tool, Visibility};
 use toolsearch_query::{Executor, Principal};
 
 use crate::audit::AuditEntry;
+use crate::definition::ToolDef;
 use crate::error::DisclosureError;
 use crate::groups::{Availability, ManualClock};
 use crate::live::LiveCatalog;
@@ -166,6 +167,7 @@ impl Script {
             initial: set.visible_names(),
             steps: Vec::new(),
             audit: Vec::new(),
+            final_definitions: Vec::new(),
         };
         for (line, action) in &self.actions {
             let mut step = Step { line: *line, action: describe(action), ..Step::default() };
@@ -205,6 +207,7 @@ impl Script {
             replay.steps.push(step);
         }
         replay.audit = set.audit().entries().to_vec();
+        replay.final_definitions = set.visible();
         Ok(replay)
     }
 }
@@ -222,6 +225,9 @@ pub struct Replay {
     pub steps: Vec<Step>,
     /// The audit trail.
     pub audit: Vec<AuditEntry>,
+    /// The definitions visible at the end (not serialised: render them in a model's format).
+    #[serde(skip)]
+    pub final_definitions: Vec<ToolDef>,
 }
 
 /// One replayed line.

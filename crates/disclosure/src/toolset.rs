@@ -498,7 +498,7 @@ impl ToolSet {
         };
         let mut listed = 0;
         let mut unavailable: Vec<String> = Vec::new();
-        for e in revealed {
+        for e in revealed.iter().filter(|e| !matches!(e, Entry::Fold(_))) {
             if let Entry::Tool(id) = e {
                 if let Some(message) = self.unavailable(engine, id) {
                     if !unavailable.contains(&message) {
@@ -600,7 +600,7 @@ impl ToolSet {
                                 let results: Vec<Value> = answer
                                     .results
                                     .iter()
-                                    .map(|p| json!({"tool_id": p.tool_id, "summary": p.summary, "path": p.path, "confidence": p.confidence}))
+                                    .map(|p| json!({"tool_id": p.tool_id, "summary": p.summary, "path": p.path, "confidence": round3(p.confidence)}))
                                     .collect();
                                 json!({"category_path": answer.category_path, "results": results})
                             }
@@ -1015,6 +1015,11 @@ fn diff(before: &[String], after: &[String]) -> Change {
         added: after.iter().filter(|n| !b.contains(n)).cloned().collect(),
         removed: before.iter().filter(|n| !a.contains(n)).cloned().collect(),
     }
+}
+
+/// A confidence as the model reads it: three decimals, without f32-to-f64 noise.
+fn round3(x: f32) -> f64 {
+    (f64::from(x) * 1000.0).round() / 1000.0
 }
 
 fn first_line(text: &str) -> &str {

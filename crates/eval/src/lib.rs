@@ -1,5 +1,6 @@
 //! Retrieval-quality and latency benchmarks for toolsearch: labelled query sets in, Recall@k,
-//! nDCG@10, MRR, expected calibration error and per-stage latency percentiles out.
+//! nDCG@10, MRR, expected calibration error and per-stage latency percentiles out; and token
+//! accounting of discovery against loading every schema up front.
 //!
 //! Key design decision: the harness measures the engine through the same ranking path the
 //! protocol uses ([`toolsearch_query::Engine::rank_tools_timed`]), switching only which indexes
@@ -11,8 +12,10 @@ mod calibrate;
 mod metrics;
 mod queries;
 mod run;
+mod tokens;
 
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
 pub use metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 pub use queries::{load_queries, EvalError, LabelledQuery};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};
+pub use tokens::{token_report, TokenReport};

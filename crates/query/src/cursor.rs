@@ -82,16 +82,38 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Lower-case hex to bytes. Strict: only `[0-9a-f]`, so every cursor has exactly one spelling
+/// (`u8::from_str_radix` would also take a sign: "+3" parsed as 0x03, found by fuzzing).
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let bytes = s.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+    bytes.chunks(2).map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_canonical_spelling_decodes() {
+        let key = CursorKey::new(7, "hash");
+        let cursor = key.encode(3, 42);
+        assert_eq!(key.decode(&cursor, 42).unwrap(), 3);
+        let signed = format!("+{}", &cursor[1..]);
+        assert!(cursor.starts_with('0') && key.decode(&signed, 42).is_err(), "a sign is not a hex digit");
+        assert!(key.decode(&cursor.to_uppercase(), 42).is_err());
+        assert!(key.decode(&format!("{cursor}0"), 42).is_err());
+        assert!(key.decode("é", 42).is_err());
+    }
 
     #[test]
     fn a_cursor_round_trips_for_its_own_request() {
