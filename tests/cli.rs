@@ -139,3 +139,33 @@ fn replay_reports_bad_scripts_by_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad-script.jsonl:2") && err.contains("teleport"), "{err}");
 }
+
+#[test]
+fn index_refuses_unusable_facade_settings_naming_the_node() {
+    let file = common::scratch().join("bad-facade.json");
+    std::fs::write(
+        &file,
+        r#"{"nodes": [{"path": "A", "summary": "a", "facade": {"select": "some"}}],
+            "tools": [{"id": "t", "name": "t", "path": "A", "description": "d"}]}"#,
+    )
+    .unwrap();
+    let out_dir = common::scratch().join("bad-facade-index");
+    let out = toolsearch(&["index", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad-facade.json") && err.contains("facade A") && err.contains("facade.select"), "{err}");
+    assert!(!out_dir.exists(), "nothing is written");
+}
+
+#[test]
+fn bench_tokens_prints_both_sides_and_the_ratio() {
+    let index = sample_index();
+    let queries = common::repo().join("tests/data/sample-queries.jsonl");
+    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--tokens", "--dialect", "mcp"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("up front:") && text.contains("discovery:") && text.contains("x fewer tokens"), "{text}");
+    assert!(text.contains("mcp tool definitions"), "{text}");
+    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--tokens", "--dialect", "xml"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -594,3 +594,25 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
         assert_eq!(text, expected, "{file} rendering changed; review and UPDATE_GOLDEN=1 if intended");
     }
 }
+
+#[test]
+fn token_accounting_counts_both_sides_with_a_real_tokenizer() {
+    use toolsearch::disclosure::{Dialect, TokenCounter};
+    let f = fixture();
+    let queries =
+        toolsearch::eval::load_queries(&common::repo().join("tests/data/sample-queries.jsonl"), None, None).unwrap();
+    let report = toolsearch::eval::token_report(&f.live, &queries, Dialect::OpenAi);
+    assert_eq!(report.queries, queries.len());
+    assert_eq!(report.tools, 204);
+    // Up front is every definition, counted over the exact rendered JSON.
+    let set = f.set(ToolSetConfig { node_facades: false, ..ToolSetConfig::default() });
+    let engine = f.live.engine();
+    let all: Vec<_> =
+        engine.catalog().tools.iter().map(|t| set.definition_of(&set.tool_name(&t.id).unwrap()).unwrap()).collect();
+    let counter = TokenCounter::new();
+    assert_eq!(report.upfront_definitions, counter.count(&render(&all, Dialect::OpenAi).to_string()));
+    assert!(report.upfront_definitions > 10_000, "{}", report.upfront_definitions);
+    assert!(report.discovery_per_query > report.discovery_definitions as f64 * 3.0, "three turns at least");
+    assert!(report.ratio > 2.0 && report.reached > 0.8, "{report:?}");
+    assert!(report.turns >= 3.0 && report.turns <= 4.0);
+}

@@ -188,8 +188,10 @@ pub(crate) fn calibration(r: &CalibrationReport, dry_run: bool) -> String {
 
 pub(crate) fn tokens(r: &TokenReport) -> String {
     let mut out = format!(
-        "{} queries over {} tools, {:?} tool definitions, tiktoken o200k_base\n",
-        r.queries, r.tools, r.dialect
+        "{} queries over {} tools, {} tool definitions, tiktoken o200k_base\n",
+        r.queries,
+        r.tools,
+        r.dialect.name()
     );
     out.push_str(&format!(
         "  up front:  {:>10.0} tokens per query (every definition: {})\n",

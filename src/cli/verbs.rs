@@ -147,6 +147,10 @@ fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: b
         })?),
     };
     let catalog = toolsearch::load_path(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
+    for node in &catalog.nodes {
+        toolsearch::disclosure::Facade::for_node(node)
+            .map_err(|e| Failure::other("INVALID_CATALOGUE", format!("{}: {e}", catalogue.display())))?;
+    }
     let files = ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
     let embedder =
         OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Failure::other("MODEL_ERROR", e))?;

@@ -22,6 +22,15 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// `openai`, `anthropic` or `mcp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenAi => "openai",
+            Dialect::Anthropic => "anthropic",
+            Dialect::Mcp => "mcp",
+        }
+    }
+
     /// Parses `openai`, `anthropic` or `mcp`.
     pub fn from_name(name: &str) -> Option<Dialect> {
         match name.trim().to_ascii_lowercase().as_str() {
