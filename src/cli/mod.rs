@@ -116,6 +116,15 @@ pub(crate) enum Command {
         #[arg(long, default_value = "openai")]
         dialect: String,
     },
+    /// Serve the catalogue to one MCP client over stdio (JSON-RPC 2.0, one message per line):
+    /// tools/list is the visible tool set, tools/call drives facades and discovery.
+    Serve {
+        /// The index directory.
+        index: PathBuf,
+        /// Server configuration (tool set, scopes, check and executor commands; see docs/disclosure.md).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Replay a script of model tool calls against a tool set and show, after each, what the
     /// model would see: the result text and the visible tools.
     Replay {

@@ -98,6 +98,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
                 (None, false) => bench(cli, index, queries, mode, k, split.as_deref(), *sample, *depth),
             }
         }
+        Command::Serve { index, config } => serve(cli, index, config.as_deref()),
         Command::Replay { index, script, audit, render } => {
             replay(cli, index, script, audit.as_deref(), render.as_deref())
         }
@@ -258,6 +259,41 @@ fn replay(
         println!("{}", serde_json::to_string_pretty(&render_defs(&replay.final_definitions, d)).unwrap_or_default());
     }
     Ok(())
+}
+
+fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use toolsearch::disclosure::{Availability, ToolSet};
+    use toolsearch::mcp::{CommandCheck, CommandExecutor, ServeConfig, Server};
+
+    let config = match config {
+        Some(path) => ServeConfig::load(path).map_err(|e| Failure::other("INVALID_CONFIG", e))?,
+        None => ServeConfig::default(),
+    };
+    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(60).max(1));
+    let live = LiveCatalog::new(open(cli, index)?);
+    if let Some(argv) = &config.executor {
+        live.set_executor(Arc::new(CommandExecutor { argv: argv.clone(), timeout }));
+    }
+    let availability = Arc::new(Availability::default());
+    for (name, argv) in &config.checks {
+        let check = CommandCheck { argv: argv.clone(), timeout };
+        availability.register(name.clone(), move || check.passes());
+    }
+    let mut toolset = config.toolset.clone();
+    toolset.principal = match (&config.scopes, &cli.scopes) {
+        (_, Some(_)) => principal(cli),
+        (Some(s), None) => Principal::with_scopes(s.iter().cloned()),
+        (None, None) => Principal::trusted(),
+    };
+    let set = ToolSet::new(live, availability, toolset).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
+    for d in set.diagnostics() {
+        eprintln!("note: {d}");
+    }
+    eprintln!("toolsearch serve: MCP over stdio, index {}, {} tools visible", index.display(), set.visible().len());
+    let stdin = std::io::stdin();
+    Server::new(set).serve(stdin.lock(), std::io::stdout().lock()).map_err(|e| Failure::other("IO_ERROR", e))
 }
 
 /// A copy of an index directory, removed when dropped.

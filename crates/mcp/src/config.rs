@@ -1,0 +1,58 @@
+//! What `toolsearch serve --config FILE` reads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toolsearch_disclosure::ToolSetConfig;
+
+/// Server configuration: the tool set, the caller's scopes, the availability checks and the
+/// executor, as commands.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// The tool set (discovery, pinned tools, facades).
+    pub toolset: ToolSetConfig,
+    /// The scopes the client holds (absent: trusted, sees every tool).
+    pub scopes: Option<Vec<String>>,
+    /// Availability checks by name: a command (program and arguments) that exits 0 when the
+    /// group is available.
+    pub checks: BTreeMap<String, Vec<String>>,
+    /// The command that runs catalogue tools: it reads `{"tool_id", "arguments"}` on stdin and
+    /// prints the result; a non-zero exit is the tool's error. Absent: calls are refused.
+    pub executor: Option<Vec<String>>,
+    /// How long one executor or check run may take, in seconds (default 60).
+    pub timeout_secs: Option<u64>,
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Unreadable or invalid configuration file.
+    #[error("{path}: {message}", path = .0.display(), message = .1)]
+    Config(PathBuf, String),
+    /// The tool set could not be built.
+    #[error(transparent)]
+    Disclosure(#[from] toolsearch_disclosure::DisclosureError),
+    /// Reading or writing the transport failed.
+    #[error("transport: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ServeConfig {
+    /// Reads a configuration file; errors name the file and what is wrong.
+    pub fn load(path: &Path) -> Result<ServeConfig, ServeError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServeError::Config(path.to_path_buf(), e.to_string()))?;
+        let config: ServeConfig =
+            serde_json::from_str(&text).map_err(|e| ServeError::Config(path.to_path_buf(), e.to_string()))?;
+        for (name, argv) in &config.checks {
+            if argv.is_empty() {
+                return Err(ServeError::Config(path.to_path_buf(), format!("checks.{name}: empty command")));
+            }
+        }
+        if config.executor.as_ref().is_some_and(Vec::is_empty) {
+            return Err(ServeError::Config(path.to_path_buf(), "executor: empty command".into()));
+        }
+        Ok(config)
+    }
+}
