@@ -169,3 +169,54 @@ fn bench_tokens_prints_both_sides_and_the_ratio() {
     let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--tokens", "--dialect", "xml"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn call_checks_arguments_and_runs_the_executor_command() {
+    let idx = sample_index();
+    let out = toolsearch(&["call", &idx, "weather.forecast", "--args", r#"{"location": "Oslo", "days": 3}"#]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("arguments are valid for weather.forecast"));
+
+    let out = toolsearch(&["call", &idx, "weather.forecast", "--args", r#"{"days": 30}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(3), "a schema violation is a protocol error");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], "INVALID_ARGUMENT");
+    let hints = v["hints"].to_string();
+    assert!(hints.contains("/days") && hints.contains("location"), "{hints}");
+
+    // The executor reads {"tool_id", "arguments"} on stdin and prints the result.
+    let echo = ["--", "sh", "-c", r#"read -r input; printf '{"forecast": "rain", "request": %s}' "$input""#];
+    let mut args = vec!["call", &idx, "weather.forecast", "--args", r#"{"location": "Oslo"}"#, "--json"];
+    args.extend(echo);
+    let out = toolsearch(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["is_error"], false);
+    assert_eq!(v["result"]["forecast"], "rain");
+    assert_eq!(v["result"]["request"]["tool_id"], "weather.forecast");
+    assert_eq!(v["result"]["request"]["arguments"]["location"], "Oslo");
+
+    let out = toolsearch(&[
+        "call",
+        &idx,
+        "weather.forecast",
+        "--args",
+        r#"{"location": "Oslo"}"#,
+        "--",
+        "sh",
+        "-c",
+        "echo upstream timed out >&2; exit 7",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "the tool's own failure has its own exit code");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("upstream timed out"));
+
+    let out = toolsearch(&["call", &idx, "weather.forecast", "--args", "{not json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--args: not JSON"));
+    let out = toolsearch(&["call", &idx, "payments.create_charge", "--scopes", "weather:read"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("TOOL_NOT_FOUND"),
+        "hidden tools do not exist for the caller"
+    );
+}

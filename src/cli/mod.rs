@@ -155,6 +155,25 @@ pub(crate) enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Check a tool call (the caller may use the tool, the arguments match its schema) and,
+    /// given an executor command after `--`, run it: the command reads
+    /// `{"tool_id", "arguments"}` on stdin and prints the result; a non-zero exit is the
+    /// tool's own failure (exit code 4).
+    Call {
+        /// The index directory.
+        index: PathBuf,
+        /// The tool id.
+        tool_id: String,
+        /// The arguments: a JSON object, @FILE to read them from a file, or - for stdin.
+        #[arg(long, default_value = "{}", value_name = "JSON")]
+        args: String,
+        /// Longest executor run, in seconds.
+        #[arg(long, default_value_t = 60, value_name = "SECS")]
+        timeout: u64,
+        /// The executor command and its arguments (after `--`). Without it the call is only checked.
+        #[arg(last = true, value_name = "EXECUTOR")]
+        executor: Vec<String>,
+    },
     /// Show a tool's full definition, schema included.
     Expand {
         /// The index directory.

@@ -8,7 +8,8 @@ use toolsearch::disclosure::replay::Replay;
 use toolsearch::disclosure::AuditEvent;
 use toolsearch::eval::{BenchReport, CalibrationReport, TokenReport};
 use toolsearch::{
-    BuildReport, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse, ToolPointer,
+    BuildReport, CallToolResponse, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse,
+    ToolPointer,
 };
 
 fn scope_name(path: &str) -> String {
@@ -78,6 +79,15 @@ pub(crate) fn expand(r: &ExpandToolResponse) -> String {
         let _ = writeln!(out, "  usage notes: {n}");
     }
     out
+}
+
+pub(crate) fn call(r: &CallToolResponse) -> String {
+    let result = match &r.result {
+        serde_json::Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let status = if r.is_error { "failed" } else { "ok" };
+    format!("{} {status}:\n{}\n", r.tool_id, indent(&result, 2))
 }
 
 fn indent(text: &str, n: usize) -> String {

@@ -20,7 +20,15 @@ use super::{Cli, Command};
 /// A failed command: either a protocol answer that is an error, or bad input / environment.
 pub(crate) enum Failure {
     Protocol(ProtocolError),
-    Other { code: &'static str, message: String },
+    Other {
+        code: &'static str,
+        message: String,
+    },
+    /// The tool ran and failed; its result has been printed already.
+    Tool {
+        tool_id: String,
+        message: String,
+    },
 }
 
 impl Failure {
@@ -47,6 +55,10 @@ impl Failure {
                 }
                 eprintln!("error: {message}");
                 1
+            }
+            Failure::Tool { tool_id, message } => {
+                eprintln!("error: tool {tool_id:?} failed: {message}");
+                4
             }
         }
     }
@@ -104,6 +116,9 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
         }
         Command::Calibrate { index, queries, split, sample, dry_run } => {
             calibrate(cli, index, queries, split.as_deref(), *sample, *dry_run)
+        }
+        Command::Call { index, tool_id, args, timeout, executor } => {
+            call(cli, index, tool_id, args, *timeout, executor)
         }
         Command::Expand { index, tool_id } => {
             let engine = open(cli, index)?;
@@ -259,6 +274,58 @@ fn replay(
         println!("{}", serde_json::to_string_pretty(&render_defs(&replay.final_definitions, d)).unwrap_or_default());
     }
     Ok(())
+}
+
+fn call(
+    cli: &Cli,
+    index: &Path,
+    tool_id: &str,
+    args: &str,
+    timeout_secs: u64,
+    executor: &[String],
+) -> Result<(), Failure> {
+    use toolsearch::mcp::CommandExecutor;
+    use toolsearch::CallToolRequest;
+
+    let arguments = read_arguments(args)?;
+    let engine = open(cli, index)?;
+    let req = CallToolRequest { tool_id: tool_id.to_owned(), arguments };
+    let who = principal(cli);
+    if executor.is_empty() {
+        engine.check_call_as(&who, &req)?;
+        let answer = json!({ "tool_id": req.tool_id, "valid": true, "executed": false });
+        return emit(cli, &answer, || {
+            format!("arguments are valid for {} (not run: give an executor command after --)\n", req.tool_id)
+        });
+    }
+    let timeout = std::time::Duration::from_secs(timeout_secs.max(1));
+    engine.set_executor(std::sync::Arc::new(CommandExecutor { argv: executor.to_vec(), timeout }));
+    let res = engine.call_tool_as(&who, &req)?;
+    emit(cli, &res, || render::call(&res))?;
+    if res.is_error {
+        let message = res.result.get("error").and_then(serde_json::Value::as_str).unwrap_or_default();
+        return Err(Failure::Tool { tool_id: res.tool_id.clone(), message: message.to_owned() });
+    }
+    Ok(())
+}
+
+/// `--args`: inline JSON, `@FILE`, or `-` for standard input.
+fn read_arguments(spec: &str) -> Result<serde_json::Value, Failure> {
+    let (source, text) = match spec {
+        "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| Failure::other("IO_ERROR", format!("standard input: {e}")))?;
+            ("standard input".to_owned(), text)
+        }
+        s if s.starts_with('@') => {
+            let path = &s[1..];
+            let text = std::fs::read_to_string(path).map_err(|e| Failure::other("IO_ERROR", format!("{path}: {e}")))?;
+            (path.to_owned(), text)
+        }
+        s => ("--args".to_owned(), s.to_owned()),
+    };
+    serde_json::from_str(&text).map_err(|e| Failure::other("INVALID_ARGUMENT", format!("{source}: not JSON: {e}")))
 }
 
 fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> {

@@ -454,9 +454,21 @@ impl Engine {
         .with_hints(vec![format!("ask for the scopes {missing:?}, or choose another tool")]))
     }
 
-    fn call_checked(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+    /// Everything `call_tool` checks before running a call, without running it (nor
+    /// recording it): the caller may use the tool and the arguments match its `args_schema`.
+    /// The same errors as `call_tool`.
+    pub fn check_call_as(&self, who: &Principal, req: &CallToolRequest) -> Result<(), ProtocolError> {
+        self.checked_tool(who, req).map(|_| ())
+    }
+
+    fn checked_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<&Tool, ProtocolError> {
         let tool = self.usable_tool(who, &req.tool_id)?;
         validate(tool, &req.arguments)?;
+        Ok(tool)
+    }
+
+    fn call_checked(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+        let tool = self.checked_tool(who, req)?;
         let executor = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(executor) = executor else {
             return Err(ProtocolError::new(

@@ -1,0 +1,146 @@
+//! What a catalogue generation and a configuration imply: facades, nesting, discovery tools, names.
+
+use super::*;
+
+/// Facades, nesting, discovery tools and names for the engine's catalogue.
+pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived, DisclosureError> {
+    let catalog = engine.catalog();
+    let mut facades: HashMap<String, Facade> = HashMap::new();
+    let mut facade_by_path = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let node_facades = if config.node_facades { catalog.nodes.iter().collect() } else { Vec::new() };
+    let mut all: Vec<Facade> = Vec::new();
+    for node in node_facades {
+        if let Some(f) = Facade::for_node(node)? {
+            facade_by_path.insert(node.path.clone(), f.name.clone());
+            all.push(f);
+        }
+    }
+    all.extend(config.facades.iter().cloned());
+    for f in all {
+        if facades.contains_key(&f.name) {
+            return Err(DisclosureError::Facade {
+                facade: f.name.clone(),
+                field: "name".into(),
+                message: "two facades have this name".into(),
+            });
+        }
+        if let Inner::Items(items) = &f.inner {
+            if f.select == Select::Category {
+                return Err(DisclosureError::Facade {
+                    facade: f.name.clone(),
+                    field: "select".into(),
+                    message: "`category` selection needs a catalogue node; list the tools or use `query`".into(),
+                });
+            }
+            for item in items {
+                if let Item::Tool(id) = item {
+                    if engine.tool(id).is_none() {
+                        return Err(DisclosureError::Unknown(format!(
+                            "facade {}: tool {id:?} is not in the catalogue",
+                            f.name
+                        )));
+                    }
+                }
+            }
+        }
+        order.push(f.name.clone());
+        facades.insert(f.name.clone(), f);
+    }
+    // Children: listed facades, or the nearest facade nodes below a node facade.
+    let children = |f: &Facade| -> Result<Vec<String>, DisclosureError> {
+        match &f.inner {
+            Inner::Items(items) => items
+                .iter()
+                .filter_map(|i| if let Item::Facade(n) = i { Some(n) } else { None })
+                .map(|n| {
+                    facades.get(n).map(|c| c.name.clone()).ok_or_else(|| {
+                        DisclosureError::Unknown(format!("facade {}: inner facade {n:?} does not exist", f.name))
+                    })
+                })
+                .collect(),
+            Inner::Node(path) => Ok(facade_by_path
+                .iter()
+                .filter(|(p, _)| p.len() > path.len() && p.starts_with(path))
+                .filter(|(p, _)| {
+                    !facade_by_path.keys().any(|q| q.len() > path.len() && q.len() < p.len() && p.starts_with(q))
+                })
+                .map(|(_, n)| n.clone())
+                .collect()),
+        }
+    };
+    let mut graph: HashMap<String, Vec<String>> = HashMap::new();
+    for name in &order {
+        graph.insert(name.clone(), children(&facades[name])?);
+    }
+    let mut nested: HashSet<&String> = HashSet::new();
+    for kids in graph.values() {
+        nested.extend(kids.iter());
+    }
+    for name in &order {
+        let depth = depth_of(name, &graph, &mut Vec::new())?;
+        if depth > config.max_depth {
+            return Err(DisclosureError::FacadeTooDeep { facade: name.clone(), depth, max: config.max_depth });
+        }
+    }
+    let top_level: Vec<String> = order.iter().filter(|n| !nested.contains(n)).cloned().collect();
+    let discovery = config.discovery.tools(catalog).map_err(DisclosureError::Unknown)?;
+    let mut reserved: HashSet<String> = discovery.iter().map(DiscoveryTool::name).collect();
+    for name in &order {
+        reserved.insert(name.clone());
+        reserved.insert(fold_name(name));
+    }
+    let (names, diagnostics) = Names::assign(catalog, &reserved);
+    Ok(Derived {
+        generation: engine.index().meta().generation,
+        facades,
+        facade_by_path,
+        top_level,
+        discovery,
+        names,
+        diagnostics,
+    })
+}
+
+/// Nesting depth below `name` (1 for a facade without inner facades); a cycle is an error.
+pub(super) fn depth_of(
+    name: &str,
+    graph: &HashMap<String, Vec<String>>,
+    stack: &mut Vec<String>,
+) -> Result<usize, DisclosureError> {
+    if let Some(start) = stack.iter().position(|s| s == name) {
+        let mut cycle = stack[start..].to_vec();
+        cycle.push(name.to_owned());
+        return Err(DisclosureError::FacadeCycle(cycle));
+    }
+    stack.push(name.to_owned());
+    let mut deepest = 0;
+    for child in graph.get(name).map(Vec::as_slice).unwrap_or_default() {
+        deepest = deepest.max(depth_of(child, graph, stack)?);
+    }
+    stack.pop();
+    Ok(deepest + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_levels_and_finds_cycles() {
+        let graph: HashMap<String, Vec<String>> = [
+            ("a".to_owned(), vec!["b".to_owned()]),
+            ("b".to_owned(), vec!["c".to_owned()]),
+            ("c".to_owned(), vec![]),
+            ("x".to_owned(), vec!["y".to_owned()]),
+            ("y".to_owned(), vec!["x".to_owned()]),
+        ]
+        .into();
+        assert_eq!(depth_of("a", &graph, &mut Vec::new()).unwrap(), 3);
+        assert_eq!(depth_of("c", &graph, &mut Vec::new()).unwrap(), 1);
+        match depth_of("x", &graph, &mut Vec::new()) {
+            Err(DisclosureError::FacadeCycle(path)) => assert_eq!(path, ["x", "y", "x"]),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Discovery tools: search, list, expand and call answered through the engine.
+
+use super::*;
+
+impl ToolSet {
+    pub(super) fn discover(&mut self, engine: &Engine, tool: &DiscoveryTool, input: &Value) -> (String, bool) {
+        let who = self.config.principal.clone();
+        let limit = match input.get("limit") {
+            None | Some(Value::Null) => self.config.discovery.limit,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..=50) => n as usize,
+                _ => return (error_text("INVALID_ARGUMENT", "limit must be an integer from 1 to 50", vec![]), true),
+            },
+        };
+        let text_arg = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+        match tool {
+            DiscoveryTool::SearchTools | DiscoveryTool::Domain(_) => {
+                let category_path = match tool {
+                    DiscoveryTool::Domain(path) => Some(toolsearch_catalog::PathSpec::Segments(path.clone())),
+                    _ => text_arg("category_path")
+                        .filter(|p| !p.trim().is_empty())
+                        .map(toolsearch_catalog::PathSpec::Joined),
+                };
+                let hidden = self.unavailable_count(engine);
+                let req = SearchToolsRequest {
+                    query: text_arg("query").unwrap_or_default(),
+                    category_path,
+                    tags: Vec::new(),
+                    limit: Some((limit + hidden).min(50)),
+                    cursor: None,
+                };
+                match engine.search_tool_by_category_as(&who, &req) {
+                    Ok(mut answer) => {
+                        answer.results.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
+                        answer.results.truncate(limit);
+                        let ids: Vec<String> = answer.results.iter().map(|p| p.tool_id.clone()).collect();
+                        self.audit.push(AuditEvent::Search {
+                            tool: tool.name(),
+                            query: Some(req.query.clone()),
+                            category_path: answer.category_path.clone(),
+                            results: ids.clone(),
+                        });
+                        let body = match self.config.discovery.detail {
+                            Detail::Names => json!({"category_path": answer.category_path, "tool_ids": ids}),
+                            Detail::Summaries => {
+                                let results: Vec<Value> = answer
+                                    .results
+                                    .iter()
+                                    .map(|p| json!({"tool_id": p.tool_id, "summary": p.summary, "path": p.path, "confidence": round3(p.confidence)}))
+                                    .collect();
+                                json!({"category_path": answer.category_path, "results": results})
+                            }
+                            Detail::Full => {
+                                let mut results = Vec::new();
+                                for id in &ids {
+                                    if let Ok(v) = self.expand(engine, id) {
+                                        results.push(v);
+                                    }
+                                }
+                                json!({"category_path": answer.category_path, "results": results})
+                            }
+                        };
+                        (body.to_string(), false)
+                    }
+                    Err(e) => {
+                        self.audit.push(AuditEvent::Search {
+                            tool: tool.name(),
+                            query: Some(req.query.clone()),
+                            category_path: req
+                                .category_path
+                                .as_ref()
+                                .map(|p| p.segments().join("/"))
+                                .unwrap_or_default(),
+                            results: Vec::new(),
+                        });
+                        (protocol_error_text(&e), true)
+                    }
+                }
+            }
+            DiscoveryTool::SearchNodes => {
+                let req = SearchNodesRequest { query: text_arg("query").unwrap_or_default(), limit: Some(limit) };
+                match engine.search_nodes_as(&who, &req) {
+                    Ok(answer) => {
+                        self.audit.push(AuditEvent::Search {
+                            tool: tool.name(),
+                            query: Some(req.query),
+                            category_path: String::new(),
+                            results: answer.results.iter().map(|r| r.path.clone()).collect(),
+                        });
+                        (serde_json::to_string(&answer).expect("answers serialise"), false)
+                    }
+                    Err(e) => (protocol_error_text(&e), true),
+                }
+            }
+            DiscoveryTool::List => {
+                let req = ListRequest {
+                    path: text_arg("path").filter(|p| !p.trim().is_empty()).map(toolsearch_catalog::PathSpec::Joined),
+                    tags: Vec::new(),
+                    query: None,
+                    limit: Some(limit),
+                    cursor: None,
+                };
+                match engine.list_as(&who, &req) {
+                    Ok(mut answer) => {
+                        answer.tools.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
+                        answer.next_cursor = None;
+                        self.audit.push(AuditEvent::Search {
+                            tool: tool.name(),
+                            query: None,
+                            category_path: answer.path.clone(),
+                            results: answer.tools.iter().map(|p| p.tool_id.clone()).collect(),
+                        });
+                        (serde_json::to_string(&answer).expect("answers serialise"), false)
+                    }
+                    Err(e) => (protocol_error_text(&e), true),
+                }
+            }
+            DiscoveryTool::Expand => {
+                let id = text_arg("tool_id").unwrap_or_default();
+                match self.expand(engine, &id) {
+                    Ok(v) => (v.to_string(), false),
+                    Err(text) => (text, true),
+                }
+            }
+            DiscoveryTool::Call => {
+                let id = text_arg("tool_id").unwrap_or_default();
+                let arguments = input.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                self.call_tool(engine, &id, &arguments, "call_tool")
+            }
+        }
+    }
+
+    /// Discloses tool `id`'s full definition and makes it callable.
+    pub(super) fn expand(&mut self, engine: &Engine, id: &str) -> Result<Value, String> {
+        if let Some(message) = self.unavailable(engine, id) {
+            return Err(error_text("UNAVAILABLE", &message, vec![]));
+        }
+        let answer = engine
+            .expand_tool_as(&self.config.principal, &ExpandToolRequest { tool_id: id.to_owned() })
+            .map_err(|e| protocol_error_text(&e))?;
+        self.note_choice(id);
+        self.audit.push(AuditEvent::Expand { tool_id: id.to_owned() });
+        self.disclosed.insert(id.to_owned());
+        if !self.shown.iter().any(|(_, e)| e == &Entry::Tool(id.to_owned())) {
+            self.show(Entry::Tool(id.to_owned()));
+        }
+        let mut value = serde_json::to_value(&answer).expect("answers serialise");
+        if let Some(name) = self.derived.names.name(id) {
+            value["callable_as"] = Value::from(name);
+        }
+        Ok(value)
+    }
+
+    /// Records that the model picked `id` out of a search, the first time it acts on it.
+    pub(super) fn note_choice(&mut self, id: &str) {
+        if self.disclosed.contains(id) {
+            return;
+        }
+        if let Some((rank, search_step)) = self.audit.last_seen_in_search(id) {
+            self.audit.push(AuditEvent::Choose { tool_id: id.to_owned(), rank, search_step });
+        }
+    }
+}
+
+/// A confidence as the model reads it: three decimals, without f32-to-f64 noise.
+pub(super) fn round3(x: f32) -> f64 {
+    (f64::from(x) * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,96 @@
+//! What the set shows: entries, their names and definitions, and catalogue changes.
+
+use super::*;
+
+impl ToolSet {
+    pub(super) fn show(&mut self, entry: Entry) {
+        self.shown.push((self.next_seq, entry));
+        self.next_seq += 1;
+    }
+
+    pub(super) fn visible_entries(&self, engine: &Engine) -> Vec<Entry> {
+        let since = self.unfolds.iter().filter(|u| u.exclusive).map(|u| u.since).min();
+        self.shown
+            .iter()
+            .filter(|(seq, _)| since.is_none_or(|s| *seq >= s))
+            .map(|(_, e)| e)
+            .filter(|e| match e {
+                Entry::Tool(id) => {
+                    engine.tool(id).is_some_and(|t| self.config.principal.may_use(t))
+                        && self.unavailable(engine, id).is_none()
+                }
+                Entry::Facade(f) | Entry::Fold(f) => self.derived.facades.contains_key(f),
+                Entry::Discovery(d) => self.derived.discovery.contains(d),
+            })
+            .cloned()
+            .collect()
+    }
+
+    pub(super) fn entry_name(&self, entry: &Entry) -> Option<String> {
+        match entry {
+            Entry::Tool(id) => self.derived.names.name(id).map(str::to_owned),
+            Entry::Facade(f) => Some(f.clone()),
+            Entry::Fold(f) => Some(fold_name(f)),
+            Entry::Discovery(d) => Some(d.name()),
+        }
+    }
+
+    pub(super) fn entry_by_name(&self, engine: &Engine, name: &str) -> Option<Entry> {
+        if self.derived.facades.contains_key(name) {
+            return Some(Entry::Facade(name.to_owned()));
+        }
+        if let Some(f) = self.derived.facades.keys().find(|f| fold_name(f) == name) {
+            return Some(Entry::Fold(f.clone()));
+        }
+        if let Some(d) = self.derived.discovery.iter().find(|d| d.name() == name) {
+            return Some(Entry::Discovery(d.clone()));
+        }
+        let id = self.derived.names.id(name)?;
+        engine.tool(id).filter(|t| self.config.principal.may_use(t)).map(|t| Entry::Tool(t.id.clone()))
+    }
+
+    pub(super) fn definition(&self, engine: &Engine, entry: &Entry) -> Option<ToolDef> {
+        match entry {
+            Entry::Tool(id) => {
+                let tool = engine.tool(id)?;
+                Some(tool_definition(tool, self.derived.names.name(id)?))
+            }
+            Entry::Facade(f) => {
+                let facade = self.derived.facades.get(f)?;
+                let categories = match (&facade.select, &facade.inner) {
+                    (Select::Category, Inner::Node(path)) => self.categories(engine, path),
+                    _ => Vec::new(),
+                };
+                Some(facade.definition(&categories))
+            }
+            Entry::Fold(f) => Some(self.derived.facades.get(f)?.fold_definition()),
+            Entry::Discovery(d) => Some(d.definition(&self.config.discovery, engine.catalog())),
+        }
+    }
+
+    /// Re-derives facades and names when the catalogue changed under the set.
+    pub(super) fn sync_catalogue(&mut self) {
+        let engine = self.live.engine();
+        if engine.index().meta().generation == self.derived.generation {
+            return;
+        }
+        // A catalogue change that breaks the configuration keeps the previous derivation:
+        // the set goes on working with what it had.
+        if let Ok(derived) = derive(&engine, &self.config) {
+            self.derived = derived;
+        }
+    }
+}
+
+/// A catalogue tool's definition: its description (with its own usage notes) and arguments.
+pub(super) fn tool_definition(tool: &Tool, name: &str) -> ToolDef {
+    let mut description = tool.description.trim().to_owned();
+    if description.is_empty() {
+        description = tool.summary.clone();
+    }
+    if let Some(notes) = &tool.usage_notes {
+        description.push_str("\n\nUsage notes: ");
+        description.push_str(notes.trim());
+    }
+    ToolDef { name: name.to_owned(), description, input_schema: input_schema(&tool.args_schema) }
+}

@@ -1,0 +1,376 @@
+//! The tool set: what the model sees now, and how each of its tool calls changes that.
+//!
+//! The host feeds every model tool call to [`ToolSet::call`] and gets the result text plus
+//! the change to the visible set (`added`, `removed`). Entries are kept by identity (tool
+//! id, facade name, discovery tool), never by position, so a catalogue that changes under
+//! the set (tools registered at run time) does not invalidate them.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use toolsearch_catalog::{CategoryPath, Tool};
+use toolsearch_query::{
+    CallToolRequest, Engine, ExpandToolRequest, ListRequest, Principal, ProtocolError, SearchNodesRequest,
+    SearchToolsRequest,
+};
+
+use crate::audit::{AuditEvent, AuditTrail};
+use crate::definition::{input_schema, ToolDef};
+use crate::discovery::{Detail, DiscoveryConfig, DiscoveryTool};
+use crate::error::DisclosureError;
+use crate::facade::{fold_name, Facade, Inner, Item, Select};
+use crate::groups::Availability;
+use crate::live::LiveCatalog;
+use crate::names::{Diagnostic, Names};
+
+mod calls;
+mod derive;
+mod discover;
+mod entries;
+mod unfold;
+
+use derive::derive;
+
+/// How deep facades may nest unless configured otherwise.
+pub const DEFAULT_MAX_DEPTH: usize = 4;
+
+/// How a tool set is put together.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolSetConfig {
+    /// Discovery tools.
+    pub discovery: DiscoveryConfig,
+    /// Catalogue tool ids that are always visible (core tools).
+    pub pinned: Vec<String>,
+    /// Whether catalogue nodes with `facade` settings become facades.
+    pub node_facades: bool,
+    /// How deep facades may nest.
+    pub max_depth: usize,
+    /// Facades built in code, besides the catalogue's.
+    #[serde(skip)]
+    pub facades: Vec<Facade>,
+    /// Who the model acts for: tools its scopes do not allow never appear.
+    #[serde(skip)]
+    pub principal: Principal,
+}
+
+impl Default for ToolSetConfig {
+    fn default() -> Self {
+        ToolSetConfig {
+            discovery: DiscoveryConfig::default(),
+            pinned: Vec::new(),
+            node_facades: true,
+            max_depth: DEFAULT_MAX_DEPTH,
+            facades: Vec::new(),
+            principal: Principal::trusted(),
+        }
+    }
+}
+
+/// The answer to one model tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The tool result text for the model.
+    pub text: String,
+    /// Whether the result is an error (the model should change course).
+    pub is_error: bool,
+    /// Names that became visible.
+    pub added: Vec<String>,
+    /// Names that stopped being visible.
+    pub removed: Vec<String>,
+}
+
+/// A change to the visible set outside a tool call (folding, the end of an interaction, a
+/// group's availability changing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Names that became visible.
+    pub added: Vec<String>,
+    /// Names that stopped being visible.
+    pub removed: Vec<String>,
+}
+
+/// One thing the set can show.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Entry {
+    Tool(String),
+    Facade(String),
+    Fold(String),
+    Discovery(DiscoveryTool),
+}
+
+/// An unfolded facade.
+#[derive(Debug, Clone)]
+struct Unfolded {
+    facade: String,
+    revealed: Vec<Entry>,
+    removed_facade: bool,
+    exclusive: bool,
+    /// The first sequence number shown after the unfold (exclusive mode shows only these).
+    since: u64,
+}
+
+/// Everything derived from one catalogue generation.
+#[derive(Debug)]
+struct Derived {
+    generation: u64,
+    facades: HashMap<String, Facade>,
+    facade_by_path: HashMap<CategoryPath, String>,
+    /// Facades not nested in another, in display order.
+    top_level: Vec<String>,
+    discovery: Vec<DiscoveryTool>,
+    names: Names,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// The tools visible to the model now, and the runtime that changes them.
+pub struct ToolSet {
+    live: Arc<LiveCatalog>,
+    availability: Arc<Availability>,
+    config: ToolSetConfig,
+    derived: Derived,
+    shown: Vec<(u64, Entry)>,
+    next_seq: u64,
+    unfolds: Vec<Unfolded>,
+    /// Tools whose full definition the model has seen.
+    disclosed: HashSet<String>,
+    audit: AuditTrail,
+    last_visible: Vec<String>,
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSet").field("visible", &self.last_visible).finish()
+    }
+}
+
+impl ToolSet {
+    /// A tool set over `live`, with group availability from `availability` (share one per
+    /// host). Fails on unusable facade settings, facade cycles or over-deep nesting, unknown
+    /// pinned tools or discovery domains.
+    pub fn new(
+        live: Arc<LiveCatalog>,
+        availability: Arc<Availability>,
+        config: ToolSetConfig,
+    ) -> Result<ToolSet, DisclosureError> {
+        let engine = live.engine();
+        let derived = derive(&engine, &config)?;
+        for id in &config.pinned {
+            if engine.tool(id).is_none() {
+                return Err(DisclosureError::Unknown(format!("pinned tool {id:?} is not in the catalogue")));
+            }
+        }
+        let mut set = ToolSet {
+            live,
+            availability,
+            config,
+            derived,
+            shown: Vec::new(),
+            next_seq: 0,
+            unfolds: Vec::new(),
+            disclosed: HashSet::new(),
+            audit: AuditTrail::default(),
+            last_visible: Vec::new(),
+        };
+        let mut initial: Vec<Entry> = set.config.pinned.iter().cloned().map(Entry::Tool).collect();
+        initial.extend(set.derived.top_level.iter().cloned().map(Entry::Facade));
+        initial.extend(set.derived.discovery.iter().cloned().map(Entry::Discovery));
+        set.disclosed.extend(set.config.pinned.iter().cloned());
+        for e in initial {
+            set.show(e);
+        }
+        set.last_visible = set.visible_names();
+        Ok(set)
+    }
+
+    /// The definitions visible now, in order.
+    pub fn visible(&self) -> Vec<ToolDef> {
+        let engine = self.live.engine();
+        self.visible_entries(&engine).iter().filter_map(|e| self.definition(&engine, e)).collect()
+    }
+
+    /// The names visible now, in order.
+    pub fn visible_names(&self) -> Vec<String> {
+        let engine = self.live.engine();
+        self.visible_entries(&engine).iter().filter_map(|e| self.entry_name(e)).collect()
+    }
+
+    /// The definition a name stands for, visible or not (facades, discovery tools and every
+    /// catalogue tool the caller may use).
+    pub fn definition_of(&self, name: &str) -> Option<ToolDef> {
+        let engine = self.live.engine();
+        let entry = self.entry_by_name(&engine, name)?;
+        self.definition(&engine, &entry)
+    }
+
+    /// The name catalogue tool `id` is called by in this set (its sanitised name, or its
+    /// sanitised id when the name clashes).
+    pub fn tool_name(&self, id: &str) -> Option<String> {
+        self.derived.names.name(id).map(str::to_owned)
+    }
+
+    /// Problems worked around while building the set (duplicate tool names).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.derived.diagnostics
+    }
+
+    /// The audit trail so far.
+    pub fn audit(&self) -> &AuditTrail {
+        &self.audit
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ToolSetConfig {
+        &self.config
+    }
+
+    /// The facades of this set (code-built and from the catalogue), by name.
+    pub fn facades(&self) -> Vec<&Facade> {
+        let mut v: Vec<&Facade> = self.derived.facades.values().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Names of the discovery tools of this set.
+    pub fn discovery_names(&self) -> Vec<String> {
+        self.derived.discovery.iter().map(DiscoveryTool::name).collect()
+    }
+
+    /// Recomputes visibility (groups whose availability changed, a catalogue that changed)
+    /// and reports the change since the last call or refresh.
+    pub fn refresh(&mut self) -> Change {
+        self.sync_catalogue();
+        let now = self.visible_names();
+        let change = diff(&self.last_visible, &now);
+        self.last_visible = now;
+        change
+    }
+
+    /// Handles one model tool call: `name` as the model called it, `input` its arguments.
+    /// Never fails: problems are error results the model can act on.
+    pub fn call(&mut self, name: &str, input: &Value) -> Outcome {
+        self.sync_catalogue();
+        let before = self.last_visible.clone();
+        let engine = self.live.engine();
+        let (text, is_error) = self.dispatch(&engine, name, input);
+        let after = self.visible_names();
+        let change = diff(&before, &after);
+        self.last_visible = after;
+        Outcome { text, is_error, added: change.added, removed: change.removed }
+    }
+
+    /// Folds an unfolded facade back (the API form of its `fold_<name>` tool).
+    pub fn fold(&mut self, facade: &str) -> Result<Change, DisclosureError> {
+        if !self.unfolds.iter().any(|u| u.facade == facade) {
+            return Err(DisclosureError::Unknown(format!("facade {facade:?} is not unfolded")));
+        }
+        self.fold_back(facade);
+        Ok(self.refresh())
+    }
+
+    /// Ends the interaction: exclusive facades fold back, so every other tool returns.
+    pub fn end_interaction(&mut self) -> Change {
+        let exclusive: Vec<String> = self.unfolds.iter().filter(|u| u.exclusive).map(|u| u.facade.clone()).collect();
+        for f in exclusive.iter().rev() {
+            if self.unfolds.iter().any(|u| &u.facade == f) {
+                self.fold_back(f);
+            }
+        }
+        self.refresh()
+    }
+
+    // ---- dispatch ----
+
+    fn dispatch(&mut self, engine: &Engine, name: &str, input: &Value) -> (String, bool) {
+        let visible = self.visible_entries(engine);
+        if let Some(entry) = visible.iter().find(|e| self.entry_name(e).as_deref() == Some(name)).cloned() {
+            return match entry {
+                Entry::Facade(f) => self.unfold(engine, &f, input),
+                Entry::Fold(f) => {
+                    self.fold_back(&f);
+                    (format!("Folded {f} back: its tools are hidden again. Call {f} to reveal them."), false)
+                }
+                Entry::Discovery(d) => self.discover(engine, &d, input),
+                Entry::Tool(id) => self.call_tool(engine, &id, input, name),
+            };
+        }
+        let reason = match self.entry_by_name(engine, name) {
+            Some(Entry::Tool(id)) if self.shown.iter().any(|(_, e)| e == &Entry::Tool(id.clone())) => {
+                if let Some(message) = self.unavailable(engine, &id) {
+                    return self.unavailable_call(&id, name, input, message);
+                }
+                self.not_visible_hint(name)
+            }
+            Some(_) => self.not_visible_hint(name),
+            None => format!("there is no tool called {name:?}"),
+        };
+        self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
+        (error_text("UNKNOWN_TOOL", &reason, self.recovery_hints()), true)
+    }
+
+    fn not_visible_hint(&self, name: &str) -> String {
+        match self.unfolds.iter().find(|u| u.exclusive) {
+            Some(u) => format!("{name:?} is not available while {} is unfolded", u.facade),
+            None => format!("{name:?} is not one of the tools available now"),
+        }
+    }
+
+    fn recovery_hints(&self) -> Vec<String> {
+        let mut hints = Vec::new();
+        if let Some(u) = self.unfolds.iter().find(|u| u.exclusive) {
+            let facade = self.derived.facades.get(&u.facade);
+            if facade.is_some_and(|f| f.foldable) {
+                hints.push(format!("call {} to return to the other tools", fold_name(&u.facade)));
+            }
+        } else if self.derived.discovery.contains(&DiscoveryTool::SearchTools) {
+            hints.push("call search_tool_by_category to find a tool for the task, then expand_tool".into());
+        } else if let Some(d) = self.derived.discovery.iter().find(|d| matches!(d, DiscoveryTool::Domain(_))) {
+            hints.push(format!("call {} to find a tool for the task, then expand_tool", d.name()));
+        }
+        hints.push(format!("the tools available now are: {}", self.last_visible.join(", ")));
+        hints
+    }
+}
+
+fn diff(before: &[String], after: &[String]) -> Change {
+    let b: HashSet<&String> = before.iter().collect();
+    let a: HashSet<&String> = after.iter().collect();
+    Change {
+        added: after.iter().filter(|n| !b.contains(n)).cloned().collect(),
+        removed: before.iter().filter(|n| !a.contains(n)).cloned().collect(),
+    }
+}
+
+/// An error result: `{code, message, hints}`, compact JSON as the model reads it.
+fn error_text(code: &str, message: &str, hints: Vec<String>) -> String {
+    json!({"code": code, "message": message, "hints": hints}).to_string()
+}
+
+fn protocol_error_text(e: &ProtocolError) -> String {
+    serde_json::to_string(e).expect("errors serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_move_between_threads_and_availability_is_shared() {
+        fn send<T: Send>() {}
+        fn sync<T: Send + Sync>() {}
+        send::<ToolSet>();
+        sync::<Availability>();
+        sync::<LiveCatalog>();
+    }
+
+    #[test]
+    fn changes_list_what_appeared_and_disappeared_in_order() {
+        let before = vec!["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let after = vec!["c".to_owned(), "d".to_owned(), "a".to_owned()];
+        let change = diff(&before, &after);
+        assert_eq!(change.added, vec!["d"]);
+        assert_eq!(change.removed, vec!["b"]);
+    }
+}
