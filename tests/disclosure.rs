@@ -394,10 +394,35 @@ fn a_call_without_expand_is_flagged() {
     let violations = set.audit().violations();
     assert_eq!(violations.len(), 1);
     assert!(set.audit().to_jsonl().contains("\"called_without_expand\":true"));
-    // Expanded first: not flagged.
+    // Found by a search and expanded first: not flagged.
+    let found = set.call("search_tool_by_category", &json!({"query": "weather forecast for the next days"}));
+    assert!(found.text.contains("weather.forecast"), "{}", found.text);
     set.call("expand_tool", &json!({"tool_id": "weather.forecast"}));
     set.call("call_tool", &json!({"tool_id": "weather.forecast", "arguments": {"location": "Oslo", "days": 2}}));
     assert_eq!(set.audit().violations().len(), 1);
+}
+
+#[test]
+fn expanding_an_id_no_search_showed_is_flagged_as_assumed() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    // A guessed id: no search, listing or unfold showed it.
+    let out = set.call("expand_tool", &json!({"tool_id": "payments.create_charge"}));
+    assert!(!out.is_error, "{}", out.text);
+    let violations = set.audit().violations();
+    assert_eq!(violations.len(), 1);
+    assert!(
+        matches!(&violations[0].event, AuditEvent::Expand { tool_id, without_discovery: true } if tool_id == "payments.create_charge")
+    );
+    assert!(set.audit().to_jsonl().contains("\"without_discovery\":true"));
+    // Listed first, then expanded: not flagged.
+    let listed = set.call("list", &json!({"path": "Weather"}));
+    assert!(listed.text.contains("weather.severe_alerts"), "{}", listed.text);
+    set.call("expand_tool", &json!({"tool_id": "weather.severe_alerts"}));
+    // Revealed by an unfold, then expanded: not flagged either.
+    set.call("git_tools", &json!({}));
+    set.call("expand_tool", &json!({"tool_id": "git.commit"}));
+    assert_eq!(set.audit().violations().len(), 1, "{}", set.audit().to_jsonl());
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //!
 //! The behavioural rules of discovery are checkable from it: a call to a catalogue tool whose
 //! full definition the model never saw (no `expand_tool`, no unfold, not pinned) is flagged
-//! `called_without_expand`.
+//! `called_without_expand` ("expand before calling"), and an expansion of a tool id that no
+//! earlier search, listing or unfold showed is flagged `without_discovery` ("discover before
+//! assuming": the model guessed the id).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,6 +37,10 @@ pub enum AuditEvent {
     Expand {
         /// The tool.
         tool_id: String,
+        /// Set when no earlier search, listing or unfold showed this tool: the model assumed
+        /// the id instead of discovering it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        without_discovery: bool,
     },
     /// A facade unfolded.
     Unfold {
@@ -112,11 +118,18 @@ impl AuditTrail {
         out
     }
 
-    /// The calls that broke the "expand before calling" rule.
+    /// The steps that broke a rule: calls made without expanding the tool first, and
+    /// expansions of ids the model never discovered.
     pub fn violations(&self) -> Vec<&AuditEntry> {
         self.entries
             .iter()
-            .filter(|e| matches!(e.event, AuditEvent::Call { called_without_expand: true, .. }))
+            .filter(|e| {
+                matches!(
+                    e.event,
+                    AuditEvent::Call { called_without_expand: true, .. }
+                        | AuditEvent::Expand { without_discovery: true, .. }
+                )
+            })
             .collect()
     }
 

@@ -138,8 +138,10 @@ impl ToolSet {
         let answer = engine
             .expand_tool_as(&self.config.principal, &ExpandToolRequest { tool_id: id.to_owned() })
             .map_err(|e| protocol_error_text(&e))?;
+        let id = answer.tool_id.as_str();
+        let without_discovery = !self.disclosed.contains(id) && self.audit.last_seen_in_search(id).is_none();
         self.note_choice(id);
-        self.audit.push(AuditEvent::Expand { tool_id: id.to_owned() });
+        self.audit.push(AuditEvent::Expand { tool_id: id.to_owned(), without_discovery });
         self.disclosed.insert(id.to_owned());
         if !self.shown.iter().any(|(_, e)| e == &Entry::Tool(id.to_owned())) {
             self.show(Entry::Tool(id.to_owned()));
