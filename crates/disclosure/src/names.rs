@@ -45,7 +45,10 @@ impl std::fmt::Display for Diagnostic {
             Diagnostic::DuplicateName { name, tools, reserved } => {
                 let list: Vec<String> = tools
                     .iter()
-                    .map(|t| format!("{} (group {}) as {}", t.id, t.group.as_deref().unwrap_or("none"), t.called))
+                    .map(|t| match &t.group {
+                        Some(g) => format!("{} (group {g}) as {}", t.id, t.called),
+                        None => format!("{} as {}", t.id, t.called),
+                    })
                     .collect();
                 let taken = if *reserved { " and by a discovery tool or facade" } else { "" };
                 write!(f, "tool name {name:?} is used by {} tools{taken}; shown as: {}", tools.len(), list.join(", "))
