@@ -69,3 +69,38 @@ fn imported_catalogues_index_and_answer() {
     assert_eq!(r.results[0].tool_id, "github.create_issue");
     assert_eq!(r.results[0].path, "github");
 }
+
+#[test]
+fn one_file_per_server_merges_into_one_index() {
+    let out = common::scratch().join("merged-servers");
+    let files = [data("mcp-filesystem.json"), data("mcp-servers.json"), data("openai-tools.json")];
+    let run = |files: &[PathBuf], out: &std::path::Path| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"));
+        cmd.arg("index").args(files).arg("--out").arg(out).arg("--quiet");
+        cmd.output().expect("binary runs")
+    };
+    let done = run(&files, &out);
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let engine = common::open(&out);
+    let mut servers: Vec<&str> = engine.catalog().groups.iter().map(|g| g.id.as_str()).collect();
+    servers.sort();
+    assert_eq!(servers, ["github", "mcp-filesystem", "postgres"]);
+    assert_eq!(engine.catalog().tools.len(), 3 + 4 + load_path(&files[2], None).unwrap().tools.len());
+    let r = engine
+        .search_tool_by_category(&SearchToolsRequest {
+            query: "overwrite an existing file with new content".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.results[0].tool_id, "mcp-filesystem.write_file");
+
+    // The same server twice: its tool ids clash, and the error names both files.
+    let clash = run(&[data("mcp-filesystem.json"), data("mcp-filesystem.json")], &common::scratch().join("clash"));
+    assert_eq!(clash.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&clash.stderr);
+    assert!(
+        err.contains("\"mcp-filesystem.read_text_file\" is also defined in") && err.contains("mcp-filesystem.json"),
+        "{err}"
+    );
+    assert!(!common::scratch().join("clash").exists(), "nothing is written on error");
+}

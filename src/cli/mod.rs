@@ -34,10 +34,12 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
-    /// Build an index from a catalogue (native manifest .json or JSON Lines .jsonl).
+    /// Build an index from a catalogue: one file, or several merged (e.g. one MCP `tools/list`
+    /// result per server).
     Index {
-        /// The catalogue file.
-        catalogue: PathBuf,
+        /// The catalogue file(s): native manifest, JSON Lines, MCP, OpenAI or Anthropic.
+        #[arg(required = true, num_args = 1..)]
+        catalogue: Vec<PathBuf>,
         /// Output directory (replaced atomically if it holds an index).
         #[arg(long)]
         out: PathBuf,

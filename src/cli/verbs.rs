@@ -152,7 +152,13 @@ fn open(cli: &Cli, dir: &Path) -> Result<Engine, Failure> {
     Engine::open_with(dir, options).map_err(|e| Failure::other("INDEX_ERROR", e))
 }
 
-fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: bool) -> Result<(), Failure> {
+fn index(
+    cli: &Cli,
+    catalogue: &[std::path::PathBuf],
+    out: &Path,
+    format: Option<&str>,
+    quiet: bool,
+) -> Result<(), Failure> {
     let format = match format {
         None => None,
         Some(name) => Some(Format::from_name(name).ok_or_else(|| {
@@ -162,10 +168,13 @@ fn index(cli: &Cli, catalogue: &Path, out: &Path, format: Option<&str>, quiet: b
             )
         })?),
     };
-    let catalog = toolsearch::load_path(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
+    let catalog =
+        toolsearch::catalog::load_paths(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
     for node in &catalog.nodes {
-        toolsearch::disclosure::Facade::for_node(node)
-            .map_err(|e| Failure::other("INVALID_CATALOGUE", format!("{}: {e}", catalogue.display())))?;
+        toolsearch::disclosure::Facade::for_node(node).map_err(|e| {
+            let files: Vec<String> = catalogue.iter().map(|f| f.display().to_string()).collect();
+            Failure::other("INVALID_CATALOGUE", format!("{}: {e}", files.join(", ")))
+        })?;
     }
     let files = ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
     let embedder =

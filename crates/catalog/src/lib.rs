@@ -16,6 +16,7 @@ mod jsonl;
 pub mod limits;
 mod load;
 mod manifest;
+mod merge;
 mod model;
 mod normalize;
 mod path;
@@ -23,5 +24,6 @@ mod schema_check;
 
 pub use error::{CatalogError, Location};
 pub use load::{load_path, parse_str, Format};
+pub use merge::load_paths;
 pub use model::{Catalog, Group, Node, Tool, Visibility};
 pub use path::{display_path, CategoryPath, PathSpec};

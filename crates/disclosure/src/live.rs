@@ -82,25 +82,8 @@ impl LiveCatalog {
         };
         obj.insert("groups".into(), serde_json::to_value(&catalog.groups).expect("groups serialise"));
         let added = parse_str(source, &fragment.to_string(), Some(Format::Manifest))?;
-        for tool in &added.tools {
-            if catalog.tools.iter().any(|t| t.id == tool.id) {
-                return Err(DisclosureError::Unknown(format!(
-                    "{}: tool id {:?} is already in the catalogue",
-                    source.display(),
-                    tool.id
-                )));
-            }
-        }
-        for node in added.nodes {
-            match catalog.nodes.iter_mut().find(|n| n.path == node.path) {
-                Some(existing) if existing.implicit && !node.implicit => *existing = node,
-                Some(_) => {}
-                None => catalog.nodes.push(node),
-            }
-        }
-        catalog.nodes.sort_by(|a, b| a.path.cmp(&b.path));
         let count = added.tools.len();
-        catalog.tools.extend(added.tools);
+        catalog.merge(added, source)?;
         let dir = current.index().dir().to_path_buf();
         let calibration = current.index().meta().extensions.get(CALIBRATION_KEY).cloned();
         build_index(&catalog, current.embedder().as_ref(), &dir, &BuildOptions::default())?;

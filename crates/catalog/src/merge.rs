@@ -1,0 +1,112 @@
+//! Several catalogues as one: one file per MCP server, a base manifest plus imported tools, or
+//! tools registered at run time.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::CatalogError;
+use crate::load::{load_path, Format};
+use crate::model::Catalog;
+
+impl Catalog {
+    /// Adds `other` (loaded from `file`) to this catalogue, keeping the invariants: tool ids
+    /// stay unique, a group or category declared in both must be declared alike (a category
+    /// that one side only implied takes the other side's declaration), and nodes stay sorted.
+    /// On error `self` is unchanged.
+    pub fn merge(&mut self, other: Catalog, file: &Path) -> Result<(), CatalogError> {
+        for tool in &other.tools {
+            if self.tools.iter().any(|t| t.id == tool.id) {
+                return Err(CatalogError::file(file, format!("tool id {:?} is already in the catalogue", tool.id)));
+            }
+        }
+        for group in &other.groups {
+            if self.groups.iter().any(|g| g.id == group.id && g != group) {
+                return Err(CatalogError::file(
+                    file,
+                    format!("group {:?} is already declared, with other settings", group.id),
+                ));
+            }
+        }
+        for node in &other.nodes {
+            if let Some(mine) = self.nodes.iter().find(|n| n.path == node.path) {
+                if !mine.implicit && !node.implicit && mine != node {
+                    return Err(CatalogError::file(
+                        file,
+                        format!("category {:?} is already declared, differently", node.path.join("/")),
+                    ));
+                }
+            }
+        }
+        for group in other.groups {
+            if !self.groups.iter().any(|g| g.id == group.id) {
+                self.groups.push(group);
+            }
+        }
+        for node in other.nodes {
+            match self.nodes.iter_mut().find(|n| n.path == node.path) {
+                Some(mine) if mine.implicit && !node.implicit => *mine = node,
+                Some(_) => {}
+                None => self.nodes.push(node),
+            }
+        }
+        self.nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        self.tools.extend(other.tools);
+        Ok(())
+    }
+}
+
+/// Reads and validates several catalogue files (each in its own format, detected unless
+/// `format` is given) and merges them in order. A tool id defined in two files is an error
+/// naming both.
+pub fn load_paths(files: &[PathBuf], format: Option<Format>) -> Result<Catalog, CatalogError> {
+    let mut merged = Catalog::default();
+    let mut origin: HashMap<String, &Path> = HashMap::new();
+    for file in files {
+        let catalog = load_path(file, format)?;
+        if let Some((id, first)) = catalog.tools.iter().find_map(|t| origin.get(&t.id).map(|f| (&t.id, f))) {
+            return Err(CatalogError::file(file, format!("tool id {id:?} is also defined in {}", first.display())));
+        }
+        merged.merge(catalog, file)?;
+        for tool in &merged.tools {
+            origin.entry(tool.id.clone()).or_insert(file);
+        }
+    }
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::parse_str;
+
+    fn parse(text: &str) -> Catalog {
+        parse_str(Path::new("t.json"), text, None).unwrap()
+    }
+
+    #[test]
+    fn merging_keeps_ids_unique_and_prefers_declared_categories() {
+        let mut base = parse(r#"{"tools": [{"id": "a", "name": "a", "path": "X/Y"}]}"#);
+        let other = parse(
+            r#"{"nodes": [{"path": "X", "summary": "Declared X."}],
+                "tools": [{"id": "b", "name": "b", "path": "X/Z"}]}"#,
+        );
+        base.merge(other, Path::new("b.json")).unwrap();
+        assert_eq!(base.tools.len(), 2);
+        let x = base.node(&["X".to_owned()]).unwrap();
+        assert_eq!(x.summary, "Declared X.");
+        assert!(!x.implicit);
+        let paths: Vec<String> = base.nodes.iter().map(|n| n.path.join("/")).collect();
+        assert_eq!(paths, ["X", "X/Y", "X/Z"], "sorted, each once");
+
+        let before = base.clone();
+        let clash = parse(r#"{"tools": [{"id": "a", "name": "again"}]}"#);
+        let e = base.merge(clash, Path::new("c.json")).unwrap_err();
+        assert!(e.to_string().starts_with("c.json") && e.to_string().contains("\"a\""), "{e}");
+        assert_eq!(base, before, "a failed merge changes nothing");
+
+        let redeclared =
+            parse(r#"{"nodes": [{"path": "X", "summary": "Another X."}], "tools": [{"id": "c", "name": "c"}]}"#);
+        let e = base.merge(redeclared, Path::new("d.json")).unwrap_err();
+        assert!(e.to_string().contains("category \"X\""), "{e}");
+    }
+}
