@@ -73,6 +73,10 @@ fn a_misspelt_field_is_refused_not_ignored() {
 #[test]
 fn over_long_text_is_refused_with_the_limit() {
     let big = "x".repeat(toolsearch::catalog::limits::MAX_TEXT_BYTES + 1);
+    let ten_mb = "y".repeat(10 * 1024 * 1024);
+    let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{ten_mb}"}}]}}"#)).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("description"));
+    assert!(e.message.contains("10485760 bytes") || e.message.contains("over the limit"), "{e}");
     let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{big}"}}]}}"#)).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("description"));
     assert!(e.message.contains("over the limit"), "{e}");
