@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde::Serialize;
 use toolsearch::disclosure::replay::Replay;
-use toolsearch::disclosure::AuditEvent;
 use toolsearch::eval::{BenchReport, CalibrationReport, TokenReport};
 use toolsearch::{
     BuildReport, CallToolResponse, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse,
@@ -27,7 +26,8 @@ fn pointer_lines(out: &mut String, p: &ToolPointer) {
 }
 
 pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
-    let mut out = format!("{} result(s) for {query:?} in {}\n", r.results.len(), scope_name(&r.category_path));
+    let mut out =
+        format!("{} for {query:?} in {}\n", count(r.results.len(), "result", "results"), scope_name(&r.category_path));
     for p in &r.results {
         pointer_lines(&mut out, p);
     }
@@ -42,7 +42,7 @@ fn more(out: &mut String, cursor: Option<&str>) {
 }
 
 pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
-    let mut out = format!("{} categor(ies) for {query:?}\n", r.results.len());
+    let mut out = format!("{} for {query:?}\n", count(r.results.len(), "category", "categories"));
     for n in &r.results {
         let _ = writeln!(out, "  {:.2}  {}  {}", n.confidence, n.path, n.summary);
     }
@@ -51,7 +51,11 @@ pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
 
 pub(crate) fn list(r: &ListResponse) -> String {
     let where_ = if r.path.is_empty() { "/".to_owned() } else { r.path.clone() };
-    let mut out = format!("{where_}: {} categor(ies), {} tool(s)\n", r.nodes.len(), r.tools.len());
+    let mut out = format!(
+        "{where_}: {}, {}\n",
+        count(r.nodes.len(), "category", "categories"),
+        count(r.tools.len(), "tool", "tools")
+    );
     for n in &r.nodes {
         let _ = writeln!(out, "  {}/  ({} tools)  {}", n.name, n.tool_count, n.summary);
     }
@@ -88,6 +92,11 @@ pub(crate) fn call(r: &CallToolResponse) -> String {
     };
     let status = if r.is_error { "failed" } else { "ok" };
     format!("{} {status}:\n{}\n", r.tool_id, indent(&result, 2))
+}
+
+/// "1 tool", "3 tools".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn indent(text: &str, n: usize) -> String {
@@ -245,8 +254,11 @@ pub(crate) fn replay(r: &Replay) -> String {
             out.push_str(&format!("  visible ({}): {}\n", step.visible.len(), step.visible.join(", ")));
         }
     }
-    let flagged =
-        r.audit.iter().filter(|e| matches!(e.event, AuditEvent::Call { called_without_expand: true, .. })).count();
-    out.push_str(&format!("\naudit trail: {} events, {flagged} call(s) without expand\n", r.audit.len()));
+    let flagged = r.audit.iter().filter(|e| e.event.breaks_a_rule()).count();
+    out.push_str(&format!(
+        "\naudit trail: {}, {} breaking a rule\n",
+        count(r.audit.len(), "event", "events"),
+        count(flagged, "step", "steps")
+    ));
     out
 }

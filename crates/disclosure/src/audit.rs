@@ -79,6 +79,17 @@ pub enum AuditEvent {
     },
 }
 
+impl AuditEvent {
+    /// True for a call made without expanding the tool first, or an expansion of an id the
+    /// model never discovered.
+    pub fn breaks_a_rule(&self) -> bool {
+        matches!(
+            self,
+            AuditEvent::Call { called_without_expand: true, .. } | AuditEvent::Expand { without_discovery: true, .. }
+        )
+    }
+}
+
 /// One numbered entry of the trail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
@@ -121,16 +132,7 @@ impl AuditTrail {
     /// The steps that broke a rule: calls made without expanding the tool first, and
     /// expansions of ids the model never discovered.
     pub fn violations(&self) -> Vec<&AuditEntry> {
-        self.entries
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e.event,
-                    AuditEvent::Call { called_without_expand: true, .. }
-                        | AuditEvent::Expand { without_discovery: true, .. }
-                )
-            })
-            .collect()
+        self.entries.iter().filter(|e| e.event.breaks_a_rule()).collect()
     }
 
     /// The rank and step of the latest search that returned `tool_id`, if any.
