@@ -119,3 +119,26 @@ fn a_bad_config_names_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad-serve.json") && err.contains("toolsets"), "{err}");
 }
+
+#[test]
+fn bytes_that_are_not_utf8_get_an_error_and_the_session_goes_on() {
+    let index = index();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["serve", index.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let messages: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(messages[0]["error"]["code"], -32700, "{messages:?}");
+    assert!(messages[0]["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    assert!(by_id(&messages, 2)["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+}

@@ -15,4 +15,4 @@ mod server;
 
 pub use command::{CommandCheck, CommandExecutor};
 pub use config::{ServeConfig, ServeError};
-pub use server::{Server, PROTOCOL_VERSIONS};
+pub use server::{Server, MAX_MESSAGE_BYTES, PROTOCOL_VERSIONS};

@@ -104,19 +104,62 @@ impl Server {
         out
     }
 
-    /// Serves newline-delimited messages from `input` to `output` until `input` ends.
-    pub fn serve(&mut self, input: impl BufRead, mut output: impl Write) -> Result<(), ServeError> {
-        for line in input.lines() {
-            let line = line?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            for message in self.handle_line(&line) {
+    /// Serves newline-delimited messages from `input` to `output` until `input` ends. A line
+    /// that is not UTF-8, or longer than [`MAX_MESSAGE_BYTES`], is answered with a JSON-RPC
+    /// error and skipped; the session goes on. Memory per message stays bounded.
+    pub fn serve(&mut self, mut input: impl BufRead, mut output: impl Write) -> Result<(), ServeError> {
+        let mut line = Vec::new();
+        loop {
+            let Some(too_long) = read_message(&mut input, &mut line)? else { return Ok(()) };
+            let replies = if too_long {
+                vec![error(Value::Null, INVALID_REQUEST, &format!("message over {MAX_MESSAGE_BYTES} bytes"))]
+            } else {
+                match std::str::from_utf8(&line) {
+                    Ok(text) if text.trim().is_empty() => continue,
+                    Ok(text) => self.handle_line(text),
+                    Err(e) => vec![error(Value::Null, PARSE_ERROR, &format!("parse error: not UTF-8: {e}"))],
+                }
+            };
+            for message in replies {
                 writeln!(output, "{message}")?;
             }
             output.flush()?;
         }
-        Ok(())
+    }
+}
+
+/// Longest message the server reads; a longer line is refused without being kept in memory.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads one line into `buf` (without keeping more than [`MAX_MESSAGE_BYTES`]): `None` at the
+/// end of input, else whether the line was too long (then `buf` is empty).
+fn read_message(input: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut read = 0;
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok((read > 0).then_some(too_long));
+        }
+        let (chunk, ends) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], true),
+            None => (available, false),
+        };
+        if !too_long && buf.len() + chunk.len() > MAX_MESSAGE_BYTES {
+            too_long = true;
+            buf.clear();
+            buf.shrink_to_fit();
+        }
+        if !too_long {
+            buf.extend_from_slice(chunk);
+        }
+        let used = chunk.len() + usize::from(ends);
+        input.consume(used);
+        read += used;
+        if ends {
+            return Ok(Some(too_long));
+        }
     }
 }
 
@@ -126,4 +169,28 @@ fn result(id: Value, result: Value) -> Value {
 
 fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_whole_and_over_long_ones_dropped() {
+        let long = "x".repeat(MAX_MESSAGE_BYTES + 10);
+        let text = format!("one\n\n{long}\ntwo\r\nlast");
+        let mut input = std::io::BufReader::with_capacity(1024, text.as_bytes());
+        let mut buf = Vec::new();
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"one");
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), Some(false));
+        assert!(buf.is_empty());
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), Some(true));
+        assert!(buf.is_empty() && buf.capacity() <= MAX_MESSAGE_BYTES);
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"two\r");
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"last");
+        assert_eq!(read_message(&mut input, &mut buf).unwrap(), None);
+    }
 }
