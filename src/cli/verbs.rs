@@ -74,7 +74,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Index { catalogue, out, format, quiet } => index(cli, catalogue, out, format.as_deref(), *quiet),
         Command::Search { index, query, path, page } => {
-            let engine = open(cli, index)?;
+            let engine = open_until_exit(cli, index)?;
             let req = SearchToolsRequest {
                 query: query.clone(),
                 category_path: path.clone().map(PathSpec::Joined),
@@ -86,13 +86,13 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             emit(cli, &res, || render::search(query, &res))
         }
         Command::Nodes { index, query, limit } => {
-            let engine = open(cli, index)?;
+            let engine = open_until_exit(cli, index)?;
             let res = engine
                 .search_nodes_as(&principal(cli), &SearchNodesRequest { query: query.clone(), limit: Some(*limit) })?;
             emit(cli, &res, || render::nodes(query, &res))
         }
         Command::List { index, path, query, page } => {
-            let engine = open(cli, index)?;
+            let engine = open_until_exit(cli, index)?;
             let req = ListRequest {
                 path: path.clone().map(PathSpec::Joined),
                 query: query.clone(),
@@ -121,7 +121,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             call(cli, index, tool_id, args, *timeout, executor)
         }
         Command::Expand { index, tool_id } => {
-            let engine = open(cli, index)?;
+            let engine = open_until_exit(cli, index)?;
             let res = engine.expand_tool_as(&principal(cli), &ExpandToolRequest { tool_id: tool_id.clone() })?;
             emit(cli, &res, || render::expand(&res))
         }
@@ -144,6 +144,13 @@ fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> R
         print!("{}", human());
     }
     Ok(())
+}
+
+/// Opens the index for a verb that uses it until the process exits. The engine is never
+/// dropped: exiting hands its memory back at once, while tearing down a 100k-tool index
+/// piece by piece costs about a second.
+fn open_until_exit(cli: &Cli, dir: &Path) -> Result<&'static Engine, Failure> {
+    Ok(Box::leak(Box::new(open(cli, dir)?)))
 }
 
 fn open(cli: &Cli, dir: &Path) -> Result<Engine, Failure> {
@@ -297,7 +304,7 @@ fn call(
     use toolsearch::CallToolRequest;
 
     let arguments = read_arguments(args)?;
-    let engine = open(cli, index)?;
+    let engine = open_until_exit(cli, index)?;
     let req = CallToolRequest { tool_id: tool_id.to_owned(), arguments };
     let who = principal(cli);
     if executor.is_empty() {
@@ -413,10 +420,10 @@ fn dump(
     out: &Path,
 ) -> Result<(), Failure> {
     let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
-    let engine = open(cli, index)?;
+    let engine = open_until_exit(cli, index)?;
     let file = std::fs::File::create(out).map_err(|e| Failure::other("IO_ERROR", format!("{}: {e}", out.display())))?;
     let mut w = std::io::BufWriter::new(file);
-    dump_candidates(&engine, &labelled, 100, &mut w).map_err(|e| Failure::other("IO_ERROR", e))?;
+    dump_candidates(engine, &labelled, 100, &mut w).map_err(|e| Failure::other("IO_ERROR", e))?;
     eprintln!("wrote candidates of {} queries to {}", labelled.len(), out.display());
     Ok(())
 }
@@ -430,8 +437,8 @@ fn calibrate(
     dry_run: bool,
 ) -> Result<(), Failure> {
     let labelled = load_queries(queries, split, sample).map_err(|e| Failure::other("INVALID_QUERIES", e))?;
-    let engine = open(cli, index)?;
-    let report = fit_calibration(&engine, &labelled)?;
+    let engine = open_until_exit(cli, index)?;
+    let report = fit_calibration(engine, &labelled)?;
     if !dry_run {
         let json = serde_json::to_string(&report.fitted).map_err(|e| Failure::other("INTERNAL", e))?;
         toolsearch::index::IndexMeta::set_extension(index, toolsearch::CALIBRATION_KEY, &json)

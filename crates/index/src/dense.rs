@@ -1,7 +1,7 @@
 //! The dense side of the index: unit vectors in one flat file, an HNSW graph over the tool
 //! vectors (hnsw_rs, dot-product distance), and an exact scan for small scopes.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use hnsw_rs::api::AnnT;
@@ -33,16 +33,22 @@ pub(crate) fn write_vectors(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexE
     f.flush().map_err(io(path))
 }
 
-/// Reads `rows x dim` vectors written by [`write_vectors`].
+/// Reads `rows x dim` vectors written by [`write_vectors`], in chunks straight into the
+/// result (no second copy of the file in memory).
 pub(crate) fn read_vectors(path: &Path, rows: usize, dim: usize) -> Result<Vec<f32>, IndexError> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    if bytes.len() != rows * dim * 4 {
-        return Err(IndexError::Corrupted(
-            path.to_path_buf(),
-            format!("{} bytes, expected {}", bytes.len(), rows * dim * 4),
-        ));
+    let mut file = std::fs::File::open(path).map_err(io(path))?;
+    let len = file.metadata().map_err(io(path))?.len();
+    if len != (rows * dim * 4) as u64 {
+        return Err(IndexError::Corrupted(path.to_path_buf(), format!("{len} bytes, expected {}", rows * dim * 4)));
     }
-    Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    let mut vectors = Vec::with_capacity(rows * dim);
+    let mut chunk = vec![0u8; 1 << 20];
+    while vectors.len() < rows * dim {
+        let want = ((rows * dim - vectors.len()) * 4).min(chunk.len());
+        file.read_exact(&mut chunk[..want]).map_err(io(path))?;
+        vectors.extend(chunk[..want].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    }
+    Ok(vectors)
 }
 
 /// Builds the HNSW graph over `vectors` and dumps it in `dir`; returns the dump's basename.

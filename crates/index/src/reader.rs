@@ -8,7 +8,7 @@ use toolsearch_embed::Embedder;
 
 use crate::dense::{exact_top_k, read_vectors, Graph, Hit};
 use crate::error::{io, IndexError};
-use crate::format::{file_sum, IndexMeta, CATALOG_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
+use crate::format::{file_sum, FileSum, IndexMeta, CATALOG_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::lexical::{DocKind, Lexical};
 
 /// How to open an index.
@@ -52,6 +52,9 @@ impl IndexReader {
     }
 
     /// Opens the index in `dir`, checking the format version and every file.
+    ///
+    /// Every file is checked before anything parses it. The HNSW graph (the slowest part) is
+    /// checked and loaded on a second thread while this one checks and reads the rest.
     pub fn open_with(dir: &Path, options: OpenOptions) -> Result<IndexReader, IndexError> {
         let meta = IndexMeta::read(dir)?;
         for sum in &meta.files {
@@ -65,35 +68,39 @@ impl IndexReader {
             if len != sum.len {
                 return Err(IndexError::Corrupted(path, format!("{len} bytes, expected {}", sum.len)));
             }
-            if options.verify_checksums && file_sum(dir, &sum.path)?.sha256 != sum.sha256 {
-                return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
+        }
+        let (graph_files, other_files): (Vec<&FileSum>, Vec<&FileSum>) =
+            meta.files.iter().partition(|f| f.path.starts_with(&format!("{}.hnsw.", meta.hnsw_basename)));
+        let verify = |files: &[&FileSum]| -> Result<(), IndexError> {
+            if options.verify_checksums {
+                for sum in files {
+                    if file_sum(dir, &sum.path)?.sha256 != sum.sha256 {
+                        return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
+                    }
+                }
             }
-        }
-        let catalog_path = dir.join(CATALOG_FILE);
-        let bytes = std::fs::read(&catalog_path).map_err(io(&catalog_path))?;
-        let catalog: Catalog =
-            serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupted(catalog_path.clone(), e.to_string()))?;
-        if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize {
-            return Err(IndexError::Corrupted(catalog_path, "document counts differ from the metadata".into()));
-        }
-        // The loaders guarantee these; an index opened without checksum verification might not.
-        if let Some(t) = catalog.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
-            return Err(IndexError::Corrupted(catalog_path, format!("tool {:?} has no id or no path", t.id)));
-        }
-        if catalog.nodes.iter().any(|n| n.path.is_empty()) {
-            return Err(IndexError::Corrupted(catalog_path, "a category has an empty path".into()));
-        }
-        let dim = meta.dimension as usize;
-        let rows = meta.tools as usize + meta.nodes as usize;
-        let vectors = read_vectors(&dir.join(VECTORS_FILE), rows, dim)?;
-        let graph = Graph::load(dir, &meta.hnsw_basename)?;
+            Ok(())
+        };
+        let (graph, rest) = std::thread::scope(|s| {
+            let graph = s.spawn(|| {
+                verify(&graph_files)?;
+                Graph::load(dir, &meta.hnsw_basename)
+            });
+            let rest = verify(&other_files).and_then(|()| read_rest(dir, &meta));
+            let graph = graph.join().unwrap_or_else(|_| {
+                Err(IndexError::Corrupted(dir.join(&meta.hnsw_basename), "the HNSW graph could not be loaded".into()))
+            });
+            (graph, rest)
+        });
+        // A damaged file outside the graph is reported before whatever the graph thread found.
+        let (catalog, vectors, lexical) = rest?;
+        let graph = graph?;
         if graph.len() != meta.tools as usize && meta.tools > 0 {
             return Err(IndexError::Corrupted(
                 dir.join(format!("{}.hnsw.graph", meta.hnsw_basename)),
                 "point count differs from the metadata".into(),
             ));
         }
-        let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
         Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
     }
 
@@ -177,6 +184,29 @@ impl IndexReader {
     ) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, allowed, k)
     }
+}
+
+/// The catalogue, the vectors and the lexical index of a verified index directory.
+fn read_rest(dir: &Path, meta: &IndexMeta) -> Result<(Catalog, Vec<f32>, Lexical), IndexError> {
+    let catalog_path = dir.join(CATALOG_FILE);
+    let bytes = std::fs::read(&catalog_path).map_err(io(&catalog_path))?;
+    let catalog: Catalog =
+        serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupted(catalog_path.clone(), e.to_string()))?;
+    drop(bytes);
+    if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize {
+        return Err(IndexError::Corrupted(catalog_path, "document counts differ from the metadata".into()));
+    }
+    // The loaders guarantee these; an index opened without checksum verification might not.
+    if let Some(t) = catalog.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
+        return Err(IndexError::Corrupted(catalog_path, format!("tool {:?} has no id or no path", t.id)));
+    }
+    if catalog.nodes.iter().any(|n| n.path.is_empty()) {
+        return Err(IndexError::Corrupted(catalog_path, "a category has an empty path".into()));
+    }
+    let rows = meta.tools as usize + meta.nodes as usize;
+    let vectors = read_vectors(&dir.join(VECTORS_FILE), rows, meta.dimension as usize)?;
+    let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
+    Ok((catalog, vectors, lexical))
 }
 
 fn short(sha: &str) -> &str {

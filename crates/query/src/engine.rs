@@ -100,11 +100,18 @@ impl Engine {
 
     /// Opens the index in `dir` with `options`.
     pub fn open_with(dir: &Path, options: EngineOptions) -> Result<Engine, EngineError> {
-        // Fail on a bad index before paying for the model.
-        let index = IndexReader::open_with(dir, options.open.clone())?;
-        let files = ModelFiles::locate(options.models.as_deref())?;
-        let embedder =
-            OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })?;
+        // The model loads while the index opens; a bad index is reported first.
+        let (index, embedder) = std::thread::scope(|s| {
+            let model = s.spawn(|| -> Result<OnnxEmbedder, EngineError> {
+                let files = ModelFiles::locate(options.models.as_deref())?;
+                let embedder_options = EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() };
+                Ok(OnnxEmbedder::load(&files, embedder_options)?)
+            });
+            let index = IndexReader::open_with(dir, options.open.clone());
+            (index, model.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let index = index?;
+        let embedder = embedder?;
         Engine::from_parts(index, Arc::new(embedder), options)
     }
 
