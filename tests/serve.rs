@@ -13,31 +13,36 @@ fn index() -> &'static std::path::Path {
     I.get_or_init(|| common::build(&common::sample_catalog(), "serve-sample"))
 }
 
-fn session(config: &Value, messages: &[Value], raw: &[&str]) -> Vec<Value> {
-    let index = index();
-    let config_file = common::scratch().join(format!("serve-{}.json", std::process::id()));
-    std::fs::write(&config_file, config.to_string()).unwrap();
+/// Runs `toolsearch serve` over the sample index with `input` on stdin; the messages it printed.
+fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["serve", index.to_str().unwrap(), "--config", config_file.to_str().unwrap()])
+        .args(["serve", index().to_str().unwrap()])
+        .args(extra_args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    for m in messages {
-        writeln!(stdin, "{m}").unwrap();
-    }
-    for line in raw {
-        writeln!(stdin, "{line}").unwrap();
-    }
-    drop(stdin);
+    child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON message per line"))
         .collect()
+}
+
+fn session(config: &Value, messages: &[Value], raw: &[&str]) -> Vec<Value> {
+    let config_file = common::scratch().join(format!("serve-{}.json", std::process::id()));
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    let mut input = String::new();
+    for m in messages {
+        input.push_str(&format!("{m}\n"));
+    }
+    for line in raw {
+        input.push_str(&format!("{line}\n"));
+    }
+    serve(&["--config", config_file.to_str().unwrap()], input.as_bytes())
 }
 
 fn by_id(messages: &[Value], id: u64) -> &Value {
@@ -122,22 +127,9 @@ fn a_bad_config_names_the_file() {
 
 #[test]
 fn bytes_that_are_not_utf8_get_an_error_and_the_session_goes_on() {
-    let index = index();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["serve", index.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n").unwrap();
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let messages: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut input = b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n".to_vec();
+    input.extend(format!("{}\n", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).bytes());
+    let messages = serve(&[], &input);
     assert_eq!(messages[0]["error"]["code"], -32700, "{messages:?}");
     assert!(messages[0]["error"]["message"].as_str().unwrap().contains("UTF-8"));
     assert!(by_id(&messages, 2)["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
