@@ -1,23 +1,23 @@
 //! Several catalogues as one: one file per MCP server, a base manifest plus imported tools, or
 //! tools registered at run time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::CatalogError;
 use crate::load::{load_path, Format};
 use crate::model::Catalog;
+use crate::path::CategoryPath;
 
 impl Catalog {
     /// Adds `other` (loaded from `file`) to this catalogue, keeping the invariants: tool ids
     /// stay unique, a group or category declared in both must be declared alike (a category
     /// that one side only implied takes the other side's declaration), and nodes stay sorted.
-    /// On error `self` is unchanged.
+    /// On error `self` is unchanged. Linear in the size of both catalogues.
     pub fn merge(&mut self, other: Catalog, file: &Path) -> Result<(), CatalogError> {
-        for tool in &other.tools {
-            if self.tools.iter().any(|t| t.id == tool.id) {
-                return Err(CatalogError::file(file, format!("tool id {:?} is already in the catalogue", tool.id)));
-            }
+        let ids: HashSet<&str> = self.tools.iter().map(|t| t.id.as_str()).collect();
+        if let Some(tool) = other.tools.iter().find(|t| ids.contains(t.id.as_str())) {
+            return Err(CatalogError::file(file, format!("tool id {:?} is already in the catalogue", tool.id)));
         }
         for group in &other.groups {
             if self.groups.iter().any(|g| g.id == group.id && g != group) {
@@ -27,8 +27,10 @@ impl Catalog {
                 ));
             }
         }
+        let mut node_at: HashMap<CategoryPath, usize> =
+            self.nodes.iter().enumerate().map(|(i, n)| (n.path.clone(), i)).collect();
         for node in &other.nodes {
-            if let Some(mine) = self.nodes.iter().find(|n| n.path == node.path) {
+            if let Some(mine) = node_at.get(&node.path).map(|&i| &self.nodes[i]) {
                 if !mine.implicit && !node.implicit && mine != node {
                     return Err(CatalogError::file(
                         file,
@@ -43,10 +45,13 @@ impl Catalog {
             }
         }
         for node in other.nodes {
-            match self.nodes.iter_mut().find(|n| n.path == node.path) {
-                Some(mine) if mine.implicit && !node.implicit => *mine = node,
+            match node_at.get(&node.path) {
+                Some(&i) if self.nodes[i].implicit && !node.implicit => self.nodes[i] = node,
                 Some(_) => {}
-                None => self.nodes.push(node),
+                None => {
+                    node_at.insert(node.path.clone(), self.nodes.len());
+                    self.nodes.push(node);
+                }
             }
         }
         self.nodes.sort_by(|a, b| a.path.cmp(&b.path));
@@ -66,10 +71,8 @@ pub fn load_paths(files: &[PathBuf], format: Option<Format>) -> Result<Catalog, 
         if let Some((id, first)) = catalog.tools.iter().find_map(|t| origin.get(&t.id).map(|f| (&t.id, f))) {
             return Err(CatalogError::file(file, format!("tool id {id:?} is also defined in {}", first.display())));
         }
+        origin.extend(catalog.tools.iter().map(|t| (t.id.clone(), file.as_path())));
         merged.merge(catalog, file)?;
-        for tool in &merged.tools {
-            origin.entry(tool.id.clone()).or_insert(file);
-        }
     }
     Ok(merged)
 }
