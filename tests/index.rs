@@ -147,7 +147,7 @@ fn building_refuses_to_replace_a_directory_that_is_not_an_index() {
     std::fs::write(out.join("notes.txt"), "keep me").unwrap();
     let catalog = load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
     let err = build_index(&catalog, common::embedder().as_ref(), &out, &BuildOptions::default()).unwrap_err();
-    assert!(matches!(err, IndexError::WouldClobber(_)));
+    assert!(matches!(err, IndexError::WouldClobber(..)));
     assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "keep me");
     let leftovers: Vec<_> = std::fs::read_dir(common::scratch())
         .unwrap()
@@ -185,12 +185,13 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
         .args(["index", big.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
         .spawn()
         .unwrap();
-    // Kill the build while it writes its staging directory, i.e. mid-write.
+    // Kill the build while it writes its staging directory, i.e. mid-write (the directory is
+    // created before embedding; the catalogue is its first file).
     let staging = scratch.join(format!(".idx.tmp-{}-0", child.id()));
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut killed_mid_write = false;
     while Instant::now() < deadline {
-        if staging.exists() {
+        if staging.join("catalog.json").exists() {
             child.kill().unwrap();
             killed_mid_write = true;
             break;

@@ -169,8 +169,8 @@ pub(crate) enum Command {
         /// The arguments: a JSON object, @FILE to read them from a file, or - for stdin.
         #[arg(long, default_value = "{}", value_name = "JSON")]
         args: String,
-        /// Longest executor run, in seconds.
-        #[arg(long, default_value_t = 60, value_name = "SECS")]
+        /// Longest executor run, in seconds (1 to 86400).
+        #[arg(long, default_value_t = 60, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
         timeout: u64,
         /// The executor command and its arguments (after `--`). Without it the call is only checked.
         #[arg(last = true, value_name = "EXECUTOR")]

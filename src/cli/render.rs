@@ -11,6 +11,33 @@ use toolsearch::{
     ToolPointer,
 };
 
+/// Human output with every control character but newline and tab escaped (`\u{1b}`), so text
+/// from a catalogue (an imported MCP description, say) cannot drive the terminal.
+pub(crate) fn printable(text: &str) -> String {
+    escape_controls(text, |c| c == '\n' || c == '\t')
+}
+
+/// One line of human output: every control character escaped, newlines included, so a field
+/// cannot fake another line.
+fn one_line(text: &str) -> String {
+    escape_controls(text, |_| false)
+}
+
+fn escape_controls(text: &str, keep: impl Fn(char) -> bool) -> String {
+    if !text.chars().any(|c| c.is_control() && !keep(c)) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() && !keep(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn scope_name(path: &str) -> String {
     if path.is_empty() {
         "the whole catalogue".into()
@@ -20,9 +47,9 @@ fn scope_name(path: &str) -> String {
 }
 
 fn pointer_lines(out: &mut String, p: &ToolPointer) {
-    let tags = if p.tags.is_empty() { String::new() } else { format!("  #{}", p.tags.join(" #")) };
-    let _ = writeln!(out, "  {:.2}  {}  [{}]{tags}", p.confidence, p.tool_id, p.path);
-    let _ = writeln!(out, "        {}", p.summary);
+    let tags = if p.tags.is_empty() { String::new() } else { format!("  #{}", one_line(&p.tags.join(" #"))) };
+    let _ = writeln!(out, "  {:.2}  {}  [{}]{tags}", p.confidence, one_line(&p.tool_id), one_line(&p.path));
+    let _ = writeln!(out, "        {}", one_line(&p.summary));
 }
 
 pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
@@ -44,7 +71,7 @@ fn more(out: &mut String, cursor: Option<&str>) {
 pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
     let mut out = format!("{} for {query:?}\n", count(r.results.len(), "category", "categories"));
     for n in &r.results {
-        let _ = writeln!(out, "  {:.2}  {}  {}", n.confidence, n.path, n.summary);
+        let _ = writeln!(out, "  {:.2}  {}  {}", n.confidence, one_line(&n.path), one_line(&n.summary));
     }
     out
 }
@@ -57,7 +84,7 @@ pub(crate) fn list(r: &ListResponse) -> String {
         count(r.tools.len(), "tool", "tools")
     );
     for n in &r.nodes {
-        let _ = writeln!(out, "  {}/  ({} tools)  {}", n.name, n.tool_count, n.summary);
+        let _ = writeln!(out, "  {}/  ({} tools)  {}", one_line(&n.name), n.tool_count, one_line(&n.summary));
     }
     for p in &r.tools {
         pointer_lines(&mut out, p);
@@ -67,7 +94,13 @@ pub(crate) fn list(r: &ListResponse) -> String {
 }
 
 pub(crate) fn expand(r: &ExpandToolResponse) -> String {
-    let mut out = format!("{} ({})\n  path: {}\n  summary: {}\n", r.tool_id, r.name, r.paths.join(", "), r.summary);
+    let mut out = format!(
+        "{} ({})\n  path: {}\n  summary: {}\n",
+        one_line(&r.tool_id),
+        one_line(&r.name),
+        one_line(&r.paths.join(", ")),
+        one_line(&r.summary)
+    );
     if !r.description.is_empty() && r.description != r.summary {
         let _ = writeln!(out, "  description: {}", r.description);
     }

@@ -45,7 +45,7 @@ impl Failure {
                     println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
                 }
                 let hints = if e.hints.is_empty() { String::new() } else { format!(" ({})", e.hints.join("; ")) };
-                eprintln!("error: {e}{hints}");
+                eprintln!("error: {}", render::printable(&format!("{e}{hints}")));
                 3
             }
             Failure::Other { code, message } => {
@@ -53,11 +53,11 @@ impl Failure {
                     let v = json!({ "code": code, "message": message, "hints": [], "next_action": null });
                     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                 }
-                eprintln!("error: {message}");
+                eprintln!("error: {}", render::printable(&message));
                 1
             }
             Failure::Tool { tool_id, message } => {
-                eprintln!("error: tool {tool_id:?} failed: {message}");
+                eprintln!("error: {}", render::printable(&format!("tool {tool_id:?} failed: {message}")));
                 4
             }
         }
@@ -141,7 +141,7 @@ fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> R
         let text = serde_json::to_string_pretty(value).map_err(|e| Failure::other("INTERNAL", e))?;
         println!("{text}");
     } else {
-        print!("{}", human());
+        print!("{}", render::printable(&human()));
     }
     Ok(())
 }
@@ -177,12 +177,10 @@ fn index(
     };
     let catalog =
         toolsearch::catalog::load_paths(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
-    for node in &catalog.nodes {
-        toolsearch::disclosure::Facade::for_node(node).map_err(|e| {
-            let files: Vec<String> = catalogue.iter().map(|f| f.display().to_string()).collect();
-            Failure::other("INVALID_CATALOGUE", format!("{}: {e}", files.join(", ")))
-        })?;
-    }
+    toolsearch::disclosure::check_node_facades(&catalog).map_err(|e| {
+        let files: Vec<String> = catalogue.iter().map(|f| f.display().to_string()).collect();
+        Failure::other("INVALID_CATALOGUE", format!("{}: {e}", files.join(", ")))
+    })?;
     let files = ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
     let embedder =
         OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
@@ -348,7 +346,7 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
     use std::sync::Arc;
     use std::time::Duration;
     use toolsearch::disclosure::{Availability, ToolSet};
-    use toolsearch::mcp::{CommandCheck, CommandExecutor, ServeConfig, Server};
+    use toolsearch::mcp::{Access, CommandCheck, CommandExecutor, ServeConfig, Server};
 
     let config = match config {
         Some(path) => ServeConfig::load(path).map_err(|e| Failure::other("INVALID_CONFIG", e))?,
@@ -365,10 +363,17 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
         availability.register(name.clone(), move || check.passes());
     }
     let mut toolset = config.toolset.clone();
-    toolset.principal = match (&config.scopes, &cli.scopes) {
-        (_, Some(_)) => principal(cli),
-        (Some(s), None) => Principal::with_scopes(s.iter().cloned()),
-        (None, None) => Principal::trusted(),
+    toolset.principal = match (&config.scopes, &cli.scopes, config.access) {
+        (_, Some(_), _) => principal(cli),
+        (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
+        (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, None, Access::Open) => {
+            eprintln!(
+                "warning: no scopes configured: the client is trusted and sees and calls every tool; \
+                 give --scopes, or \"scopes\" or \"access\": \"closed\" in the config, to restrict it"
+            );
+            Principal::trusted()
+        }
     };
     let set = ToolSet::new(live, availability, toolset).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
     for d in set.diagnostics() {

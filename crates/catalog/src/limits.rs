@@ -19,3 +19,13 @@ pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 pub const MAX_TOOLS: usize = 1_000_000;
 /// Largest input file, in bytes.
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Largest serialised `meta` of a tool, in bytes.
+pub const MAX_META_BYTES: usize = 64 * 1024;
+/// Most tags of a tool or node.
+pub const MAX_TAGS: usize = 64;
+/// Longest tag, in bytes.
+pub const MAX_TAG_BYTES: usize = 128;
+/// Most examples of a tool.
+pub const MAX_EXAMPLES: usize = 32;
+/// Longest example, in bytes.
+pub const MAX_EXAMPLE_BYTES: usize = 2_048;

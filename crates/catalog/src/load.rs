@@ -67,19 +67,53 @@ impl Format {
 }
 
 /// Reads and validates the catalogue in `file`; `format` of `None` detects it.
+///
+/// Any file works, a pipe or a device included (`/dev/stdin`, process substitution), but it is
+/// read through a bounded reader: more than [`MAX_FILE_BYTES`], a NUL byte or bytes that are
+/// not UTF-8 stop the read with an error as soon as they are seen.
 pub fn load_path(file: &Path, format: Option<Format>) -> Result<Catalog, CatalogError> {
     let meta = std::fs::metadata(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     if meta.is_dir() {
         return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(CatalogError::file(file, format!("is {} bytes, over the limit of {MAX_FILE_BYTES}", meta.len())));
-    }
-    let mut text = String::new();
-    std::fs::File::open(file)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+    let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+    let text = read_bounded(f, MAX_FILE_BYTES).map_err(|e| CatalogError::file(file, e))?;
     parse_str(file, &text, format)
+}
+
+/// Reads `input` as UTF-8 text of at most `max` bytes, stopping at the first chunk that
+/// breaks a rule, so an endless or binary input costs one chunk of memory, not all of it.
+pub(crate) fn read_bounded(mut input: impl Read, max: u64) -> Result<String, String> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read: {e}")),
+        };
+        if (bytes.len() + n) as u64 > max {
+            return Err(format!("is over the limit of {max} bytes"));
+        }
+        if chunk[..n].contains(&0) {
+            return Err("contains a NUL byte: not a text catalogue".into());
+        }
+        // Re-check from the start of the last character of the previous chunk (it may have
+        // been cut in two).
+        let mut checked_from = bytes.len().saturating_sub(3);
+        while checked_from > 0 && bytes[checked_from] & 0xC0 == 0x80 {
+            checked_from -= 1;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        // Bytes that can never become UTF-8 (an incomplete sequence at the end may still).
+        if let Err(e) = std::str::from_utf8(&bytes[checked_from..]) {
+            if e.error_len().is_some() {
+                return Err("is not UTF-8 text".into());
+            }
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned())
 }
 
 /// Validates the catalogue in `text`, reporting errors against `file`.
@@ -168,4 +202,24 @@ fn records<T: DeserializeOwned>(
         out.push((Origin::Pointer(at), rec));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_bounded;
+    use std::io::Read;
+
+    #[test]
+    fn endless_or_binary_input_stops_early() {
+        // An endless stream of zeros (like /dev/zero) stops at the first chunk.
+        let err = read_bounded(std::io::repeat(0), u64::MAX).unwrap_err();
+        assert!(err.contains("NUL"), "{err}");
+        // An endless stream of text stops at the limit.
+        let err = read_bounded(std::io::repeat(b'x'), 1 << 20).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        let err = read_bounded(&[b'{', 0xff, 0xfe, b'}'][..], 1 << 20).unwrap_err();
+        assert!(err.contains("UTF-8"), "{err}");
+        let text = "{\"tools\": [\"é€😀\"]}".repeat(5000);
+        assert_eq!(read_bounded(text.as_bytes().chain(&b""[..]), 1 << 20).unwrap(), text);
+    }
 }

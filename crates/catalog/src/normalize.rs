@@ -130,7 +130,7 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
         path,
         summary,
         description,
-        tags: clean_list(rn.tags),
+        tags: bounded_list(file, origin, "tags", rn.tags, MAX_TAGS, MAX_TAG_BYTES)?,
         usage_notes: optional_text(file, origin, "usage_notes", rn.usage_notes, MAX_TEXT_BYTES)?,
         facade: rn.facade,
         implicit: false,
@@ -139,6 +139,9 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
 
 fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -> Result<Tool, CatalogError> {
     let id = required_text(file, origin, "id", rt.id, MAX_ID_BYTES)?;
+    if let Some(c) = id.chars().find(|c| c.is_control()) {
+        return Err(origin.error(file, "id", format!("contains the control character {c:?}; ids are printable text")));
+    }
     let name = required_text(file, origin, "name", rt.name, MAX_NAME_BYTES)?;
     let mut paths = Vec::new();
     match (rt.path, rt.paths) {
@@ -183,15 +186,15 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
         paths,
         summary,
         description,
-        tags: clean_list(rt.tags),
+        tags: bounded_list(file, origin, "tags", rt.tags, MAX_TAGS, MAX_TAG_BYTES)?,
         args_schema,
         result_schema,
         usage_notes: optional_text(file, origin, "usage_notes", rt.usage_notes, MAX_TEXT_BYTES)?,
-        examples: clean_list(rt.examples),
-        requires: clean_list(rt.requires),
+        examples: bounded_list(file, origin, "examples", rt.examples, MAX_EXAMPLES, MAX_EXAMPLE_BYTES)?,
+        requires: bounded_list(file, origin, "requires", rt.requires, MAX_TAGS, MAX_TAG_BYTES)?,
         group,
-        version: rt.version,
-        meta: rt.meta,
+        version: optional_text(file, origin, "version", rt.version, MAX_NAME_BYTES)?,
+        meta: checked_meta(file, origin, rt.meta)?,
     })
 }
 
@@ -207,26 +210,7 @@ fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Value) -> R
 }
 
 fn checked_path(file: &Path, origin: &Origin, field: &str, spec: &PathSpec) -> Result<CategoryPath, CatalogError> {
-    let path = spec.segments();
-    if path.len() > MAX_PATH_DEPTH {
-        return Err(origin.error(
-            file,
-            field,
-            format!("path is {} levels deep, over the limit of {MAX_PATH_DEPTH}", path.len()),
-        ));
-    }
-    for seg in &path {
-        if seg.is_empty() {
-            return Err(origin.error(file, field, "a path segment is empty"));
-        }
-        if seg.len() > MAX_SEGMENT_BYTES {
-            return Err(origin.error(file, field, format!("a path segment is over {MAX_SEGMENT_BYTES} bytes")));
-        }
-        if seg.chars().any(char::is_control) {
-            return Err(origin.error(file, field, format!("path segment {seg:?} contains a control character")));
-        }
-    }
-    Ok(path)
+    spec.parse().map_err(|message| origin.error(file, field, message))
 }
 
 fn required_text(
@@ -255,6 +239,38 @@ fn optional_text(
         return Err(origin.error(file, field, format!("is {} bytes, over the limit of {max}", v.len())));
     }
     Ok((!v.is_empty()).then(|| v.to_owned()))
+}
+
+/// A trimmed, de-duplicated list of at most `max_items` items of at most `max_bytes` each.
+fn bounded_list(
+    file: &Path,
+    origin: &Origin,
+    field: &str,
+    items: Vec<String>,
+    max_items: usize,
+    max_bytes: usize,
+) -> Result<Vec<String>, CatalogError> {
+    if items.len() > max_items {
+        return Err(origin.error(file, field, format!("has {} items, over the limit of {max_items}", items.len())));
+    }
+    if let Some((i, it)) = items.iter().enumerate().find(|(_, it)| it.len() > max_bytes) {
+        return Err(origin.error(
+            file,
+            &format!("{field}/{i}"),
+            format!("is {} bytes, over the limit of {max_bytes}", it.len()),
+        ));
+    }
+    Ok(clean_list(items))
+}
+
+/// `meta` is kept verbatim but bounded: it is stored in the index and read on every open.
+fn checked_meta(file: &Path, origin: &Origin, meta: Option<Value>) -> Result<Option<Value>, CatalogError> {
+    let Some(meta) = meta else { return Ok(None) };
+    let size = serde_json::to_vec(&meta).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > MAX_META_BYTES {
+        return Err(origin.error(file, "meta", format!("is {size} bytes, over the limit of {MAX_META_BYTES}")));
+    }
+    Ok(Some(meta))
 }
 
 fn clean_list(items: Vec<String>) -> Vec<String> {

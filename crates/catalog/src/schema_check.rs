@@ -1,6 +1,9 @@
-//! A structural check of the JSON Schema keywords the engine relies on. It catches the common
-//! mistakes (a schema that is not an object, `properties` that is not a map, `required` naming
-//! no declared property, an unknown `type`) with a pointer to the offending keyword.
+//! Schema checks at load time, so that no schema the index accepts fails later, when a tool is
+//! called. First a structural check of the keywords the engine relies on, with a pointer to the
+//! offending keyword (a schema that is not an object, `properties` that is not a map,
+//! `required` naming an undeclared property, an unknown `type`); then the schema is compiled
+//! with the same validator `call_tool` uses (bad `pattern` regexes, wrongly typed keywords,
+//! dangling or remote `$ref`s are refused here).
 
 use serde_json::Value;
 
@@ -8,7 +11,20 @@ const TYPES: &[&str] = &["object", "array", "string", "number", "integer", "bool
 
 /// Checks `schema` and returns `(relative pointer, message)` for the first problem found.
 pub(crate) fn check_schema(schema: &Value) -> Result<(), (String, String)> {
-    check(schema, String::new(), 0)
+    check(schema, String::new(), 0)?;
+    compile(schema)
+}
+
+/// Compiles `schema` as `call_tool` will; a schema that does not compile is refused with the
+/// pointer of the keyword at fault when the validator names one.
+fn compile(schema: &Value) -> Result<(), (String, String)> {
+    match jsonschema::validator_for(schema) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let at = e.instance_path().to_string();
+            Err((at, format!("does not compile: {e}")))
+        }
+    }
 }
 
 fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String)> {
@@ -50,6 +66,16 @@ fn check(schema: &Value, at: String, depth: usize) -> Result<(), (String, String
         };
         if items.iter().any(|v| !v.is_string()) {
             return Err((format!("{at}/required"), "`required` must be an array of strings".into()));
+        }
+        if let Some(Value::Object(props)) = obj.get("properties") {
+            let open = !matches!(obj.get("additionalProperties"), None | Some(Value::Bool(false)));
+            let undeclared = items.iter().filter_map(Value::as_str).position(|r| !props.contains_key(r));
+            if let (false, Some(i)) = (open, undeclared) {
+                return Err((
+                    format!("{at}/required/{i}"),
+                    format!("`required` names {:?}, which `properties` does not declare", items[i]),
+                ));
+            }
         }
     }
     if let Some(items) = obj.get("items") {
@@ -103,6 +129,26 @@ mod tests {
         let (at, msg) = check_schema(&s).unwrap_err();
         assert_eq!(at, "/properties/a~1b/type");
         assert!(msg.contains("strin"));
+    }
+
+    #[test]
+    fn refuses_schemas_that_cannot_compile_with_a_pointer() {
+        let cases = [
+            (json!({"type":"object","properties":{"q":{"type":"string","pattern":"(unclosed"}}}), "pattern"),
+            (json!({"type":"object","properties":{"n":{"type":"number","minimum":"abc"}}}), "minimum"),
+            (json!({"type":"object","properties":{"x":{"$ref":"#/definitions/missing"}}}), "ref"),
+            (json!({"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}), "ref"),
+        ];
+        for (schema, what) in cases {
+            let (at, msg) = check_schema(&schema).expect_err(what);
+            assert!(msg.contains("does not compile"), "{what}: {at} {msg}");
+        }
+        let (at, msg) =
+            check_schema(&json!({"type":"object","properties":{"a":{}},"required":["a","b"]})).unwrap_err();
+        assert_eq!(at, "/required/1");
+        assert!(msg.contains("\"b\""), "{msg}");
+        // Without `properties` (or with open additional properties) `required` may name anything.
+        assert!(check_schema(&json!({"type":"object","required":["b"]})).is_ok());
     }
 
     #[test]

@@ -100,21 +100,53 @@ pub struct AuditEntry {
     pub event: AuditEvent,
 }
 
-/// The trail of one tool set.
+/// Most bytes of text one audit field keeps (a longer query or name is cut, marked `…`).
+pub const MAX_AUDIT_FIELD_BYTES: usize = 1024;
+/// Most bytes the trail of one tool set holds; past it the oldest entries are dropped (step
+/// numbers go on counting).
+pub const MAX_AUDIT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The trail of one tool set, bounded by bytes: a long session, or a client sending huge
+/// queries, cannot grow it past [`MAX_AUDIT_BYTES`].
 #[derive(Debug, Clone, Default)]
 pub struct AuditTrail {
     entries: Vec<AuditEntry>,
+    /// The JSON size of each entry.
+    sizes: Vec<usize>,
+    bytes: usize,
+    steps: usize,
 }
 
 impl AuditTrail {
-    /// Appends an event, returning its step number.
+    /// Appends an event (its text fields cut to [`MAX_AUDIT_FIELD_BYTES`]), returning its step
+    /// number.
     pub(crate) fn push(&mut self, event: AuditEvent) -> usize {
-        let step = self.entries.len() + 1;
-        self.entries.push(AuditEntry { step, event });
+        self.steps += 1;
+        let step = self.steps;
+        let entry = AuditEntry { step, event: bounded(event) };
+        let size = serde_json::to_string(&entry).map_or(MAX_AUDIT_FIELD_BYTES, |s| s.len());
+        self.bytes += size;
+        self.entries.push(entry);
+        self.sizes.push(size);
+        if self.bytes > MAX_AUDIT_BYTES {
+            // Drop the oldest entries down to three quarters of the bound, in one move.
+            let mut drop = 0;
+            while drop < self.sizes.len() && self.bytes > MAX_AUDIT_BYTES / 4 * 3 {
+                self.bytes -= self.sizes[drop];
+                drop += 1;
+            }
+            self.entries.drain(..drop);
+            self.sizes.drain(..drop);
+        }
         step
     }
 
-    /// Every entry, in order.
+    /// The bytes the trail holds now (its JSON size).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every entry kept, in order.
     pub fn entries(&self) -> &[AuditEntry] {
         &self.entries
     }
@@ -141,5 +173,77 @@ impl AuditTrail {
             AuditEvent::Search { results, .. } => results.iter().position(|r| r == tool_id).map(|i| (i + 1, e.step)),
             _ => None,
         })
+    }
+}
+
+/// Cuts `text` to [`MAX_AUDIT_FIELD_BYTES`] on a character boundary.
+fn cut(text: String) -> String {
+    if text.len() <= MAX_AUDIT_FIELD_BYTES {
+        return text;
+    }
+    let mut end = MAX_AUDIT_FIELD_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Arguments kept as given when small, else a note of their size.
+fn cut_value(v: Value) -> Value {
+    let size = serde_json::to_string(&v).map_or(usize::MAX, |s| s.len());
+    if size <= MAX_AUDIT_FIELD_BYTES {
+        v
+    } else {
+        serde_json::json!({ "truncated_bytes": size })
+    }
+}
+
+/// The event with every free-text field bounded.
+fn bounded(event: AuditEvent) -> AuditEvent {
+    match event {
+        AuditEvent::Search { tool, query, category_path, results } => AuditEvent::Search {
+            tool: cut(tool),
+            query: query.map(cut),
+            category_path: cut(category_path),
+            results: results.into_iter().take(50).map(cut).collect(),
+        },
+        AuditEvent::Rejected { name, reason } => AuditEvent::Rejected { name: cut(name), reason: cut(reason) },
+        AuditEvent::Call { tool_id, via, arguments, outcome, called_without_expand } => AuditEvent::Call {
+            tool_id: cut(tool_id),
+            via: cut(via),
+            arguments: cut_value(arguments),
+            outcome,
+            called_without_expand,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trail_is_bounded_by_bytes_whatever_the_queries() {
+        let mut trail = AuditTrail::default();
+        let huge = "q".repeat(8 * 1024 * 1024);
+        for i in 0..100 {
+            trail.push(AuditEvent::Search {
+                tool: "search_tool_by_category".into(),
+                query: Some(huge.clone()),
+                category_path: String::new(),
+                results: vec![format!("t{i}")],
+            });
+            trail.push(AuditEvent::Rejected { name: huge.clone(), reason: "no such tool".into() });
+        }
+        assert!(trail.bytes() <= MAX_AUDIT_BYTES, "{}", trail.bytes());
+        assert!(trail.bytes() < 200 * 4 * MAX_AUDIT_FIELD_BYTES, "{}", trail.bytes());
+        assert_eq!(trail.last_seen_in_search("t99"), Some((1, 199)));
+        let many = AuditEvent::Rejected { name: "x".repeat(MAX_AUDIT_FIELD_BYTES), reason: String::new() };
+        for _ in 0..10_000 {
+            trail.push(many.clone());
+        }
+        assert!(trail.bytes() <= MAX_AUDIT_BYTES, "{}", trail.bytes());
+        assert_eq!(trail.entries().last().unwrap().step, 10_200);
     }
 }

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use toolsearch_catalog::{display_path, CategoryPath, Node};
+use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
 
 use crate::definition::{object_schema, sanitize_name, ToolDef};
 use crate::error::DisclosureError;
@@ -214,6 +214,42 @@ impl Facade {
             input_schema: object_schema(json!({}), &[]),
         }
     }
+}
+
+/// Whether `name` is, or may be, the name of a discovery tool (`search_tool_by_category`,
+/// `search_nodes`, `list`, `expand_tool`, `call_tool`, `discover_<domain>_tools`), which a
+/// facade must never shadow.
+pub fn is_discovery_name(name: &str) -> bool {
+    matches!(name, "search_tool_by_category" | "search_nodes" | "list" | "expand_tool" | "call_tool")
+        || (name.starts_with("discover_") && name.ends_with("_tools"))
+}
+
+/// Checks the facade settings of every node of `catalog` at index time: each must be usable,
+/// no facade (nor its `fold_` tool) may take a discovery tool's name, and no two facades may
+/// share a name. Errors name the nodes.
+pub fn check_node_facades(catalog: &Catalog) -> Result<(), DisclosureError> {
+    let mut by_name: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for node in &catalog.nodes {
+        let Some(f) = Facade::for_node(node)? else { continue };
+        let path = display_path(&node.path);
+        for name in [f.name.clone(), fold_name(&f.name)] {
+            if is_discovery_name(&name) {
+                return Err(DisclosureError::Facade {
+                    facade: path,
+                    field: "facade.name".into(),
+                    message: format!("{name:?} is the name of a discovery tool; choose another name"),
+                });
+            }
+        }
+        if let Some(other) = by_name.insert(f.name.clone(), path.clone()) {
+            return Err(DisclosureError::Facade {
+                facade: path,
+                field: "facade.name".into(),
+                message: format!("{:?} is also the facade name of node {other:?}; facade names must be unique", f.name),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The name of the tool that folds facade `name` back.

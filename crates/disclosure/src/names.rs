@@ -65,10 +65,15 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    /// Names for every tool of `catalog`, avoiding `reserved`.
-    pub(crate) fn assign(catalog: &Catalog, reserved: &HashSet<String>) -> (Names, Vec<Diagnostic>) {
+    /// Names for every tool of `catalog` that `include` accepts, avoiding `reserved`; the
+    /// others neither get a name nor take one.
+    pub(crate) fn assign(
+        catalog: &Catalog,
+        reserved: &HashSet<String>,
+        include: impl Fn(&toolsearch_catalog::Tool) -> bool,
+    ) -> (Names, Vec<Diagnostic>) {
         let mut by_base: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, t) in catalog.tools.iter().enumerate() {
+        for (i, t) in catalog.tools.iter().enumerate().filter(|(_, t)| include(t)) {
             by_base.entry(sanitize_name(&t.name)).or_default().push(i);
         }
         let mut names = Names::default();
@@ -143,7 +148,7 @@ mod tests {
             ..Catalog::default()
         };
         let reserved: HashSet<String> = ["search_nodes".to_owned()].into();
-        let (names, diagnostics) = Names::assign(&catalog, &reserved);
+        let (names, diagnostics) = Names::assign(&catalog, &reserved, |_| true);
         assert_eq!(names.name("x.unique"), Some("unique"));
         assert_eq!(names.name("github_status"), Some("github_status"));
         assert_eq!(names.name("github.status"), Some("github_status_2"), "the id form was taken by another tool");
@@ -154,5 +159,17 @@ mod tests {
         let text = diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
         assert!(text.contains("\"status\" is used by 2 tools") && text.contains("group gitlab"), "{text}");
         assert!(text.contains("discovery tool or facade"), "{text}");
+    }
+
+    #[test]
+    fn tools_left_out_take_no_name() {
+        let catalog = Catalog {
+            tools: vec![tool("weather.status", "status", None), tool("secret.status", "status", None)],
+            ..Catalog::default()
+        };
+        let (names, diagnostics) = Names::assign(&catalog, &HashSet::new(), |t| t.id != "secret.status");
+        assert_eq!(names.name("weather.status"), Some("status"), "a hidden namesake changes nothing");
+        assert_eq!(names.name("secret.status"), None);
+        assert!(diagnostics.is_empty());
     }
 }

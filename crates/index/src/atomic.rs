@@ -20,12 +20,14 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
-    /// Creates the staging directory, after removing stale ones left by dead builds.
-    pub(crate) fn new(target: &Path) -> Result<Staging, IndexError> {
+    /// Creates the staging directory, after removing stale ones left by dead builds. Errors
+    /// name `shown`, the destination as the user gave it, never the hidden staging folder.
+    pub(crate) fn new(target: &Path, shown: &Path) -> Result<Staging, IndexError> {
+        let unwritable = |e: std::io::Error| IndexError::Unwritable(shown.to_path_buf(), e);
         let name = target
             .file_name()
             .ok_or_else(|| {
-                IndexError::NotAnIndex(target.to_path_buf(), "the output path has no directory name".into())
+                IndexError::NotAnIndex(shown.to_path_buf(), "the output path has no directory name".into())
             })?
             .to_string_lossy()
             .into_owned();
@@ -33,16 +35,22 @@ impl Staging {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        std::fs::create_dir_all(&parent).map_err(unwritable)?;
         remove_stale(&parent, &name);
         // Unique per build, even for concurrent builds of one target in one process.
         static BUILDS: AtomicU64 = AtomicU64::new(0);
         let n = BUILDS.fetch_add(1, Ordering::Relaxed);
         let dir = parent.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
         if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+            std::fs::remove_dir_all(&dir).map_err(unwritable)?;
         }
-        std::fs::create_dir(&dir).map_err(io(&dir))?;
+        std::fs::create_dir(&dir).map_err(unwritable)?;
+        // A probe file: a directory can be creatable yet its files not writable (quota, ro bind).
+        let probe = dir.join(".probe");
+        std::fs::write(&probe, b"").and_then(|()| std::fs::remove_file(&probe)).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&dir);
+            unwritable(e)
+        })?;
         Ok(Staging { dir, target: target.to_path_buf(), done: false })
     }
 
@@ -51,8 +59,13 @@ impl Staging {
         &self.dir
     }
 
-    /// Makes the staged directory durable and swaps it in for the target.
+    /// Makes the staged directory durable and swaps it in for the target. Every file gets the
+    /// permissions of the index's own metadata file (the umask's), whatever the library that
+    /// wrote it chose, so whoever may read the index may read all of it.
     pub(crate) fn commit(mut self) -> Result<(), IndexError> {
+        let meta = self.dir.join(crate::format::META_FILE);
+        let mode = std::fs::metadata(&meta).map_err(io(&meta))?.permissions();
+        same_permissions(&self.dir, &mode)?;
         sync_tree(&self.dir)?;
         if self.target.exists() {
             exchange(&self.dir, &self.target)?;
@@ -104,6 +117,19 @@ fn exchange(a: &Path, b: &Path) -> Result<(), IndexError> {
         return Err(IndexError::Io(b.to_path_buf(), e));
     }
     std::fs::rename(&aside, a).map_err(io(a))
+}
+
+/// Gives every file under `dir` the permissions `mode`.
+fn same_permissions(dir: &Path, mode: &std::fs::Permissions) -> Result<(), IndexError> {
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path = entry.map_err(io(dir))?.path();
+        if path.is_dir() {
+            same_permissions(&path, mode)?;
+        } else {
+            std::fs::set_permissions(&path, mode.clone()).map_err(io(&path))?;
+        }
+    }
+    Ok(())
 }
 
 /// fsyncs every file in `dir` (recursively) and the directories themselves.

@@ -113,9 +113,11 @@ pub fn tool_lexical(tool: &Tool) -> LexicalFields {
     }
 }
 
-/// The text embedded for a category node: its path, summary, description, and the names of
-/// (some of) the tools under it, which say what the category is for better than its name.
-pub fn node_dense_text(node: &Node, tool_names: &[&str]) -> String {
+/// The text embedded for a category node: its path, summary and description. Never the names
+/// of the tools under it: a category's document must not carry anything of a tool that a
+/// caller may not see (the engine adds the evidence of the tools a caller does see at query
+/// time).
+pub fn node_dense_text(node: &Node) -> String {
     let mut out = node.path.join(" / ");
     out.push_str(": ");
     if node.summary != node.path.last().map(String::as_str).unwrap_or("") {
@@ -126,16 +128,11 @@ pub fn node_dense_text(node: &Node, tool_names: &[&str]) -> String {
         out.push_str(&truncate_chars(d, MAX_DENSE_DESC / 2));
         out.push(' ');
     }
-    if !tool_names.is_empty() {
-        out.push_str("Tools: ");
-        out.push_str(&tool_names.iter().map(|n| split_identifier(n)).collect::<Vec<_>>().join(", "));
-        out.push('.');
-    }
     out.trim().to_owned()
 }
 
-/// The lexical fields of a category node.
-pub fn node_lexical(node: &Node, tool_names: &[&str]) -> LexicalFields {
+/// The lexical fields of a category node (its own text only, as [`node_dense_text`]).
+pub fn node_lexical(node: &Node) -> LexicalFields {
     let last = node.path.last().cloned().unwrap_or_default();
     let mut body = node.summary.clone();
     if let Some(d) = &node.description {
@@ -146,7 +143,7 @@ pub fn node_lexical(node: &Node, tool_names: &[&str]) -> LexicalFields {
         name: format!("{} {last}", split_identifier(&last)),
         path: node.path.join(" "),
         body,
-        params: tool_names.iter().map(|n| split_identifier(n)).collect::<Vec<_>>().join(" "),
+        params: String::new(),
         tags: node.tags.join(" "),
     }
 }

@@ -34,9 +34,13 @@ pub enum IndexError {
         /// Model loaded now.
         expected: String,
     },
-    /// Refusing to replace a directory that is not an index.
-    #[error("{path}: exists and is not a toolsearch index; refusing to replace it (choose another --out)", path = .0.display())]
-    WouldClobber(PathBuf),
+    /// Refusing to replace something that is not an index, or an index directory holding
+    /// files the index did not write. Nothing was changed.
+    #[error("{path}: {reason}; refusing to replace it (nothing was changed)", path = .0.display(), reason = .1)]
+    WouldClobber(PathBuf, String),
+    /// The index cannot be written where it was asked to go (checked before any work).
+    #[error("{path}: cannot write the index there: {source}", path = .0.display(), source = .1)]
+    Unwritable(PathBuf, std::io::Error),
     /// The embedder failed.
     #[error(transparent)]
     Embed(#[from] toolsearch_embed::EmbedError),

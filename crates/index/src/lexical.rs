@@ -1,13 +1,23 @@
 //! The BM25 side of the index: a tantivy index of tool and node documents with an English
 //! stemming analyser, queried by analysed terms (never by query syntax, so any user text is a
 //! valid query).
+//!
+//! BM25 statistics (document count, average field length, document frequencies) are computed
+//! over a [`View`]: the documents of the kind searched that the caller may see, never over the
+//! whole index. A caller therefore gets the same scores as on an index built without the
+//! documents it may not see, and no score tells it anything about them.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use std::sync::Arc;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::query::Bm25StatisticsProvider;
+use tantivy::{DocSet, TERMINATED};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED, STRING,
@@ -135,12 +145,138 @@ impl LexicalWriter {
     }
 }
 
+/// The documents of one kind that a caller may see: the base of every BM25 statistic.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// Identifies the view for caching statistics (equal keys, equal sets).
+    key: u64,
+    /// Membership by ordinal; `None` = every document of the kind.
+    bits: Option<Arc<Vec<u64>>>,
+}
+
+impl View {
+    /// Every document of the kind.
+    pub fn everything() -> View {
+        View { key: 0, bits: None }
+    }
+
+    /// The documents with the ordinals `ords`. `key` must identify the set (e.g. a hash of
+    /// the caller's scopes); 0 is reserved for [`View::everything`].
+    pub fn of(key: u64, ords: &[u32], len: usize) -> View {
+        let mut bits = vec![0u64; len.div_ceil(64)];
+        for &o in ords {
+            if let Some(w) = bits.get_mut(o as usize / 64) {
+                *w |= 1 << (o % 64);
+            }
+        }
+        View { key: key.max(1), bits: Some(Arc::new(bits)) }
+    }
+
+    fn contains(&self, ord: u32) -> bool {
+        match &self.bits {
+            None => true,
+            Some(b) => b.get(ord as usize / 64).is_some_and(|w| w & (1 << (ord % 64)) != 0),
+        }
+    }
+}
+
+/// Per document of a segment: its kind, ordinal and field lengths.
+struct DocFacts {
+    kind: DocKind,
+    ord: u32,
+    lengths: [u32; 5],
+}
+
+/// Most document frequencies cached.
+const DF_CACHE: usize = 200_000;
+
 /// The lexical index, opened for search.
 pub(crate) struct Lexical {
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
     dir: std::path::PathBuf,
+    /// Per segment (in searcher order), per document.
+    facts: Vec<Vec<DocFacts>>,
+    /// Document frequency by (kind, view key, field, term) for views seen.
+    df_cache: Mutex<HashMap<(bool, u64, u32, String), u64>>,
+    /// Documents and field lengths by (kind, view key).
+    totals_cache: Mutex<HashMap<(bool, u64), (u64, [u64; 5])>>,
+}
+
+/// BM25 statistics over one view of one kind.
+struct ViewStats<'a> {
+    lexical: &'a Lexical,
+    searcher: &'a tantivy::Searcher,
+    kind: DocKind,
+    view: &'a View,
+}
+
+impl ViewStats<'_> {
+    fn member(&self, f: &DocFacts) -> bool {
+        f.kind == self.kind && self.view.contains(f.ord)
+    }
+}
+
+impl ViewStats<'_> {
+    /// Documents in the view, and their total length per text field (cached per view).
+    fn totals(&self) -> (u64, [u64; 5]) {
+        let key = (self.kind == DocKind::Tool, self.view.key);
+        if let Some(t) = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return *t;
+        }
+        let mut totals = (0u64, [0u64; 5]);
+        for f in self.lexical.facts.iter().flatten().filter(|f| self.member(f)) {
+            totals.0 += 1;
+            for (t, l) in totals.1.iter_mut().zip(f.lengths) {
+                *t += u64::from(l);
+            }
+        }
+        let mut cache = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+        cache.insert(key, totals);
+        totals
+    }
+}
+
+impl Bm25StatisticsProvider for ViewStats<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let i = self.lexical.fields.text.iter().position(|f| *f == field).unwrap_or(0);
+        Ok(self.totals().1[i])
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.totals().0)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let text = term.value().as_str().unwrap_or_default().to_owned();
+        let key = (self.kind == DocKind::Tool, self.view.key, term.field().field_id(), text);
+        if let Some(&df) = self.lexical.df_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(df);
+        }
+        let mut df = 0u64;
+        for (segment, facts) in self.searcher.segment_readers().iter().zip(&self.lexical.facts) {
+            let inverted = segment.inverted_index(term.field())?;
+            if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if facts.get(doc as usize).is_some_and(|f| self.member(f)) {
+                        df += 1;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        let mut cache = self.lexical.df_cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= DF_CACHE {
+            cache.clear();
+        }
+        cache.insert(key, df);
+        Ok(df)
+    }
 }
 
 impl Lexical {
@@ -148,8 +284,18 @@ impl Lexical {
         let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.to_path_buf(), e.to_string());
         let index = Index::open_in_dir(dir).map_err(err)?;
         index.tokenizers().register(ANALYZER, analyzer());
-        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(err)?;
-        Ok(Lexical { reader, fields: schema().1, analyzer: analyzer(), dir: dir.to_path_buf() })
+        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(err)?;
+        let fields = schema().1;
+        let facts = doc_facts(&reader.searcher(), &fields).map_err(err)?;
+        Ok(Lexical {
+            reader,
+            fields,
+            analyzer: analyzer(),
+            dir: dir.to_path_buf(),
+            facts,
+            df_cache: Mutex::new(HashMap::new()),
+            totals_cache: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The analysed, de-duplicated terms of `text` (at most [`MAX_QUERY_TERMS`]).
@@ -169,16 +315,16 @@ impl Lexical {
         out
     }
 
-    /// Drops terms found in more than [`COMMON_TERM_SHARE`] of the documents (long posting
-    /// lists, almost no ranking signal) and keeps the [`MAX_SCORED_TERMS`] rarest of the rest.
-    fn informative_terms(&self, searcher: &tantivy::Searcher, terms: Vec<String>) -> Result<Vec<String>, IndexError> {
-        let docs = searcher.num_docs().max(1) as f64;
+    /// Drops terms found in more than [`COMMON_TERM_SHARE`] of the view's documents (long
+    /// posting lists, almost no ranking signal) and keeps the [`MAX_SCORED_TERMS`] rarest of
+    /// the rest.
+    fn informative_terms(&self, stats: &ViewStats<'_>, terms: Vec<String>) -> Result<Vec<String>, IndexError> {
+        let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
+        let docs = stats.total_num_docs().map_err(err)?.max(1) as f64;
         let body = self.fields.text[2];
         let mut scored = Vec::with_capacity(terms.len());
         for t in terms {
-            let df = searcher
-                .doc_freq(&Term::from_field_text(body, &t))
-                .map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))? as f64;
+            let df = stats.doc_freq(&Term::from_field_text(body, &t)).map_err(err)? as f64;
             if df / docs <= COMMON_TERM_SHARE {
                 scored.push((df, t));
             }
@@ -189,18 +335,21 @@ impl Lexical {
 
     /// BM25 top `k` documents of `kind` for `text`, restricted to the category `scope`
     /// (display form of a path; `None` = everything) and, when given, to the ordinals in
-    /// `allowed` (sorted), applied while collecting so the top `k` are all allowed.
+    /// `allowed` (sorted), applied while collecting so the top `k` are all allowed. Scores use
+    /// the statistics of `view` (which must contain `allowed`).
     pub(crate) fn search(
         &self,
         text: &str,
         kind: DocKind,
         scope: Option<&str>,
         allowed: Option<&Arc<Vec<u32>>>,
+        view: &View,
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         let f = &self.fields;
         let searcher = self.reader.searcher();
-        let terms = self.informative_terms(&searcher, self.terms(text))?;
+        let stats = ViewStats { lexical: self, searcher: &searcher, kind, view };
+        let terms = self.informative_terms(&stats, self.terms(text))?;
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -222,13 +371,21 @@ impl Lexical {
         }
         let query = BooleanQuery::new(clauses);
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
-        let top = match allowed {
-            None => searcher.search(&query, &TopDocs::with_limit(k).order_by_score()).map_err(err)?,
-            Some(a) => {
+        let top = match (allowed, &view.bits) {
+            (None, None) => searcher
+                .search_with_statistics_provider(&query, &TopDocs::with_limit(k).order_by_score(), &stats)
+                .map_err(err)?,
+            (Some(a), _) => {
                 let a = Arc::clone(a);
                 let keep = move |ord: u64| a.binary_search(&(ord as u32)).is_ok();
                 let collector = FilterCollector::new("ord".to_string(), keep, TopDocs::with_limit(k).order_by_score());
-                searcher.search(&query, &collector).map_err(err)?
+                searcher.search_with_statistics_provider(&query, &collector, &stats).map_err(err)?
+            }
+            (None, Some(_)) => {
+                let v = view.clone();
+                let keep = move |ord: u64| v.contains(ord as u32);
+                let collector = FilterCollector::new("ord".to_string(), keep, TopDocs::with_limit(k).order_by_score());
+                searcher.search_with_statistics_provider(&query, &collector, &stats).map_err(err)?
             }
         };
         let mut hits = Vec::with_capacity(top.len());
@@ -241,4 +398,38 @@ impl Lexical {
         }
         Ok(hits)
     }
+}
+
+/// Kind, ordinal and field lengths of every document, per segment, read once at open.
+fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<Vec<Vec<DocFacts>>> {
+    let mut out = Vec::new();
+    for segment in searcher.segment_readers() {
+        let max = segment.max_doc();
+        let ords = segment.fast_fields().u64("ord")?;
+        let norms: Vec<_> =
+            fields.text.iter().map(|f| segment.get_fieldnorms_reader(*f)).collect::<tantivy::Result<_>>()?;
+        let mut is_tool = vec![false; max as usize];
+        let term = Term::from_field_text(fields.kind, DocKind::Tool.term());
+        if let Some(mut postings) = segment.inverted_index(fields.kind)?.read_postings(&term, IndexRecordOption::Basic)? {
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                is_tool[doc as usize] = true;
+                doc = postings.advance();
+            }
+        }
+        let mut facts = Vec::with_capacity(max as usize);
+        for doc in 0..max {
+            let mut lengths = [0u32; 5];
+            for (l, n) in lengths.iter_mut().zip(&norms) {
+                *l = n.fieldnorm(doc);
+            }
+            facts.push(DocFacts {
+                kind: if is_tool[doc as usize] { DocKind::Tool } else { DocKind::Node },
+                ord: ords.first(doc).unwrap_or(u64::MAX) as u32,
+                lengths,
+            });
+        }
+        out.push(facts);
+    }
+    Ok(out)
 }

@@ -24,6 +24,6 @@ mod writer;
 pub use dense::{dot, Hit};
 pub use error::IndexError;
 pub use format::{IndexMeta, FORMAT_VERSION};
-pub use lexical::DocKind;
+pub use lexical::{DocKind, View};
 pub use reader::{IndexReader, OpenOptions};
 pub use writer::{build_index, BuildOptions, BuildReport};

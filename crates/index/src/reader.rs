@@ -9,7 +9,7 @@ use toolsearch_embed::Embedder;
 use crate::dense::{exact_top_k, read_vectors, Graph, Hit};
 use crate::error::{io, IndexError};
 use crate::format::{file_sum, FileSum, IndexMeta, CATALOG_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
-use crate::lexical::{DocKind, Lexical};
+use crate::lexical::{DocKind, Lexical, View};
 
 /// How to open an index.
 #[derive(Debug, Clone)]
@@ -55,7 +55,32 @@ impl IndexReader {
     ///
     /// Every file is checked before anything parses it. The HNSW graph (the slowest part) is
     /// checked and loaded on a second thread while this one checks and reads the rest.
+    ///
+    /// A rebuild may swap the directory while it is being opened. The answer is then the old
+    /// index or the new one, never a mix: the build generation in the metadata is read before
+    /// and after, and an open that straddled a swap (whether it failed or not) is done again.
     pub fn open_with(dir: &Path, options: OpenOptions) -> Result<IndexReader, IndexError> {
+        const ATTEMPTS: usize = 8;
+        let generation = || IndexMeta::read(dir).map(|m| m.generation).ok();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let before = generation();
+            let result = IndexReader::open_once(dir, options.clone());
+            let after = generation();
+            let stable = match &result {
+                Ok(r) => after == Some(r.meta.generation),
+                Err(_) => before == after,
+            };
+            if stable || attempt == ATTEMPTS {
+                return result;
+            }
+        }
+    }
+
+    /// One attempt at opening: may fail, or mix two builds, if a rebuild swaps the directory
+    /// meanwhile ([`IndexReader::open_with`] detects that).
+    fn open_once(dir: &Path, options: OpenOptions) -> Result<IndexReader, IndexError> {
         let meta = IndexMeta::read(dir)?;
         for sum in &meta.files {
             let path = dir.join(&sum.path);
@@ -173,16 +198,18 @@ impl IndexReader {
     }
 
     /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form),
-    /// restricted to the sorted ordinals `allowed` when given.
+    /// restricted to the sorted ordinals `allowed` when given, scored with the statistics of
+    /// the documents in `view` (the caller's; it must contain `allowed`).
     pub fn lexical(
         &self,
         text: &str,
         kind: DocKind,
         scope: Option<&str>,
         allowed: Option<&Arc<Vec<u32>>>,
+        view: &View,
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
-        self.lexical.search(text, kind, scope, allowed, k)
+        self.lexical.search(text, kind, scope, allowed, view, k)
     }
 }
 

@@ -18,8 +18,6 @@ use crate::format::{
 };
 use crate::lexical::{DocKind, LexicalWriter};
 
-/// Most tool names folded into a category node's document.
-const NODE_TOOL_NAMES: usize = 24;
 /// Texts embedded between two progress updates.
 const EMBED_CHUNK: usize = 256;
 
@@ -51,8 +49,11 @@ pub struct BuildReport {
 
 /// Builds the index of `catalog` at `out`, atomically replacing any index already there.
 ///
-/// Refuses to replace a non-empty directory that is not an index. On any error, `out` is
-/// left as it was.
+/// `out` must be missing, an empty directory, or an index (recognised by its verified
+/// metadata) holding nothing but the files the index wrote; anything else is refused before
+/// any work is done, so no file the index did not write is ever deleted. A symlink `out`
+/// stays a symlink: the directory it points to is replaced. Whether `out` can be written is
+/// checked before embedding. On any error, `out` is left as it was.
 pub fn build_index(
     catalog: &Catalog,
     embedder: &dyn Embedder,
@@ -60,27 +61,28 @@ pub fn build_index(
     options: &BuildOptions,
 ) -> Result<BuildReport, IndexError> {
     let start = Instant::now();
-    check_target(out)?;
-    let tool_names = names_under_nodes(catalog);
+    let target = resolve_target(out)?;
+    check_target(&target, out)?;
+    // Created first: an unwritable destination is reported before any embedding.
+    let staging = Staging::new(&target, out)?;
     let mut dense_texts: Vec<String> = catalog.tools.iter().map(tool_dense_text).collect();
-    dense_texts.extend(catalog.nodes.iter().zip(&tool_names).map(|(n, names)| node_dense_text(n, names)));
+    dense_texts.extend(catalog.nodes.iter().map(node_dense_text));
     let hashes: Vec<String> = dense_texts.iter().map(|t| text_hash(t)).collect();
 
-    let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(out), embedder);
+    let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(&target), embedder);
     let mut vectors: Vec<Vec<f32>> = hashes.iter().map(|h| previous.get(h).cloned().unwrap_or_default()).collect();
     let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
     let embed_start = Instant::now();
     embed_missing(embedder, &dense_texts, &missing, &mut vectors, options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
 
-    let staging = Staging::new(out)?;
     let dir = staging.path();
     let catalog_path = dir.join(CATALOG_FILE);
     let json = serde_json::to_vec(catalog).map_err(|e| IndexError::Io(catalog_path.clone(), e.into()))?;
     std::fs::write(&catalog_path, json).map_err(io(&catalog_path))?;
     write_vectors(&dir.join(VECTORS_FILE), &vectors)?;
     let hnsw_basename = build_hnsw(dir, &vectors[..catalog.tools.len()])?;
-    write_lexical(&dir.join(LEXICAL_DIR), catalog, &tool_names)?;
+    write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
 
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
@@ -113,19 +115,51 @@ pub fn build_index(
     })
 }
 
-/// An existing target must be an index (to be replaced) or an empty directory.
-fn check_target(out: &Path) -> Result<(), IndexError> {
-    if !out.exists() {
+/// Where the index goes: `out` itself, or, when `out` is a symlink, the directory it points
+/// to (the link is kept and keeps pointing there).
+fn resolve_target(out: &Path) -> Result<PathBuf, IndexError> {
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(out).map_err(|e| {
+            IndexError::WouldClobber(out.to_path_buf(), format!("is a symlink whose target cannot be used ({e})"))
+        }),
+        _ => Ok(out.to_path_buf()),
+    }
+}
+
+/// Entries an index of an older format may hold (its file list cannot be read).
+const OLD_FORMAT_ENTRIES: &[&str] = &["catalog.json", "vectors.f32", "lexical", "tools.hnsw.graph", "tools.hnsw.data"];
+
+/// An existing target must be an empty directory, or an index whose metadata verifies and
+/// that holds only what the index wrote. `shown` is the path as the user gave it.
+fn check_target(target: &Path, shown: &Path) -> Result<(), IndexError> {
+    let refuse = |reason: String| Err(IndexError::WouldClobber(shown.to_path_buf(), reason));
+    let meta = match std::fs::symlink_metadata(target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(IndexError::Io(shown.to_path_buf(), e)),
+        Ok(m) => m,
+    };
+    if !meta.is_dir() {
+        return refuse("exists and is not a directory".into());
+    }
+    let entries: Vec<String> = std::fs::read_dir(target)
+        .map_err(io(shown))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(io(shown))?;
+    if entries.is_empty() {
         return Ok(());
     }
-    if !out.is_dir() {
-        return Err(IndexError::WouldClobber(out.to_path_buf()));
-    }
-    let empty = std::fs::read_dir(out).map_err(io(out))?.next().is_none();
-    if empty || out.join(META_FILE).is_file() {
-        Ok(())
-    } else {
-        Err(IndexError::WouldClobber(out.to_path_buf()))
+    let owned: Vec<String> = match IndexMeta::read(target) {
+        Ok(m) => m.files.iter().map(|f| f.path.split('/').next().unwrap_or_default().to_owned()).collect(),
+        Err(IndexError::Version { .. }) => OLD_FORMAT_ENTRIES.iter().map(|s| (*s).to_owned()).collect(),
+        Err(_) => return refuse("exists and is not a toolsearch index (no verified meta.bin)".into()),
+    };
+    let foreign = entries.iter().find(|e| {
+        e.as_str() != META_FILE && !e.ends_with(".lock") && e.as_str() != ".meta-update" && !owned.contains(e)
+    });
+    match foreign {
+        Some(name) => refuse(format!("holds {name:?}, which is not a file of the index")),
+        None => Ok(()),
     }
 }
 
@@ -171,7 +205,7 @@ fn embed_missing(
     Ok(())
 }
 
-fn write_lexical(dir: &Path, catalog: &Catalog, tool_names: &[Vec<&str>]) -> Result<(), IndexError> {
+fn write_lexical(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
     let mut w = LexicalWriter::create(dir)?;
     for (ord, tool) in catalog.tools.iter().enumerate() {
         let mut scopes: Vec<String> = Vec::new();
@@ -185,43 +219,11 @@ fn write_lexical(dir: &Path, catalog: &Catalog, tool_names: &[Vec<&str>]) -> Res
         }
         w.add(DocKind::Tool, ord as u32, &tool_lexical(tool), &scopes)?;
     }
-    for (ord, (node, names)) in catalog.nodes.iter().zip(tool_names).enumerate() {
+    for (ord, node) in catalog.nodes.iter().enumerate() {
         let scopes: Vec<String> = (0..=node.path.len()).map(|d| display_path(&node.path[..d])).collect();
-        w.add(DocKind::Node, ord as u32, &node_lexical(node, names), &scopes)?;
+        w.add(DocKind::Node, ord as u32, &node_lexical(node), &scopes)?;
     }
     w.finish()
-}
-
-/// For each node (in catalogue order), names of tools under it: direct children first.
-fn names_under_nodes(catalog: &Catalog) -> Vec<Vec<&str>> {
-    let index: HashMap<&[String], usize> =
-        catalog.nodes.iter().enumerate().map(|(i, n)| (n.path.as_slice(), i)).collect();
-    let mut direct: Vec<Vec<&str>> = vec![Vec::new(); catalog.nodes.len()];
-    let mut deeper: Vec<Vec<&str>> = vec![Vec::new(); catalog.nodes.len()];
-    for tool in &catalog.tools {
-        for p in &tool.paths {
-            for d in 1..=p.len() {
-                if let Some(&i) = index.get(&p[..d]) {
-                    let list = if d == p.len() { &mut direct[i] } else { &mut deeper[i] };
-                    if list.len() < NODE_TOOL_NAMES && !list.contains(&tool.name.as_str()) {
-                        list.push(&tool.name);
-                    }
-                }
-            }
-        }
-    }
-    direct
-        .into_iter()
-        .zip(deeper)
-        .map(|(mut d, rest)| {
-            for n in rest {
-                if d.len() < NODE_TOOL_NAMES && !d.contains(&n) {
-                    d.push(n);
-                }
-            }
-            d
-        })
-        .collect()
 }
 
 /// Relative paths of every file under `dir` except the metadata, sorted.

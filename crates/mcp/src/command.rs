@@ -1,15 +1,31 @@
 //! Host behaviour as commands: availability checks and the tool executor.
+//!
+//! A command runs in a process group of its own. Its input is written, and its output read, on
+//! threads of their own, so nothing waits on a command that does not read or never closes its
+//! output. At the deadline the whole group is killed (grandchildren too) and the run is a
+//! timeout error; when the command exits, whatever it left running in its group is killed too.
+//! Output is capped: a command that prints more than [`MAX_OUTPUT_BYTES`] is killed.
 
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolsearch_catalog::Tool;
 use toolsearch_query::Executor;
 
+/// Most bytes of standard output a command may print; past it the command is killed.
+pub const MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+/// Most bytes of standard error kept (the rest is read and dropped).
+const MAX_STDERR_BYTES: usize = 64 * 1024;
+/// Longest timeout a command may be given, in seconds (one day).
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
 /// Runs `argv` with `input` on stdin; `Ok((exit success, stdout, stderr))`, or why it could not
-/// run or finish within `timeout` (then it is killed).
+/// run or finish within `timeout` (then its whole process group is killed).
 fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String, String), String> {
     let (program, args) = argv.split_first().ok_or("empty command")?;
     let mut child = Command::new(program)
@@ -17,39 +33,89 @@ fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot run {program:?}: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its input closes the pipe early; that is fine.
-        let _ = stdin.write_all(input);
-    }
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut text);
-            }
-            String::from_utf8_lossy(&text).into_owned()
-        })
+    let group = child.id() as libc::pid_t;
+    let kill_group = || {
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
     };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let deadline = Instant::now() + timeout;
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_vec();
+        // A command that does not read its input closes the pipe early; that is fine.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let overflow = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
+    let drain = |pipe: Option<Box<dyn Read + Send>>, is_stdout: bool| {
+        let (tx, overflow) = (tx.clone(), Arc::clone(&overflow));
+        std::thread::spawn(move || {
+            let cap = if is_stdout { MAX_OUTPUT_BYTES } else { MAX_STDERR_BYTES };
+            let mut kept = Vec::new();
+            if let Some(mut p) = pipe {
+                let mut buf = [0u8; 64 * 1024];
+                loop {
+                    match p.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            let room = cap.saturating_sub(kept.len());
+                            kept.extend_from_slice(&buf[..n.min(room)]);
+                            if n > room && is_stdout {
+                                overflow.store(true, Ordering::SeqCst);
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    }
+                }
+            }
+            let _ = tx.send((is_stdout, kept));
+        });
+    };
+    drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>), true);
+    drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>), false);
+    drop(tx);
+    let deadline = Instant::now().checked_add(timeout);
     let status = loop {
+        if overflow.load(Ordering::SeqCst) {
+            kill_group();
+            let _ = child.wait();
+            return Err(format!("{program:?} printed more than {MAX_OUTPUT_BYTES} bytes; it was stopped"));
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) if deadline.is_none_or(|d| Instant::now() < d) => std::thread::sleep(Duration::from_millis(2)),
             Ok(None) => {
-                let _ = child.kill();
+                kill_group();
                 let _ = child.wait();
-                return Err(format!("{program:?} did not finish within {} s", timeout.as_secs()));
+                return Err(format!("{program:?} timed out after {} s and was stopped", timeout.as_secs()));
             }
-            Err(e) => return Err(format!("{program:?} failed: {e}")),
+            Err(e) => {
+                kill_group();
+                return Err(format!("{program:?} failed: {e}"));
+            }
         }
     };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    Ok((status.success(), stdout, stderr))
+    // Whatever the command left running in its group (`sleep 15 &`) ends with it, so its
+    // output pipes close now.
+    kill_group();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let grace = Instant::now() + Duration::from_secs(1);
+    for _ in 0..2 {
+        match rx.recv_timeout(grace.saturating_duration_since(Instant::now())) {
+            Ok((true, bytes)) => stdout = bytes,
+            Ok((false, bytes)) => stderr = bytes,
+            Err(_) => break,
+        }
+    }
+    if overflow.load(Ordering::SeqCst) {
+        return Err(format!("{program:?} printed more than {MAX_OUTPUT_BYTES} bytes"));
+    }
+    Ok((status.success(), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned()))
 }
 
 /// An availability check: the group is available when the command exits 0.
@@ -87,5 +153,59 @@ impl Executor for CommandExecutor {
             return Err(detail.trim().to_owned());
         }
         Ok(serde_json::from_str(&stdout).unwrap_or_else(|_| Value::String(stdout.trim_end().to_owned())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    #[test]
+    fn a_command_that_never_reads_its_input_still_times_out() {
+        let started = Instant::now();
+        let big = vec![b'x'; 300 * 1024];
+        let err = run(&["sleep".into(), "20".into()], &big, Duration::from_secs(1)).unwrap_err();
+        assert!(err.contains("timed out"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_command_that_never_ends_is_stopped_with_its_children() {
+        let started = Instant::now();
+        let err = run(&sh("sleep 1000 & sleep 1000"), b"", Duration::from_secs(1)).unwrap_err();
+        assert!(err.contains("timed out"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_background_child_holding_the_output_does_not_delay_the_answer() {
+        let started = Instant::now();
+        // A sleep with an argument no other process has, to look for it afterwards.
+        let marker = format!("sleep 40.{}", std::process::id());
+        let script = format!("{marker} & echo '{{}}'");
+        let (ok, out, _) = run(&sh(&script), b"", Duration::from_secs(20)).unwrap();
+        assert!(ok && out.trim() == "{}", "{out}");
+        assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+        let ps = Command::new("pgrep").args(["-f", &marker]).output();
+        if let Ok(ps) = ps {
+            assert!(ps.stdout.is_empty(), "the grandchild survived: {}", String::from_utf8_lossy(&ps.stdout));
+        }
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let err = run(&sh("head -c 40000000 /dev/zero"), b"", Duration::from_secs(30)).unwrap_err();
+        assert!(err.contains("more than"), "{err}");
+    }
+
+    #[test]
+    fn the_largest_timeout_does_not_overflow() {
+        let (ok, out, _) = run(&sh("echo hi"), b"", Duration::from_secs(u64::MAX)).unwrap();
+        assert!(ok && out.trim() == "hi");
     }
 }

@@ -13,16 +13,31 @@ use toolsearch_disclosure::ToolSetConfig;
 pub struct ServeConfig {
     /// The tool set (discovery, pinned tools, facades).
     pub toolset: ToolSetConfig,
-    /// The scopes the client holds (absent: trusted, sees every tool).
+    /// The scopes the client holds. Absent, `access` decides.
     pub scopes: Option<Vec<String>>,
+    /// What a client holds when `scopes` is absent: `open` (the default; it is trusted and
+    /// sees every tool, which the server says on start) or `closed` (no scopes: it sees only
+    /// the tools that require none).
+    pub access: Access,
     /// Availability checks by name: a command (program and arguments) that exits 0 when the
     /// group is available.
     pub checks: BTreeMap<String, Vec<String>>,
     /// The command that runs catalogue tools: it reads `{"tool_id", "arguments"}` on stdin and
     /// prints the result; a non-zero exit is the tool's error. Absent: calls are refused.
     pub executor: Option<Vec<String>>,
-    /// How long one executor or check run may take, in seconds (default 60).
+    /// How long one executor or check run may take, in seconds (default 60, at most 86400).
     pub timeout_secs: Option<u64>,
+}
+
+/// The default access of a client whose scopes are not configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Trusted: every tool.
+    #[default]
+    Open,
+    /// No scopes: only tools that require none.
+    Closed,
 }
 
 /// A configuration that cannot be used.
@@ -49,6 +64,12 @@ impl ServeConfig {
             if argv.is_empty() {
                 return Err(ServeError::Config(path.to_path_buf(), format!("checks.{name}: empty command")));
             }
+        }
+        if let Some(t) = config.timeout_secs.filter(|t| !(1..=crate::command::MAX_TIMEOUT_SECS).contains(t)) {
+            return Err(ServeError::Config(
+                path.to_path_buf(),
+                format!("timeout_secs: {t} is out of range: use 1 to {}", crate::command::MAX_TIMEOUT_SECS),
+            ));
         }
         if config.executor.as_ref().is_some_and(Vec::is_empty) {
             return Err(ServeError::Config(path.to_path_buf(), "executor: empty command".into()));

@@ -13,6 +13,6 @@ mod command;
 mod config;
 mod server;
 
-pub use command::{CommandCheck, CommandExecutor};
-pub use config::{ServeConfig, ServeError};
+pub use command::{CommandCheck, CommandExecutor, MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECS};
+pub use config::{Access, ServeConfig, ServeError};
 pub use server::{Server, MAX_MESSAGE_BYTES, PROTOCOL_VERSIONS};

@@ -19,6 +19,8 @@ const INVALID_PARAMS: i64 = -32602;
 /// One client's session.
 pub struct Server {
     set: ToolSet,
+    /// Whether the client has sent `initialize` (before it only `ping` is answered).
+    initialized: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -30,12 +32,7 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server over `set`.
     pub fn new(set: ToolSet) -> Server {
-        Server { set }
-    }
-
-    /// The tool set (for its audit trail).
-    pub fn tool_set(&self) -> &ToolSet {
-        &self.set
+        Server { set, initialized: false }
     }
 
     /// Handles one incoming message; returns the messages to send, the response first, then
@@ -49,14 +46,35 @@ impl Server {
         let Some(obj) = message.as_object() else {
             return vec![error(Value::Null, INVALID_REQUEST, "a message must be one JSON-RPC object (no batches)")];
         };
-        // Availability may have changed since the last message.
-        let drift = self.set.refresh();
-        let Some(method) = obj.get("method").and_then(Value::as_str) else {
-            return Vec::new(); // a response to something we never ask, or garbage without an id
+        // JSON-RPC 2.0: an id is a string or an integer (a float, or an integer past 64 bits,
+        // which JSON parsers read as a float, cannot be echoed faithfully); `jsonrpc` is "2.0".
+        let id = match obj.get("id") {
+            None => None,
+            Some(v @ Value::String(_)) => Some(v.clone()),
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n.clone())),
+            Some(_) => {
+                return vec![error(Value::Null, INVALID_REQUEST, "`id` must be a string or an integer of at most 64 bits")]
+            }
         };
-        let Some(id) = obj.get("id").cloned() else {
+        let reply_id = id.clone().unwrap_or(Value::Null);
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return vec![error(reply_id, INVALID_REQUEST, "`jsonrpc` must be \"2.0\"")];
+        }
+        let method = match obj.get("method") {
+            Some(Value::String(m)) => m.as_str(),
+            Some(_) => return vec![error(reply_id, INVALID_REQUEST, "`method` must be a string")],
+            // A response to a request of ours (we send none), ignored; anything else is invalid.
+            None if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) => return Vec::new(),
+            None => return vec![error(reply_id, INVALID_REQUEST, "a request needs a `method`")],
+        };
+        let Some(id) = id else {
             return Vec::new(); // notifications: initialized, cancelled, ...
         };
+        if !self.initialized && method != "initialize" && method != "ping" {
+            return vec![error(id, INVALID_REQUEST, "the session is not initialized: send `initialize` first")];
+        }
+        // Availability may have changed since the last message.
+        let drift = self.set.refresh();
         let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
         let mut changed = !drift.added.is_empty() || !drift.removed.is_empty();
         let response = match method {
@@ -64,6 +82,7 @@ impl Server {
                 let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
                 let version = PROTOCOL_VERSIONS.iter().find(|v| **v == asked).unwrap_or(&PROTOCOL_VERSIONS[0]);
                 changed = false;
+                self.initialized = true;
                 result(
                     id,
                     json!({

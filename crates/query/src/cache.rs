@@ -5,20 +5,55 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Key -> value, at most `capacity` entries; the least recently used is evicted first.
+/// How many bytes a cached value holds (its heap part and itself).
+pub(crate) trait Weigh {
+    /// Bytes held.
+    fn weight(&self) -> usize;
+}
+
+impl<T> Weigh for Vec<T> {
+    fn weight(&self) -> usize {
+        std::mem::size_of::<Self>() + self.capacity() * std::mem::size_of::<T>()
+    }
+}
+
+impl Weigh for i32 {
+    fn weight(&self) -> usize {
+        4
+    }
+}
+
+/// Key -> value, at most `capacity` entries and `max_bytes` of keys and values together; the
+/// least recently used is evicted first. An entry over an eighth of the byte budget is not
+/// kept at all, so a few huge requests cannot flush the cache or grow it.
 pub(crate) struct Lru<V> {
     capacity: usize,
+    max_bytes: usize,
     inner: Mutex<Inner<V>>,
 }
 
 struct Inner<V> {
     tick: u64,
+    bytes: usize,
     map: HashMap<String, (V, u64)>,
 }
 
-impl<V: Clone> Lru<V> {
-    pub(crate) fn new(capacity: usize) -> Lru<V> {
-        Lru { capacity, inner: Mutex::new(Inner { tick: 0, map: HashMap::new() }) }
+/// Fixed cost of one entry besides its key and value (map slot, tick).
+const ENTRY_OVERHEAD: usize = 64;
+
+fn entry_bytes<V: Weigh>(key: &str, value: &V) -> usize {
+    key.len() + value.weight() + ENTRY_OVERHEAD
+}
+
+impl<V: Clone + Weigh> Lru<V> {
+    pub(crate) fn new(capacity: usize, max_bytes: usize) -> Lru<V> {
+        Lru { capacity, max_bytes, inner: Mutex::new(Inner { tick: 0, bytes: 0, map: HashMap::new() }) }
+    }
+
+    /// The bytes held now.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<V> {
@@ -35,23 +70,33 @@ impl<V: Clone> Lru<V> {
     }
 
     pub(crate) fn put(&self, key: String, value: V) {
-        if self.capacity == 0 {
+        let size = entry_bytes(&key, &value);
+        if self.capacity == 0 || size > self.max_bytes / 8 {
             return;
         }
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.tick += 1;
         let tick = g.tick;
-        if g.map.len() >= self.capacity && !g.map.contains_key(&key) {
+        if let Some((old, _)) = g.map.remove(&key) {
+            g.bytes -= entry_bytes(&key, &old);
+        }
+        while !g.map.is_empty() && (g.map.len() >= self.capacity || g.bytes + size > self.max_bytes) {
             // O(capacity) eviction; capacities are small and eviction is off the hit path.
-            if let Some(oldest) = g.map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) {
-                g.map.remove(&oldest);
+            let Some(oldest) = g.map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            if let Some((v, _)) = g.map.remove(&oldest) {
+                g.bytes -= entry_bytes(&oldest, &v);
             }
         }
+        g.bytes += size;
         g.map.insert(key, (value, tick));
     }
 
     pub(crate) fn clear(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).map.clear();
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.map.clear();
+        g.bytes = 0;
     }
 }
 
@@ -61,7 +106,7 @@ mod tests {
 
     #[test]
     fn evicts_the_least_recently_used_entry() {
-        let c = Lru::new(2);
+        let c = Lru::new(2, 1 << 20);
         c.put("a".into(), vec![1.0]);
         c.put("b".into(), vec![2.0]);
         assert_eq!(c.get("a"), Some(vec![1.0]));
@@ -73,8 +118,28 @@ mod tests {
 
     #[test]
     fn capacity_zero_disables_the_cache() {
-        let c = Lru::new(0);
+        let c = Lru::new(0, 1 << 20);
         c.put("a".into(), 1);
         assert_eq!(c.get("a"), None);
+    }
+}
+
+#[cfg(test)]
+mod byte_tests {
+    use super::Lru;
+
+    #[test]
+    fn huge_keys_neither_grow_nor_flush_the_cache() {
+        let c: Lru<Vec<f32>> = Lru::new(1024, 1 << 20);
+        c.put("small".into(), vec![1.0; 8]);
+        for i in 0..100 {
+            c.put(format!("{i}{}", "q".repeat(8 << 20)), vec![0.0; 384]);
+        }
+        assert!(c.bytes() <= 1 << 20, "{}", c.bytes());
+        assert_eq!(c.get("small"), Some(vec![1.0; 8]), "huge entries are not cached, so they evict nothing");
+        for i in 0..1000 {
+            c.put(format!("{i}{}", "k".repeat(10_000)), vec![0.0; 384]);
+        }
+        assert!(c.bytes() <= 1 << 20, "{}", c.bytes());
     }
 }

@@ -25,6 +25,9 @@ use crate::suggest::closest;
 /// The index metadata extension that holds a fitted [`Calibration`] (JSON).
 pub const CALIBRATION_KEY: &str = "calibration";
 
+/// Most bytes each query cache holds, keys included.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 /// How an [`Engine`] ranks and where it finds its model.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -145,8 +148,8 @@ impl Engine {
             executor: RwLock::new(None),
             calls: CallLog::default(),
             calibration,
-            vectors: Lru::new(options.query_cache),
-            results: Lru::new(options.query_cache),
+            vectors: Lru::new(options.query_cache, CACHE_BYTES),
+            results: Lru::new(options.query_cache, CACHE_BYTES),
             options,
         })
     }
@@ -288,13 +291,32 @@ impl Engine {
         let all: Vec<u32> = (0..self.catalog().nodes.len() as u32)
             .filter(|&n| visible.as_ref().is_none_or(|v| v[n as usize]))
             .collect();
-        let results = self
-            .rank_nodes(query, &all, &[], limit)?
+        // A category matches through its own text or through the best of the tools under it
+        // that the caller may see (category documents carry no tool names, so no category
+        // ever matches through a tool the caller cannot see).
+        let mut best: HashMap<u32, f32> = HashMap::new();
+        for s in self.rank_nodes(query, &all, &[], limit, scopes)? {
+            best.insert(s.ord, s.confidence);
+        }
+        let filter = Filter { scopes: scopes.clone(), ..Filter::default() };
+        for s in self.rank_tools(query, &filter, self.options.candidates)? {
+            for p in &self.catalog().tools[s.ord as usize].paths {
+                for d in 1..=p.len() {
+                    if let Some(n) = self.paths.node_ord(&p[..d]) {
+                        let e = best.entry(n).or_insert(0.0);
+                        *e = e.max(s.confidence);
+                    }
+                }
+            }
+        }
+        let mut ranked: Vec<(u32, f32)> = best.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let results = ranked
             .into_iter()
             .take(limit)
-            .map(|s| {
-                let n = &self.catalog().nodes[s.ord as usize];
-                NodeHit { path: display_path(&n.path), summary: n.summary.clone(), confidence: s.confidence }
+            .map(|(ord, confidence)| {
+                let n = &self.catalog().nodes[ord as usize];
+                NodeHit { path: display_path(&n.path), summary: n.summary.clone(), confidence }
             })
             .collect();
         Ok(SearchNodesResponse { results })
@@ -358,13 +380,13 @@ impl Engine {
                         .fold(0.0, f32::max)
                 };
                 let mut nodes: Vec<(u32, f32)> = self
-                    .rank_nodes(q, &child_nodes, &path, child_nodes.len())?
+                    .rank_nodes(q, &child_nodes, &path, child_nodes.len(), &filter.scopes)?
                     .iter()
                     .map(|s| (s.ord, s.confidence.max(best_tool(s.ord))))
                     .filter(|&(_, c)| c >= min)
                     .collect();
                 nodes.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                let tools = self.rank_direct_tools(q, &path, &direct_tools)?;
+                let tools = self.rank_direct_tools(q, &path, &direct_tools, &filter.scopes)?;
                 let tools = tools.iter().filter(|s| s.confidence >= min).map(|s| (s.ord, s.confidence)).collect();
                 (nodes, tools)
             }
@@ -506,19 +528,21 @@ impl Engine {
         let Some(spec) = spec else {
             return Ok(Vec::new());
         };
-        if let Some(p) = self.paths.resolve(spec, self.catalog()) {
-            // For a restricted caller a category holding none of its tools does not exist.
-            if p.is_empty() || self.paths.node_visible(&p, scopes) {
-                return Ok(p);
-            }
+        let segments = spec.parse().map_err(|message| {
+            ProtocolError::invalid(format!("{field}: {message}"))
+                .with_hints(vec!["write a category path like \"Coding/Git\", or omit it for the whole catalogue".into()])
+        })?;
+        // For a restricted caller a category holding none of its tools does not exist, for
+        // exact and case-insensitive matches alike.
+        let visible = self.paths.visible_nodes(scopes, self.catalog());
+        let is_visible = |n: u32| visible.as_ref().is_none_or(|v| v[n as usize]);
+        if let Some(p) = self.paths.resolve(segments, self.catalog(), is_visible) {
+            return Ok(p);
         }
-        let asked = match spec {
-            PathSpec::Joined(s) => s.clone(),
-            PathSpec::Segments(v) => v.join("/"),
-        };
-        let nodes: Vec<&toolsearch_catalog::Node> = match self.paths.visible_nodes(scopes, self.catalog()) {
+        let asked = spec.as_written();
+        let nodes: Vec<&toolsearch_catalog::Node> = match &visible {
             None => self.catalog().nodes.iter().collect(),
-            Some(v) => self.catalog().nodes.iter().zip(v).filter(|(_, visible)| *visible).map(|(n, _)| n).collect(),
+            Some(v) => self.catalog().nodes.iter().zip(v).filter(|(_, visible)| **visible).map(|(n, _)| n).collect(),
         };
         let displays: Vec<String> = nodes.iter().map(|n| display_path(&n.path)).collect();
         // Compare with paths of the same depth first: a typo rarely changes the depth.
@@ -594,7 +618,8 @@ impl Engine {
         let ids =
             self.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
         let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
-        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, allowed.as_ref(), 3) {
+        let view = self.tool_view(scopes);
+        if let Ok(hits) = self.index.lexical(id, DocKind::Tool, None, allowed.as_ref(), &view, 3) {
             for h in hits {
                 let tid = &self.catalog().tools[h.ord as usize].id;
                 if similar.len() < 5 && !similar.contains(tid) {

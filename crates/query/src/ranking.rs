@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use toolsearch_index::{DocKind, Hit};
+use toolsearch_index::{DocKind, Hit, View};
 
 use crate::engine::Engine;
 use crate::error::{ErrorCode, ProtocolError};
@@ -74,8 +74,8 @@ impl Engine {
         // Single-index modes rank by that index's own score alone, for honest comparison.
         let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0, sibling_lift: 0.0 };
         let ranked = match (retrieval, &qv) {
-            (Retrieval::Hybrid, Some(v)) => self.fuse(&dense, &lexical, v, self.options().fusion),
-            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0)),
+            (Retrieval::Hybrid, Some(v)) => self.fuse(&dense, &lexical, v, self.options().fusion, &filter.scopes),
+            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0), &filter.scopes),
             _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
         };
         t.fuse = s.elapsed().as_secs_f64();
@@ -94,8 +94,10 @@ impl Engine {
         retrieval: Retrieval,
         t: &mut StageTimes,
     ) -> Result<Retrieved, ProtocolError> {
-        // Filtering happens before ranking: both indexes only ever see allowed tools.
+        // Filtering happens before ranking: both indexes only ever see allowed tools, and BM25
+        // statistics come from the tools the caller may see.
         let allowed = self.paths().allowed(filter).map(Arc::new);
+        let view = self.tool_view(&filter.scopes);
         if allowed.as_ref().is_some_and(|a| a.is_empty()) {
             return Ok((None, Vec::new(), Vec::new()));
         }
@@ -122,7 +124,7 @@ impl Engine {
             Retrieval::Dense => Vec::new(),
             _ => {
                 let s = Instant::now();
-                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), depth)?;
+                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
                 t.lexical = s.elapsed().as_secs_f64();
                 l
             }
@@ -138,33 +140,69 @@ impl Engine {
         Ok(match qv {
             Some(v) => {
                 let mut c = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v));
-                self.set_categories(&mut c);
+                self.set_categories(&mut c, &filter.scopes);
                 c
             }
             None => Vec::new(),
         })
     }
 
-    /// Sets each candidate's category (its first leaf node) and that category's size.
-    fn set_categories(&self, candidates: &mut [Candidate]) {
+    /// Sets each candidate's category (its first leaf node) and that category's size, counting
+    /// only the tools the caller may see.
+    fn set_categories(&self, candidates: &mut [Candidate], scopes: &Option<Vec<String>>) {
+        let visible = self.paths().visible_tools(scopes);
         for c in candidates.iter_mut() {
-            c.category = self.paths().category(c.ord);
+            c.category = self.paths().category(c.ord).map(|(node, size)| match &visible {
+                None => (node, size),
+                Some(v) => {
+                    let under = self.paths().tools_under(&self.catalog().nodes[node as usize].path);
+                    (node, under.iter().filter(|o| v.binary_search(o).is_ok()).count() as u32)
+                }
+            });
         }
     }
 
     /// Merges, categorises and ranks candidates.
-    fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
+    fn fuse(
+        &self,
+        dense: &[Hit],
+        lexical: &[Hit],
+        qv: &[f32],
+        fusion: Fusion,
+        scopes: &Option<Vec<String>>,
+    ) -> Vec<Scored> {
         let mut candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
-        self.set_categories(&mut candidates);
+        self.set_categories(&mut candidates, scopes);
         rank(&candidates, fusion, self.calibration())
     }
 
-    /// The tools directly at `path` (`direct`, sorted), ranked for `query`.
+    /// The statistics base of a caller's tool searches: the tools it may see.
+    pub(crate) fn tool_view(&self, scopes: &Option<Vec<String>>) -> View {
+        match self.paths().visible_tools(scopes) {
+            None => View::everything(),
+            Some(v) => View::of(scopes_key(scopes), &v, self.catalog().tools.len()),
+        }
+    }
+
+    /// The statistics base of a caller's category searches: the categories it may see.
+    pub(crate) fn node_view(&self, scopes: &Option<Vec<String>>) -> View {
+        match self.paths().visible_nodes(scopes, self.catalog()) {
+            Some(v) if v.iter().any(|visible| !visible) => {
+                let ords: Vec<u32> = (0..v.len() as u32).filter(|&n| v[n as usize]).collect();
+                View::of(scopes_key(scopes), &ords, v.len())
+            }
+            _ => View::everything(),
+        }
+    }
+
+    /// The tools directly at `path` (`direct`, sorted, all visible to the caller), ranked for
+    /// `query`.
     pub(crate) fn rank_direct_tools(
         &self,
         query: &str,
         path: &[String],
         direct: &[u32],
+        scopes: &Option<Vec<String>>,
     ) -> Result<Vec<Scored>, ProtocolError> {
         if direct.is_empty() {
             return Ok(Vec::new());
@@ -172,17 +210,20 @@ impl Engine {
         let qv = self.embed_query(query)?;
         let dense = self.index().dense_tools(&qv, direct.len(), Some(direct));
         let allowed = Arc::new(direct.to_vec());
-        let lexical = self.lexical(query, DocKind::Tool, path, Some(&allowed), direct.len())?;
-        Ok(self.fuse(&dense, &lexical, &qv, self.options().fusion))
+        let view = self.tool_view(scopes);
+        let lexical = self.lexical(query, DocKind::Tool, path, Some(&allowed), &view, direct.len())?;
+        Ok(self.fuse(&dense, &lexical, &qv, self.options().fusion, scopes))
     }
 
-    /// The nodes `among` ranked for `query` (lexical candidates restricted to `scope`).
+    /// The nodes `among` (all visible to the caller) ranked for `query` (lexical candidates
+    /// restricted to `scope`) by their own text.
     pub(crate) fn rank_nodes(
         &self,
         query: &str,
         among: &[u32],
         scope: &[String],
         k: usize,
+        scopes: &Option<Vec<String>>,
     ) -> Result<Vec<Scored>, ProtocolError> {
         if among.is_empty() {
             return Ok(Vec::new());
@@ -192,7 +233,8 @@ impl Engine {
         let dense = self.index().dense_nodes(&qv, depth, among.iter().copied());
         let mut sorted = among.to_vec();
         sorted.sort_unstable();
-        let lexical = self.lexical(query, DocKind::Node, scope, Some(&Arc::new(sorted)), depth)?;
+        let view = self.node_view(scopes);
+        let lexical = self.lexical(query, DocKind::Node, scope, Some(&Arc::new(sorted)), &view, depth)?;
         let candidates = merge(&dense, &lexical, |o| dot(self.index().node_vector(o), &qv));
         Ok(rank(&candidates, self.options().fusion, self.calibration()))
     }
@@ -203,11 +245,12 @@ impl Engine {
         kind: DocKind,
         scope: &[String],
         allowed: Option<&Arc<Vec<u32>>>,
+        view: &View,
         k: usize,
     ) -> Result<Vec<Hit>, ProtocolError> {
         let scope = (!scope.is_empty()).then(|| toolsearch_catalog::display_path(scope));
         self.index()
-            .lexical(query, kind, scope.as_deref(), allowed, k)
+            .lexical(query, kind, scope.as_deref(), allowed, view, k)
             .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
     }
 
@@ -224,3 +267,11 @@ impl Engine {
 }
 
 pub(crate) use toolsearch_index::dot;
+
+/// A key identifying a caller's scope set (for caching statistics of its view).
+fn scopes_key(scopes: &Option<Vec<String>>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    scopes.hash(&mut h);
+    h.finish()
+}

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use toolsearch_catalog::{display_path, Catalog, CategoryPath, PathSpec};
+use toolsearch_catalog::{display_path, Catalog, CategoryPath};
 
 /// What a request restricts the catalogue to: a category path (empty = everything), tags (a
 /// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
@@ -108,21 +108,41 @@ impl PathTable {
         t
     }
 
-    /// The path a request names, if it exists. Exact segments first, then the joined form
-    /// (case-insensitively when that is unambiguous).
-    pub(crate) fn resolve(&self, spec: &PathSpec, catalog: &Catalog) -> Option<CategoryPath> {
-        let segments = spec.segments();
-        if segments.is_empty() || self.node_by_path.contains_key(&segments) {
+    /// The path `segments` (parsed by the path rule) names among the categories `visible`
+    /// accepts, if any: the exact path first, then a case-insensitive match when exactly one
+    /// visible category has it (so a category the caller cannot see never makes a name
+    /// ambiguous, nor resolves it).
+    pub(crate) fn resolve(
+        &self,
+        segments: CategoryPath,
+        catalog: &Catalog,
+        visible: impl Fn(u32) -> bool,
+    ) -> Option<CategoryPath> {
+        if segments.is_empty() {
             return Some(segments);
         }
-        let joined = match spec {
-            PathSpec::Joined(s) => s.trim().trim_matches('/').to_lowercase(),
-            PathSpec::Segments(v) => v.join("/").to_lowercase(),
-        };
-        match self.node_by_display.get(&joined).map(Vec::as_slice) {
-            Some([only]) => Some(catalog.nodes[*only as usize].path.clone()),
+        if let Some(&n) = self.node_by_path.get(&segments) {
+            if visible(n) {
+                return Some(segments);
+            }
+        }
+        let joined = display_path(&segments).to_lowercase();
+        let matches: Vec<u32> =
+            self.node_by_display.get(&joined).into_iter().flatten().copied().filter(|&n| visible(n)).collect();
+        match matches.as_slice() {
+            [only] => Some(catalog.nodes[*only as usize].path.clone()),
             _ => None,
         }
+    }
+
+    /// The tools a caller with `scopes` may see, sorted; `None` when it may see every tool.
+    pub(crate) fn visible_tools(&self, scopes: &Option<Vec<String>>) -> Option<Vec<u32>> {
+        self.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() })
+    }
+
+    /// The ordinal of the category at `path`, if there is one.
+    pub(crate) fn node_ord(&self, path: &[String]) -> Option<u32> {
+        self.node_by_path.get(path).copied()
     }
 
     /// Tools at or below `path`, sorted.
@@ -153,15 +173,6 @@ impl PathTable {
             }
         }
         allowed
-    }
-
-    /// Whether the category at `path` holds a tool the caller with `scopes` may see (always,
-    /// for a trusted caller).
-    pub(crate) fn node_visible(&self, path: &[String], scopes: &Option<Vec<String>>) -> bool {
-        scopes.is_none()
-            || self
-                .allowed(&Filter { path: path.to_vec(), tags: Vec::new(), scopes: scopes.clone() })
-                .is_none_or(|a| !a.is_empty())
     }
 
     /// For a restricted caller, which nodes (by ordinal) hold a tool it may see, computed in

@@ -49,9 +49,11 @@ impl ToolSet {
     }
 
     /// Why tool `id` cannot be used right now (its group is unavailable), with the group's
-    /// suggestion; `None` when it can.
+    /// suggestion; `None` when it can. Authorization comes first: for a tool the caller may not
+    /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
+    /// for an id that does not exist, never the group's state or its suggestion.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        let tool = engine.tool(id)?;
+        let tool = engine.tool(id).filter(|t| self.config.principal.may_use(t))?;
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
         if self.availability.is_available(group) {
             return None;
@@ -76,6 +78,12 @@ impl ToolSet {
         if down.is_empty() {
             return 0;
         }
-        engine.catalog().tools.iter().filter(|t| t.group.as_deref().is_some_and(|g| down.contains(g))).count()
+        let who = &self.config.principal;
+        engine
+            .catalog()
+            .tools
+            .iter()
+            .filter(|t| who.may_use(t) && t.group.as_deref().is_some_and(|g| down.contains(g)))
+            .count()
     }
 }

@@ -8,7 +8,17 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     let mut facades: HashMap<String, Facade> = HashMap::new();
     let mut facade_by_path = HashMap::new();
     let mut order: Vec<String> = Vec::new();
-    let node_facades = if config.node_facades { catalog.nodes.iter().collect() } else { Vec::new() };
+    // A category holding no tool the caller may use does not exist for it: no facade either
+    // (nor its description, usage notes or place in the instructions).
+    let who = &config.principal;
+    let usable_under = |path: &CategoryPath| {
+        catalog.tools.iter().any(|t| who.may_use(t) && t.paths.iter().any(|p| p.starts_with(path)))
+    };
+    let node_facades: Vec<&toolsearch_catalog::Node> = if config.node_facades {
+        catalog.nodes.iter().filter(|n| n.facade.is_some() && usable_under(&n.path)).collect()
+    } else {
+        Vec::new()
+    };
     let mut all: Vec<Facade> = Vec::new();
     for node in node_facades {
         if let Some(f) = Facade::for_node(node)? {
@@ -85,12 +95,23 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     }
     let top_level: Vec<String> = order.iter().filter(|n| !nested.contains(n)).cloned().collect();
     let discovery = config.discovery.tools(catalog).map_err(DisclosureError::Unknown)?;
+    for name in &order {
+        if is_discovery_name(name) || is_discovery_name(&fold_name(name)) {
+            return Err(DisclosureError::Facade {
+                facade: name.clone(),
+                field: "name".into(),
+                message: "is the name of a discovery tool; choose another name".into(),
+            });
+        }
+    }
     let mut reserved: HashSet<String> = discovery.iter().map(DiscoveryTool::name).collect();
     for name in &order {
         reserved.insert(name.clone());
         reserved.insert(fold_name(name));
     }
-    let (names, diagnostics) = Names::assign(catalog, &reserved);
+    // Names are chosen among the tools the caller may use only: a hidden tool never changes
+    // what a visible one is called.
+    let (names, diagnostics) = Names::assign(catalog, &reserved, |t| who.may_use(t));
     Ok(Derived {
         generation: engine.index().meta().generation,
         facades,

@@ -20,7 +20,7 @@ use crate::audit::{AuditEvent, AuditTrail};
 use crate::definition::{input_schema, ToolDef};
 use crate::discovery::{Detail, DiscoveryConfig, DiscoveryTool};
 use crate::error::DisclosureError;
-use crate::facade::{fold_name, Facade, Inner, Item, Select};
+use crate::facade::{fold_name, is_discovery_name, Facade, Inner, Item, Select};
 use crate::groups::Availability;
 use crate::live::LiveCatalog;
 use crate::names::{Diagnostic, Names};
