@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use toolsearch::{Engine, ErrorCode, ExpandToolRequest, Principal};
 
@@ -196,4 +198,177 @@ fn a_cursor_of_one_caller_is_refused_to_another() {
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidCursor);
+}
+
+/// A random catalogue whose top categories declare facades (so a caller's instructions and
+/// facades can be compared too).
+fn catalogue_with_facades(rng: &mut Rng, n: usize) -> Value {
+    let mut m = catalogue(rng, n);
+    m["nodes"] = json!((0..4)
+        .map(|z| json!({"path": format!("Zone{z}"), "summary": format!("Zone {z} tools for records"), "facade": true}))
+        .collect::<Vec<_>>());
+    m
+}
+
+/// The catalogue without the tools `held` does not allow, and without the declared categories
+/// left with no tool: what the caller's answers must be computed from.
+fn pruned(manifest: &Value, held: &[&str]) -> Value {
+    let tools: Vec<Value> = manifest["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["requires"].as_array().unwrap().iter().all(|r| held.contains(&r.as_str().unwrap())))
+        .cloned()
+        .collect();
+    let nodes: Vec<Value> = manifest["nodes"]
+        .as_array()
+        .map(|ns| ns.iter().filter(|n| tools.iter().any(|t| t["path"][0] == n["path"])).cloned().collect())
+        .unwrap_or_default();
+    json!({ "tools": tools, "nodes": nodes })
+}
+
+/// An answer with its cursors replaced by whether there was one (cursors are keyed to each
+/// index build, so two indexes never share them).
+fn comparable<T: serde::Serialize, E: serde::Serialize>(r: &Result<T, E>) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                if let Some(c) = o.get_mut("next_cursor") {
+                    *c = json!(!c.is_null());
+                }
+                o.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = match r {
+        Ok(v) => json!({"ok": serde_json::to_value(v).unwrap()}),
+        Err(e) => json!({"err": serde_json::to_value(e).unwrap()}),
+    };
+    strip(&mut v);
+    v
+}
+
+/// Every answer a caller can get, from protocol calls and from a tool set over the engine.
+fn answers(
+    engine: Engine,
+    who: &Principal,
+    queries: &[String],
+    ids: &[String],
+    nodes: &[String],
+) -> Vec<(String, Value)> {
+    use toolsearch::disclosure::{Availability, LiveCatalog, ToolSet, ToolSetConfig};
+    let mut out = Vec::new();
+    let mut ask = |label: String, call: &str, args: Value| {
+        out.push((label, comparable(&engine.handle_as(who, call, args))));
+    };
+    for q in queries {
+        ask(format!("search {q}"), "search_tool_by_category", json!({"query": q, "limit": 50}));
+        ask(format!("search {q} by id"), "search_tool_by_category", json!({"query": ids[0], "limit": 5}));
+        ask(format!("search {q} p1"), "search_tool_by_category", json!({"query": q, "limit": 3}));
+        ask(format!("nodes {q}"), "search_nodes", json!({"query": q, "limit": 50}));
+        ask(format!("list {q}"), "list", json!({"query": q, "limit": 50}));
+        for p in nodes {
+            ask(format!("search {q} in {p}"), "search_tool_by_category", json!({"query": q, "category_path": p}));
+            ask(format!("list {q} in {p}"), "list", json!({"query": q, "path": p, "limit": 50}));
+            ask(format!("list {q} in {}", p.to_lowercase()), "list", json!({"query": q, "path": p.to_lowercase()}));
+        }
+    }
+    for p in nodes {
+        ask(format!("list {p}"), "list", json!({"path": p, "limit": 50}));
+        ask(format!("list {p}z"), "list", json!({"path": format!("{p}z")}));
+    }
+    for id in ids {
+        ask(format!("expand {id}"), "expand_tool", json!({"tool_id": id}));
+        ask(format!("expand {id}x"), "expand_tool", json!({"tool_id": format!("{id}x")}));
+    }
+    let live = LiveCatalog::new(engine);
+    let config = ToolSetConfig { principal: who.clone(), ..ToolSetConfig::default() };
+    let mut set = ToolSet::new(live, Arc::new(Availability::default()), config).expect("tool set");
+    out.push(("visible".into(), serde_json::to_value(set.visible()).unwrap()));
+    out.push(("prompt".into(), json!(set.system_prompt())));
+    for q in queries {
+        let o = set.call("search_tool_by_category", &json!({"query": q}));
+        out.push((format!("set search {q}"), json!([o.text, o.is_error])));
+    }
+    for id in ids {
+        let o = set.call("expand_tool", &json!({"tool_id": id}));
+        out.push((format!("set expand {id}"), json!([o.text, o.is_error, o.added])));
+    }
+    let facades: Vec<String> = set.facades().iter().map(|f| f.name.clone()).collect();
+    for f in facades {
+        let o = set.call(&f, &json!({}));
+        out.push((format!("set unfold {f}"), json!([o.text, o.is_error, o.added])));
+    }
+    out
+}
+
+#[test]
+fn a_restricted_caller_gets_the_same_answers_as_if_hidden_tools_did_not_exist() {
+    let mut rng = Rng(0x5eed_7777_abcd_0002);
+    for round in 0..3 {
+        let manifest = catalogue_with_facades(&mut rng, 24);
+        let file = common::scratch().join(format!("view-{round}.json"));
+        std::fs::write(&file, manifest.to_string()).unwrap();
+        let full_dir = common::build(&file, &format!("view-{round}"));
+        for case in 0..3 {
+            let held: Vec<&str> = SCOPES.iter().copied().filter(|_| rng.below(2) == 0).collect();
+            let view = pruned(&manifest, &held);
+            if view["tools"].as_array().unwrap().is_empty() {
+                continue;
+            }
+            let view_file = common::scratch().join(format!("view-{round}-{case}.json"));
+            std::fs::write(&view_file, view.to_string()).unwrap();
+            let view_dir = common::scratch().join(format!("view-{round}-{case}"));
+            let catalog = toolsearch::load_path(&view_file, None).unwrap();
+            let reuse = toolsearch::BuildOptions { reuse_from: Some(full_dir.clone()), ..Default::default() };
+            toolsearch::build_index(&catalog, common::embedder().as_ref(), &view_dir, &reuse).unwrap();
+            let who = Principal::with_scopes(held.iter().copied());
+            let queries: Vec<String> =
+                (0..3).map(|_| format!("{} {}", WORDS[rng.below(16)], WORDS[rng.below(16)])).collect();
+            let ids: Vec<String> =
+                view["tools"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_owned()).collect();
+            let view_engine = common::open(&view_dir);
+            let nodes: Vec<String> = view_engine.catalog().nodes.iter().map(|n| n.path.join("/")).collect();
+            let on_full = answers(common::open(&full_dir), &who, &queries, &ids, &nodes);
+            let on_view = answers(view_engine, &who, &queries, &ids, &nodes);
+            assert_eq!(on_full.len(), on_view.len());
+            for ((label, a), (_, b)) in on_full.iter().zip(&on_view) {
+                assert_eq!(a, b, "round {round}, scopes {held:?}: {label} differs with hidden tools present");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_hidden_tool_does_not_lift_its_category_for_a_caller_who_cannot_see_it() {
+    let dir = common::scratch().join("view-nuclear");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tool = |id: &str, name: &str, desc: &str, requires: &[&str]| json!({"id": id, "name": name, "path": "Ops", "description": desc, "requires": requires});
+    let visible = [
+        tool("ops.restart", "restart_service", "Restart a service on a host.", &[]),
+        tool("ops.logs", "tail_logs", "Show the latest log lines of a service.", &[]),
+    ];
+    let mut all = visible.to_vec();
+    all.push(tool("ops.launch", "launch_nuclear_missiles", "Launch the nuclear missiles.", &["dr:strangelove"]));
+    let other = json!({"id": "mail.send", "name": "send_email", "path": "Mail", "description": "Send an email."});
+    all.push(other.clone());
+    let mut shown = visible.to_vec();
+    shown.push(other);
+    let full = dir.join("full.json");
+    std::fs::write(&full, json!({"tools": all}).to_string()).unwrap();
+    let without = dir.join("without.json");
+    std::fs::write(&without, json!({"tools": shown}).to_string()).unwrap();
+    let who = Principal::with_scopes(Vec::<String>::new());
+    let ask = |dir: &std::path::Path| {
+        let engine = common::open(dir);
+        let nodes = engine.handle_as(&who, "search_nodes", json!({"query": "launch nuclear missiles"})).unwrap();
+        let list = engine.handle_as(&who, "list", json!({"query": "launch nuclear missiles"}));
+        (nodes, comparable(&list))
+    };
+    let (with_hidden, list_with) = ask(&common::build(&full, "view-nuclear-full"));
+    let (without_hidden, list_without) = ask(&common::build(&without, "view-nuclear-without"));
+    assert_eq!(with_hidden, without_hidden);
+    assert_eq!(list_with, list_without);
 }

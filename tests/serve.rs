@@ -49,6 +49,10 @@ fn by_id(messages: &[Value], id: u64) -> &Value {
     messages.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {messages:?}"))
 }
 
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+}
+
 fn call(id: u64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
 }
@@ -127,10 +131,134 @@ fn a_bad_config_names_the_file() {
 
 #[test]
 fn bytes_that_are_not_utf8_get_an_error_and_the_session_goes_on() {
-    let mut input = b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n".to_vec();
+    let mut input = format!("{}\n", initialize(100)).into_bytes();
+    input.extend(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n");
     input.extend(format!("{}\n", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).bytes());
     let messages = serve(&[], &input);
-    assert_eq!(messages[0]["error"]["code"], -32700, "{messages:?}");
-    assert!(messages[0]["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    assert_eq!(messages[1]["error"]["code"], -32700, "{messages:?}");
+    assert!(messages[1]["error"]["message"].as_str().unwrap().contains("UTF-8"));
     assert!(by_id(&messages, 2)["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
+}
+
+/// The text of a tools/call answer.
+fn text(messages: &[Value], id: u64) -> String {
+    by_id(messages, id)["result"]["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn authorization_comes_before_availability() {
+    // The github group is down; a caller without github scopes must not learn that its tools
+    // exist: expanding or calling one answers exactly as for an id that does not exist.
+    let config = json!({
+        "scopes": ["mail:read"],
+        "toolset": {"discovery": {"call_tool": true}},
+        "checks": {"github_reachable": ["false"], "slack_connected": ["true"]},
+        "executor": ["sh", "-c", "cat"]
+    });
+    let messages = session(
+        &config,
+        &[
+            initialize(1),
+            call(2, "expand_tool", json!({"tool_id": "github.create_pull_request"})),
+            call(3, "expand_tool", json!({"tool_id": "github.no_such_tool"})),
+            call(4, "call_tool", json!({"tool_id": "github.create_pull_request", "arguments": {}})),
+            call(5, "call_tool", json!({"tool_id": "github.no_such_tool", "arguments": {}})),
+            call(6, "create_pull_request", json!({})),
+            call(7, "no_such_name", json!({})),
+        ],
+        &[],
+    );
+    for (hidden, missing) in [(2, 3), (4, 5)] {
+        let (h, m) = (text(&messages, hidden), text(&messages, missing));
+        assert!(h.contains("TOOL_NOT_FOUND") && !h.contains("UNAVAILABLE") && !h.contains("GITHUB"), "{h}");
+        // The same answer as for a missing id (suggestions are drawn from visible tools like
+        // the text asked, so they may differ; they never name a hidden tool).
+        let (h, m): (Value, Value) = (serde_json::from_str(&h).unwrap(), serde_json::from_str(&m).unwrap());
+        assert_eq!(h["code"], m["code"]);
+        assert_eq!(
+            h["message"].as_str().unwrap().replace("create_pull_request", "X"),
+            m["message"].as_str().unwrap().replace("no_such_tool", "X")
+        );
+        assert!(!h["hints"].to_string().contains("github."), "{h}");
+    }
+    let (h, m) = (text(&messages, 6), text(&messages, 7));
+    assert_eq!(h.replace("create_pull_request", "X"), m.replace("no_such_name", "X"));
+}
+
+#[test]
+fn facades_of_categories_the_caller_cannot_see_are_not_shown() {
+    // Coding/Git/GitHub holds only github tools: a caller without github scopes sees no
+    // github_tools facade, in the instructions, in tools/list or when git_tools unfolds, and
+    // never its usage notes.
+    let config =
+        json!({"scopes": ["mail:read"], "checks": {"github_reachable": ["true"], "slack_connected": ["true"]}});
+    let messages = session(
+        &config,
+        &[
+            initialize(1),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            call(3, "github_tools", json!({})),
+            call(4, "no_such_facade", json!({})),
+            call(5, "git_tools", json!({})),
+            json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}),
+        ],
+        &[],
+    );
+    let all = serde_json::to_string(&messages).unwrap();
+    assert!(!all.contains("owner/nam"), "usage notes leaked: {all}");
+    for id in [2, 6] {
+        let tools = by_id(&messages, id)["result"]["tools"].as_array().unwrap();
+        assert!(!tools.iter().any(|t| t["name"] == "github_tools"), "{tools:?}");
+    }
+    assert!(!text(&messages, 5).contains("github_tools"), "{}", text(&messages, 5));
+    let instructions = by_id(&messages, 1)["result"]["instructions"].as_str().unwrap();
+    assert!(!instructions.contains("github"), "{instructions}");
+    assert_eq!(text(&messages, 3).replace("github_tools", "X"), text(&messages, 4).replace("no_such_facade", "X"));
+}
+
+#[test]
+fn json_rpc_requests_are_checked_as_the_specification_says() {
+    let messages = session(
+        &json!({}),
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            initialize(2),
+            json!({"jsonrpc": "2.0", "id": 3, "method": 5}),
+            json!({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}),
+            json!({"jsonrpc": "2.0", "id": [1], "method": "ping"}),
+            json!({"jsonrpc": "2.0", "id": true, "method": "ping"}),
+            json!({"jsonrpc": "1.0", "id": 4, "method": "ping"}),
+            json!({"id": 5, "method": "ping"}),
+            json!({"jsonrpc": "2.0", "id": "six", "method": "ping"}),
+        ],
+        &[r#"{"jsonrpc": "2.0", "id": 123456789012345678901234567890, "method": "ping"}"#],
+    );
+    assert_eq!(by_id(&messages, 1)["error"]["code"], -32600, "before initialize");
+    assert!(by_id(&messages, 2)["result"].is_object());
+    assert_eq!(by_id(&messages, 3)["error"]["code"], -32600, "a method that is not a string");
+    assert_eq!(by_id(&messages, 4)["error"]["code"], -32600, "jsonrpc 1.0");
+    assert_eq!(by_id(&messages, 5)["error"]["code"], -32600, "no jsonrpc");
+    assert!(messages.iter().any(|m| m["id"] == "six" && m["result"].is_object()));
+    // Ids that are objects, arrays, booleans or too big for 64 bits are refused with a null id,
+    // never echoed.
+    let null_id_errors = messages.iter().filter(|m| m["id"].is_null() && m["error"]["code"] == -32600).count();
+    assert_eq!(null_id_errors, 4, "{messages:?}");
+    assert!(!messages.iter().any(|m| m["id"].is_object() || m["id"].is_array() || m["id"].is_boolean()));
+    assert!(!messages.iter().any(|m| m["id"].is_f64()));
+}
+
+#[test]
+fn serve_says_when_it_trusts_its_client_and_a_config_can_close_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["serve", index().to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("trusted"), "{}", String::from_utf8_lossy(&out.stderr));
+    let messages = session(
+        &json!({"access": "closed"}),
+        &[initialize(1), call(2, "expand_tool", json!({"tool_id": "github.create_pull_request"}))],
+        &[],
+    );
+    assert!(text(&messages, 2).contains("TOOL_NOT_FOUND"), "{}", text(&messages, 2));
 }

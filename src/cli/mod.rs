@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch of the CLI verbs.
 
+mod output;
 mod render;
 mod verbs;
 

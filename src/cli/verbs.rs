@@ -14,6 +14,7 @@ use toolsearch::{
     ProtocolError, Retrieval, SearchNodesRequest, SearchToolsRequest,
 };
 
+use super::output::{say, say_err};
 use super::render;
 use super::{Cli, Command};
 
@@ -42,22 +43,22 @@ impl Failure {
         match self {
             Failure::Protocol(e) => {
                 if json_out {
-                    println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+                    say!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
                 }
                 let hints = if e.hints.is_empty() { String::new() } else { format!(" ({})", e.hints.join("; ")) };
-                eprintln!("error: {}", render::printable(&format!("{e}{hints}")));
+                say_err!("error: {}", render::printable(&format!("{e}{hints}")));
                 3
             }
             Failure::Other { code, message } => {
                 if json_out {
                     let v = json!({ "code": code, "message": message, "hints": [], "next_action": null });
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    say!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                 }
-                eprintln!("error: {}", render::printable(&message));
+                say_err!("error: {}", render::printable(&message));
                 1
             }
             Failure::Tool { tool_id, message } => {
-                eprintln!("error: {}", render::printable(&format!("tool {tool_id:?} failed: {message}")));
+                say_err!("error: {}", render::printable(&format!("tool {tool_id:?} failed: {message}")));
                 4
             }
         }
@@ -139,9 +140,9 @@ fn principal(cli: &Cli) -> Principal {
 fn emit<T: Serialize>(cli: &Cli, value: &T, human: impl FnOnce() -> String) -> Result<(), Failure> {
     if cli.json {
         let text = serde_json::to_string_pretty(value).map_err(|e| Failure::other("INTERNAL", e))?;
-        println!("{text}");
+        say!("{text}");
     } else {
-        print!("{}", render::printable(&human()));
+        super::output::write_out(&render::printable(&human()));
     }
     Ok(())
 }
@@ -285,7 +286,7 @@ fn replay(
     }
     emit(cli, &replay, || render::replay(&replay))?;
     if let Some(d) = dialect {
-        println!("{}", serde_json::to_string_pretty(&render_defs(&replay.final_definitions, d)).unwrap_or_default());
+        say!("{}", serde_json::to_string_pretty(&render_defs(&replay.final_definitions, d)).unwrap_or_default());
     }
     Ok(())
 }
@@ -368,7 +369,7 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
         (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
         (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
         (None, None, Access::Open) => {
-            eprintln!(
+            say_err!(
                 "warning: no scopes configured: the client is trusted and sees and calls every tool; \
                  give --scopes, or \"scopes\" or \"access\": \"closed\" in the config, to restrict it"
             );
@@ -377,9 +378,9 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
     };
     let set = ToolSet::new(live, availability, toolset).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
     for d in set.diagnostics() {
-        eprintln!("note: {d}");
+        say_err!("note: {d}");
     }
-    eprintln!("toolsearch serve: MCP over stdio, index {}, {} tools visible", index.display(), set.visible().len());
+    say_err!("toolsearch serve: MCP over stdio, index {}, {} tools visible", index.display(), set.visible().len());
     let stdin = std::io::stdin();
     Server::new(set).serve(stdin.lock(), std::io::stdout().lock()).map_err(|e| Failure::other("IO_ERROR", e))
 }
@@ -429,7 +430,7 @@ fn dump(
     let file = std::fs::File::create(out).map_err(|e| Failure::other("IO_ERROR", format!("{}: {e}", out.display())))?;
     let mut w = std::io::BufWriter::new(file);
     dump_candidates(engine, &labelled, 100, &mut w).map_err(|e| Failure::other("IO_ERROR", e))?;
-    eprintln!("wrote candidates of {} queries to {}", labelled.len(), out.display());
+    say_err!("wrote candidates of {} queries to {}", labelled.len(), out.display());
     Ok(())
 }
 

@@ -143,8 +143,7 @@ mod tests {
             let (at, msg) = check_schema(&schema).expect_err(what);
             assert!(msg.contains("does not compile"), "{what}: {at} {msg}");
         }
-        let (at, msg) =
-            check_schema(&json!({"type":"object","properties":{"a":{}},"required":["a","b"]})).unwrap_err();
+        let (at, msg) = check_schema(&json!({"type":"object","properties":{"a":{}},"required":["a","b"]})).unwrap_err();
         assert_eq!(at, "/required/1");
         assert!(msg.contains("\"b\""), "{msg}");
         // Without `properties` (or with open additional properties) `required` may name anything.

@@ -26,9 +26,7 @@ impl Staging {
         let unwritable = |e: std::io::Error| IndexError::Unwritable(shown.to_path_buf(), e);
         let name = target
             .file_name()
-            .ok_or_else(|| {
-                IndexError::NotAnIndex(shown.to_path_buf(), "the output path has no directory name".into())
-            })?
+            .ok_or_else(|| IndexError::NotAnIndex(shown.to_path_buf(), "the output path has no directory name".into()))?
             .to_string_lossy()
             .into_owned();
         let parent = match target.parent() {

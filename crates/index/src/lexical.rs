@@ -17,7 +17,6 @@ use std::sync::Mutex;
 
 use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::query::Bm25StatisticsProvider;
-use tantivy::{DocSet, TERMINATED};
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED, STRING,
@@ -25,6 +24,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
+use tantivy::{DocSet, TERMINATED};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::dense::Hit;
@@ -187,6 +187,9 @@ struct DocFacts {
     lengths: [u32; 5],
 }
 
+/// Documents in a view and their total length per text field.
+type Totals = (u64, [u64; 5]);
+
 /// Most document frequencies cached.
 const DF_CACHE: usize = 200_000;
 
@@ -201,7 +204,7 @@ pub(crate) struct Lexical {
     /// Document frequency by (kind, view key, field, term) for views seen.
     df_cache: Mutex<HashMap<(bool, u64, u32, String), u64>>,
     /// Documents and field lengths by (kind, view key).
-    totals_cache: Mutex<HashMap<(bool, u64), (u64, [u64; 5])>>,
+    totals_cache: Mutex<HashMap<(bool, u64), Totals>>,
 }
 
 /// BM25 statistics over one view of one kind.
@@ -220,7 +223,7 @@ impl ViewStats<'_> {
 
 impl ViewStats<'_> {
     /// Documents in the view, and their total length per text field (cached per view).
-    fn totals(&self) -> (u64, [u64; 5]) {
+    fn totals(&self) -> Totals {
         let key = (self.kind == DocKind::Tool, self.view.key);
         if let Some(t) = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return *t;
@@ -410,7 +413,9 @@ fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<V
             fields.text.iter().map(|f| segment.get_fieldnorms_reader(*f)).collect::<tantivy::Result<_>>()?;
         let mut is_tool = vec![false; max as usize];
         let term = Term::from_field_text(fields.kind, DocKind::Tool.term());
-        if let Some(mut postings) = segment.inverted_index(fields.kind)?.read_postings(&term, IndexRecordOption::Basic)? {
+        if let Some(mut postings) =
+            segment.inverted_index(fields.kind)?.read_postings(&term, IndexRecordOption::Basic)?
+        {
             let mut doc = postings.doc();
             while doc != TERMINATED {
                 is_tool[doc as usize] = true;

@@ -53,7 +53,11 @@ impl Server {
             Some(v @ Value::String(_)) => Some(v.clone()),
             Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n.clone())),
             Some(_) => {
-                return vec![error(Value::Null, INVALID_REQUEST, "`id` must be a string or an integer of at most 64 bits")]
+                return vec![error(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    "`id` must be a string or an integer of at most 64 bits",
+                )]
             }
         };
         let reply_id = id.clone().unwrap_or(Value::Null);

@@ -310,7 +310,9 @@ impl Engine {
             }
         }
         let mut ranked: Vec<(u32, f32)> = best.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // On a tie (a category and its parent share their best tool), the more specific first.
+        let depth = |n: u32| self.catalog().nodes[n as usize].path.len();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(depth(b.0).cmp(&depth(a.0))).then(a.0.cmp(&b.0)));
         let results = ranked
             .into_iter()
             .take(limit)
@@ -529,8 +531,9 @@ impl Engine {
             return Ok(Vec::new());
         };
         let segments = spec.parse().map_err(|message| {
-            ProtocolError::invalid(format!("{field}: {message}"))
-                .with_hints(vec!["write a category path like \"Coding/Git\", or omit it for the whole catalogue".into()])
+            ProtocolError::invalid(format!("{field}: {message}")).with_hints(vec![
+                "write a category path like \"Coding/Git\", or omit it for the whole catalogue".into(),
+            ])
         })?;
         // For a restricted caller a category holding none of its tools does not exist, for
         // exact and case-insensitive matches alike.
