@@ -13,7 +13,8 @@ fn index() -> &'static std::path::Path {
     I.get_or_init(|| common::build(&common::sample_catalog(), "serve-sample"))
 }
 
-/// Runs `toolsearch serve` over the sample index with `input` on stdin; the messages it printed.
+/// Runs `toolsearch serve` over the sample index with `input` on stdin, all at once; the
+/// messages it printed.
 fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
         .args(["serve", index().to_str().unwrap()])
@@ -32,17 +33,60 @@ fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-fn session(config: &Value, messages: &[Value], raw: &[&str]) -> Vec<Value> {
-    let config_file = common::scratch().join(format!("serve-{}.json", std::process::id()));
-    std::fs::write(&config_file, config.to_string()).unwrap();
-    let mut input = String::new();
+/// Runs `toolsearch serve` as a client would: each request is sent once the previous one is
+/// answered (requests are handled concurrently, so order is only kept by waiting). Raw lines
+/// go last, each waiting for the error it gets. Every message received, in order.
+fn interactive(extra_args: &[&str], messages: &[Value], raw: &[&str]) -> Vec<Value> {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["serve", index().to_str().unwrap()])
+        .args(extra_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    let mut read_until = |seen: &mut Vec<Value>, done: &dyn Fn(&Value) -> bool| loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the server ended early: {seen:?}");
+        let v: Value = serde_json::from_str(&line).expect("one JSON message per line");
+        let stop = done(&v);
+        seen.push(v);
+        if stop {
+            break;
+        }
+    };
     for m in messages {
-        input.push_str(&format!("{m}\n"));
+        writeln!(stdin, "{m}").unwrap();
+        match m.get("id").filter(|_| m.get("method").is_some()) {
+            Some(id) if id.is_string() || id.is_u64() || id.is_i64() => {
+                let id = id.clone();
+                read_until(&mut seen, &|v| v["id"] == id && (v.get("result").is_some() || v.get("error").is_some()));
+            }
+            // Ids that cannot be echoed are answered with a null id.
+            Some(_) => read_until(&mut seen, &|v| v.get("error").is_some() && v["id"].is_null()),
+            None => {}
+        }
     }
     for line in raw {
-        input.push_str(&format!("{line}\n"));
+        writeln!(stdin, "{line}").unwrap();
+        read_until(&mut seen, &|v| v.get("error").is_some() && v["id"].is_null());
     }
-    serve(&["--config", config_file.to_str().unwrap()], input.as_bytes())
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    seen
+}
+
+fn session(config: &Value, messages: &[Value], raw: &[&str]) -> Vec<Value> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let config_file = common::scratch().join(format!("serve-{}-{n}.json", std::process::id()));
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    interactive(&["--config", config_file.to_str().unwrap()], messages, raw)
 }
 
 fn by_id(messages: &[Value], id: u64) -> &Value {
@@ -90,9 +134,11 @@ fn an_mcp_client_sees_the_tool_set_unfold_and_is_told_when_it_changes() {
     let first = names(by_id(&messages, 2));
     assert!(first.contains(&"git_tools".to_owned()) && !first.contains(&"commit".to_owned()));
     assert!(by_id(&messages, 2)["result"]["tools"][0]["inputSchema"]["type"] == "object");
-    // The unfold answer is followed by list_changed, and the next list shows the new tools.
+    // The unfold is announced with list_changed (before its answer), and the next list shows
+    // the new tools.
+    let pos2 = messages.iter().position(|m| m["id"] == 2).unwrap();
     let pos3 = messages.iter().position(|m| m["id"] == 3).unwrap();
-    assert_eq!(messages[pos3 + 1]["method"], "notifications/tools/list_changed");
+    assert!(messages[pos2..pos3].iter().any(|m| m["method"] == "notifications/tools/list_changed"), "{messages:?}");
     let second = names(by_id(&messages, 4));
     assert!(second.contains(&"commit".to_owned()) && !second.contains(&"git_tools".to_owned()));
     // The github check command fails: its tools stay hidden, and the unfold says why.
@@ -135,8 +181,8 @@ fn bytes_that_are_not_utf8_get_an_error_and_the_session_goes_on() {
     input.extend(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\xfe\"}\n");
     input.extend(format!("{}\n", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).bytes());
     let messages = serve(&[], &input);
-    assert_eq!(messages[1]["error"]["code"], -32700, "{messages:?}");
-    assert!(messages[1]["error"]["message"].as_str().unwrap().contains("UTF-8"));
+    let parse_error = messages.iter().find(|m| m["error"]["code"] == -32700).expect("a parse error");
+    assert!(parse_error["error"]["message"].as_str().unwrap().contains("UTF-8"), "{messages:?}");
     assert!(by_id(&messages, 2)["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()));
 }
 

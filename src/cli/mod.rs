@@ -128,6 +128,20 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Put toolsearch in front of your MCP servers: start or reach each server of an
+    /// `mcpServers` config, index their tools, and serve search-then-call over all of them
+    /// (stdio by default, Streamable HTTP with --http).
+    Gateway {
+        /// The config: {"mcpServers": {...}, "toolsearch": {...}} (see docs/gateway.md).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Where the index is kept (default: NAME.toolsearch beside the config).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
     /// Replay a script of model tool calls against a tool set and show, after each, what the
     /// model would see: the result text and the visible tools.
     Replay {

@@ -112,6 +112,7 @@ pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
             }
         }
         Command::Serve { index, config } => serve(cli, index, config.as_deref()),
+        Command::Gateway { config, state, http } => gateway(cli, config, state.as_deref(), *http),
         Command::Replay { index, script, audit, render } => {
             replay(cli, index, script, audit.as_deref(), render.as_deref())
         }
@@ -344,10 +345,12 @@ fn read_arguments(spec: &str) -> Result<serde_json::Value, Failure> {
 }
 
 fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> {
-    use std::sync::Arc;
+    use std::sync::{Arc, OnceLock};
     use std::time::Duration;
-    use toolsearch::disclosure::{Availability, ToolSet};
-    use toolsearch::mcp::{Access, CommandCheck, CommandExecutor, ServeConfig, Server};
+    use toolsearch::disclosure::{Availability, DEFAULT_TTL};
+    use toolsearch::mcp::{
+        serve_io, spawn_command_checks, Access, CommandExecutor, CommandRunner, Hub, NoRunner, ServeConfig, ToolRunner,
+    };
 
     let config = match config {
         Some(path) => ServeConfig::load(path).map_err(|e| Failure::other("INVALID_CONFIG", e))?,
@@ -355,16 +358,19 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
     };
     let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(60).max(1));
     let live = LiveCatalog::new(open(cli, index)?);
-    if let Some(argv) = &config.executor {
-        live.set_executor(Arc::new(CommandExecutor { argv: argv.clone(), timeout }));
-    }
-    let availability = Arc::new(Availability::default());
-    for (name, argv) in &config.checks {
-        let check = CommandCheck { argv: argv.clone(), timeout };
-        availability.register(name.clone(), move || check.passes());
-    }
-    let mut toolset = config.toolset.clone();
-    toolset.principal = match (&config.scopes, &cli.scopes, config.access) {
+    let runner: Arc<dyn ToolRunner> = match &config.executor {
+        Some(argv) => {
+            let executor = Arc::new(CommandExecutor { argv: argv.clone(), timeout });
+            live.set_executor(executor.clone());
+            Arc::new(CommandRunner(executor))
+        }
+        None => Arc::new(NoRunner(
+            "this server runs no catalogue tools: its configuration names no \"executor\" command; \
+             searching, listing and expanding work"
+                .into(),
+        )),
+    };
+    let principal = match (&config.scopes, &cli.scopes, config.access) {
         (_, Some(_), _) => principal(cli),
         (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
         (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
@@ -376,13 +382,119 @@ fn serve(cli: &Cli, index: &Path, config: Option<&Path>) -> Result<(), Failure> 
             Principal::trusted()
         }
     };
-    let set = ToolSet::new(live, availability, toolset).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| Failure::other("IO_ERROR", e))?;
+    let availability = Arc::new(Availability::default());
+    let shared: Arc<OnceLock<Arc<Hub>>> = Arc::new(OnceLock::new());
+    let for_checks = shared.clone();
+    spawn_command_checks(
+        &config.checks,
+        timeout,
+        DEFAULT_TTL,
+        &availability,
+        move || for_checks.get().cloned(),
+        runtime.handle().clone(),
+    );
+    let hub = Hub::new(live, availability, config.toolset.clone(), principal, runner);
+    let set = hub.check().map_err(|e| Failure::other("INVALID_CONFIG", e))?;
     for d in set.diagnostics() {
         say_err!("note: {d}");
     }
     say_err!("toolsearch serve: MCP over stdio, index {}, {} tools visible", index.display(), set.visible().len());
-    let stdin = std::io::stdin();
-    Server::new(set).serve(stdin.lock(), std::io::stdout().lock()).map_err(|e| Failure::other("IO_ERROR", e))
+    drop(set);
+    let _ = shared.set(hub.clone());
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let result = runtime.block_on(serve_io(hub, input, tokio::io::stdout()));
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    result.map_err(|e| Failure::other("IO_ERROR", e))
+}
+
+/// Gateway status on stderr: a line per event, or a JSON line with `--json`.
+struct StderrStatus {
+    json: bool,
+}
+
+impl toolsearch::mcp::gateway::Status for StderrStatus {
+    fn event(&self, kind: &str, detail: serde_json::Value) {
+        if self.json {
+            let mut v = json!({"event": kind});
+            if let (Some(o), serde_json::Value::Object(d)) = (v.as_object_mut(), detail) {
+                o.extend(d);
+            }
+            say_err!("{v}");
+            return;
+        }
+        let text = match (kind, &detail) {
+            ("upstream_up", d) => format!("{} is up ({} tools)", d["server"].as_str().unwrap_or("?"), d["tools"]),
+            ("upstream_down", d) => d["reason"].as_str().unwrap_or("an upstream is down").to_owned(),
+            ("indexed", d) => format!(
+                "indexed {} tools ({} embedded, {} reused) in {:.1} s",
+                d["tools"],
+                d["embedded"],
+                d["reused"],
+                d["seconds"].as_f64().unwrap_or(0.0)
+            ),
+            ("ready", d) => format!("ready: {} tools, index {}", d["tools"], d["index"].as_str().unwrap_or("")),
+            (other, d) => format!("{other}: {d}"),
+        };
+        say_err!("toolsearch gateway: {}", render::printable(&text));
+    }
+}
+
+fn gateway(cli: &Cli, config: &Path, state: Option<&Path>, http: Option<std::net::SocketAddr>) -> Result<(), Failure> {
+    use std::sync::Arc;
+    use toolsearch::mcp::gateway::{default_state_dir, start};
+    use toolsearch::mcp::{serve_http, serve_io, GatewayConfig, HttpAccess};
+
+    let config = GatewayConfig::load(config).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
+    let state = state.map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
+    let files = ModelFiles::locate(cli.models.as_deref()).map_err(|e| Failure::other("MODEL_ERROR", e))?;
+    let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
+        OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })
+            .map_err(|e| Failure::other("MODEL_ERROR", e))?,
+    );
+    if http.is_none() && config.settings.scopes.is_none() && config.settings.access == toolsearch::mcp::Access::Open {
+        say_err!(
+            "warning: no scopes configured: the stdio client is trusted and sees and calls every tool; \
+             set \"scopes\" or \"access\": \"closed\" in the toolsearch section to restrict it"
+        );
+    }
+    let access =
+        HttpAccess { tokens: config.settings.tokens.clone(), allowed_origins: config.settings.allowed_origins.clone() };
+    let options =
+        EngineOptions { models: cli.models.clone(), min_confidence: cli.min_confidence, ..EngineOptions::default() };
+    let status = Arc::new(StderrStatus { json: cli.json });
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| Failure::other("IO_ERROR", e))?;
+    let result = runtime.block_on(async move {
+        let gateway = start(config, &state, embedder, options, status).await?;
+        let hub = gateway.hub.clone();
+        let served = match http {
+            Some(addr) => {
+                let stop = tokio_util_stop();
+                let on_signal = stop.clone();
+                tokio::spawn(async move {
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+                    }
+                    on_signal.cancel();
+                });
+                serve_http(hub, addr, access, stop, |bound| {
+                    say_err!("toolsearch gateway: serving MCP over Streamable HTTP at http://{bound}/mcp");
+                })
+                .await
+            }
+            None => serve_io(hub, tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout()).await,
+        };
+        drop(gateway);
+        served
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    result.map_err(|e| Failure::other("GATEWAY_ERROR", e))
+}
+
+fn tokio_util_stop() -> toolsearch::mcp::CancellationToken {
+    toolsearch::mcp::CancellationToken::new()
 }
 
 /// A copy of an index directory, removed when dropped.

@@ -34,4 +34,4 @@ pub use live::LiveCatalog;
 pub use names::{Diagnostic, NamedTool};
 pub use render::{render, render_one, Dialect};
 pub use tokens::TokenCounter;
-pub use toolset::{Change, Outcome, ToolSet, ToolSetConfig, DEFAULT_MAX_DEPTH};
+pub use toolset::{Change, Outcome, PendingCall, Step, ToolSet, ToolSetConfig, DEFAULT_MAX_DEPTH};

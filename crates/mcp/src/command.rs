@@ -144,6 +144,13 @@ pub struct CommandExecutor {
     pub timeout: Duration,
 }
 
+impl CommandExecutor {
+    /// Runs `tool` with `arguments`: the result, or the tool's own failure (its stderr).
+    pub fn run_tool(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+        Executor::execute(self, tool, arguments)
+    }
+}
+
 impl Executor for CommandExecutor {
     fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
         let input = json!({"tool_id": tool.id, "arguments": arguments}).to_string();

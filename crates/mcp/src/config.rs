@@ -52,6 +52,9 @@ pub enum ServeError {
     /// Reading or writing the transport failed.
     #[error("transport: {0}")]
     Io(#[from] std::io::Error),
+    /// The HTTP endpoint could not be served.
+    #[error("http: {0}")]
+    Http(String),
 }
 
 impl ServeConfig {
@@ -75,5 +78,179 @@ impl ServeConfig {
             return Err(ServeError::Config(path.to_path_buf(), "executor: empty command".into()));
         }
         Ok(config)
+    }
+}
+
+/// One upstream MCP server, as Claude Desktop, Cursor and VS Code write it: a command to run
+/// (stdio) or a URL (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    /// A child process speaking MCP on stdio.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Extra environment.
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Its URL.
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// A server entry as written, before checking which kind it is.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// `stdio`, `http` or `streamable-http` (optional; decided by `command` / `url`).
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Skipped when true.
+    #[serde(default)]
+    disabled: bool,
+}
+
+/// The `toolsearch` section of a gateway config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewaySettings {
+    /// The tool set (discovery, pinned tools by id `SERVER.TOOL`); `call_tool` is on by
+    /// default here, for clients that ignore `list_changed`.
+    pub toolset: ToolSetConfig,
+    /// Facade settings per server (as a manifest node's `facade`): the server's tools behind
+    /// one tool that unfolds them.
+    pub facades: BTreeMap<String, serde_json::Value>,
+    /// Scopes a caller must hold to see and call each server's tools.
+    pub requires: BTreeMap<String, Vec<String>>,
+    /// The scopes of the stdio client (absent: `access` decides).
+    pub scopes: Option<Vec<String>>,
+    /// What a caller without configured scopes holds: `open` (everything) or `closed`.
+    pub access: Access,
+    /// HTTP bearer tokens and the scopes each grants.
+    pub tokens: BTreeMap<String, Vec<String>>,
+    /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
+    pub allowed_origins: Vec<String>,
+    /// Longest forwarded call, in seconds (default 60).
+    pub call_timeout_secs: u64,
+    /// Longest wait for an upstream to start and initialize, in seconds (default 30).
+    pub connect_timeout_secs: u64,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        let mut toolset = ToolSetConfig::default();
+        toolset.discovery.call_tool = true;
+        GatewaySettings {
+            toolset,
+            facades: BTreeMap::new(),
+            requires: BTreeMap::new(),
+            scopes: None,
+            access: Access::Open,
+            tokens: BTreeMap::new(),
+            allowed_origins: Vec::new(),
+            call_timeout_secs: 60,
+            connect_timeout_secs: 30,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateway {
+    #[serde(rename = "mcpServers")]
+    servers: BTreeMap<String, RawServer>,
+    #[serde(default)]
+    toolsearch: GatewaySettings,
+}
+
+/// `toolsearch gateway --config FILE`: the upstream servers and the gateway's settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Upstream servers by name.
+    pub servers: BTreeMap<String, ServerSpec>,
+    /// Settings.
+    pub settings: GatewaySettings,
+}
+
+impl GatewayConfig {
+    /// Reads a gateway config; errors name the file and the server or field at fault.
+    pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
+        let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let raw: RawGateway = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let mut servers = BTreeMap::new();
+        for (name, s) in raw.servers {
+            if s.disabled {
+                continue;
+            }
+            if name.is_empty() || name.contains(['.', '/']) || name.chars().any(char::is_control) {
+                return Err(bad(format!(
+                    "mcpServers.{name:?}: a server name must be non-empty, without `.`, `/` or control characters"
+                )));
+            }
+            let spec = match (s.command, s.url) {
+                (Some(command), None) if !command.trim().is_empty() => {
+                    ServerSpec::Stdio { command, args: s.args, env: s.env, cwd: s.cwd }
+                }
+                (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                    ServerSpec::Http { url, headers: s.headers }
+                }
+                (None, Some(url)) => return Err(bad(format!("mcpServers.{name}.url: {url:?} is not an http(s) URL"))),
+                _ => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}: give either `command` (stdio) or `url` (Streamable HTTP)"
+                    )))
+                }
+            };
+            if let Some(kind) = s.kind.as_deref() {
+                let fits = matches!(
+                    (kind, &spec),
+                    ("stdio", ServerSpec::Stdio { .. })
+                        | ("http" | "streamable-http" | "streamableHttp", ServerSpec::Http { .. })
+                );
+                if !fits {
+                    return Err(bad(format!("mcpServers.{name}.type: {kind:?} does not fit the entry")));
+                }
+            }
+            servers.insert(name, spec);
+        }
+        if servers.is_empty() {
+            return Err(bad("mcpServers: no server to put the gateway in front of".into()));
+        }
+        let settings = raw.toolsearch;
+        for key in settings.facades.keys().chain(settings.requires.keys()) {
+            if !servers.contains_key(key) {
+                return Err(bad(format!("toolsearch: {key:?} is not a server of mcpServers")));
+            }
+        }
+        for (what, t) in
+            [("call_timeout_secs", settings.call_timeout_secs), ("connect_timeout_secs", settings.connect_timeout_secs)]
+        {
+            if !(1..=crate::command::MAX_TIMEOUT_SECS).contains(&t) {
+                return Err(bad(format!(
+                    "toolsearch.{what}: {t} is out of range: use 1 to {}",
+                    crate::command::MAX_TIMEOUT_SECS
+                )));
+            }
+        }
+        Ok(GatewayConfig { path: path.to_path_buf(), servers, settings })
     }
 }

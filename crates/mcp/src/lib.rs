@@ -1,18 +1,40 @@
-//! toolsearch-mcp: the Model Context Protocol front-end. `toolsearch serve` speaks MCP over
-//! stdio (newline-delimited JSON-RPC 2.0) for one client, backed by a disclosure tool set.
+//! toolsearch-mcp: the Model Context Protocol front-ends. `toolsearch serve` serves an index
+//! to one client over stdio; `toolsearch gateway` puts the same server in front of a user's
+//! real MCP servers (stdio children and Streamable HTTP), over stdio or Streamable HTTP.
 //!
-//! Key design decision: the server exposes the *tool set*, not the raw protocol: `tools/list`
-//! answers with the definitions the model may see now, every `tools/call` goes through
-//! [`ToolSet::call`](toolsearch_disclosure::ToolSet::call), and when a call changes the visible
-//! set (a facade unfolds, a tool is expanded, a group goes down) the server sends
-//! `notifications/tools/list_changed`, so any MCP client gets progressive disclosure without
-//! knowing about it.
+//! Key design decision: the server exposes a *tool set* per client session, not the raw
+//! protocol: `tools/list` answers with the definitions the model may see now, every
+//! `tools/call` goes through the tool set, and when the visible set changes (a facade unfolds,
+//! a tool is expanded, a group or an upstream server goes down or comes back) the client gets
+//! `notifications/tools/list_changed`. The protocol itself is the official Rust SDK's (`rmcp`),
+//! with a conformance filter in front of stdio; requests are handled concurrently, and a tool
+//! set is locked only for its own work, never while a tool runs.
 #![deny(missing_docs)]
 
+mod checks;
 mod command;
 mod config;
-mod server;
+pub mod gateway;
+mod http;
+mod hub;
+mod runner;
+mod session;
+mod stdio;
+mod upstream;
 
+pub use checks::spawn_command_checks;
 pub use command::{CommandCheck, CommandExecutor, MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECS};
-pub use config::{Access, ServeConfig, ServeError};
-pub use server::{Server, MAX_MESSAGE_BYTES, PROTOCOL_VERSIONS};
+pub use config::{Access, GatewayConfig, GatewaySettings, ServeConfig, ServeError, ServerSpec};
+pub use http::{serve_http, HttpAccess};
+pub use hub::Hub;
+pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
+pub use session::{Caller, Session};
+pub use stdio::{serve_io, MAX_MESSAGE_BYTES};
+pub use tokio_util::sync::CancellationToken;
+pub use upstream::{Upstream, UpstreamRunner};
+
+/// The MCP protocol versions served, oldest first (the session-less 2026-07-28 revision is
+/// not: progressive disclosure needs a session).
+pub fn protocol_versions() -> &'static [rmcp::model::ProtocolVersion] {
+    rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+}

@@ -2,7 +2,72 @@
 
 use super::*;
 
+/// A catalogue tool call that passed every check of the tool set and the engine (visible,
+/// available, authorized, arguments valid) and now has to run. Its result goes back through
+/// [`ToolSet::finish_call`]; the set is not borrowed meanwhile, so a slow call blocks nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingCall {
+    /// The catalogue tool.
+    pub tool_id: String,
+    /// Its arguments, valid against its `args_schema`.
+    pub arguments: Value,
+    via: String,
+    without_expand: bool,
+    before: Vec<String>,
+}
+
+/// What [`ToolSet::begin_call`] decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The call was answered by the tool set itself (a facade, a discovery tool, an error).
+    Done(Outcome),
+    /// A catalogue tool must run: run it, then report with [`ToolSet::finish_call`].
+    Run(PendingCall),
+}
+
 impl ToolSet {
+    /// Handles one model tool call up to the point where a catalogue tool has to run. Facades,
+    /// discovery and every refusal are answered at once ([`Step::Done`]); a call that passed
+    /// every check comes back as [`Step::Run`], for the host to run however it runs tools
+    /// (an upstream MCP session, a command) without holding the set.
+    pub fn begin_call(&mut self, name: &str, input: &Value) -> Step {
+        self.sync_catalogue();
+        let before = self.last_visible.clone();
+        let engine = self.live.engine();
+        self.pending = None;
+        self.deferring = true;
+        let (text, is_error) = self.dispatch(&engine, name, input);
+        self.deferring = false;
+        if let Some(mut pending) = self.pending.take() {
+            pending.before = before;
+            return Step::Run(pending);
+        }
+        let after = self.visible_names();
+        let change = diff(&before, &after);
+        self.last_visible = after;
+        Step::Done(Outcome { text, is_error, added: change.added, removed: change.removed })
+    }
+
+    /// Records how a [`PendingCall`] went (`Ok(text)`, or the tool's own failure) and returns
+    /// the outcome with the change to the visible set.
+    pub fn finish_call(&mut self, pending: PendingCall, result: Result<String, String>) -> Outcome {
+        let (text, is_error) = match result {
+            Ok(text) => (text, false),
+            Err(text) => (text, true),
+        };
+        self.audit.push(AuditEvent::Call {
+            tool_id: pending.tool_id,
+            via: pending.via,
+            arguments: pending.arguments,
+            outcome: if is_error { "tool_error".into() } else { "ok".into() },
+            called_without_expand: pending.without_expand,
+        });
+        let after = self.visible_names();
+        let change = diff(&pending.before, &after);
+        self.last_visible = after;
+        Outcome { text, is_error, added: change.added, removed: change.removed }
+    }
+
     pub(super) fn call_tool(&mut self, engine: &Engine, id: &str, arguments: &Value, via: &str) -> (String, bool) {
         if let Some(message) = self.unavailable(engine, id) {
             return self.unavailable_call(id, via, arguments, message);
@@ -10,6 +75,31 @@ impl ToolSet {
         let without_expand = !self.disclosed.contains(id);
         self.note_choice(id);
         let req = CallToolRequest { tool_id: id.to_owned(), arguments: arguments.clone() };
+        if self.deferring {
+            // The host runs the tool: check everything the engine checks, then hand it over.
+            match engine.check_call_as(&self.config.principal, &req) {
+                Ok(()) => {
+                    self.pending = Some(PendingCall {
+                        tool_id: id.to_owned(),
+                        arguments: arguments.clone(),
+                        via: via.to_owned(),
+                        without_expand,
+                        before: Vec::new(),
+                    });
+                    return (String::new(), false);
+                }
+                Err(e) => {
+                    self.audit.push(AuditEvent::Call {
+                        tool_id: id.to_owned(),
+                        via: via.to_owned(),
+                        arguments: arguments.clone(),
+                        outcome: e.code.as_str().to_lowercase(),
+                        called_without_expand: without_expand,
+                    });
+                    return (protocol_error_text(&e), true);
+                }
+            }
+        }
         let (text, is_error, outcome) = match engine.call_tool_as(&self.config.principal, &req) {
             Ok(answer) => {
                 let text = match &answer.result {

@@ -31,6 +31,7 @@ mod discover;
 mod entries;
 mod unfold;
 
+pub use calls::{PendingCall, Step};
 use derive::derive;
 
 /// How deep facades may nest unless configured otherwise.
@@ -138,6 +139,11 @@ pub struct ToolSet {
     disclosed: HashSet<String>,
     audit: AuditTrail,
     last_visible: Vec<String>,
+    /// Set while [`ToolSet::begin_call`] dispatches: catalogue tool calls are handed to the
+    /// host rather than run through the engine's executor.
+    deferring: bool,
+    /// The call handed over by the current [`ToolSet::begin_call`].
+    pending: Option<PendingCall>,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -173,6 +179,8 @@ impl ToolSet {
             disclosed: HashSet::new(),
             audit: AuditTrail::default(),
             last_visible: Vec::new(),
+            deferring: false,
+            pending: None,
         };
         let mut initial: Vec<Entry> = set.config.pinned.iter().cloned().map(Entry::Tool).collect();
         initial.extend(set.derived.top_level.iter().cloned().map(Entry::Facade));
@@ -209,6 +217,11 @@ impl ToolSet {
     /// sanitised id when the name clashes).
     pub fn tool_name(&self, id: &str) -> Option<String> {
         self.derived.names.name(id).map(str::to_owned)
+    }
+
+    /// The catalogue tool a name stands for in this set, if it stands for one.
+    pub fn tool_id(&self, name: &str) -> Option<String> {
+        self.derived.names.id(name).map(str::to_owned)
     }
 
     /// Problems worked around while building the set (duplicate tool names).
@@ -249,7 +262,8 @@ impl ToolSet {
     }
 
     /// Handles one model tool call: `name` as the model called it, `input` its arguments.
-    /// Never fails: problems are error results the model can act on.
+    /// Never fails: problems are error results the model can act on. Catalogue tools run
+    /// through the engine's executor, inside this call.
     pub fn call(&mut self, name: &str, input: &Value) -> Outcome {
         self.sync_catalogue();
         let before = self.last_visible.clone();

@@ -1,0 +1,56 @@
+//! Availability checks off the message path: each command check runs on a thread of its own,
+//! every `interval`, and its last result is what the tool sets read (an atomic load). A hung
+//! check therefore freezes nothing, and a change is announced to every session when it is seen,
+//! not at the next request.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolsearch_disclosure::Availability;
+
+use crate::command::CommandCheck;
+use crate::hub::Hub;
+
+/// Runs every check once (in parallel) so the first answers are right, registers each with
+/// `availability` as the cached result, then re-runs each every `interval` on its own thread,
+/// calling [`Hub::announce_changes`] through `runtime` when a result changes.
+pub fn spawn_command_checks(
+    checks: &BTreeMap<String, Vec<String>>,
+    timeout: Duration,
+    interval: Duration,
+    availability: &Availability,
+    hub: impl Fn() -> Option<Arc<Hub>> + Send + Sync + 'static,
+    runtime: tokio::runtime::Handle,
+) {
+    let hub = Arc::new(hub);
+    let first: Vec<(String, CommandCheck, bool)> = std::thread::scope(|s| {
+        let runs: Vec<_> = checks
+            .iter()
+            .map(|(name, argv)| {
+                let check = CommandCheck { argv: argv.clone(), timeout };
+                s.spawn(move || {
+                    let ok = check.passes();
+                    (name.clone(), check, ok)
+                })
+            })
+            .collect();
+        runs.into_iter().filter_map(|r| r.join().ok()).collect()
+    });
+    for (name, check, ok) in first {
+        let state = Arc::new(AtomicBool::new(ok));
+        let read = state.clone();
+        availability.register(name, move || read.load(Ordering::SeqCst));
+        let (hub, runtime) = (hub.clone(), runtime.clone());
+        std::thread::spawn(move || loop {
+            std::thread::sleep(interval);
+            let now = check.passes();
+            if state.swap(now, Ordering::SeqCst) != now {
+                if let Some(hub) = hub() {
+                    runtime.spawn(async move { hub.announce_changes().await });
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,325 @@
+//! `toolsearch gateway`: toolsearch in front of a user's real MCP servers.
+//!
+//! Each upstream server is a category (its name, its instructions as summary) and an
+//! availability group (down = its tools hidden); its tools get ids `SERVER.TOOL`. The index
+//! lives under the state directory and is rebuilt atomically whenever a server's tool list
+//! changes, re-embedding only changed tools; every session is then told `list_changed`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use toolsearch_catalog::{parse_str, Catalog, Format};
+use toolsearch_disclosure::{Availability, LiveCatalog};
+use toolsearch_embed::Embedder;
+use toolsearch_index::{build_index, BuildOptions};
+use toolsearch_query::{Engine, EngineOptions, Principal};
+
+use crate::config::{Access, GatewayConfig, ServeError};
+use crate::hub::Hub;
+use crate::upstream::{Listing, ProgressRoutes, UpEvent, Upstream, UpstreamRunner};
+
+/// What the gateway reports while it works (a terminal line, or a JSON line for scripts).
+pub trait Status: Send + Sync {
+    /// One event: a short `kind` and its details.
+    fn event(&self, kind: &str, detail: Value);
+}
+
+/// A started gateway: the hub to serve, and the task that keeps the catalogue current.
+pub struct Gateway {
+    /// The shared server state.
+    pub hub: Arc<Hub>,
+    /// The upstreams.
+    pub upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// Where the index is.
+    pub index_dir: PathBuf,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The default state directory of a config file: `NAME.toolsearch` beside it.
+pub fn default_state_dir(config: &Path) -> PathBuf {
+    let stem = config.file_stem().map_or_else(|| "gateway".into(), |s| s.to_string_lossy().into_owned());
+    config.parent().unwrap_or(Path::new(".")).join(format!("{stem}.toolsearch"))
+}
+
+/// The catalogue of the upstreams' tool listings, as a native manifest. Each server is a
+/// category and a group; a tool whose definition the catalogue refuses is left out and reported.
+pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig) -> Value {
+    let s = &config.settings;
+    let mut nodes = Vec::new();
+    let mut groups = Vec::new();
+    let mut tools = Vec::new();
+    for (server, listing) in listings {
+        let summary = first_line(&listing.summary, server);
+        let mut node = json!({"path": [server], "summary": summary});
+        if listing.summary.trim().len() > summary.len() {
+            node["description"] = json!(truncate(&listing.summary, 64 * 1024));
+        }
+        if let Some(f) = s.facades.get(server) {
+            node["facade"] = f.clone();
+        }
+        nodes.push(node);
+        groups.push(
+            json!({"id": server, "visibility": "conditional", "check": format!("upstream:{server}"), "ttl_secs": 0}),
+        );
+        for t in &listing.tools {
+            let name = t.name.to_string();
+            let description = t.description.as_deref().unwrap_or_default().trim().to_owned();
+            let mut tags = Vec::new();
+            let mut meta = json!({"upstream_name": name});
+            if let Some(title) = t.title.clone().or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone())) {
+                meta["title"] = json!(title);
+            }
+            if let Some(a) = &t.annotations {
+                meta["annotations"] = serde_json::to_value(a).unwrap_or(Value::Null);
+                for (hint, tag) in [
+                    (a.read_only_hint, "read-only"),
+                    (a.destructive_hint, "destructive"),
+                    (a.idempotent_hint, "idempotent"),
+                    (a.open_world_hint, "open-world"),
+                ] {
+                    if hint == Some(true) {
+                        tags.push(tag);
+                    }
+                }
+            }
+            let mut tool = json!({
+                "id": format!("{server}.{name}"),
+                "name": name,
+                "path": [server],
+                "description": if description.is_empty() { name.clone() } else { truncate(&description, 60 * 1024) },
+                "args_schema": Value::Object((*t.input_schema).clone()),
+                "tags": tags,
+                "group": server,
+                "meta": meta,
+            });
+            if let Some(out) = &t.output_schema {
+                tool["result_schema"] = Value::Object((**out).clone());
+            }
+            if let Some(r) = s.requires.get(server) {
+                tool["requires"] = json!(r);
+            }
+            tools.push(tool);
+        }
+    }
+    json!({"nodes": nodes, "groups": groups, "tools": tools})
+}
+
+/// Loads `manifest`, leaving out (and reporting) each tool the catalogue refuses, so one
+/// upstream tool with a broken schema cannot take the others down.
+pub fn load_lenient(mut manifest: Value, status: &dyn Status) -> Result<Option<Catalog>, ServeError> {
+    let source = Path::new("<upstream tools>");
+    loop {
+        if manifest["tools"].as_array().is_none_or(Vec::is_empty) {
+            return Ok(None);
+        }
+        match parse_str(source, &manifest.to_string(), Some(Format::Manifest)) {
+            Ok(c) => return Ok(Some(c)),
+            Err(e) => {
+                let text = e.to_string();
+                let at = text
+                    .split("/tools/")
+                    .nth(1)
+                    .and_then(|r| r.split(['/', ' ', ':']).next())
+                    .and_then(|n| n.parse::<usize>().ok());
+                let Some(i) = at.filter(|&i| i < manifest["tools"].as_array().map_or(0, Vec::len)) else {
+                    return Err(ServeError::Config(source.to_path_buf(), text));
+                };
+                let id = manifest["tools"][i]["id"].clone();
+                status.event("tool_skipped", json!({"tool": id, "reason": text}));
+                manifest["tools"].as_array_mut().expect("an array").remove(i);
+            }
+        }
+    }
+}
+
+/// Starts the upstreams, builds (or refreshes) the index under `state`, and returns the hub
+/// to serve with the task that keeps it current.
+pub async fn start(
+    config: GatewayConfig,
+    state: &Path,
+    embedder: Arc<dyn Embedder>,
+    engine_options: EngineOptions,
+    status: Arc<dyn Status>,
+) -> Result<Gateway, ServeError> {
+    std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+    let index_dir = state.join("index");
+    let connect = Duration::from_secs(config.settings.connect_timeout_secs);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let progress = Arc::new(ProgressRoutes::default());
+    let mut upstreams = BTreeMap::new();
+    let mut tasks = Vec::new();
+    for (name, spec) in &config.servers {
+        let up = Upstream::new(name.clone(), spec.clone());
+        tasks.push(up.supervise(events_tx.clone(), progress.clone(), connect));
+        upstreams.insert(name.clone(), up);
+    }
+    // Wait for each upstream's first attempt (up or down), within the connect timeout.
+    let deadline = Instant::now() + connect;
+    let mut settled: BTreeMap<String, bool> = BTreeMap::new();
+    let mut early = Vec::new();
+    while settled.len() < upstreams.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.recv()).await {
+            Ok(Some(e)) => {
+                match &e {
+                    UpEvent::Up(n) => {
+                        let tools = upstreams[n].listing().map_or(0, |l| l.tools.len());
+                        status.event("upstream_up", json!({"server": n, "tools": tools}));
+                        settled.insert(n.clone(), true);
+                    }
+                    UpEvent::Down(n) => {
+                        status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}));
+                        settled.entry(n.clone()).or_insert(false);
+                    }
+                    UpEvent::ToolsChanged(_) => {}
+                }
+                early.push(e);
+            }
+            _ => break,
+        }
+    }
+    for (n, up) in &upstreams {
+        if !settled.contains_key(n) {
+            status.event("upstream_down", json!({"server": n, "reason": up.down_reason()}));
+        }
+    }
+    let listings = current_listings(&upstreams);
+    let built = rebuild(&listings, &config, embedder.as_ref(), &index_dir, status.as_ref())?;
+    if !built && !index_dir.join("meta.bin").exists() {
+        let reasons: Vec<String> = upstreams.values().map(|u| u.down_reason()).collect();
+        return Err(ServeError::Config(
+            config.path.clone(),
+            format!("no upstream server listed any tool, and there is no earlier index: {}", reasons.join("; ")),
+        ));
+    }
+    let engine = Engine::with_embedder(&index_dir, embedder.clone(), engine_options)
+        .map_err(|e| ServeError::Config(index_dir.clone(), e.to_string()))?;
+    let live = LiveCatalog::new(engine);
+    let availability = Arc::new(Availability::default());
+    for (name, up) in &upstreams {
+        let flag = up.flag();
+        availability.register(format!("upstream:{name}"), move || flag.load(std::sync::atomic::Ordering::SeqCst));
+    }
+    let s = &config.settings;
+    let principal = match (&s.scopes, s.access) {
+        (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
+        (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, Access::Open) => Principal::trusted(),
+    };
+    let runner = Arc::new(UpstreamRunner {
+        upstreams: upstreams.clone(),
+        timeout: Duration::from_secs(s.call_timeout_secs),
+        progress,
+    });
+    let hub = Hub::new(live.clone(), availability, s.toolset.clone(), principal, Arc::new(runner)).with_instructions(
+        "This server is a gateway to several MCP servers: their tools are found by search \
+             (search_tool_by_category), then expanded (expand_tool) and called by name, or called \
+             through call_tool with the tool_id the search returned if your client does not \
+             refresh its tool list.",
+    );
+    hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
+    status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
+    let keeper = {
+        let (hub, upstreams, index_dir, status) = (hub.clone(), upstreams.clone(), index_dir.clone(), status.clone());
+        tokio::spawn(async move {
+            let mut last = listings;
+            while let Some(event) = events.recv().await {
+                let mut batch = vec![event];
+                while let Ok(e) = events.try_recv() {
+                    batch.push(e);
+                }
+                for e in &batch {
+                    if let UpEvent::ToolsChanged(n) = e {
+                        upstreams[n].relist().await;
+                    }
+                    match e {
+                        UpEvent::Up(n) => status.event("upstream_up", json!({"server": n})),
+                        UpEvent::Down(n) => {
+                            status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}))
+                        }
+                        UpEvent::ToolsChanged(n) => status.event("tools_changed", json!({"server": n})),
+                    }
+                }
+                let now = current_listings(&upstreams);
+                if !same_listings(&now, &last) {
+                    let (config, embedder, dir, st, live) =
+                        (config.clone(), embedder.clone(), index_dir.clone(), status.clone(), hub.live().clone());
+                    let listings = now.clone();
+                    let done = tokio::task::spawn_blocking(move || -> Result<(), String> {
+                        rebuild(&listings, &config, embedder.as_ref(), &dir, st.as_ref()).map_err(|e| e.to_string())?;
+                        live.reload().map_err(|e| e.to_string())
+                    })
+                    .await;
+                    match done {
+                        Ok(Ok(())) => last = now,
+                        Ok(Err(e)) => status.event("index_error", json!({"error": e})),
+                        Err(e) => status.event("index_error", json!({"error": e.to_string()})),
+                    }
+                }
+                hub.announce_changes().await;
+            }
+        })
+    };
+    tasks.push(keeper);
+    drop(early);
+    Ok(Gateway { hub, upstreams, index_dir, tasks })
+}
+
+/// The last known listing of every upstream that was ever connected.
+fn current_listings(upstreams: &BTreeMap<String, Arc<Upstream>>) -> BTreeMap<String, Listing> {
+    upstreams.iter().filter_map(|(n, u)| u.listing().map(|l| (n.clone(), l))).collect()
+}
+
+fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((na, la), (nb, lb))| {
+            na == nb
+                && la.summary == lb.summary
+                && serde_json::to_value(&la.tools).ok() == serde_json::to_value(&lb.tools).ok()
+        })
+}
+
+/// Builds the index of `listings` into `dir` (atomically; unchanged tools keep their vectors).
+/// `false` when there is nothing to index.
+fn rebuild(
+    listings: &BTreeMap<String, Listing>,
+    config: &GatewayConfig,
+    embedder: &dyn Embedder,
+    dir: &Path,
+    status: &dyn Status,
+) -> Result<bool, ServeError> {
+    let Some(catalog) = load_lenient(manifest_of(listings, config), status)? else {
+        return Ok(false);
+    };
+    let report = build_index(&catalog, embedder, dir, &BuildOptions::default())
+        .map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
+    status.event(
+        "indexed",
+        json!({"tools": report.tools, "embedded": report.embedded, "reused": report.reused, "seconds": report.total_seconds}),
+    );
+    Ok(true)
+}
+
+fn first_line(text: &str, fallback: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(fallback);
+    truncate(line, 500)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => text[..i].to_owned(),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,121 @@
+//! What every session of one server shares: the live catalogue, group availability, the tool
+//! set configuration, how tools run, and the list of sessions to tell when something changes.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::service::Peer;
+use rmcp::RoleServer;
+use serde_json::Value;
+use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
+use toolsearch_query::Principal;
+
+use crate::runner::ToolRunner;
+use crate::session::{refresh, SessionHandle};
+
+/// The shared state of a server: one per `toolsearch serve` or `toolsearch gateway` process.
+pub struct Hub {
+    live: Arc<LiveCatalog>,
+    availability: Arc<Availability>,
+    toolset: ToolSetConfig,
+    principal: Principal,
+    runner: Arc<dyn ToolRunner>,
+    instructions: Option<String>,
+    sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").field("live", &self.live).finish()
+    }
+}
+
+impl Hub {
+    /// A hub serving `live` with tool sets made from `toolset`, for callers holding
+    /// `principal` unless the transport says otherwise; catalogue tools run with `runner`.
+    pub fn new(
+        live: Arc<LiveCatalog>,
+        availability: Arc<Availability>,
+        toolset: ToolSetConfig,
+        principal: Principal,
+        runner: Arc<dyn ToolRunner>,
+    ) -> Arc<Hub> {
+        Arc::new(Hub { live, availability, toolset, principal, runner, instructions: None, sessions: Mutex::default() })
+    }
+
+    /// The same hub with `text` added to every session's instructions.
+    pub fn with_instructions(self: Arc<Hub>, text: impl Into<String>) -> Arc<Hub> {
+        let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_instructions before the hub is shared"));
+        hub.instructions = Some(text.into());
+        Arc::new(hub)
+    }
+
+    /// The live catalogue.
+    pub fn live(&self) -> &Arc<LiveCatalog> {
+        &self.live
+    }
+
+    /// How catalogue tools run.
+    pub fn runner(&self) -> &Arc<dyn ToolRunner> {
+        &self.runner
+    }
+
+    /// The principal of a caller the transport does not identify.
+    pub fn default_principal(&self) -> Principal {
+        self.principal.clone()
+    }
+
+    pub(crate) fn extra_instructions(&self) -> Option<String> {
+        self.instructions.clone()
+    }
+
+    /// A new tool set for a caller holding `principal`.
+    pub fn tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
+        let config = ToolSetConfig { principal, ..self.toolset.clone() };
+        ToolSet::new(self.live.clone(), self.availability.clone(), config)
+    }
+
+    /// Checks the configuration by building a tool set for the default caller.
+    pub fn check(&self) -> Result<ToolSet, DisclosureError> {
+        self.tool_set(self.principal.clone())
+    }
+
+    pub(crate) fn register(&self, peer: Peer<RoleServer>, handle: SessionHandle) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|(_, h)| h.strong_count() > 0);
+        sessions.push((peer, handle));
+    }
+
+    /// Something changed under every session (a group's availability, the catalogue):
+    /// each recomputes what its client sees and is told with `list_changed` when that moved.
+    pub async fn announce_changes(&self) {
+        self.availability.invalidate();
+        let sessions: Vec<(Peer<RoleServer>, SessionHandle)> =
+            self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (peer, handle) in sessions {
+            let changed = tokio::task::spawn_blocking(move || refresh(&handle)).await.ok().flatten();
+            if changed == Some(true) {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+        }
+    }
+
+    /// Adds what MCP carries beyond name, description and input schema to a rendered tool
+    /// definition of a catalogue tool: `title`, `outputSchema` and `annotations`, from the
+    /// catalogue (imported from the upstream server).
+    pub(crate) fn decorate(&self, tool_id: Option<&str>, def: &mut Value) {
+        let Some(id) = tool_id else { return };
+        let engine = self.live.engine();
+        let Some(tool) = engine.tool(id) else { return };
+        if let Some(schema) = &tool.result_schema {
+            def["outputSchema"] = schema.clone();
+        }
+        if let Some(meta) = &tool.meta {
+            if let Some(title) = meta.get("title").filter(|t| t.is_string()) {
+                def["title"] = title.clone();
+            }
+            if let Some(a) = meta.get("annotations").filter(|a| a.is_object()) {
+                def["annotations"] = a.clone();
+            }
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The gateway's upstream MCP servers: one long-lived client session each (a child process
+//! over stdio, or Streamable HTTP), supervised: a server that fails to start, exits or stops
+//! answering pings is marked down (its tools hidden), restarted with backoff, and comes back.
+//! Calls are forwarded to the owning session with cancellation and progress.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig, ClientRequest, Implementation,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use toolsearch_catalog::Tool;
+
+use crate::config::ServerSpec;
+use crate::runner::{BoxFuture, ProgressSink, RunContext, RunError, ToolRunner};
+
+/// Lines of an upstream's stderr kept for error messages.
+const STDERR_LINES: usize = 12;
+/// Longest wait between two restarts of a failing upstream.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How often a connected upstream is pinged, and how long it has to answer.
+const PING_EVERY: Duration = Duration::from_secs(5);
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What happened to an upstream, for the gateway to act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpEvent {
+    /// Connected (again), with its tools listed.
+    Up(String),
+    /// Went down.
+    Down(String),
+    /// Its tool list changed (it said so); listed again.
+    ToolsChanged(String),
+}
+
+/// What an upstream said about itself and its tools when last connected.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Its `instructions`, or its title or name.
+    pub summary: String,
+    /// Its tools, as it listed them.
+    pub tools: Vec<rmcp::model::Tool>,
+}
+
+/// One upstream server.
+pub struct Upstream {
+    /// Its name in the config (the category and the id prefix of its tools).
+    pub name: String,
+    spec: ServerSpec,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    available: Arc<AtomicBool>,
+    listing: Mutex<Option<Listing>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    last_error: Mutex<Option<String>>,
+    restarts: AtomicU64,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream").field("name", &self.name).field("up", &self.is_up()).finish()
+    }
+}
+
+/// Progress tokens of upstream requests, mapped to the downstream client's sink.
+#[derive(Default)]
+pub struct ProgressRoutes(Mutex<HashMap<ProgressToken, ProgressSink>>);
+
+/// The gateway's client handler for one upstream: passes list changes and progress on.
+struct UpClient {
+    name: String,
+    events: mpsc::UnboundedSender<UpEvent>,
+    progress: Arc<ProgressRoutes>,
+}
+
+impl ClientHandler for UpClient {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        info.client_info = Implementation::new("toolsearch-gateway", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(UpEvent::ToolsChanged(self.name.clone()));
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let sink = self.progress.0.lock().unwrap_or_else(|p| p.into_inner()).get(&params.progress_token).cloned();
+        if let Some(sink) = sink {
+            sink.send(params.progress, params.total, params.message).await;
+        }
+    }
+}
+
+impl Upstream {
+    /// An upstream not started yet.
+    pub fn new(name: String, spec: ServerSpec) -> Arc<Upstream> {
+        Arc::new(Upstream {
+            name,
+            spec,
+            peer: Mutex::new(None),
+            available: Arc::new(AtomicBool::new(false)),
+            listing: Mutex::new(None),
+            stderr: Arc::new(Mutex::new(VecDeque::new())),
+            last_error: Mutex::new(None),
+            restarts: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether it is connected now.
+    pub fn is_up(&self) -> bool {
+        self.available.load(Ordering::SeqCst)
+    }
+
+    /// The flag availability checks read.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.available.clone()
+    }
+
+    /// What it listed when last connected (kept while it is down, so its tools stay in the
+    /// catalogue, hidden).
+    pub fn listing(&self) -> Option<Listing> {
+        self.listing.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// How many times it was (re)connected.
+    pub fn connections(&self) -> u64 {
+        self.restarts.load(Ordering::SeqCst)
+    }
+
+    /// What to tell the user while it is down: what runs it, why it is down, its last stderr.
+    pub fn down_reason(&self) -> String {
+        let what = match &self.spec {
+            ServerSpec::Stdio { command, args, .. } => format!("the command `{} {}`", command, args.join(" ")),
+            ServerSpec::Http { url, .. } => format!("the server at {url}"),
+        };
+        let why = self
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| "not connected yet".into());
+        let tail: Vec<String> = self.stderr.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        let mut text = format!("MCP server {:?} is unavailable: {what}: {why}", self.name);
+        if !tail.is_empty() {
+            text.push_str(&format!("; its last stderr lines: {}", tail.join(" | ")));
+        }
+        text.push_str(". The gateway restarts it by itself; fix the configuration if it keeps failing.");
+        text
+    }
+
+    /// Keeps the upstream connected for as long as the returned task runs: connect, list, watch
+    /// (pings), and on any failure mark it down and retry with backoff.
+    pub fn supervise(
+        self: &Arc<Upstream>,
+        events: mpsc::UnboundedSender<UpEvent>,
+        progress: Arc<ProgressRoutes>,
+        connect_timeout: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let up = self.clone();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(500);
+            loop {
+                let handler = UpClient { name: up.name.clone(), events: events.clone(), progress: progress.clone() };
+                match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
+                    Ok(Ok(service)) => {
+                        backoff = Duration::from_millis(500);
+                        up.restarts.fetch_add(1, Ordering::SeqCst);
+                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        let reason = up.run(service, &events).await;
+                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+                    }
+                    Ok(Err(e)) => *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e),
+                    Err(_) => {
+                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(format!("did not initialize within {} s", connect_timeout.as_secs()))
+                    }
+                }
+                *up.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                if up.available.swap(false, Ordering::SeqCst) {
+                    let _ = events.send(UpEvent::Down(up.name.clone()));
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        })
+    }
+
+    /// Starts (stdio) or reaches (HTTP) the server and initializes a session.
+    async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, String> {
+        match &self.spec {
+            ServerSpec::Stdio { command, args, env, cwd } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start: {e}"))?;
+                if let Some(stderr) = stderr {
+                    let tail = self.stderr.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                            if t.len() == STDERR_LINES {
+                                t.pop_front();
+                            }
+                            t.push_back(line.chars().take(300).collect());
+                        }
+                    });
+                }
+                handler.serve(transport).await.map_err(|e| format!("did not initialize: {e}"))
+            }
+            ServerSpec::Http { url, headers } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                for (k, v) in headers {
+                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
+                    let value = http::HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+                    if name == http::header::AUTHORIZATION {
+                        config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
+                    } else {
+                        config.custom_headers.insert(name, value);
+                    }
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handler.serve(transport).await.map_err(|e| format!("did not initialize: {e}"))
+            }
+        }
+    }
+
+    /// Serves one connected session until it fails; the reason it ended.
+    async fn run(
+        &self,
+        service: RunningService<RoleClient, UpClient>,
+        events: &mpsc::UnboundedSender<UpEvent>,
+    ) -> String {
+        let peer = service.peer().clone();
+        let summary = service
+            .peer_info()
+            .map(|info| {
+                info.instructions
+                    .clone()
+                    .filter(|s| !s.trim().is_empty())
+                    .or_else(|| info.server_info.as_ref().and_then(|i| i.title.clone()))
+                    .or_else(|| info.server_info.as_ref().map(|i| i.name.clone()))
+                    .unwrap_or_else(|| self.name.clone())
+            })
+            .unwrap_or_else(|| self.name.clone());
+        let tools = match peer.list_all_tools().await {
+            Ok(t) => t,
+            Err(e) => return format!("tools/list failed: {e}"),
+        };
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(Listing { summary: summary.clone(), tools });
+        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
+        self.available.store(true, Ordering::SeqCst);
+        let _ = events.send(UpEvent::Up(self.name.clone()));
+        let closed = service.cancellation_token();
+        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let reason = match service.waiting().await {
+                Ok(r) => format!("the session ended ({r:?})"),
+                Err(e) => format!("the session failed: {e}"),
+            };
+            let _ = done_tx.send(reason);
+        });
+        loop {
+            tokio::select! {
+                reason = &mut done_rx => return reason.unwrap_or_else(|_| "the session ended".into()),
+                _ = tokio::time::sleep(PING_EVERY) => {
+                    if tokio::time::timeout(PING_TIMEOUT, peer.send_request(ClientRequest::PingRequest(Default::default()))).await.is_err() {
+                        closed.cancel();
+                        return format!("stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lists the tools again after the upstream said they changed.
+    pub async fn relist(&self) -> bool {
+        let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(peer) = peer else { return false };
+        match peer.list_all_tools().await {
+            Ok(tools) => {
+                let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+                let summary = listing.as_ref().map(|l| l.summary.clone()).unwrap_or_default();
+                *listing = Some(Listing { summary, tools });
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Forwards one call to the upstream session.
+    async fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        cx: RunContext,
+        timeout: Duration,
+        routes: &ProgressRoutes,
+    ) -> Result<rmcp::model::CallToolResult, RunError> {
+        let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(peer) = peer.filter(|_| self.is_up()) else {
+            return Err(RunError::Unavailable(self.down_reason()));
+        };
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = arguments.as_object().cloned();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let handle =
+            peer.send_request_with_option(request, options).await.map_err(|e| RunError::Failed(e.to_string()))?;
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        if let Some(sink) = cx.progress.clone() {
+            routes.0.lock().unwrap_or_else(|p| p.into_inner()).insert(token.clone(), sink);
+        }
+        let outcome = tokio::select! {
+            _ = cx.cancel.cancelled() => {
+                let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into()))).await;
+                Err(RunError::Cancelled)
+            }
+            r = handle.await_response() => match r {
+                Ok(ServerResult::CallToolResult(result)) => Ok(result),
+                Ok(other) => Err(RunError::Failed(format!("unexpected answer to tools/call: {other:?}"))),
+                Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
+                Err(e) => Err(RunError::Failed(e.to_string())),
+            },
+        };
+        routes.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        outcome
+    }
+}
+
+/// Runs catalogue tools on their upstream servers: tool id `SERVER.TOOL` goes to `SERVER`,
+/// called by the name the upstream gave it.
+pub struct UpstreamRunner {
+    /// The upstreams by name.
+    pub upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// Per-call timeout.
+    pub timeout: Duration,
+    /// Progress routing shared with the client handlers.
+    pub progress: Arc<ProgressRoutes>,
+}
+
+impl ToolRunner for Arc<UpstreamRunner> {
+    fn run(
+        &self,
+        tool: Tool,
+        arguments: Value,
+        cx: RunContext,
+    ) -> BoxFuture<Result<rmcp::model::CallToolResult, RunError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let server = tool.group.clone().unwrap_or_default();
+            let Some(up) = this.upstreams.get(&server).cloned() else {
+                return Err(RunError::Failed(format!("no upstream server owns tool {:?}", tool.id)));
+            };
+            let name = tool
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("upstream_name"))
+                .and_then(Value::as_str)
+                .map_or_else(|| tool.name.clone(), str::to_owned);
+            up.call(name, arguments, cx, this.timeout, &this.progress).await
+        })
+    }
+}
