@@ -460,6 +460,9 @@ fn gateway(cli: &Cli, config: &Path, state: Option<&Path>, http: Option<std::net
     }
     let access =
         HttpAccess { tokens: config.settings.tokens.clone(), allowed_origins: config.settings.allowed_origins.clone() };
+    if let Some(addr) = http {
+        access.check(addr).map_err(|e| Failure::other("INVALID_CONFIG", e))?;
+    }
     let options =
         EngineOptions { models: cli.models.clone(), min_confidence: cli.min_confidence, ..EngineOptions::default() };
     let status = Arc::new(StderrStatus { json: cli.json });

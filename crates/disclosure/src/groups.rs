@@ -56,8 +56,13 @@ impl Clock for ManualClock {
 /// A host's availability check: `true` when the group's tools can be used now.
 pub type Probe = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// What the host says about an unavailable group: what is down and what to fix.
+pub type Reason = Arc<dyn Fn() -> String + Send + Sync>;
+
 struct Check {
     probe: Probe,
+    /// Why the group is unavailable, in the host's words, when it says.
+    reason: Option<Reason>,
     /// The last result and when it was taken; guarded separately so a slow check blocks only
     /// the askers of this check.
     cached: Mutex<Option<(bool, Duration)>>,
@@ -91,8 +96,31 @@ impl Availability {
 
     /// Registers (or replaces) the check called `name` in the manifest's `groups[].check`.
     pub fn register(&self, name: impl Into<String>, probe: impl Fn() -> bool + Send + Sync + 'static) {
-        let check = Check { probe: Arc::new(probe), cached: Mutex::new(None), runs: AtomicU64::new(0) };
+        let check = Check { probe: Arc::new(probe), reason: None, cached: Mutex::new(None), runs: AtomicU64::new(0) };
         self.lock().insert(name.into(), Arc::new(check));
+    }
+
+    /// Registers a check with a live explanation: while the group is unavailable, `reason`
+    /// says what is down and what to fix (it replaces the group's static suggestion).
+    pub fn register_with_reason(
+        &self,
+        name: impl Into<String>,
+        probe: impl Fn() -> bool + Send + Sync + 'static,
+        reason: impl Fn() -> String + Send + Sync + 'static,
+    ) {
+        let check = Check {
+            probe: Arc::new(probe),
+            reason: Some(Arc::new(reason)),
+            cached: Mutex::new(None),
+            runs: AtomicU64::new(0),
+        };
+        self.lock().insert(name.into(), Arc::new(check));
+    }
+
+    /// The host's explanation of why the check `name` fails, if it gave one.
+    pub fn reason(&self, name: &str) -> Option<String> {
+        let check = self.lock().get(name).cloned()?;
+        check.reason.as_ref().map(|r| r())
     }
 
     /// Forgets every cached result (the next ask runs each check again).

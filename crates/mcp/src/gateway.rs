@@ -209,8 +209,12 @@ pub async fn start(
     let live = LiveCatalog::new(engine);
     let availability = Arc::new(Availability::default());
     for (name, up) in &upstreams {
-        let flag = up.flag();
-        availability.register(format!("upstream:{name}"), move || flag.load(std::sync::atomic::Ordering::SeqCst));
+        let (flag, why) = (up.flag(), up.clone());
+        availability.register_with_reason(
+            format!("upstream:{name}"),
+            move || flag.load(std::sync::atomic::Ordering::SeqCst),
+            move || why.down_reason(),
+        );
     }
     let s = &config.settings;
     let principal = match (&s.scopes, s.access) {
@@ -245,7 +249,10 @@ pub async fn start(
                         upstreams[n].relist().await;
                     }
                     match e {
-                        UpEvent::Up(n) => status.event("upstream_up", json!({"server": n})),
+                        UpEvent::Up(n) => status.event(
+                            "upstream_up",
+                            json!({"server": n, "tools": upstreams[n].listing().map_or(0, |l| l.tools.len())}),
+                        ),
                         UpEvent::Down(n) => {
                             status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}))
                         }

@@ -32,6 +32,19 @@ pub struct HttpAccess {
     pub allowed_origins: Vec<String>,
 }
 
+impl HttpAccess {
+    /// Refuses a non-loopback address without tokens (checked before anything starts).
+    pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        if !addr.ip().is_loopback() && self.tokens.is_empty() {
+            return Err(ServeError::Http(format!(
+                "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
+                 add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Serves `hub` on `addr` until `stop` is cancelled. Refuses a non-loopback address without
 /// tokens. `ready` gets the bound address (port 0 picks a free one).
 pub async fn serve_http(
@@ -41,12 +54,7 @@ pub async fn serve_http(
     stop: CancellationToken,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    if !addr.ip().is_loopback() && access.tokens.is_empty() {
-        return Err(ServeError::Http(format!(
-            "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
-             add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
-        )));
-    }
+    access.check(addr)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| ServeError::Http(format!("cannot listen on {addr}: {e}")))?;

@@ -430,6 +430,8 @@ impl Engine {
             args_schema: t.args_schema.clone(),
             result_schema: t.result_schema.clone(),
             usage_notes: t.usage_notes.clone(),
+            title: t.meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_owned),
+            annotations: t.meta.as_ref().and_then(|m| m.get("annotations")).filter(|a| a.is_object()).cloned(),
         })
     }
 

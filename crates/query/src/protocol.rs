@@ -165,4 +165,10 @@ pub struct ExpandToolResponse {
     pub result_schema: Option<Value>,
     /// Guidance for calling it.
     pub usage_notes: Option<String>,
+    /// A human-readable title (from an imported MCP tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Behaviour hints (MCP `annotations`: `readOnlyHint`, `destructiveHint`, ...), as imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
 }

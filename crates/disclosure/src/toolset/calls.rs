@@ -148,6 +148,9 @@ impl ToolSet {
         if self.availability.is_available(group) {
             return None;
         }
+        if let Some(reason) = group.check.as_deref().and_then(|c| self.availability.reason(c)) {
+            return Some(format!("tool {id:?} is unavailable: {reason}"));
+        }
         let suggestion = group.suggestion.clone().unwrap_or_else(|| match &group.check {
             Some(check) if self.availability.has_check(check) => format!("wait until the check {check:?} passes"),
             Some(check) => format!("the host has not registered the availability check {check:?}"),

@@ -1,0 +1,173 @@
+"""Drives `toolsearch gateway` with the official Python MCP SDK client, as an MCP client
+nobody here wrote. Prints one JSON object of observations; tests/gateway.rs asserts on it.
+
+    python client.py stdio CONFIG STATE     # spawns the gateway over stdio
+    python client.py http URL TOKEN         # connects to a running gateway (TOKEN may be "-")
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import anyio
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+TOOLSEARCH = os.environ["TOOLSEARCH_BIN"]
+OUT: dict = {}
+
+
+def dump(model):
+    return model.model_dump(by_alias=True, exclude_none=True)
+
+
+def text_of(result) -> str:
+    d = dump(result)
+    return "\n".join(c.get("text", "") for c in d.get("content", []))
+
+
+class Notes:
+    def __init__(self):
+        self.list_changed = 0
+        self.progress = 0
+
+    async def handle(self, message):
+        method = getattr(message, "method", None)
+        if method is None and hasattr(message, "root"):
+            method = getattr(message.root, "method", None)
+        if method == "notifications/tools/list_changed":
+            self.list_changed += 1
+
+
+async def search(session, query):
+    r = await session.call_tool("search_tool_by_category", {"query": query})
+    return json.loads(text_of(r))
+
+
+async def call(session, tool_id, arguments, **kw):
+    return await session.call_tool("call_tool", {"tool_id": tool_id, "arguments": arguments}, **kw)
+
+
+async def stdio_scenario(config, state):
+    notes = Notes()
+    params = StdioServerParameters(command=TOOLSEARCH, args=["gateway", "--config", config, "--state", state])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=notes.handle) as session:
+            init = await session.initialize()
+            OUT["instructions"] = dump(init).get("instructions", "")
+            OUT["initial_tools"] = [t.name for t in (await session.list_tools()).tools]
+
+            # Search finds an upstream tool; expand reveals it; it is called by name.
+            found = await search(session, "remember a note under a key")
+            OUT["search_top"] = found["results"][0]["tool_id"]
+            expanded = json.loads(text_of(await session.call_tool("expand_tool", {"tool_id": "notes.remember"})))
+            OUT["expanded"] = expanded
+            listed = {t["name"]: t for t in (dump(t) for t in (await session.list_tools()).tools)}
+            OUT["revealed"] = listed.get(expanded.get("callable_as", ""), {})
+            OUT["remember"] = text_of(await session.call_tool(expanded["callable_as"], {"key": "k1", "text": "hello"}))
+            recall = await call(session, "notes.recall", {"key": "k1"})
+            OUT["recall"] = dump(recall)
+            OUT["echo"] = text_of(await call(session, "everything.echo", {"message": "hi there"}))
+            OUT["list_changed_after_expand"] = notes.list_changed
+
+            # A long upstream call: progress flows back, a ping answers at once, cancel stops it.
+            progress = []
+
+            async def on_progress(p, total, message):
+                progress.append(p)
+
+            async def long_call(scope_holder):
+                with anyio.CancelScope() as scope:
+                    scope_holder.append(scope)
+                    await call(session, "notes.slow_job", {"seconds": 20}, progress_callback=on_progress)
+
+            holder = []
+            started = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(long_call, holder)
+                await anyio.sleep(2.0)
+                t0 = time.monotonic()
+                await session.send_ping()
+                OUT["ping_during_call_ms"] = (time.monotonic() - t0) * 1000
+                t0 = time.monotonic()
+                search_during = await search(session, "echo a message back")
+                OUT["search_during_call_ms"] = (time.monotonic() - t0) * 1000
+                OUT["search_during_call_top"] = search_during["results"][0]["tool_id"]
+                holder[0].cancel()
+            OUT["cancelled_after_s"] = time.monotonic() - started
+            OUT["progress_seen"] = len(progress)
+            await anyio.sleep(1.0)
+            stats = await call(session, "notes.job_stats", {})
+            OUT["stats_after_cancel"] = dump(stats).get("structuredContent") or json.loads(text_of(stats))
+
+            # The upstream tells its tool list changed: the gateway re-imports it.
+            OUT["install"] = text_of(await call(session, "notes.install_weather_tool", {}))
+            deadline = time.monotonic() + 60
+            top = None
+            while time.monotonic() < deadline:
+                top = (await search(session, "forecast tomorrow's weather for a city"))["results"][0]["tool_id"]
+                if top == "notes.weather_forecast":
+                    break
+                await anyio.sleep(0.5)
+            OUT["new_tool_found"] = top
+            OUT["new_tool_call"] = text_of(await call(session, "notes.weather_forecast", {"city": "Oslo"}))
+
+            # An upstream killed mid-session turns unavailable, then comes back (restarted).
+            pid = OUT["stats_after_cancel"]["pid"]
+            changed_before = notes.list_changed
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            down_text = ""
+            while time.monotonic() < deadline:
+                r = await call(session, "notes.recall", {"key": "k1"})
+                if "UNAVAILABLE" in text_of(r) or "unavailable" in text_of(r):
+                    down_text = text_of(r)
+                    break
+                await anyio.sleep(0.2)
+            OUT["down_text"] = down_text
+            deadline = time.monotonic() + 60
+            back = None
+            while time.monotonic() < deadline:
+                r = await call(session, "notes.job_stats", {})
+                d = dump(r)
+                if not d.get("isError"):
+                    back = d.get("structuredContent") or json.loads(text_of(r))
+                    break
+                await anyio.sleep(0.5)
+            OUT["back"] = back
+            OUT["list_changed_on_down_up"] = notes.list_changed - changed_before
+    return OUT
+
+
+async def http_scenario(url, token):
+    headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                OUT["tools"] = [t.name for t in (await session.list_tools()).tools]
+                OUT["notes_search"] = await search(session, "remember a note under a key")
+                OUT["echo_search"] = await search(session, "echo a message back")
+                r = await call(session, "everything.echo", {"message": "over http"})
+                OUT["echo_call"] = dump(r)
+                r = await call(session, "notes.remember", {"key": "h", "text": "x"})
+                OUT["remember_call"] = dump(r)
+    return OUT
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "stdio":
+        result = anyio.run(stdio_scenario, sys.argv[2], sys.argv[3])
+    else:
+        result = anyio.run(http_scenario, sys.argv[2], sys.argv[3])
+    print(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    main()
