@@ -641,3 +641,46 @@ fn token_accounting_counts_both_sides_with_a_real_tokenizer() {
     assert!(report.ratio > 2.0 && report.reached > 0.8, "{report:?}");
     assert!(report.turns >= 3.0 && report.turns <= 4.0);
 }
+
+#[test]
+fn discovery_tools_check_their_arguments_against_their_own_schemas() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let error = |o: &toolsearch::disclosure::Outcome| -> Value {
+        assert!(o.is_error, "{}", o.text);
+        serde_json::from_str(&o.text).unwrap()
+    };
+    let e = error(&set.call("search_tool_by_category", &json!({"query": 5})));
+    assert_eq!(e["code"], "INVALID_ARGUMENT");
+    assert!(e["message"].as_str().unwrap().contains("`query`"), "{e}");
+    let e = error(&set.call("search_tool_by_category", &json!({"query": "weather", "colour": "blue"})));
+    assert!(e["message"].as_str().unwrap().contains("`colour`"), "{e}");
+    let e = error(&set.call("list", &json!({"limit": "ten"})));
+    assert!(e["message"].as_str().unwrap().contains("`limit`"), "{e}");
+    let e = error(&set.call("expand_tool", &json!({})));
+    assert!(e["message"].as_str().unwrap().contains("tool_id"), "{e}");
+}
+
+#[test]
+fn discovery_list_and_search_page_with_cursors_and_take_tags() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let page = |set: &mut ToolSet, args: Value| -> Value {
+        let o = set.call("list", &args);
+        assert!(!o.is_error, "{}", o.text);
+        serde_json::from_str(&o.text).unwrap()
+    };
+    let first = page(&mut set, json!({"limit": 3}));
+    let cursor = first["next_cursor"].as_str().expect("the root has more than 3 entries").to_owned();
+    let second = page(&mut set, json!({"limit": 3, "cursor": cursor}));
+    assert_ne!(first["nodes"], second["nodes"], "the second page goes on");
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "limit": 1}));
+    let v: Value = serde_json::from_str(&o.text).unwrap();
+    let next = v["next_cursor"].as_str().expect("more than one bucket tool").to_owned();
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "limit": 1, "cursor": next}));
+    let w: Value = serde_json::from_str(&o.text).unwrap();
+    assert_ne!(v["results"][0]["tool_id"], w["results"][0]["tool_id"]);
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "tags": ["s3"], "limit": 50}));
+    let tagged: Value = serde_json::from_str(&o.text).unwrap();
+    assert!(!tagged["results"].as_array().unwrap().is_empty(), "{tagged}");
+}

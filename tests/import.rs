@@ -104,3 +104,52 @@ fn one_file_per_server_merges_into_one_index() {
     );
     assert!(!common::scratch().join("clash").exists(), "nothing is written on error");
 }
+
+#[test]
+fn a_registry_map_of_servers_to_tool_arrays_namespaces_each_server() {
+    let dir = common::scratch().join("registry");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tool = |name: &str, read_only: bool| {
+        serde_json::json!({"name": name, "description": format!("{name} things."), "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": read_only}, "title": format!("The {name} tool")})
+    };
+    let registry = serde_json::json!({
+        "github": [tool("status", true), tool("merge", false)],
+        "gitlab": [tool("status", true)]
+    });
+    let file = dir.join("registry.json");
+    std::fs::write(&file, registry.to_string()).unwrap();
+    let c = load_path(&file, None).unwrap();
+    let ids: Vec<&str> = c.tools.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["github.status", "github.merge", "gitlab.status"], "a repeated name is no clash across servers");
+    assert!(c.tools[0].tags.contains(&"read-only".to_owned()), "annotations become tags: {:?}", c.tools[0].tags);
+    assert!(!c.tools[1].tags.contains(&"read-only".to_owned()));
+    assert_eq!(c.tools[0].meta.as_ref().unwrap()["title"], "The status tool");
+}
+
+#[test]
+fn flat_openai_files_of_several_servers_merge_when_namespaced() {
+    let dir = common::scratch().join("namespaced");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::copy(data("openai-tools.json"), &a).unwrap();
+    std::fs::copy(data("openai-tools.json"), &b).unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolsearch");
+    let run = |extra: &[String]| {
+        std::process::Command::new(bin)
+            .args(["index", a.to_str().unwrap(), b.to_str().unwrap(), "--out", dir.join("idx").to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let clash = run(&[]);
+    assert!(!clash.status.success(), "the same names in two flat files clash without a namespace");
+    let ns = |f: &PathBuf, n: &str| format!("{}={n}", f.display());
+    let ok = run(&["--namespace".into(), ns(&a, "crm"), "--namespace".into(), ns(&b, "mailer")]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let c = toolsearch::IndexReader::open(&dir.join("idx")).unwrap().catalog().clone();
+    assert!(c.tools.iter().any(|t| t.id == "crm.get_weather") && c.tools.iter().any(|t| t.id == "mailer.get_weather"));
+    assert!(c.nodes.iter().any(|n| n.path == ["crm"]));
+    let bad = run(&["--namespace".into(), "nofile.json=x".into()]);
+    assert!(!bad.status.success());
+}

@@ -47,6 +47,10 @@ pub(crate) enum Command {
         /// Input format: manifest, jsonl, mcp, openai or anthropic (default: by extension, then shape).
         #[arg(long)]
         format: Option<String>,
+        /// Which server a flat OpenAI or Anthropic file is: its tools get ids NAME.tool under a
+        /// category NAME. `NAME` applies to every file; `FILE=NAME` to one (repeatable).
+        #[arg(long, value_name = "NAME|FILE=NAME")]
+        namespace: Vec<String>,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,

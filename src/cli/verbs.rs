@@ -73,7 +73,9 @@ impl From<ProtocolError> for Failure {
 
 pub(crate) fn dispatch(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
-        Command::Index { catalogue, out, format, quiet } => index(cli, catalogue, out, format.as_deref(), *quiet),
+        Command::Index { catalogue, out, format, namespace, quiet } => {
+            index(cli, catalogue, out, format.as_deref(), namespace, *quiet)
+        }
         Command::Search { index, query, path, page } => {
             let engine = open_until_exit(cli, index)?;
             let req = SearchToolsRequest {
@@ -166,6 +168,7 @@ fn index(
     catalogue: &[std::path::PathBuf],
     out: &Path,
     format: Option<&str>,
+    namespaces: &[String],
     quiet: bool,
 ) -> Result<(), Failure> {
     let format = match format {
@@ -177,8 +180,27 @@ fn index(
             )
         })?),
     };
-    let catalog =
-        toolsearch::catalog::load_paths(catalogue, format).map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
+    // `NAME` for every file, or `FILE=NAME` for one.
+    let mut everywhere: Option<&str> = None;
+    let mut per_file: Vec<(std::path::PathBuf, &str)> = Vec::new();
+    for n in namespaces {
+        match n.rsplit_once('=') {
+            Some((file, name)) if catalogue.iter().any(|c| c.as_os_str() == file) => {
+                per_file.push((file.into(), name));
+            }
+            Some(_) => {
+                return Err(Failure::other(
+                    "INVALID_ARGUMENT",
+                    format!("--namespace {n:?}: the part before `=` is not one of the catalogue files"),
+                ))
+            }
+            None => everywhere = Some(n.as_str()),
+        }
+    }
+    let catalog = toolsearch::catalog::load_paths_as(catalogue, format, |f| {
+        per_file.iter().find(|(p, _)| p == f).map(|(_, n)| *n).or(everywhere)
+    })
+    .map_err(|e| Failure::other("INVALID_CATALOGUE", e))?;
     toolsearch::disclosure::check_node_facades(&catalog).map_err(|e| {
         let files: Vec<String> = catalogue.iter().map(|f| f.display().to_string()).collect();
         Failure::other("INVALID_CATALOGUE", format!("{}: {e}", files.join(", ")))

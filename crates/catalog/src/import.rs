@@ -65,24 +65,39 @@ pub(crate) fn detect(v: &Value) -> Option<Foreign> {
     tools.iter().all(|t| shape_of(t) == Some(first)).then_some(first)
 }
 
-/// `{"server": {"tools": [...]}, ...}`: every value is an object with a `tools` array.
+/// `{"server": {"tools": [...]}, ...}` or the registry form `{"server": [...], ...}`: every
+/// value is a `tools/list` result or a bare array of one server's tools (MCP, OpenAI or
+/// Anthropic shaped).
 fn is_mcp_map(v: &Value) -> bool {
     let Value::Object(o) = v else { return false };
     !o.is_empty()
         && !o.contains_key("tools")
         && o.values().all(|s| {
-            s.get("tools")
-                .is_some_and(|t| t.as_array().is_some_and(|a| a.iter().all(|t| shape_of(t) == Some(Foreign::Mcp))))
+            let tools = match s {
+                Value::Array(a) => Some(a),
+                other => other.get("tools").and_then(Value::as_array),
+            };
+            tools.is_some_and(|a| {
+                a.first().and_then(shape_of).is_some_and(|first| a.iter().all(|t| shape_of(t) == Some(first)))
+            })
         })
 }
 
 /// Converts a foreign document into raw records.
-pub(crate) fn import(file: &Path, v: &Value, format: Foreign) -> Result<RawCatalog, CatalogError> {
+/// `namespace` names the server a flat OpenAI or Anthropic file comes from: its tools get ids
+/// `NAMESPACE.name` under a category and group of that name, so files of several servers merge
+/// without name clashes.
+pub(crate) fn import(
+    file: &Path,
+    v: &Value,
+    format: Foreign,
+    namespace: Option<&str>,
+) -> Result<RawCatalog, CatalogError> {
     let mut raw = RawCatalog::default();
     match format {
         Foreign::Mcp if is_mcp_map(v) => {
             for (server, result) in v.as_object().expect("a map") {
-                mcp_server(file, &mut raw, server, result, &format!("/{}", crate::schema_check::escape(server)))?;
+                mcp_server(file, &mut raw, server, result, &format!("/{}", crate::schema_check::escape(server)), None)?;
             }
         }
         Foreign::Mcp => {
@@ -96,35 +111,28 @@ pub(crate) fn import(file: &Path, v: &Value, format: Foreign) -> Result<RawCatal
                 .unwrap_or_else(|| "server".into());
             let result = v.get("result").filter(|r| r.get("tools").is_some()).unwrap_or(v);
             let base = if std::ptr::eq(result, v) { String::new() } else { "/result".into() };
+            let name = namespace.map_or(name, str::to_owned);
             let mut with_info = result.clone();
             if let (Some(info), Value::Object(o)) = (v.get("server"), &mut with_info) {
                 o.insert("server".into(), info.clone());
             }
-            mcp_server(file, &mut raw, &name, &with_info, &base)?;
+            mcp_server(file, &mut raw, &name, &with_info, &base, Some(Foreign::Mcp))?;
         }
         Foreign::OpenAi | Foreign::Anthropic => {
             let Some((tools, at)) = tool_array(v) else {
                 return Err(CatalogError::at(file, "", None, "expected an array of tool definitions"));
             };
-            for (i, t) in tools.iter().enumerate() {
-                let pointer = format!("{at}/{i}");
-                check_shape(file, t, format, &pointer)?;
-                let (def, schema_key, def_at) = match format {
-                    Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", format!("{pointer}/function")),
-                    _ => (t, "input_schema", pointer.clone()),
-                };
-                let name = string(def, "name");
-                raw.tools.push((
-                    Origin::Pointer(def_at),
-                    RawTool {
-                        id: name.clone(),
-                        name,
-                        description: string(def, "description"),
-                        args_schema: def.get(schema_key).cloned(),
-                        meta: extras(def, &["name", "description", schema_key]),
-                        ..RawTool::default()
-                    },
-                ));
+            if let Some(server) = namespace {
+                // The user says which server the file is: namespaced like an MCP server.
+                let tools = Value::Array(tools.clone());
+                mcp_server(file, &mut raw, server, &tools, &at, Some(format))?;
+            } else {
+                for (i, t) in tools.iter().enumerate() {
+                    let pointer = format!("{at}/{i}");
+                    check_shape(file, t, format, &pointer)?;
+                    let def_at = if format == Foreign::OpenAi { format!("{pointer}/function") } else { pointer };
+                    raw.tools.push((Origin::Pointer(def_at), foreign_tool(t, format)));
+                }
             }
         }
     }
@@ -134,9 +142,24 @@ pub(crate) fn import(file: &Path, v: &Value, format: Foreign) -> Result<RawCatal
     Ok(raw)
 }
 
-fn mcp_server(file: &Path, raw: &mut RawCatalog, server: &str, result: &Value, at: &str) -> Result<(), CatalogError> {
-    let Some(Value::Array(tools)) = result.get("tools") else {
-        return Err(CatalogError::at(file, at, Some("tools"), "an MCP tools/list result needs a `tools` array"));
+/// One server's tools, namespaced. `expected` is the shape every tool must have (`None`: each
+/// may have any known shape, as in a registry map).
+fn mcp_server(
+    file: &Path,
+    raw: &mut RawCatalog,
+    server: &str,
+    result: &Value,
+    at: &str,
+    expected: Option<Foreign>,
+) -> Result<(), CatalogError> {
+    let (tools, tools_at) = match result {
+        Value::Array(a) => (a, at.to_owned()),
+        other => match other.get("tools") {
+            Some(Value::Array(a)) => (a, format!("{at}/tools")),
+            _ => {
+                return Err(CatalogError::at(file, at, Some("tools"), "an MCP tools/list result needs a `tools` array"))
+            }
+        },
     };
     let info = result.get("server");
     let description = info
@@ -156,25 +179,54 @@ fn mcp_server(file: &Path, raw: &mut RawCatalog, server: &str, result: &Value, a
     ));
     raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
     for (i, t) in tools.iter().enumerate() {
-        check_shape(file, t, Foreign::Mcp, &format!("{at}/tools/{i}"))?;
-        let name = string(t, "name");
-        raw.tools.push((
-            Origin::Pointer(format!("{at}/tools/{i}")),
-            RawTool {
-                id: name.as_ref().map(|n| format!("{server}.{n}")),
-                name,
-                path: Some(PathSpec::Segments(vec![server.to_owned()])),
-                description: string(t, "description"),
-                tags: vec!["mcp".into()],
-                args_schema: t.get("inputSchema").cloned(),
-                result_schema: t.get("outputSchema").cloned(),
-                group: Some(server.to_owned()),
-                meta: extras(t, &["name", "description", "inputSchema", "outputSchema"]),
-                ..RawTool::default()
-            },
-        ));
+        let pointer = format!("{tools_at}/{i}");
+        let shape = expected.or_else(|| shape_of(t)).unwrap_or(Foreign::Mcp);
+        check_shape(file, t, shape, &pointer)?;
+        let mut tool = foreign_tool(t, shape);
+        tool.id = tool.name.as_ref().map(|n| format!("{server}.{n}"));
+        tool.path = Some(PathSpec::Segments(vec![server.to_owned()]));
+        tool.group = Some(server.to_owned());
+        tool.tags.insert(0, "mcp".into());
+        raw.tools.push((Origin::Pointer(pointer), tool));
     }
     Ok(())
+}
+
+/// One tool of a foreign format as a raw record (at the root, id = name). MCP annotations
+/// become tags (`read-only`, `destructive`, `idempotent`, `open-world`); `title` and
+/// `annotations` are kept in `meta`, where `expand_tool` shows them.
+fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
+    let (def, schema_key, result_key) = match shape {
+        Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", None),
+        Foreign::Anthropic => (t, "input_schema", None),
+        Foreign::Mcp => (t, "inputSchema", Some("outputSchema")),
+    };
+    let name = string(def, "name");
+    let mut known = vec!["name", "description", schema_key];
+    known.extend(result_key);
+    let mut tags = Vec::new();
+    if let Some(a) = def.get("annotations") {
+        for (hint, tag) in [
+            ("readOnlyHint", "read-only"),
+            ("destructiveHint", "destructive"),
+            ("idempotentHint", "idempotent"),
+            ("openWorldHint", "open-world"),
+        ] {
+            if a.get(hint).and_then(Value::as_bool) == Some(true) {
+                tags.push(tag.to_owned());
+            }
+        }
+    }
+    RawTool {
+        id: name.clone(),
+        name,
+        description: string(def, "description"),
+        tags,
+        args_schema: def.get(schema_key).cloned(),
+        result_schema: result_key.and_then(|k| def.get(k)).cloned(),
+        meta: extras(def, &known),
+        ..RawTool::default()
+    }
 }
 
 /// Refuses a tool that is not of the format being imported (e.g. `--format openai` on an

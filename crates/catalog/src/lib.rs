@@ -23,7 +23,7 @@ mod path;
 mod schema_check;
 
 pub use error::{CatalogError, Location};
-pub use load::{load_path, parse_str, Format};
-pub use merge::load_paths;
+pub use load::{load_path, load_path_as, parse_str, parse_str_as, Format};
+pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};
 pub use path::{display_path, CategoryPath, PathSpec};

@@ -72,13 +72,20 @@ impl Format {
 /// read through a bounded reader: more than [`MAX_FILE_BYTES`], a NUL byte or bytes that are
 /// not UTF-8 stop the read with an error as soon as they are seen.
 pub fn load_path(file: &Path, format: Option<Format>) -> Result<Catalog, CatalogError> {
+    load_path_as(file, format, None)
+}
+
+/// [`load_path`] for a file of one server's tools: with `namespace`, a flat OpenAI or
+/// Anthropic file's tools get ids `NAMESPACE.name` under a category and group of that name
+/// (and an MCP result is filed under that server name).
+pub fn load_path_as(file: &Path, format: Option<Format>, namespace: Option<&str>) -> Result<Catalog, CatalogError> {
     let meta = std::fs::metadata(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     if meta.is_dir() {
         return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
     }
     let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     let text = read_bounded(f, MAX_FILE_BYTES).map_err(|e| CatalogError::file(file, e))?;
-    parse_str(file, &text, format)
+    parse_str_as(file, &text, format, namespace)
 }
 
 /// Reads `input` as UTF-8 text of at most `max` bytes, stopping at the first chunk that
@@ -118,6 +125,16 @@ pub(crate) fn read_bounded(mut input: impl Read, max: u64) -> Result<String, Str
 
 /// Validates the catalogue in `text`, reporting errors against `file`.
 pub fn parse_str(file: &Path, text: &str, format: Option<Format>) -> Result<Catalog, CatalogError> {
+    parse_str_as(file, text, format, None)
+}
+
+/// [`parse_str`] with a namespace (see [`load_path_as`]).
+pub fn parse_str_as(
+    file: &Path,
+    text: &str,
+    format: Option<Format>,
+    namespace: Option<&str>,
+) -> Result<Catalog, CatalogError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(CatalogError::file(file, "is empty"));
@@ -134,7 +151,7 @@ pub fn parse_str(file: &Path, text: &str, format: Option<Format>) -> Result<Cata
                 _ => None,
             };
             match foreign {
-                Some(f) => import::import(file, &value, f)?,
+                Some(f) => import::import(file, &value, f, namespace)?,
                 None => parse_manifest(file, value)?,
             }
         }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::CatalogError;
-use crate::load::{load_path, Format};
+use crate::load::{load_path_as, Format};
 use crate::model::Catalog;
 use crate::path::CategoryPath;
 
@@ -64,10 +64,20 @@ impl Catalog {
 /// `format` is given) and merges them in order. A tool id defined in two files is an error
 /// naming both.
 pub fn load_paths(files: &[PathBuf], format: Option<Format>) -> Result<Catalog, CatalogError> {
+    load_paths_as(files, format, |_| None)
+}
+
+/// [`load_paths`] where `namespace` says, per file, which server it is (see
+/// [`load_path_as`](crate::load_path_as)).
+pub fn load_paths_as<'a>(
+    files: &'a [PathBuf],
+    format: Option<Format>,
+    namespace: impl Fn(&Path) -> Option<&'a str>,
+) -> Result<Catalog, CatalogError> {
     let mut merged = Catalog::default();
     let mut origin: HashMap<String, &Path> = HashMap::new();
     for file in files {
-        let catalog = load_path(file, format)?;
+        let catalog = load_path_as(file, format, namespace(file))?;
         if let Some((id, first)) = catalog.tools.iter().find_map(|t| origin.get(&t.id).map(|f| (&t.id, f))) {
             return Err(CatalogError::file(file, format!("tool id {id:?} is also defined in {}", first.display())));
         }

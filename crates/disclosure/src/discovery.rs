@@ -137,12 +137,15 @@ impl DiscoveryTool {
             Detail::Full => "Returns the full definitions of the best matches, which you can then call directly.",
         };
         let limit = json!({"type": "integer", "minimum": 1, "maximum": 50, "description": "How many tools to return."});
-        let query = json!({"type": "string", "description": "What you want to do, in a few words."});
+        let query = json!({"type": "string", "minLength": 1, "description": "What you want to do, in a few words."});
+        let tags = json!({"type": "array", "items": {"type": "string"}, "description": "Only tools carrying all these tags (e.g. \"read-only\")."});
+        let cursor =
+            json!({"type": "string", "description": "The next_cursor of the previous page, to get the next one."});
         let (description, input_schema) = match self {
             DiscoveryTool::SearchTools => (
                 format!("Search the tool catalogue for tools that can do a task, optionally inside one category. {detail}"),
                 object_schema(
-                    json!({"query": query, "category_path": {"type": "string", "description": "Category to search in, e.g. \"Coding/Git\"; omit to search everything."}, "limit": limit}),
+                    json!({"query": query, "category_path": {"type": "string", "description": "Category to search in, e.g. \"Coding/Git\"; omit to search everything."}, "tags": tags, "limit": limit, "cursor": cursor}),
                     &["query"],
                 ),
             ),
@@ -154,7 +157,7 @@ impl DiscoveryTool {
             DiscoveryTool::List => (
                 "List a category of the tool catalogue: its subcategories and tools (the top level when no path is given)."
                     .to_owned(),
-                object_schema(json!({"path": {"type": "string", "description": "Category path, e.g. \"Coding/Git\"."}, "limit": limit}), &[]),
+                object_schema(json!({"path": {"type": "string", "description": "Category path, e.g. \"Coding/Git\"."}, "tags": tags, "limit": limit, "cursor": cursor}), &[]),
             ),
             DiscoveryTool::Expand => (
                 "Get the full definition (arguments, result, usage notes) of a tool found by a search, and make it callable."

@@ -4,6 +4,12 @@ use super::*;
 
 impl ToolSet {
     pub(super) fn discover(&mut self, engine: &Engine, tool: &DiscoveryTool, input: &Value) -> (String, bool) {
+        // The arguments must fit the tool's own input schema, as for any tool.
+        let definition = tool.definition(&self.config.discovery, engine.catalog());
+        if let Err(problems) = check_arguments(&definition.input_schema, input) {
+            let message = format!("arguments of {} do not match its input schema: {}", tool.name(), problems[0]);
+            return (error_text("INVALID_ARGUMENT", &message, problems), true);
+        }
         let who = self.config.principal.clone();
         let limit = match input.get("limit") {
             None | Some(Value::Null) => self.config.discovery.limit,
@@ -13,6 +19,12 @@ impl ToolSet {
             },
         };
         let text_arg = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+        let tags: Vec<String> = input
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        let cursor = text_arg("cursor");
         match tool {
             DiscoveryTool::SearchTools | DiscoveryTool::Domain(_) => {
                 let category_path = match tool {
@@ -25,9 +37,9 @@ impl ToolSet {
                 let req = SearchToolsRequest {
                     query: text_arg("query").unwrap_or_default(),
                     category_path,
-                    tags: Vec::new(),
+                    tags,
                     limit: Some((limit + hidden).min(50)),
-                    cursor: None,
+                    cursor,
                 };
                 match engine.search_tool_by_category_as(&who, &req) {
                     Ok(mut answer) => {
@@ -40,7 +52,7 @@ impl ToolSet {
                             category_path: answer.category_path.clone(),
                             results: ids.clone(),
                         });
-                        let body = match self.config.discovery.detail {
+                        let mut body = match self.config.discovery.detail {
                             Detail::Names => json!({"category_path": answer.category_path, "tool_ids": ids}),
                             Detail::Summaries => {
                                 let results: Vec<Value> = answer
@@ -60,6 +72,9 @@ impl ToolSet {
                                 json!({"category_path": answer.category_path, "results": results})
                             }
                         };
+                        if let Some(next) = &answer.next_cursor {
+                            body["next_cursor"] = json!(next);
+                        }
                         (body.to_string(), false)
                     }
                     Err(e) => {
@@ -95,15 +110,14 @@ impl ToolSet {
             DiscoveryTool::List => {
                 let req = ListRequest {
                     path: text_arg("path").filter(|p| !p.trim().is_empty()).map(toolsearch_catalog::PathSpec::Joined),
-                    tags: Vec::new(),
+                    tags,
                     query: None,
                     limit: Some(limit),
-                    cursor: None,
+                    cursor,
                 };
                 match engine.list_as(&who, &req) {
                     Ok(mut answer) => {
                         answer.tools.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
-                        answer.next_cursor = None;
                         self.audit.push(AuditEvent::Search {
                             tool: tool.name(),
                             query: None,
@@ -161,6 +175,37 @@ impl ToolSet {
         if let Some((rank, search_step)) = self.audit.last_seen_in_search(id) {
             self.audit.push(AuditEvent::Choose { tool_id: id.to_owned(), rank, search_step });
         }
+    }
+}
+
+/// Checks `input` against a discovery tool's input schema; every problem, each naming the
+/// argument at fault (`query`: 5 is not of type "string"; `color`: unknown argument).
+pub(super) fn check_arguments(schema: &Value, input: &Value) -> Result<(), Vec<String>> {
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        return Ok(());
+    };
+    let problems: Vec<String> = validator
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            let field = at.trim_start_matches('/');
+            match e.kind() {
+                jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                    format!(
+                        "unknown argument(s) {}",
+                        unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", ")
+                    )
+                }
+                _ if field.is_empty() => e.to_string(),
+                _ => format!("argument `{field}`: {e}"),
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
     }
 }
 
