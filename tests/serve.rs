@@ -13,17 +13,22 @@ fn index() -> &'static std::path::Path {
     I.get_or_init(|| common::build(&common::sample_catalog(), "serve-sample"))
 }
 
-/// Runs `toolsearch serve` over the sample index with `input` on stdin, all at once; the
-/// messages it printed.
-fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+/// `toolsearch serve` over the sample index, its stdio piped.
+fn spawn_server(extra_args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_toolsearch"))
         .args(["serve", index().to_str().unwrap()])
         .args(extra_args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs `toolsearch serve` over the sample index with `input` on stdin, all at once; the
+/// messages it printed.
+fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
+    let mut child = spawn_server(extra_args);
     child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -38,14 +43,7 @@ fn serve(extra_args: &[&str], input: &[u8]) -> Vec<Value> {
 /// go last, each waiting for the error it gets. Every message received, in order.
 fn interactive(extra_args: &[&str], messages: &[Value], raw: &[&str]) -> Vec<Value> {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["serve", index().to_str().unwrap()])
-        .args(extra_args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_server(extra_args);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut seen = Vec::new();
@@ -307,4 +305,17 @@ fn serve_says_when_it_trusts_its_client_and_a_config_can_close_it() {
         &[],
     );
     assert!(text(&messages, 2).contains("TOOL_NOT_FOUND"), "{}", text(&messages, 2));
+}
+
+#[test]
+fn a_call_without_an_executor_explains_what_to_configure() {
+    let messages = session(
+        &json!({"toolset": {"pinned": ["weather.current"]}}),
+        &[initialize(1), call(2, "current", json!({"location": "Oslo"}))],
+        &[],
+    );
+    let answer = by_id(&messages, 2);
+    assert_eq!(answer["result"]["isError"], true);
+    let t = text(&messages, 2);
+    assert!(t.contains("NOT_CONFIGURED") && t.contains("executor") && !t.contains("set_executor"), "{t}");
 }

@@ -1,0 +1,170 @@
+"""Gateway benchmark, one run, with the official Python MCP SDK as the client:
+
+1. a forwarded call's added latency: p50/p99 of `recall` called directly on the notes server vs
+   through the gateway (by its revealed name), both over stdio;
+2. ping latency while a 5 s upstream call is in flight;
+3. searches per second with 8 concurrent Streamable HTTP clients;
+4. the gateway's RSS over 10,000 mixed requests (search, expand, call, list, ping) over HTTP.
+
+    python bench.py TOOLSEARCH_BIN CONFIG STATE HTTP_CONFIG HTTP_STATE
+Prints a JSON report.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import anyio
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+BIN, CONFIG, STATE, HTTP_CONFIG, HTTP_STATE = sys.argv[1:6]
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+REPORT: dict = {}
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def summary(ms):
+    return {"n": len(ms), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3)}
+
+
+async def timed(f):
+    t = time.perf_counter()
+    await f()
+    return (time.perf_counter() - t) * 1000
+
+
+async def direct_calls(n):
+    params = StdioServerParameters(command=PY, args=[os.path.join(HERE, "notes_server.py")])
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            await s.call_tool("remember", {"key": "k", "text": "v"})
+            for _ in range(20):
+                await s.call_tool("recall", {"key": "k"})
+            return [await timed(lambda: s.call_tool("recall", {"key": "k"})) for _ in range(n)]
+
+
+async def gateway_calls(n):
+    params = StdioServerParameters(command=BIN, args=["gateway", "--config", CONFIG, "--state", STATE])
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            expanded = json.loads((await s.call_tool("expand_tool", {"tool_id": "notes.recall"})).content[0].text)
+            name = expanded["callable_as"]
+            await s.call_tool("call_tool", {"tool_id": "notes.remember", "arguments": {"key": "k", "text": "v"}})
+            for _ in range(20):
+                await s.call_tool(name, {"key": "k"})
+            calls = [await timed(lambda: s.call_tool(name, {"key": "k"})) for _ in range(n)]
+            # Pings while a 5 s upstream call is in flight.
+            pings = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(s.call_tool, "call_tool", {"tool_id": "notes.slow_job", "arguments": {"seconds": 5}})
+                await anyio.sleep(0.3)
+                t_end = time.monotonic() + 4.0
+                while time.monotonic() < t_end:
+                    pings.append(await timed(s.send_ping))
+                    await anyio.sleep(0.05)
+            return calls, pings
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+async def http_session(url, work):
+    async with httpx2.AsyncClient(timeout=120) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as s:
+                await s.initialize()
+                return await work(s)
+
+
+QUERIES = ["remember a note under a key", "echo a message back", "add two numbers", "long running job with progress",
+           "read back a stored note", "print environment variables", "sample an llm", "get a tiny image"]
+
+
+async def http_bench(url, pid):
+    # Searches per second with 8 concurrent clients for 10 s.
+    counts = [0] * 8
+    stop = time.monotonic() + 10.0
+
+    async def searcher(i):
+        async def work(s):
+            k = 0
+            while time.monotonic() < stop:
+                await s.call_tool("search_tool_by_category", {"query": QUERIES[(i + k) % len(QUERIES)] + f" {k % 50}"})
+                counts[i] += 1
+                k += 1
+        await http_session(url, work)
+
+    t0 = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(searcher, i)
+    elapsed = time.monotonic() - t0
+    REPORT["http_searches_per_s_8_clients"] = round(sum(counts) / elapsed, 1)
+
+    # RSS over 10,000 mixed requests (one client).
+    samples = []
+
+    async def mixed(s):
+        for k in range(10_000):
+            op = k % 5
+            if op == 0:
+                await s.call_tool("search_tool_by_category", {"query": f"{QUERIES[k % 8]} {k}"})
+            elif op == 1:
+                await s.call_tool("expand_tool", {"tool_id": "everything.echo"})
+            elif op == 2:
+                await s.call_tool("call_tool", {"tool_id": "everything.echo", "arguments": {"message": f"m{k}"}})
+            elif op == 3:
+                await s.list_tools()
+            else:
+                await s.send_ping()
+            if k % 1000 == 999:
+                samples.append({"requests": k + 1, "rss_mb": round(rss_kb(pid) / 1024, 1)})
+
+    t0 = time.monotonic()
+    await http_session(url, mixed)
+    REPORT["mixed_10k_seconds"] = round(time.monotonic() - t0, 1)
+    REPORT["rss_over_10k_mixed"] = samples
+
+
+async def main():
+    direct = await direct_calls(300)
+    through, pings = await gateway_calls(300)
+    REPORT["direct_call"] = summary(direct)
+    REPORT["gateway_call"] = summary(through)
+    REPORT["added_p50_ms"] = round(pct(through, 50) - pct(direct, 50), 3)
+    REPORT["added_p99_ms"] = round(pct(through, 99) - pct(direct, 99), 3)
+    REPORT["ping_during_5s_call"] = summary(pings)
+    gw = subprocess.Popen([BIN, "gateway", "--config", HTTP_CONFIG, "--state", HTTP_STATE, "--http", "127.0.0.1:0"],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in gw.stderr:
+        if "http://" in line:
+            url = "http://" + line.split("http://")[1].strip()
+            break
+    try:
+        await http_bench(url, gw.pid)
+    finally:
+        gw.terminate()
+        gw.wait(timeout=20)
+    print(json.dumps(REPORT, indent=2))
+
+
+anyio.run(main)
