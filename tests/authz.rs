@@ -290,7 +290,8 @@ fn answers(
     out.push(("prompt".into(), json!(set.system_prompt())));
     for q in queries {
         let o = set.call("search_tool_by_category", &json!({"query": q}));
-        out.push((format!("set search {q}"), json!([o.text, o.is_error])));
+        let text: Value = serde_json::from_str(&o.text).unwrap_or(json!(o.text));
+        out.push((format!("set search {q}"), json!([comparable::<Value, Value>(&Ok(text)), o.is_error])));
     }
     for id in ids {
         let o = set.call("expand_tool", &json!({"tool_id": id}));

@@ -271,8 +271,21 @@ fn ids_with_control_characters_and_oversized_fields_are_refused() {
 fn one_rule_for_paths_at_load_and_in_requests() {
     let e = load_error("double-slash", json!({"id": "t", "name": "t", "path": "A//B"}));
     assert!(e.contains("empty"), "{e}");
-    let e = load_error("slash-segment", json!({"id": "t", "name": "t", "path": ["A/B"]}));
-    assert!(e.contains("contains `/`"), "{e}");
+    // A segment holding `/` is kept, and reachable by its escaped display form.
+    let f = write(
+        &common::scratch().join("sec-cat/slash-segment.json"),
+        &json!({"tools": [{"id": "t", "name": "t", "path": ["Finance", "BIN/IIN Lookup"], "description": "Look up a card's issuer."}]}).to_string(),
+    );
+    let idx = common::build(&f, "sec-slash-segment");
+    let engine = common::open(&idx);
+    let listed = engine.handle("list", json!({"path": "Finance"})).unwrap();
+    assert_eq!(listed["nodes"][0]["path"], "Finance/BIN\\/IIN Lookup");
+    let inside = engine.handle("list", json!({"path": "Finance/BIN\\/IIN Lookup"})).unwrap();
+    assert_eq!(inside["tools"][0]["tool_id"], "t");
+    assert_eq!(
+        engine.handle("list", json!({"path": "Finance/BIN/IIN Lookup"})).unwrap_err().code,
+        toolsearch::ErrorCode::UnknownPath
+    );
     let engine = common::sample();
     let err = engine.handle("list", json!({"path": "/".repeat(10_000)})).unwrap_err();
     assert_eq!(err.code, toolsearch::ErrorCode::InvalidArgument, "{err:?}");

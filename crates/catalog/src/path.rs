@@ -3,11 +3,14 @@
 //! The rule, enforced when a catalogue is loaded and when a request names a path:
 //! - a path is a sequence of at most [`MAX_PATH_DEPTH`] segments; the empty path is the root;
 //! - a segment is non-empty after trimming, at most [`MAX_SEGMENT_BYTES`] bytes, and holds no
-//!   `/` and no control character;
-//! - the joined form separates segments with single `/`s; one leading and one trailing `/`
-//!   are allowed (`"/Storage/"` is `Storage`), an empty segment (`"A//B"`, `"///"`) is not.
+//!   control character; it may hold `/` (`["Finance", "BIN/IIN Lookup"]`);
+//! - the joined form separates segments with single `/`s, and writes a `/` inside a segment as
+//!   `\/` and a `\` as `\\` (`"Finance/BIN\/IIN Lookup"`); one leading and one trailing
+//!   separator are allowed (`"/Storage/"` is `Storage`), an empty segment (`"A//B"`, `"///"`)
+//!   is not.
 //!
-//! So every path has exactly one display form, and every display form names one path.
+//! So every path has exactly one display form ([`display_path`]), and every display form names
+//! one path: a segment that holds `/` is reachable, and never looks like two.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,28 +33,23 @@ pub enum PathSpec {
 impl PathSpec {
     /// The segments, checked against the path rule (see the module documentation).
     pub fn parse(&self) -> Result<CategoryPath, String> {
-        let segments: Vec<&str> = match self {
+        let segments: Vec<String> = match self {
             PathSpec::Joined(s) => {
                 let s = s.trim();
                 if s.is_empty() || s == "/" {
                     return Ok(Vec::new());
                 }
                 let s = s.strip_prefix('/').unwrap_or(s);
-                let s = s.strip_suffix('/').unwrap_or(s);
-                s.split('/').collect()
+                let s = if s.ends_with('/') && !s.ends_with("\\/") { &s[..s.len() - 1] } else { s };
+                split_joined(s)?
             }
-            PathSpec::Segments(v) => {
-                if let Some(seg) = v.iter().find(|seg| seg.contains('/')) {
-                    return Err(format!("path segment {seg:?} contains `/`, which separates segments"));
-                }
-                v.iter().map(String::as_str).collect()
-            }
+            PathSpec::Segments(v) => v.clone(),
         };
         if segments.len() > MAX_PATH_DEPTH {
             return Err(format!("path is {} levels deep, over the limit of {MAX_PATH_DEPTH}", segments.len()));
         }
         let mut out = Vec::with_capacity(segments.len());
-        for seg in segments {
+        for seg in &segments {
             let seg = seg.trim();
             if seg.is_empty() {
                 return Err("a path segment is empty (write segments separated by single `/`)".into());
@@ -71,7 +69,12 @@ impl PathSpec {
     /// that may be invalid).
     pub fn segments(&self) -> CategoryPath {
         match self {
-            PathSpec::Joined(s) => s.split('/').map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect(),
+            PathSpec::Joined(s) => split_joined(s.trim().trim_matches('/'))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect(),
             PathSpec::Segments(v) => v.iter().map(|p| p.trim().to_owned()).collect(),
         }
     }
@@ -85,9 +88,39 @@ impl PathSpec {
     }
 }
 
-/// The display form of a path: segments joined by `/` (the root is the empty string).
+/// The display form of a path: segments joined by `/`, a `/` inside a segment written `\/`
+/// and a `\` written `\\` (the root is the empty string).
 pub fn display_path(path: &[String]) -> String {
-    path.join("/")
+    let mut out = String::new();
+    for (i, seg) in path.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for c in seg.chars() {
+            if c == '/' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Splits a joined path on unescaped `/`, undoing `\/` and `\\`.
+fn split_joined(s: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![String::new()];
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('/' | '\\')) => out.last_mut().expect("one segment").push(e),
+                _ => return Err("a `\\` in a path must be followed by `/` or `\\`".into()),
+            },
+            '/' => out.push(String::new()),
+            other => out.last_mut().expect("one segment").push(other),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -108,8 +141,13 @@ mod tests {
         assert!(joined(&"/".repeat(10_000)).is_err(), "a run of slashes is not the root");
         assert!(joined(&"A/".repeat(17)).unwrap_err().contains("levels deep"));
         assert!(joined("A/B\u{1b}[2J").unwrap_err().contains("control"));
-        let one = PathSpec::Segments(vec!["A/B".into()]).parse().unwrap_err();
-        assert!(one.contains("contains `/`"), "{one}");
+        // A segment may hold `/`: its display form escapes it, and that form names it again.
+        let one = PathSpec::Segments(vec!["Finance".into(), "BIN/IIN Lookup".into()]).parse().unwrap();
+        assert_eq!(display_path(&one), "Finance/BIN\\/IIN Lookup");
+        assert_eq!(joined(&display_path(&one)).unwrap(), one);
+        assert_ne!(joined("Finance/BIN/IIN Lookup").unwrap(), one, "unescaped, it is three segments");
+        assert_eq!(joined("a\\\\b/c").unwrap(), ["a\\b", "c"]);
+        assert!(joined("a\\b").is_err());
         assert!(PathSpec::Segments(vec!["A".into(), " ".into()]).parse().is_err());
         assert_eq!(PathSpec::Segments(vec!["A".into(), "B".into()]).parse().unwrap(), ["A", "B"]);
     }
