@@ -494,7 +494,7 @@ fn gateway(cli: &Cli, config: &Path, state: Option<&Path>, http: Option<std::net
         let hub = gateway.hub.clone();
         let served = match http {
             Some(addr) => {
-                let stop = tokio_util_stop();
+                let stop = toolsearch::mcp::CancellationToken::new();
                 let on_signal = stop.clone();
                 tokio::spawn(async move {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -516,10 +516,6 @@ fn gateway(cli: &Cli, config: &Path, state: Option<&Path>, http: Option<std::net
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result.map_err(|e| Failure::other("GATEWAY_ERROR", e))
-}
-
-fn tokio_util_stop() -> toolsearch::mcp::CancellationToken {
-    toolsearch::mcp::CancellationToken::new()
 }
 
 /// A copy of an index directory, removed when dropped.

@@ -168,25 +168,21 @@ pub async fn start(
     // Wait for each upstream's first attempt (up or down), within the connect timeout.
     let deadline = Instant::now() + connect;
     let mut settled: BTreeMap<String, bool> = BTreeMap::new();
-    let mut early = Vec::new();
     while settled.len() < upstreams.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, events.recv()).await {
-            Ok(Some(e)) => {
-                match &e {
-                    UpEvent::Up(n) => {
-                        let tools = upstreams[n].listing().map_or(0, |l| l.tools.len());
-                        status.event("upstream_up", json!({"server": n, "tools": tools}));
-                        settled.insert(n.clone(), true);
-                    }
-                    UpEvent::Down(n) => {
-                        status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}));
-                        settled.entry(n.clone()).or_insert(false);
-                    }
-                    UpEvent::ToolsChanged(_) => {}
+            Ok(Some(e)) => match &e {
+                UpEvent::Up(n) => {
+                    let tools = upstreams[n].listing().map_or(0, |l| l.tools.len());
+                    status.event("upstream_up", json!({"server": n, "tools": tools}));
+                    settled.insert(n.clone(), true);
                 }
-                early.push(e);
-            }
+                UpEvent::Down(n) => {
+                    status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}));
+                    settled.entry(n.clone()).or_insert(false);
+                }
+                UpEvent::ToolsChanged(_) => {}
+            },
             _ => break,
         }
     }
@@ -280,7 +276,6 @@ pub async fn start(
         })
     };
     tasks.push(keeper);
-    drop(early);
     Ok(Gateway { hub, upstreams, index_dir, tasks })
 }
 

@@ -60,12 +60,8 @@ impl Session {
         }
         let set = self.hub.tool_set(principal).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let _ = self.state.set.set(Mutex::new(set));
-        self.hub.register(context.peer.clone(), Arc::downgrade(&self.state_set()));
+        self.hub.register(context.peer.clone(), Arc::downgrade(&self.state));
         self.state.set.get().ok_or_else(|| ErrorData::internal_error("no tool set", None))
-    }
-
-    fn state_set(&self) -> Arc<SessionState> {
-        self.state.clone()
     }
 
     /// Runs `f` on the tool set on a blocking thread (tool set work may embed a query).

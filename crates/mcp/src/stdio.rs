@@ -100,9 +100,9 @@ async fn filter(
             }
         };
         match check_envelope(text, initialized) {
-            Verdict::Forward { initialize } => {
+            Verdict::Forward { initialize, request } => {
                 initialized |= initialize;
-                if is_request(text) {
+                if request {
                     outstanding.count.fetch_add(1, Ordering::SeqCst);
                 }
                 let mut bytes = text.trim().as_bytes().to_vec();
@@ -128,16 +128,12 @@ async fn filter(
     let _ = to_sdk.shutdown().await;
 }
 
-/// Whether a (checked) message is a request: it has a method and an id.
-fn is_request(text: &str) -> bool {
-    serde_json::from_str::<Value>(text).is_ok_and(|v| v.get("method").is_some() && v.get("id").is_some())
-}
-
 /// What the filter does with one message.
 #[derive(Debug, PartialEq)]
 enum Verdict {
-    /// Pass it to the SDK (`initialize` says whether it is the `initialize` request).
-    Forward { initialize: bool },
+    /// Pass it to the SDK (`initialize`: it is the `initialize` request; `request`: it expects
+    /// an answer).
+    Forward { initialize: bool, request: bool },
     /// Answer it here.
     Answer(Value),
     /// Ignore it (a notification before `initialize`).
@@ -176,7 +172,7 @@ fn check_envelope(text: &str, initialized: bool) -> Verdict {
         Some(Value::String(m)) => m.as_str(),
         Some(_) => return Verdict::Answer(error(reply_id, INVALID_REQUEST, "`method` must be a string")),
         None if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) => {
-            return if initialized { Verdict::Forward { initialize: false } } else { Verdict::Drop };
+            return if initialized { Verdict::Forward { initialize: false, request: false } } else { Verdict::Drop };
         }
         None => return Verdict::Answer(error(reply_id, INVALID_REQUEST, "a request needs a `method`")),
     };
@@ -193,10 +189,10 @@ fn check_envelope(text: &str, initialized: bool) -> Verdict {
                 ));
             }
         }
-        return Verdict::Forward { initialize: false };
+        return Verdict::Forward { initialize: false, request: id.is_some() };
     }
     match (method, id) {
-        ("initialize", Some(_)) => Verdict::Forward { initialize: true },
+        ("initialize", Some(_)) => Verdict::Forward { initialize: true, request: true },
         ("ping", Some(id)) => Verdict::Answer(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
         (_, None) => Verdict::Drop,
         (_, Some(id)) => {
@@ -273,10 +269,17 @@ impl AsyncWrite for LineSink {
     }
 }
 
-/// Whether an outgoing line answers a request (has an id and a result or an error).
+/// Whether an outgoing line answers a request (has an id and a result or an error). Scanned
+/// without building the message: results can be large.
 fn is_response(line: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(line)
-        .is_ok_and(|v| v.get("id").is_some() && (v.get("result").is_some() || v.get("error").is_some()))
+    use serde::de::IgnoredAny;
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        id: Option<IgnoredAny>,
+        result: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+    }
+    serde_json::from_slice::<Shape>(line).is_ok_and(|s| s.id.is_some() && (s.result.is_some() || s.error.is_some()))
 }
 
 #[cfg(test)]
@@ -317,7 +320,7 @@ mod tests {
         assert_eq!(answer("[1]", true)["error"]["code"], -32600);
         assert_eq!(
             check_envelope(r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#, false),
-            Verdict::Forward { initialize: true }
+            Verdict::Forward { initialize: true, request: true }
         );
         assert_eq!(check_envelope(r#"{"jsonrpc":"2.0","method":"notifications/x"}"#, false), Verdict::Drop);
     }

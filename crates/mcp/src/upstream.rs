@@ -4,7 +4,7 @@
 //! Calls are forwarded to the owning session with cancellation and progress.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,7 +62,6 @@ pub struct Upstream {
     listing: Mutex<Option<Listing>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     last_error: Mutex<Option<String>>,
-    restarts: AtomicU64,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -112,7 +111,6 @@ impl Upstream {
             listing: Mutex::new(None),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
             last_error: Mutex::new(None),
-            restarts: AtomicU64::new(0),
         })
     }
 
@@ -130,11 +128,6 @@ impl Upstream {
     /// catalogue, hidden).
     pub fn listing(&self) -> Option<Listing> {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// How many times it was (re)connected.
-    pub fn connections(&self) -> u64 {
-        self.restarts.load(Ordering::SeqCst)
     }
 
     /// What to tell the user while it is down: what runs it, why it is down, its last stderr.
@@ -174,7 +167,6 @@ impl Upstream {
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
                     Ok(Ok(service)) => {
                         backoff = Duration::from_millis(500);
-                        up.restarts.fetch_add(1, Ordering::SeqCst);
                         *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
                         let reason = up.run(service, &events).await;
                         *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
