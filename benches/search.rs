@@ -67,7 +67,7 @@ fn index_of(n: usize, embedder: &OnnxEmbedder) -> PathBuf {
     let dir = repo().join(format!("target/bench-indexes/{n}"));
     if toolsearch::IndexReader::open(&dir).is_err() {
         eprintln!("building the {n}-tool bench index (once)...");
-        build_index(&catalogue(n), embedder, &dir, &BuildOptions { progress: true, reuse_from: None }).unwrap();
+        build_index(&catalogue(n), embedder, &dir, &BuildOptions::default()).unwrap();
     }
     dir
 }

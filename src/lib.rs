@@ -11,9 +11,9 @@
 //! thin layer over this API.
 //!
 //! ```no_run
-//! use toolsearch::{Engine, SearchToolsRequest};
+//! use toolsearch::{Engine, Principal, SearchToolsRequest};
 //! let engine = Engine::open(std::path::Path::new("/tmp/sample-index"))?;
-//! let answer = engine.search_tool_by_category(&SearchToolsRequest {
+//! let answer = engine.search_tool_by_category(&Principal::trusted(), &SearchToolsRequest {
 //!     query: "rename a variable everywhere".into(),
 //!     ..Default::default()
 //! })?;

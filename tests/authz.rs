@@ -95,10 +95,10 @@ fn hidden_tools_never_leak_across_random_catalogues_and_scope_sets() {
             let hidden_paths: Vec<&String> = node_paths.iter().filter(|p| !visible_paths.contains(p)).collect();
             let mut answers: Vec<String> = Vec::new();
             let q = format!("{} {}", WORDS[rng.below(16)], WORDS[rng.below(16)]);
-            answers.push(text_of(&engine.handle_as(&who, "search_tool_by_category", json!({"query": q, "limit": 50}))));
-            answers.push(text_of(&engine.handle_as(&who, "search_nodes", json!({"query": q, "limit": 50}))));
-            answers.push(text_of(&engine.handle_as(&who, "list", json!({"limit": 50}))));
-            answers.push(text_of(&engine.handle_as(
+            answers.push(text_of(&engine.handle(&who, "search_tool_by_category", json!({"query": q, "limit": 50}))));
+            answers.push(text_of(&engine.handle(&who, "search_nodes", json!({"query": q, "limit": 50}))));
+            answers.push(text_of(&engine.handle(&who, "list", json!({"limit": 50}))));
+            answers.push(text_of(&engine.handle(
                 &who,
                 "search_tool_by_category",
                 json!({"query": "zzqx vvwk", "limit": 5}),
@@ -107,23 +107,23 @@ fn hidden_tools_never_leak_across_random_catalogues_and_scope_sets() {
                 if hidden_paths.contains(&p) {
                     // Indistinguishable from a path that does not exist (the caller's own words
                     // are echoed, nothing else).
-                    let e = engine.handle_as(&who, "list", json!({"path": p})).unwrap_err();
+                    let e = engine.handle(&who, "list", json!({"path": p})).unwrap_err();
                     assert_eq!(e.code, ErrorCode::UnknownPath);
                     answers.push(serde_json::to_string(&e.hints).unwrap());
                     continue;
                 }
-                answers.push(text_of(&engine.handle_as(&who, "list", json!({"path": p, "limit": 50}))));
-                answers.push(text_of(&engine.handle_as(&who, "list", json!({"path": p, "query": q, "limit": 50}))));
-                answers.push(text_of(&engine.handle_as(
+                answers.push(text_of(&engine.handle(&who, "list", json!({"path": p, "limit": 50}))));
+                answers.push(text_of(&engine.handle(&who, "list", json!({"path": p, "query": q, "limit": 50}))));
+                answers.push(text_of(&engine.handle(
                     &who,
                     "search_tool_by_category",
                     json!({"query": q, "category_path": p}),
                 )));
                 // A mistyped path: suggestions must name only visible categories.
-                answers.push(text_of(&engine.handle_as(&who, "list", json!({"path": format!("{p}z")}))));
+                answers.push(text_of(&engine.handle(&who, "list", json!({"path": format!("{p}z")}))));
             }
             for t in &tools {
-                let r = engine.expand_tool_as(&who, &ExpandToolRequest { tool_id: t.id.clone() });
+                let r = engine.expand_tool(&who, &ExpandToolRequest { tool_id: t.id.clone() });
                 if who.may_use(t) {
                     assert!(r.is_ok(), "a visible tool expands");
                 } else {
@@ -135,7 +135,7 @@ fn hidden_tools_never_leak_across_random_catalogues_and_scope_sets() {
                     answers.push(serde_json::to_string(&(&e.hints, &e.next_action)).unwrap());
                 }
                 // A near miss of the id: suggestions must name only visible tools.
-                let e = engine.handle_as(&who, "expand_tool", json!({"tool_id": format!("{}x", t.id)})).unwrap_err();
+                let e = engine.handle(&who, "expand_tool", json!({"tool_id": format!("{}x", t.id)})).unwrap_err();
                 assert_eq!(e.message, format!("no tool has id \"{}x\"", t.id));
                 answers.push(serde_json::to_string(&(&e.hints, &e.next_action)).unwrap());
             }
@@ -151,7 +151,7 @@ fn hidden_tools_never_leak_across_random_catalogues_and_scope_sets() {
                 }
             }
             // Counts: every listed category counts only the tools the caller may use.
-            let root = engine.handle_as(&who, "list", json!({"limit": 50})).unwrap();
+            let root = engine.handle(&who, "list", json!({"limit": 50})).unwrap();
             for n in root["nodes"].as_array().unwrap() {
                 let path = n["path"].as_str().unwrap();
                 let expected = tools.iter().filter(|t| who.may_use(t) && t.paths[0][0] == path).count();
@@ -165,12 +165,11 @@ fn hidden_tools_never_leak_across_random_catalogues_and_scope_sets() {
 fn a_public_catalogue_answers_not_authorized_with_the_missing_scopes() {
     let engine = common::sample();
     let who = Principal::with_scopes(["payments:read"]).with_public_catalog(true);
-    let e = engine.expand_tool_as(&who, &ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap_err();
+    let e = engine.expand_tool(&who, &ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap_err();
     assert_eq!(e.code, ErrorCode::NotAuthorized);
     assert!(e.message.contains("payments:write"), "{}", e.message);
     let private = Principal::with_scopes(["payments:read"]);
-    let e =
-        engine.expand_tool_as(&private, &ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap_err();
+    let e = engine.expand_tool(&private, &ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap_err();
     assert_eq!(e.code, ErrorCode::ToolNotFound);
     assert!(!e.message.contains("payments:write"));
 }
@@ -179,19 +178,22 @@ fn a_public_catalogue_answers_not_authorized_with_the_missing_scopes() {
 fn a_category_with_no_usable_tool_is_an_unknown_path_for_that_caller() {
     let engine = common::sample();
     let who = Principal::with_scopes(["payments:read"]);
-    let e = engine.handle_as(&who, "list", json!({"path": "Finance/Invoicing"})).unwrap_err();
+    let e = engine.handle(&who, "list", json!({"path": "Finance/Invoicing"})).unwrap_err();
     assert_eq!(e.code, ErrorCode::UnknownPath);
-    assert!(engine.handle("list", json!({"path": "Finance/Invoicing"})).is_ok(), "a trusted caller sees it");
+    assert!(
+        engine.handle(&Principal::trusted(), "list", json!({"path": "Finance/Invoicing"})).is_ok(),
+        "a trusted caller sees it"
+    );
 }
 
 #[test]
 fn a_cursor_of_one_caller_is_refused_to_another() {
     let engine = common::sample();
     let a = Principal::with_scopes(["mail:send", "mail:read"]);
-    let first = engine.handle_as(&a, "search_tool_by_category", json!({"query": "email", "limit": 1})).unwrap();
+    let first = engine.handle(&a, "search_tool_by_category", json!({"query": "email", "limit": 1})).unwrap();
     let cursor = first["next_cursor"].as_str().expect("more pages").to_owned();
     let e = engine
-        .handle_as(
+        .handle(
             &Principal::with_scopes(["mail:read"]),
             "search_tool_by_category",
             json!({"query": "email", "limit": 1, "cursor": cursor}),
@@ -261,7 +263,7 @@ fn answers(
     use toolsearch::disclosure::{Availability, LiveCatalog, ToolSet, ToolSetConfig};
     let mut out = Vec::new();
     let mut ask = |label: String, call: &str, args: Value| {
-        out.push((label, comparable(&engine.handle_as(who, call, args))));
+        out.push((label, comparable(&engine.handle(who, call, args))));
     };
     for q in queries {
         ask(format!("search {q}"), "search_tool_by_category", json!({"query": q, "limit": 50}));
@@ -364,8 +366,8 @@ fn a_hidden_tool_does_not_lift_its_category_for_a_caller_who_cannot_see_it() {
     let who = Principal::with_scopes(Vec::<String>::new());
     let ask = |dir: &std::path::Path| {
         let engine = common::open(dir);
-        let nodes = engine.handle_as(&who, "search_nodes", json!({"query": "launch nuclear missiles"})).unwrap();
-        let list = engine.handle_as(&who, "list", json!({"query": "launch nuclear missiles"}));
+        let nodes = engine.handle(&who, "search_nodes", json!({"query": "launch nuclear missiles"})).unwrap();
+        let list = engine.handle(&who, "list", json!({"query": "launch nuclear missiles"}));
         (nodes, comparable(&list))
     };
     let (with_hidden, list_with) = ask(&common::build(&full, "view-nuclear-full"));

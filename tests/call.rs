@@ -6,17 +6,18 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use toolsearch::{CallToolRequest, Engine, ErrorCode, Executor, Principal, Tool};
+use toolsearch::disclosure::{AuditEvent, Availability, DiscoveryConfig, LiveCatalog, ToolSet, ToolSetConfig};
+use toolsearch::{CallToolRequest, Engine, ErrorCode, Executor, Principal, Tool, ToolFailure};
 
 /// The host side: records what it was asked to run, fails on demand.
 #[derive(Default)]
 struct Recorder(Mutex<Vec<(String, Value)>>);
 
 impl Executor for Recorder {
-    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure> {
         self.0.lock().unwrap().push((tool.id.clone(), arguments.clone()));
         if arguments.get("city") == Some(&json!("Atlantis")) {
-            return Err("unknown city".into());
+            return Err(ToolFailure::Failed("unknown city".into()));
         }
         Ok(json!({"ok": true, "tool": tool.name}))
     }
@@ -35,7 +36,7 @@ fn call(
     id: &str,
     arguments: Value,
 ) -> Result<toolsearch::CallToolResponse, toolsearch::ProtocolError> {
-    engine.call_tool(&CallToolRequest { tool_id: id.into(), arguments })
+    engine.call_tool(&Principal::trusted(), &CallToolRequest { tool_id: id.into(), arguments })
 }
 
 #[test]
@@ -63,7 +64,7 @@ fn invalid_arguments_name_the_failing_json_pointer_and_never_run() {
     assert_eq!(e.code, ErrorCode::InvalidArgument);
     assert!(e.hints.iter().any(|h| h.starts_with("/amount_cents:")), "{:?}", e.hints);
     assert!(e.hints.iter().any(|h| h.starts_with("/currency:")), "{:?}", e.hints);
-    assert_eq!(e.next_action.unwrap().call, "expand_tool");
+    assert_eq!(e.next_action.unwrap().call.as_str(), "expand_tool");
     let e = call(&engine, "payments.create_charge", json!({"customer_id": "c1"})).unwrap_err();
     assert!(e.message.contains("amount_cents"), "{}", e.message);
     assert!(recorder.0.lock().unwrap().is_empty());
@@ -84,14 +85,11 @@ fn hidden_and_unknown_tools_are_refused_like_expand_tool() {
     let (engine, recorder) = engine_with_recorder();
     let who = Principal::with_scopes(["payments:read"]);
     let e = engine
-        .call_tool_as(
-            &who,
-            &CallToolRequest { tool_id: "payments.refund".into(), arguments: json!({"charge_id": "x"}) },
-        )
+        .call_tool(&who, &CallToolRequest { tool_id: "payments.refund".into(), arguments: json!({"charge_id": "x"}) })
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::ToolNotFound);
     let e = engine
-        .call_tool_as(
+        .call_tool(
             &who.clone().with_public_catalog(true),
             &CallToolRequest { tool_id: "payments.refund".into(), arguments: json!({"charge_id": "x"}) },
         )
@@ -103,17 +101,29 @@ fn hidden_and_unknown_tools_are_refused_like_expand_tool() {
 
 #[test]
 fn every_call_is_recorded_in_order_with_its_outcome() {
-    let (engine, _) = engine_with_recorder();
-    let _ = call(&engine, "weather.forecast", json!({"location": "Oslo", "days": 3}));
-    let _ = call(&engine, "weather.forecast", json!({"location": "Oslo", "days": 30}));
-    let _ = engine.handle("call_tool", json!({"tool_id": "weather.current", "arguments": {"location": "Rome"}}));
-    let log = engine.drain_calls();
-    let outcomes: Vec<(&str, &str)> = log.iter().map(|r| (r.tool_id.as_str(), r.outcome.as_str())).collect();
-    assert_eq!(
-        outcomes,
-        [("weather.forecast", "ok"), ("weather.forecast", "INVALID_ARGUMENT"), ("weather.current", "ok")]
-    );
-    assert!(engine.drain_calls().is_empty(), "drained");
+    // The disclosure runtime's audit trail is the one record of calls.
+    let engine = common::open(&common::build(&common::sample_catalog(), "call-audit"));
+    let live = LiveCatalog::new(engine);
+    live.set_executor(Arc::new(Recorder::default()));
+    let config = ToolSetConfig {
+        discovery: DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let mut set = ToolSet::new(live, Arc::new(Availability::default()), config).unwrap();
+    set.call("call_tool", &json!({"tool_id": "weather.forecast", "arguments": {"location": "Oslo", "days": 3}}));
+    set.call("call_tool", &json!({"tool_id": "weather.forecast", "arguments": {"location": "Oslo", "days": 30}}));
+    set.call("call_tool", &json!({"tool_id": "weather.current", "arguments": {"location": "Rome"}}));
+    let outcomes: Vec<(String, String)> = set
+        .audit()
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.event {
+            AuditEvent::Call { tool_id, outcome, .. } => Some((tool_id.clone(), outcome.as_string())),
+            _ => None,
+        })
+        .collect();
+    let expected = [("weather.forecast", "ok"), ("weather.forecast", "invalid_argument"), ("weather.current", "ok")];
+    assert_eq!(outcomes, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
 }
 
 #[test]

@@ -161,13 +161,13 @@ fn index_refuses_unusable_facade_settings_naming_the_node() {
 fn bench_tokens_prints_both_sides_and_the_ratio() {
     let index = sample_index();
     let queries = common::repo().join("tests/data/sample-queries.jsonl");
-    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--tokens", "--dialect", "mcp"]);
+    let out = toolsearch(&["tokens", &index, queries.to_str().unwrap(), "--dialect", "mcp"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("up front:") && text.contains("discovery:") && text.contains("x fewer tokens"), "{text}");
     assert!(text.contains("mcp tool definitions"), "{text}");
-    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--tokens", "--dialect", "xml"]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = toolsearch(&["tokens", &index, queries.to_str().unwrap(), "--dialect", "xml"]);
+    assert_eq!(out.status.code(), Some(2), "a bad choice is a usage error");
 }
 
 #[test]
@@ -219,4 +219,24 @@ fn call_checks_arguments_and_runs_the_executor_command() {
         String::from_utf8_lossy(&out.stderr).contains("TOOL_NOT_FOUND"),
         "hidden tools do not exist for the caller"
     );
+}
+
+#[test]
+fn usage_errors_exit_2_and_completions_are_printed() {
+    let idx = sample_index();
+    for args in [
+        vec!["index", "x.json", "--out", "/tmp/never", "--format", "xml"],
+        vec!["search", idx.as_str(), "q", "--limit", "0"],
+        vec!["search", idx.as_str(), "q", "--min-confidence", "1.5"],
+        vec!["bench", idx.as_str(), "q.jsonl", "--mode", "hybrid,sparse"],
+        vec!["index", "x.json", "--out", "/tmp/never", "--scopes", "a"],
+        vec!["no-such-verb"],
+    ] {
+        let out = toolsearch(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = toolsearch(&["completions", "bash"]);
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("toolsearch") && script.contains("gateway"), "{script}");
 }

@@ -23,7 +23,7 @@ fn sample_dir() -> &'static std::path::Path {
 struct Echo(AtomicUsize);
 
 impl Executor for Echo {
-    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, toolsearch::ToolFailure> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(json!({"ran": tool.id, "with": arguments}))
     }
@@ -129,7 +129,7 @@ fn folding_back_restores_the_facade_and_hides_nested_unfolds() {
     let mut before = start.clone();
     before.sort();
     assert_eq!(now, before, "folding returns to the starting set");
-    assert!(matches!(set.fold("git_tools"), Err(DisclosureError::Unknown(_))), "not unfolded any more");
+    assert!(matches!(set.fold("git_tools"), Err(DisclosureError::NotUnfolded(_))), "not unfolded any more");
 }
 
 #[test]

@@ -4,7 +4,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use toolsearch::{load_path, Format, SearchToolsRequest};
+use toolsearch::{load_path, Format, Principal, SearchToolsRequest};
 
 fn data(name: &str) -> PathBuf {
     common::repo().join("tests/data").join(name)
@@ -61,10 +61,10 @@ fn imported_catalogues_index_and_answer() {
     let dir = common::build(&data("mcp-servers.json"), "mcp");
     let engine = common::open(&dir);
     let r = engine
-        .search_tool_by_category(&SearchToolsRequest {
-            query: "open a bug report on github".into(),
-            ..Default::default()
-        })
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest { query: "open a bug report on github".into(), ..Default::default() },
+        )
         .unwrap();
     assert_eq!(r.results[0].tool_id, "github.create_issue");
     assert_eq!(r.results[0].path, "github");
@@ -87,10 +87,10 @@ fn one_file_per_server_merges_into_one_index() {
     assert_eq!(servers, ["github", "mcp-filesystem", "postgres"]);
     assert_eq!(engine.catalog().tools.len(), 3 + 4 + load_path(&files[2], None).unwrap().tools.len());
     let r = engine
-        .search_tool_by_category(&SearchToolsRequest {
-            query: "overwrite an existing file with new content".into(),
-            ..Default::default()
-        })
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest { query: "overwrite an existing file with new content".into(), ..Default::default() },
+        )
         .unwrap();
     assert_eq!(r.results[0].tool_id, "mcp-filesystem.write_file");
 

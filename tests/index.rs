@@ -7,10 +7,17 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use toolsearch::index::{IndexError, OpenOptions};
-use toolsearch::{build_index, load_path, BuildOptions, Embedder, Engine, EngineOptions, PathSpec, SearchToolsRequest};
+use toolsearch::{
+    build_index, load_path, BuildOptions, Embedder, Engine, EngineOptions, PathSpec, Principal, SearchToolsRequest,
+};
 
 fn top(engine: &Engine, query: &str) -> String {
-    let r = engine.search_tool_by_category(&SearchToolsRequest { query: query.into(), ..Default::default() }).unwrap();
+    let r = engine
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest { query: query.into(), ..Default::default() },
+        )
+        .unwrap();
     r.results[0].tool_id.clone()
 }
 
@@ -32,12 +39,15 @@ fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
     let engine = common::open(&dir);
     assert_eq!(top(&engine, "upcoming concerts of my favourite band"), "Music::Gigs::artist_concerts");
     let r = engine
-        .search_tool_by_category(&SearchToolsRequest {
-            query: "latest share price for a ticker".into(),
-            category_path: Some(PathSpec::Joined("Finance/Stocks".into())),
-            limit: Some(5),
-            ..Default::default()
-        })
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest {
+                query: "latest share price for a ticker".into(),
+                category_path: Some(PathSpec::Joined("Finance/Stocks".into())),
+                limit: Some(5),
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert!(r.results.iter().all(|p| p.path == "Finance/Stocks"));
 }

@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use toolsearch::{ErrorCode, ListRequest, PathSpec, SearchToolsRequest};
+use toolsearch::{ErrorCode, ListRequest, PathSpec, Principal, SearchToolsRequest};
 
 fn search(
     query: &str,
@@ -12,13 +12,16 @@ fn search(
     limit: usize,
     cursor: Option<String>,
 ) -> Result<toolsearch::SearchToolsResponse, toolsearch::ProtocolError> {
-    common::sample().search_tool_by_category(&SearchToolsRequest {
-        query: query.into(),
-        tags: tags.iter().map(|t| t.to_string()).collect(),
-        limit: Some(limit),
-        cursor,
-        ..Default::default()
-    })
+    common::sample().search_tool_by_category(
+        &Principal::trusted(),
+        &SearchToolsRequest {
+            query: query.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            limit: Some(limit),
+            cursor,
+            ..Default::default()
+        },
+    )
 }
 
 #[test]
@@ -51,11 +54,14 @@ fn list_pages_walk_categories_then_tools() {
         ..Default::default()
     };
     let whole = engine
-        .list(&ListRequest { path: Some(PathSpec::Joined("Coding/Git".into())), limit: Some(50), ..Default::default() })
+        .list(
+            &Principal::trusted(),
+            &ListRequest { path: Some(PathSpec::Joined("Coding/Git".into())), limit: Some(50), ..Default::default() },
+        )
         .unwrap();
     let (mut nodes, mut tools, mut cursor) = (Vec::new(), Vec::new(), None);
     loop {
-        let page = engine.list(&req(cursor)).unwrap();
+        let page = engine.list(&Principal::trusted(), &req(cursor)).unwrap();
         nodes.extend(page.nodes.into_iter().map(|n| n.path));
         tools.extend(page.tools.into_iter().map(|t| t.tool_id));
         cursor = page.next_cursor;
@@ -84,12 +90,15 @@ fn tampered_foreign_and_garbage_cursors_are_invalid() {
     // A cursor of another index (here: another build of the same catalogue) is refused.
     let other = common::open(&common::build(&common::sample_catalog(), "sample-rebuilt"));
     let e = other
-        .search_tool_by_category(&SearchToolsRequest {
-            query: "send a message".into(),
-            limit: Some(2),
-            cursor: Some(cursor),
-            ..Default::default()
-        })
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest {
+                query: "send a message".into(),
+                limit: Some(2),
+                cursor: Some(cursor),
+                ..Default::default()
+            },
+        )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidCursor);
 }
@@ -110,7 +119,7 @@ fn tags_filter_keeps_only_tools_with_every_tag() {
 #[test]
 fn list_with_tags_counts_and_shows_only_matching_tools() {
     let r = common::sample()
-        .list(&ListRequest { tags: vec!["slack".into()], limit: Some(50), ..Default::default() })
+        .list(&Principal::trusted(), &ListRequest { tags: vec!["slack".into()], limit: Some(50), ..Default::default() })
         .unwrap();
     assert_eq!(r.nodes.iter().map(|n| (n.path.as_str(), n.tool_count)).collect::<Vec<_>>(), [("Communication", 6)]);
 }

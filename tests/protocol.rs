@@ -3,15 +3,20 @@
 mod common;
 
 use serde_json::json;
-use toolsearch::{Engine, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, SearchNodesRequest, SearchToolsRequest};
+use toolsearch::{
+    Engine, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, Principal, SearchNodesRequest, SearchToolsRequest,
+};
 
 fn search(query: &str, path: Option<&str>) -> Result<toolsearch::SearchToolsResponse, toolsearch::ProtocolError> {
-    common::sample().search_tool_by_category(&SearchToolsRequest {
-        query: query.into(),
-        category_path: path.map(|p| PathSpec::Joined(p.into())),
-        limit: None,
-        ..Default::default()
-    })
+    common::sample().search_tool_by_category(
+        &Principal::trusted(),
+        &SearchToolsRequest {
+            query: query.into(),
+            category_path: path.map(|p| PathSpec::Joined(p.into())),
+            limit: None,
+            ..Default::default()
+        },
+    )
 }
 
 fn top_id(query: &str, path: Option<&str>) -> String {
@@ -54,12 +59,15 @@ fn search_scoped_to_a_category_returns_only_tools_under_it() {
 fn scope_accepts_segments_and_any_letter_case() {
     let engine = common::sample();
     let by_segments = engine
-        .search_tool_by_category(&SearchToolsRequest {
-            query: "list objects".into(),
-            category_path: Some(PathSpec::Segments(vec!["Storage".into(), "Buckets".into()])),
-            limit: Some(3),
-            ..Default::default()
-        })
+        .search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest {
+                query: "list objects".into(),
+                category_path: Some(PathSpec::Segments(vec!["Storage".into(), "Buckets".into()])),
+                limit: Some(3),
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!(by_segments.category_path, "Storage/Buckets");
     assert_eq!(search("list objects", Some("storage/buckets")).unwrap().category_path, "Storage/Buckets");
@@ -80,7 +88,7 @@ fn no_match_in_category_names_the_category_where_the_query_matches() {
     assert_eq!(e.code, ErrorCode::NoMatchInCategory);
     assert!(e.hints[0].contains("Media/Images"), "{:?}", e.hints);
     let next = e.next_action.unwrap();
-    assert_eq!(next.call, "search_tool_by_category");
+    assert_eq!(next.call.as_str(), "search_tool_by_category");
     assert_eq!(next.arguments["category_path"], "Media/Images");
 }
 
@@ -93,7 +101,9 @@ fn gibberish_gets_no_match_rather_than_weak_guesses() {
 
 #[test]
 fn expand_tool_returns_the_full_schema_and_usage_notes() {
-    let r = common::sample().expand_tool(&ExpandToolRequest { tool_id: "payments.create_charge".into() }).unwrap();
+    let r = common::sample()
+        .expand_tool(&Principal::trusted(), &ExpandToolRequest { tool_id: "payments.create_charge".into() })
+        .unwrap();
     assert_eq!(r.path, "Finance/Payments");
     assert_eq!(r.args_schema["required"], json!(["customer_id", "amount_cents", "currency"]));
     assert_eq!(r.args_schema["properties"]["currency"]["pattern"], "^[A-Z]{3}$");
@@ -102,7 +112,9 @@ fn expand_tool_returns_the_full_schema_and_usage_notes() {
 
 #[test]
 fn tool_not_found_suggests_similar_ids() {
-    let e = common::sample().expand_tool(&ExpandToolRequest { tool_id: "payments.create_charg".into() }).unwrap_err();
+    let e = common::sample()
+        .expand_tool(&Principal::trusted(), &ExpandToolRequest { tool_id: "payments.create_charg".into() })
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::ToolNotFound);
     assert!(e.hints[0].contains("payments.create_charge"), "{:?}", e.hints);
     assert_eq!(e.next_action.unwrap().arguments, json!({"tool_id": "payments.create_charge"}));
@@ -110,7 +122,8 @@ fn tool_not_found_suggests_similar_ids() {
 
 #[test]
 fn list_root_shows_top_level_categories_with_counts() {
-    let r = common::sample().list(&ListRequest { limit: Some(50), ..Default::default() }).unwrap();
+    let r =
+        common::sample().list(&Principal::trusted(), &ListRequest { limit: Some(50), ..Default::default() }).unwrap();
     assert_eq!(r.path, "");
     let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
     assert!(names.contains(&"Coding") && names.contains(&"Weather"), "{names:?}");
@@ -122,7 +135,10 @@ fn list_root_shows_top_level_categories_with_counts() {
 #[test]
 fn list_at_a_leaf_shows_its_tools_and_honours_limit() {
     let r = common::sample()
-        .list(&ListRequest { path: Some(PathSpec::Joined("Weather".into())), limit: Some(3), ..Default::default() })
+        .list(
+            &Principal::trusted(),
+            &ListRequest { path: Some(PathSpec::Joined("Weather".into())), limit: Some(3), ..Default::default() },
+        )
         .unwrap();
     assert!(r.nodes.is_empty());
     assert_eq!(r.tools.len(), 3);
@@ -132,12 +148,15 @@ fn list_at_a_leaf_shows_its_tools_and_honours_limit() {
 #[test]
 fn list_with_query_keeps_children_that_match_directly_or_through_their_tools() {
     let r = common::sample()
-        .list(&ListRequest {
-            path: Some(PathSpec::Joined("Storage".into())),
-            query: Some("upload a file to a bucket".into()),
-            limit: None,
-            ..Default::default()
-        })
+        .list(
+            &Principal::trusted(),
+            &ListRequest {
+                path: Some(PathSpec::Joined("Storage".into())),
+                query: Some("upload a file to a bucket".into()),
+                limit: None,
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!(r.nodes[0].path, "Storage/Buckets");
     assert!(!r.nodes.iter().any(|n| n.path == "Storage/Databases"), "{:?}", r.nodes);
@@ -158,7 +177,10 @@ fn a_tool_under_two_paths_is_found_from_each_with_the_path_it_matched_through() 
 #[test]
 fn search_nodes_ranks_the_relevant_category_first() {
     let r = common::sample()
-        .search_nodes(&SearchNodesRequest { query: "page the on-call engineer".into(), limit: Some(3) })
+        .search_nodes(
+            &Principal::trusted(),
+            &SearchNodesRequest { query: "page the on-call engineer".into(), limit: Some(3) },
+        )
         .unwrap();
     assert_eq!(r.results[0].path, "Ops/Incidents");
     assert!(r.results.iter().all(|n| (0.0..=1.0).contains(&n.confidence)));
@@ -169,17 +191,16 @@ fn bad_requests_are_invalid_arguments() {
     assert_eq!(search("   ", None).unwrap_err().code, ErrorCode::InvalidArgument);
     let engine = common::sample();
     for limit in [0, 51] {
-        let e = engine.search_tool_by_category(&SearchToolsRequest {
-            query: "x".into(),
-            category_path: None,
-            limit: Some(limit),
-            ..Default::default()
-        });
+        let e = engine.search_tool_by_category(
+            &Principal::trusted(),
+            &SearchToolsRequest { query: "x".into(), category_path: None, limit: Some(limit), ..Default::default() },
+        );
         assert_eq!(e.unwrap_err().code, ErrorCode::InvalidArgument);
     }
-    let e = engine.handle("search_tool_by_category", json!({"query": "x", "bogus": 1})).unwrap_err();
+    let e =
+        engine.handle(&Principal::trusted(), "search_tool_by_category", json!({"query": "x", "bogus": 1})).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert_eq!(engine.handle("nope", json!({})).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert_eq!(engine.handle(&Principal::trusted(), "nope", json!({})).unwrap_err().code, ErrorCode::InvalidArgument);
 }
 
 #[test]
@@ -192,6 +213,7 @@ fn a_ten_thousand_character_query_is_answered() {
 fn json_dispatch_answers_in_protocol_shapes() {
     let v = common::sample()
         .handle(
+            &Principal::trusted(),
             "search_tool_by_category",
             json!({"query": "forecast for Paris", "category_path": "Weather", "limit": 2}),
         )
@@ -199,7 +221,8 @@ fn json_dispatch_answers_in_protocol_shapes() {
     assert_eq!(v["category_path"], "Weather");
     assert_eq!(v["results"][0]["tool_id"], "weather.forecast");
     assert!(v["next_cursor"].is_null());
-    let v = common::sample().handle("expand_tool", json!({"tool_id": "weather.forecast"})).unwrap();
+    let v =
+        common::sample().handle(&Principal::trusted(), "expand_tool", json!({"tool_id": "weather.forecast"})).unwrap();
     assert_eq!(v["args_schema"]["properties"]["days"]["maximum"], 14);
 }
 
@@ -212,11 +235,17 @@ fn engine_is_send_and_sync_and_answers_from_many_threads() {
         for q in ["send an email", "resize an image", "book a flight", "run the tests"] {
             s.spawn(move || {
                 let first = engine
-                    .search_tool_by_category(&SearchToolsRequest { query: q.into(), ..Default::default() })
+                    .search_tool_by_category(
+                        &Principal::trusted(),
+                        &SearchToolsRequest { query: q.into(), ..Default::default() },
+                    )
                     .unwrap();
                 for _ in 0..5 {
                     let again = engine
-                        .search_tool_by_category(&SearchToolsRequest { query: q.into(), ..Default::default() })
+                        .search_tool_by_category(
+                            &Principal::trusted(),
+                            &SearchToolsRequest { query: q.into(), ..Default::default() },
+                        )
                         .unwrap();
                     assert_eq!(again, first);
                 }
@@ -238,7 +267,8 @@ fn sixteen_threads_share_one_engine_and_get_the_single_threaded_answers() {
         ("expand_tool", json!({"tool_id": "maps.directions"})),
         ("expand_tool", json!({"tool_id": "maps.direction"})),
     ];
-    let expected: Vec<String> = calls.iter().map(|(c, a)| format!("{:?}", engine.handle(c, a.clone()))).collect();
+    let expected: Vec<String> =
+        calls.iter().map(|(c, a)| format!("{:?}", engine.handle(&Principal::trusted(), c, a.clone()))).collect();
     engine.clear_query_cache();
     std::thread::scope(|s| {
         for t in 0..16 {
@@ -246,7 +276,7 @@ fn sixteen_threads_share_one_engine_and_get_the_single_threaded_answers() {
             s.spawn(move || {
                 for round in 0..6 {
                     let i = (t + round) % calls.len();
-                    let got = format!("{:?}", engine.handle(calls[i].0, calls[i].1.clone()));
+                    let got = format!("{:?}", engine.handle(&Principal::trusted(), calls[i].0, calls[i].1.clone()));
                     assert_eq!(got, expected[i], "thread {t} call {i}");
                 }
             });

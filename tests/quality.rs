@@ -4,7 +4,7 @@ mod common;
 
 use toolsearch::eval::{fit_calibration, load_queries, run_bench, BenchOptions};
 use toolsearch::index::IndexMeta;
-use toolsearch::{Engine, EngineOptions, Retrieval, CALIBRATION_KEY};
+use toolsearch::{Engine, EngineOptions, Retrieval};
 
 fn queries() -> Vec<toolsearch::eval::LabelledQuery> {
     load_queries(&common::repo().join("tests/data/sample-queries.jsonl"), None, None).unwrap()
@@ -51,8 +51,7 @@ fn calibration_is_fitted_stored_in_the_index_and_used_on_open() {
         "confidence must grow with the score: {report:?}"
     );
     assert_eq!((report.train_queries, report.heldout_queries), (12, 12));
-    let json = serde_json::to_string(&report.fitted).unwrap();
-    IndexMeta::set_extension(&dir, CALIBRATION_KEY, &json).unwrap();
+    IndexMeta::set_calibration(&dir, &report.fitted).unwrap();
     let reopened = Engine::with_embedder(&dir, common::embedder(), EngineOptions::default()).unwrap();
     assert_eq!(reopened.calibration(), &report.fitted);
     // The index still verifies after the metadata was rewritten.

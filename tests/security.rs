@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolsearch::index::IndexError;
-use toolsearch::{build_index, load_path, BuildOptions, Embedder};
+use toolsearch::{build_index, load_path, BuildOptions, Embedder, Principal};
 
 fn toolsearch(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().expect("binary runs")
@@ -278,20 +278,20 @@ fn one_rule_for_paths_at_load_and_in_requests() {
     );
     let idx = common::build(&f, "sec-slash-segment");
     let engine = common::open(&idx);
-    let listed = engine.handle("list", json!({"path": "Finance"})).unwrap();
+    let listed = engine.handle(&Principal::trusted(), "list", json!({"path": "Finance"})).unwrap();
     assert_eq!(listed["nodes"][0]["path"], "Finance/BIN\\/IIN Lookup");
-    let inside = engine.handle("list", json!({"path": "Finance/BIN\\/IIN Lookup"})).unwrap();
+    let inside = engine.handle(&Principal::trusted(), "list", json!({"path": "Finance/BIN\\/IIN Lookup"})).unwrap();
     assert_eq!(inside["tools"][0]["tool_id"], "t");
     assert_eq!(
-        engine.handle("list", json!({"path": "Finance/BIN/IIN Lookup"})).unwrap_err().code,
+        engine.handle(&Principal::trusted(), "list", json!({"path": "Finance/BIN/IIN Lookup"})).unwrap_err().code,
         toolsearch::ErrorCode::UnknownPath
     );
     let engine = common::sample();
-    let err = engine.handle("list", json!({"path": "/".repeat(10_000)})).unwrap_err();
+    let err = engine.handle(&Principal::trusted(), "list", json!({"path": "/".repeat(10_000)})).unwrap_err();
     assert_eq!(err.code, toolsearch::ErrorCode::InvalidArgument, "{err:?}");
-    let err = engine.handle("list", json!({"path": "Storage//Buckets"})).unwrap_err();
+    let err = engine.handle(&Principal::trusted(), "list", json!({"path": "Storage//Buckets"})).unwrap_err();
     assert_eq!(err.code, toolsearch::ErrorCode::InvalidArgument, "{err:?}");
-    assert!(engine.handle("list", json!({"path": "/Storage/Buckets/"})).is_ok());
+    assert!(engine.handle(&Principal::trusted(), "list", json!({"path": "/Storage/Buckets/"})).is_ok());
 }
 
 // ---- 4, 12. executor timeouts hold ----

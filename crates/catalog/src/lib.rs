@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod facade;
 mod import;
 mod jsonl;
 pub mod limits;
@@ -23,6 +24,9 @@ mod path;
 mod schema_check;
 
 pub use error::{CatalogError, Location};
+pub use facade::{
+    fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
+};
 pub use load::{load_path, load_path_as, parse_str, parse_str_as, Format};
 pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::facade::FacadeSettings;
 use crate::path::CategoryPath;
 
 /// A whole catalogue: category nodes, tools and availability groups, normalised.
@@ -38,9 +39,9 @@ pub struct Node {
     /// Guidance shown to a model only when this node is unfolded as a facade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_notes: Option<String>,
-    /// Facade settings for the disclosure runtime, kept verbatim.
+    /// Facade settings for the disclosure runtime, checked at load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub facade: Option<Value>,
+    pub facade: Option<FacadeSettings>,
     /// True when the node was created because a tool or node path needed it.
     #[serde(default)]
     pub implicit: bool,

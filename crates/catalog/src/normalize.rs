@@ -6,10 +6,11 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::error::CatalogError;
+use crate::facade::{check_unique_names, FacadeSettings};
 use crate::limits::*;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::model::{Catalog, Group, Node, Tool, Visibility};
-use crate::path::{CategoryPath, PathSpec};
+use crate::path::{display_path, CategoryPath, PathSpec};
 use crate::schema_check::check_schema;
 
 /// Where a raw record came from, to locate errors about it.
@@ -82,7 +83,9 @@ pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, Catalog
         tools.push(tool);
     }
     add_implicit_ancestors(&mut nodes, tools.iter().flat_map(|t| t.paths.iter()).cloned().collect());
-    Ok(Catalog { nodes: nodes.into_values().collect(), tools, groups })
+    let nodes: Vec<Node> = nodes.into_values().collect();
+    check_unique_names(&nodes, &file)?;
+    Ok(Catalog { nodes, tools, groups })
 }
 
 fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Group>, CatalogError> {
@@ -126,13 +129,19 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
             description.as_deref().and_then(first_sentence).unwrap_or_else(|| path.last().cloned().unwrap_or_default())
         }
     };
+    let (path_of_node, summary_of_node) = (path.clone(), summary.clone());
     Ok(Node {
         path,
         summary,
         description,
         tags: bounded_list(file, origin, "tags", rn.tags, MAX_TAGS, MAX_TAG_BYTES)?,
         usage_notes: optional_text(file, origin, "usage_notes", rn.usage_notes, MAX_TEXT_BYTES)?,
-        facade: rn.facade,
+        facade: match &rn.facade {
+            None => None,
+            Some(raw) => FacadeSettings::parse(&path_of_node, &summary_of_node, raw).map_err(|(field, message)| {
+                origin.error(file, "facade", format!("facade {}: {field}: {message}", display_path(&path_of_node)))
+            })?,
+        },
         implicit: false,
     })
 }

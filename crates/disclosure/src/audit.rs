@@ -8,6 +8,50 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolsearch_query::ErrorCode;
+
+/// How a catalogue tool call went, as the audit trail records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The tool ran and returned a result.
+    Ok,
+    /// The tool ran and reported its own failure.
+    ToolError,
+    /// The call was refused before running, with this code.
+    Refused(ErrorCode),
+}
+
+impl CallOutcome {
+    /// The recorded form: `ok`, `tool_error`, or the code in lower case.
+    pub fn as_string(self) -> String {
+        match self {
+            CallOutcome::Ok => "ok".into(),
+            CallOutcome::ToolError => "tool_error".into(),
+            CallOutcome::Refused(code) => code.as_str().to_lowercase(),
+        }
+    }
+}
+
+impl Serialize for CallOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.as_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for CallOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "ok" => Ok(CallOutcome::Ok),
+            "tool_error" => Ok(CallOutcome::ToolError),
+            other => ErrorCode::ALL
+                .iter()
+                .find(|c| c.as_str().eq_ignore_ascii_case(other))
+                .map(|&c| CallOutcome::Refused(c))
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown call outcome {other:?}"))),
+        }
+    }
+}
 
 /// One step of an agent's interaction with its tool set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,8 +108,9 @@ pub enum AuditEvent {
         via: String,
         /// The arguments given.
         arguments: Value,
-        /// `ok`, `tool_error`, `invalid_argument`, `unavailable`, or another protocol error code.
-        outcome: String,
+        /// How it went (`ok`, `tool_error`, or the refusal's error code in lower case, e.g.
+        /// `invalid_argument`, `unavailable`).
+        outcome: CallOutcome,
         /// Set when the model never saw this tool's full definition before calling it.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         called_without_expand: bool,

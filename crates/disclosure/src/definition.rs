@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The longest tool name every target API accepts (OpenAI allows 64 characters).
-pub const MAX_NAME_CHARS: usize = 64;
+pub use toolsearch_catalog::MAX_NAME_CHARS;
 
 /// One tool definition: a name the model calls, a description, and a JSON Schema for the input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,23 +16,7 @@ pub struct ToolDef {
     pub input_schema: Value,
 }
 
-/// `text` as a tool name every API accepts: characters outside `[A-Za-z0-9_-]` become `_`,
-/// runs of `_` collapse, and the result is cut to [`MAX_NAME_CHARS`]. Empty input gives `tool`.
-pub fn sanitize_name(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.trim().chars() {
-        let c = if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' };
-        if !(c == '_' && out.ends_with('_')) {
-            out.push(c);
-        }
-    }
-    let trimmed: String = out.trim_matches('_').chars().take(MAX_NAME_CHARS).collect();
-    if trimmed.is_empty() {
-        "tool".to_owned()
-    } else {
-        trimmed
-    }
-}
+pub use toolsearch_catalog::sanitize_name;
 
 /// An input schema for an object with these properties, `required` listing the mandatory ones.
 pub(crate) fn object_schema(properties: Value, required: &[&str]) -> Value {

@@ -5,6 +5,7 @@
 //! each searching only there, plus `expand_tool` (and `call_tool`). Search answers come at
 //! one of three levels of detail.
 
+use crate::error::DisclosureError;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use toolsearch_catalog::{display_path, Catalog, CategoryPath};
@@ -80,23 +81,27 @@ pub(crate) enum DiscoveryTool {
 impl DiscoveryConfig {
     /// The discovery tools this configuration offers, in display order. Unknown domain
     /// paths are an error naming the path.
-    pub(crate) fn tools(&self, catalog: &Catalog) -> Result<Vec<DiscoveryTool>, String> {
+    pub(crate) fn tools(&self, catalog: &Catalog) -> Result<Vec<DiscoveryTool>, DisclosureError> {
         if !(1..=50).contains(&self.limit) {
-            return Err(format!("discovery limit {} is not between 1 and 50", self.limit));
+            return Err(DisclosureError::Discovery(format!("limit {} is not between 1 and 50", self.limit)));
         }
         let mut tools = match self.mode {
             DiscoveryMode::Off => return Ok(Vec::new()),
             DiscoveryMode::General => vec![DiscoveryTool::SearchTools, DiscoveryTool::SearchNodes, DiscoveryTool::List],
             DiscoveryMode::Domains => {
                 if self.domains.is_empty() {
-                    return Err("discovery mode \"domains\" needs at least one category in `domains`".into());
+                    return Err(DisclosureError::Discovery(
+                        "mode \"domains\" needs at least one category in `domains`".into(),
+                    ));
                 }
                 let mut v = Vec::new();
                 for p in &self.domains {
                     let segments: CategoryPath =
                         p.split('/').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
                     if !catalog.nodes.iter().any(|n| n.path == segments) {
-                        return Err(format!("discovery domain {p:?} is not a category of the catalogue"));
+                        return Err(DisclosureError::Discovery(format!(
+                            "domain {p:?} is not a category of the catalogue"
+                        )));
                     }
                     v.push(DiscoveryTool::Domain(segments));
                 }

@@ -28,9 +28,34 @@ pub enum DisclosureError {
         /// The bound.
         max: usize,
     },
-    /// A tool id or facade name that does not exist.
-    #[error("{0}")]
-    Unknown(String),
+    /// A facade lists a tool the catalogue does not have.
+    #[error("facade {facade}: tool {tool:?} is not in the catalogue")]
+    UnknownInnerTool {
+        /// The facade.
+        facade: String,
+        /// The missing tool id.
+        tool: String,
+    },
+    /// A facade nests a facade that does not exist.
+    #[error("facade {facade}: inner facade {inner:?} does not exist")]
+    UnknownInnerFacade {
+        /// The facade.
+        facade: String,
+        /// The missing facade's name.
+        inner: String,
+    },
+    /// Discovery settings that cannot be used.
+    #[error("discovery {0}")]
+    Discovery(String),
+    /// A pinned tool the catalogue does not have.
+    #[error("pinned tool {0:?} is not in the catalogue")]
+    UnknownPinnedTool(String),
+    /// Folding a facade that is not unfolded.
+    #[error("facade {0:?} is not unfolded")]
+    NotUnfolded(String),
+    /// Tools registered at run time that are not a manifest object.
+    #[error("registered tools must be a manifest object {{\"tools\": [...]}}")]
+    NotAManifest,
     /// The engine could not be opened.
     #[error(transparent)]
     Engine(#[from] toolsearch_query::EngineError),

@@ -5,31 +5,14 @@
 //! model sees only the facade's short description; calling it reveals the inner tools, and
 //! the facade's `usage_notes` are appended verbatim to that unfold message and nowhere else.
 
-use serde::Deserialize;
-use serde_json::{json, Value};
-use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
+use serde_json::json;
+use toolsearch_catalog::{CategoryPath, Node};
 
 use crate::definition::{object_schema, sanitize_name, ToolDef};
-use crate::error::DisclosureError;
 
-/// How many tools a `query` facade reveals when its settings name no `limit`.
-pub const DEFAULT_QUERY_LIMIT: usize = 5;
-
-/// Which inner tools a call reveals.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Select {
-    /// Every inner tool.
-    All,
-    /// Those of one child category, named by a `category` argument from a fixed enum the
-    /// facade advertises (node facades only).
-    Category,
-    /// The `limit` best matches of a free `query` argument, ranked by the engine inside the
-    /// facade's category (or among its listed tools).
-    Query {
-        /// How many tools to reveal.
-        limit: usize,
-    },
-}
+/// Which inner tools a call reveals (the catalogue's [`FacadeSelect`]).
+pub use toolsearch_catalog::FacadeSelect as Select;
+pub use toolsearch_catalog::{is_discovery_name, DEFAULT_QUERY_LIMIT};
 
 /// One inner item of a hand-built facade.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,19 +56,6 @@ pub struct Facade {
     /// for exclusive facades, which would otherwise hide everything else until the interaction
     /// ends).
     pub foldable: bool,
-}
-
-/// `facade` settings in a manifest node.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Settings {
-    name: Option<String>,
-    description: Option<String>,
-    remove_on_invoke: Option<bool>,
-    exclusive: Option<bool>,
-    select: Option<String>,
-    limit: Option<usize>,
-    foldable: Option<bool>,
 }
 
 impl Facade {
@@ -135,53 +105,21 @@ impl Facade {
         self
     }
 
-    /// The facade a manifest node declares in its `facade` settings, if any. Settings:
-    /// `name` (default: the path, e.g. `coding_git`), `description` (default: the node's
-    /// summary), `remove_on_invoke` (true), `exclusive` (false), `select` (`all`, `category`
-    /// or `query`), `limit` (query facades, default 5), `foldable` (default: `exclusive`).
-    pub fn for_node(node: &Node) -> Result<Option<Facade>, DisclosureError> {
-        let Some(raw) = &node.facade else { return Ok(None) };
-        let path = display_path(&node.path);
-        let bad = |field: &str, message: String| DisclosureError::Facade {
-            facade: path.clone(),
-            field: field.to_owned(),
-            message,
-        };
-        let settings: Settings = match raw {
-            Value::Bool(true) | Value::Null => Settings::default(),
-            Value::Bool(false) => return Ok(None),
-            other => serde_json::from_value(other.clone()).map_err(|e| bad("facade", e.to_string()))?,
-        };
-        let select = match settings.select.as_deref().map(str::trim) {
-            None | Some("all") => Select::All,
-            Some("category") => Select::Category,
-            Some("query") => Select::Query { limit: settings.limit.unwrap_or(DEFAULT_QUERY_LIMIT) },
-            Some(other) => return Err(bad("facade.select", format!("{other:?} is not one of all, category, query"))),
-        };
-        if settings.limit.is_some() && !matches!(select, Select::Query { .. }) {
-            return Err(bad("facade.limit", "only a `query` facade takes a limit".into()));
-        }
-        if let Select::Query { limit: 0 | 51.. } = select {
-            return Err(bad("facade.limit", "must be between 1 and 50".into()));
-        }
-        let name =
-            settings.name.as_deref().map_or_else(|| sanitize_name(&node.path.join("_").to_lowercase()), sanitize_name);
-        let description = settings.description.unwrap_or_else(|| node.summary.clone());
-        if description.trim().is_empty() {
-            return Err(bad("facade.description", "the node has no summary; give the facade a description".into()));
-        }
-        let exclusive = settings.exclusive.unwrap_or(false);
-        Ok(Some(Facade {
-            name,
+    /// The facade a manifest node declares in its `facade` settings (checked when the
+    /// catalogue loaded), if any.
+    pub fn for_node(node: &Node) -> Option<Facade> {
+        let f = node.facade.as_ref()?;
+        Some(Facade {
+            name: f.name.clone(),
             purpose: node.summary.clone(),
-            description,
+            description: f.description.clone(),
             usage_notes: node.usage_notes.clone(),
             inner: Inner::Node(node.path.clone()),
-            remove_on_invoke: settings.remove_on_invoke.unwrap_or(true),
-            exclusive,
-            select,
-            foldable: settings.foldable.unwrap_or(exclusive),
-        }))
+            remove_on_invoke: f.remove_on_invoke,
+            exclusive: f.exclusive,
+            select: f.select,
+            foldable: f.foldable,
+        })
     }
 
     /// The definition the model sees. `categories` is the enum of a `category` facade.
@@ -216,87 +154,24 @@ impl Facade {
     }
 }
 
-/// Whether `name` is, or may be, the name of a discovery tool (`search_tool_by_category`,
-/// `search_nodes`, `list`, `expand_tool`, `call_tool`, `discover_<domain>_tools`), which a
-/// facade must never shadow.
-pub fn is_discovery_name(name: &str) -> bool {
-    matches!(name, "search_tool_by_category" | "search_nodes" | "list" | "expand_tool" | "call_tool")
-        || (name.starts_with("discover_") && name.ends_with("_tools"))
-}
-
-/// Checks the facade settings of every node of `catalog` at index time: each must be usable,
-/// no facade (nor its `fold_` tool) may take a discovery tool's name, and no two facades may
-/// share a name. Errors name the nodes.
-pub fn check_node_facades(catalog: &Catalog) -> Result<(), DisclosureError> {
-    let mut by_name: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for node in &catalog.nodes {
-        let Some(f) = Facade::for_node(node)? else { continue };
-        let path = display_path(&node.path);
-        for name in [f.name.clone(), fold_name(&f.name)] {
-            if is_discovery_name(&name) {
-                return Err(DisclosureError::Facade {
-                    facade: path,
-                    field: "facade.name".into(),
-                    message: format!("{name:?} is the name of a discovery tool; choose another name"),
-                });
-            }
-        }
-        if let Some(other) = by_name.insert(f.name.clone(), path.clone()) {
-            return Err(DisclosureError::Facade {
-                facade: path,
-                field: "facade.name".into(),
-                message: format!("{:?} is also the facade name of node {other:?}; facade names must be unique", f.name),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The name of the tool that folds facade `name` back.
-pub(crate) fn fold_name(name: &str) -> String {
-    sanitize_name(&format!("fold_{name}"))
-}
+pub(crate) use toolsearch_catalog::fold_name;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn node(facade: Value) -> Node {
-        Node {
-            path: vec!["Coding".into(), "Git".into()],
-            summary: "Version control.".into(),
-            usage_notes: Some("Branch first.".into()),
-            facade: Some(facade),
-            ..Node::default()
-        }
-    }
-
-    #[test]
-    fn manifest_settings_are_read_with_defaults() {
-        let f = Facade::for_node(&node(json!({}))).unwrap().unwrap();
-        assert_eq!(f.name, "coding_git");
-        assert!(f.remove_on_invoke && !f.exclusive && !f.foldable);
-        assert_eq!(f.select, Select::All);
-        let f = Facade::for_node(&node(json!({"select": "query", "limit": 3, "exclusive": true, "name": "git"})))
-            .unwrap()
-            .unwrap();
-        assert_eq!((f.name.as_str(), f.select.clone(), f.foldable), ("git", Select::Query { limit: 3 }, true));
-        assert!(Facade::for_node(&node(json!(false))).unwrap().is_none());
-    }
-
-    #[test]
-    fn bad_settings_name_the_node_and_field() {
-        let e = Facade::for_node(&node(json!({"select": "some"}))).unwrap_err().to_string();
-        assert!(e.contains("Coding/Git") && e.contains("facade.select"), "{e}");
-        let e = Facade::for_node(&node(json!({"exclusiv": true}))).unwrap_err().to_string();
-        assert!(e.contains("unknown field"), "{e}");
-        let e = Facade::for_node(&node(json!({"limit": 3}))).unwrap_err().to_string();
-        assert!(e.contains("facade.limit"), "{e}");
+        let manifest = json!({"nodes": [{"path": "Coding/Git", "summary": "Version control.", "usage_notes": "Branch first.", "facade": facade}],
+            "tools": [{"id": "t", "name": "t", "path": "Coding/Git"}]});
+        let catalog =
+            toolsearch_catalog::parse_str(std::path::Path::new("t.json"), &manifest.to_string(), None).unwrap();
+        catalog.nodes.into_iter().find(|n| n.facade.is_some()).unwrap()
     }
 
     #[test]
     fn usage_notes_stay_out_of_the_definition() {
-        let f = Facade::for_node(&node(json!({"select": "category"}))).unwrap().unwrap();
+        let f = Facade::for_node(&node(json!({"select": "category"}))).unwrap();
         let def = f.definition(&["GitHub".into(), "GitLab".into()]);
         assert!(!serde_json::to_string(&def).unwrap().contains("Branch first"));
         assert_eq!(def.input_schema["properties"]["category"]["enum"], json!(["GitHub", "GitLab"]));

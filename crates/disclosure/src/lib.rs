@@ -24,11 +24,11 @@ pub mod replay;
 mod tokens;
 mod toolset;
 
-pub use audit::{AuditEntry, AuditEvent, AuditTrail};
+pub use audit::{AuditEntry, AuditEvent, AuditTrail, CallOutcome};
 pub use definition::{sanitize_name, ToolDef, MAX_NAME_CHARS};
 pub use discovery::{Detail, DiscoveryConfig, DiscoveryMode};
 pub use error::DisclosureError;
-pub use facade::{check_node_facades, is_discovery_name, Facade, Inner, Item, Select, DEFAULT_QUERY_LIMIT};
+pub use facade::{is_discovery_name, Facade, Inner, Item, Select, DEFAULT_QUERY_LIMIT};
 pub use groups::{Availability, Clock, ManualClock, Probe, Reason, SystemClock, DEFAULT_TTL};
 pub use live::LiveCatalog;
 pub use names::{Diagnostic, NamedTool};

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use toolsearch_catalog::{parse_str, Format};
-use toolsearch_index::{build_index, BuildOptions, IndexMeta};
-use toolsearch_query::{Engine, EngineOptions, Executor, CALIBRATION_KEY};
+use toolsearch_index::{build_index, BuildOptions};
+use toolsearch_query::{Engine, EngineOptions, Executor};
 
 use crate::error::DisclosureError;
 
@@ -76,20 +76,14 @@ impl LiveCatalog {
         let source = Path::new("<registered tools>");
         let mut fragment = snippet.clone();
         let Some(obj) = fragment.as_object_mut() else {
-            return Err(DisclosureError::Unknown(
-                "registered tools must be a manifest object {\"tools\": [...]}".into(),
-            ));
+            return Err(DisclosureError::NotAManifest);
         };
         obj.insert("groups".into(), serde_json::to_value(&catalog.groups).expect("groups serialise"));
         let added = parse_str(source, &fragment.to_string(), Some(Format::Manifest))?;
         let count = added.tools.len();
         catalog.merge(added, source)?;
         let dir = current.index().dir().to_path_buf();
-        let calibration = current.index().meta().extensions.get(CALIBRATION_KEY).cloned();
         build_index(&catalog, current.embedder().as_ref(), &dir, &BuildOptions::default())?;
-        if let Some(c) = calibration {
-            IndexMeta::set_extension(&dir, CALIBRATION_KEY, &c)?;
-        }
         self.swap_in(&dir)?;
         Ok(count)
     }

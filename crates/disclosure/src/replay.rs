@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 use toolsearch_catalog::{Tool, Visibility};
-use toolsearch_query::{Executor, Principal};
+use toolsearch_query::{Executor, Principal, ToolFailure};
 
 use crate::audit::AuditEntry;
 use crate::definition::ToolDef;
@@ -283,7 +283,7 @@ fn describe(action: &Action) -> String {
 struct ReplayExecutor;
 
 impl Executor for ReplayExecutor {
-    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure> {
         Ok(json!({"replayed": true, "tool_id": tool.id, "arguments": arguments}))
     }
 }

@@ -42,9 +42,12 @@ struct Raw {
     gold_groups: Vec<Vec<String>>,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    split: Option<String>,
 }
 
-/// Reads labelled queries. `split` keeps queries tagged with it (or whose id starts with it);
+/// Reads labelled queries. `split` keeps the queries of that split: those whose `split` field
+/// is it, or, for queries without the field, those tagged with it or whose id starts with it;
 /// `sample` keeps a deterministic pseudo-random subset of that size.
 pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> Result<Vec<LabelledQuery>, EvalError> {
     let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.to_path_buf(), e))?;
@@ -66,7 +69,11 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
             return Err(EvalError::Record(path.to_path_buf(), i + 1, "no gold tool".into()));
         }
         let q = LabelledQuery { id: raw.id, text: raw.query, gold, tags: raw.tags };
-        if split.is_none_or(|s| s == "all" || q.tags.iter().any(|t| t == s) || q.id.starts_with(s)) {
+        let in_split = |s: &str| match &raw.split {
+            Some(own) => own == s,
+            None => q.tags.iter().any(|t| t == s) || q.id.starts_with(s),
+        };
+        if split.is_none_or(|s| s == "all" || in_split(s)) {
             out.push(q);
         }
     }
@@ -83,4 +90,27 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         return Err(EvalError::Empty(path.to_path_buf()));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_selects_by_the_split_field_then_by_tags() {
+        let path = std::env::temp_dir().join(format!("toolsearch-split-{}.jsonl", std::process::id()));
+        let lines = [
+            r#"{"id": "a", "query": "q1", "gold": ["t"], "split": "train"}"#,
+            r#"{"id": "b", "query": "q2", "gold": ["t"], "split": "test", "tags": ["train"]}"#,
+            r#"{"id": "c", "query": "q3", "gold": ["t"], "tags": ["test"]}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let ids = |split: &str| -> Vec<String> {
+            load_queries(&path, Some(split), None).map(|v| v.into_iter().map(|q| q.id).collect()).unwrap_or_default()
+        };
+        assert_eq!(ids("test"), ["b", "c"]);
+        assert_eq!(ids("train"), ["a"]);
+        assert_eq!(ids("all").len(), 3);
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use toolsearch_index::Reporter;
 use toolsearch_query::{Engine, Filter, ProtocolError, Retrieval, StageTimes};
 
 use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
@@ -18,15 +18,21 @@ pub struct BenchOptions {
     pub ks: Vec<usize>,
     /// Results ranked per query (MRR looks this deep).
     pub depth: usize,
-    /// Show a progress bar.
-    pub progress: bool,
+    /// Where progress goes (nowhere by default).
+    pub progress: Reporter,
     /// Queries re-run to measure the cached path (0 = skip).
     pub cached_runs: usize,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { retrieval: Retrieval::Hybrid, ks: vec![1, 5, 10], depth: 100, progress: false, cached_runs: 200 }
+        BenchOptions {
+            retrieval: Retrieval::Hybrid,
+            ks: vec![1, 5, 10],
+            depth: 100,
+            progress: Reporter::default(),
+            cached_runs: 200,
+        }
     }
 }
 
@@ -83,11 +89,8 @@ pub fn run_bench(
     queries: &[LabelledQuery],
     options: &BenchOptions,
 ) -> Result<BenchReport, ProtocolError> {
-    let bar = if options.progress { ProgressBar::new(queries.len() as u64) } else { ProgressBar::hidden() };
-    bar.set_style(
-        ProgressStyle::with_template("bench {bar:40} {pos}/{len} queries ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = &options.progress;
+    bar.start("bench queries", queries.len() as u64);
     let mut recall = vec![0.0; options.ks.len()];
     let (mut ndcg, mut mrr) = (0.0, 0.0);
     let mut pairs: Vec<(f32, bool)> = Vec::new();
@@ -113,9 +116,9 @@ pub fn run_bench(
         for (s, id) in ranked.iter().zip(&ids).take(10) {
             pairs.push((s.confidence, q.gold.iter().any(|g| g.iter().any(|x| x == id))));
         }
-        bar.inc(1);
+        bar.advance(1);
     }
-    bar.finish_and_clear();
+    bar.finish();
     let n = queries.len().max(1) as f64;
     let cached_p50_us = (options.cached_runs > 0 && options.retrieval != Retrieval::Lexical).then(|| {
         // Each query twice in a row: the second answer comes from the cache.

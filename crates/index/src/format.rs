@@ -1,15 +1,15 @@
 //! The index's file layout and its checksummed metadata. Shared by writer and reader.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -56,8 +56,9 @@ pub struct IndexMeta {
     pub files: Vec<FileSum>,
     /// Unix time of the build.
     pub created_unix: u64,
-    /// Named JSON blobs added by later stages (e.g. calibration), keyed by name.
-    pub extensions: BTreeMap<String, String>,
+    /// The confidence map fitted to this catalogue by `toolsearch calibrate`, if any; a
+    /// rebuild of the same index keeps it.
+    pub calibration: Option<Calibration>,
 }
 
 impl IndexMeta {
@@ -74,11 +75,11 @@ impl IndexMeta {
         std::fs::write(&path, bytes).map_err(io(&path))
     }
 
-    /// Sets the extension `key` of the index in `dir` to `value` (a JSON text), replacing the
-    /// metadata file atomically (write beside, fsync, rename).
-    pub fn set_extension(dir: &Path, key: &str, value: &str) -> Result<(), IndexError> {
+    /// Stores `calibration` in the index in `dir`, replacing the metadata file atomically
+    /// (write beside, fsync, rename).
+    pub fn set_calibration(dir: &Path, calibration: &Calibration) -> Result<(), IndexError> {
         let mut meta = IndexMeta::read(dir)?;
-        meta.extensions.insert(key.to_owned(), value.to_owned());
+        meta.calibration = Some(*calibration);
         let staging = dir.join(".meta-update");
         std::fs::create_dir_all(&staging).map_err(io(&staging))?;
         meta.write(&staging)?;

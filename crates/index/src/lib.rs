@@ -13,17 +13,21 @@
 #![deny(missing_docs)]
 
 mod atomic;
+mod calibration;
 mod dense;
 pub mod document;
 mod error;
 mod format;
 mod lexical;
+mod progress;
 mod reader;
 mod writer;
 
+pub use calibration::Calibration;
 pub use dense::{dot, Hit};
 pub use error::IndexError;
 pub use format::{IndexMeta, FORMAT_VERSION};
 pub use lexical::{DocKind, View};
+pub use progress::{Progress, Reporter, Silent};
 pub use reader::{IndexReader, OpenOptions};
 pub use writer::{build_index, BuildOptions, BuildReport};

@@ -5,7 +5,6 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use toolsearch_catalog::{display_path, Catalog};
 use toolsearch_embed::Embedder;
 
@@ -17,6 +16,7 @@ use crate::format::{
     file_sum, text_hash, IndexMeta, CATALOG_FILE, FORMAT_VERSION, LEXICAL_DIR, META_FILE, VECTORS_FILE,
 };
 use crate::lexical::{DocKind, LexicalWriter};
+use crate::progress::Reporter;
 
 /// Texts embedded between two progress updates.
 const EMBED_CHUNK: usize = 256;
@@ -24,8 +24,8 @@ const EMBED_CHUNK: usize = 256;
 /// How to build an index.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
-    /// Show a progress bar on a terminal.
-    pub progress: bool,
+    /// Where embedding progress goes (nowhere by default).
+    pub progress: Reporter,
     /// An index to take vectors from (by document text hash); default: the output itself.
     pub reuse_from: Option<PathBuf>,
 }
@@ -69,11 +69,13 @@ pub fn build_index(
     dense_texts.extend(catalog.nodes.iter().map(node_dense_text));
     let hashes: Vec<String> = dense_texts.iter().map(|t| text_hash(t)).collect();
 
+    // A calibration fitted to the index being replaced stays with it.
+    let calibration = IndexMeta::read(&target).ok().and_then(|m| m.calibration);
     let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(&target), embedder);
     let mut vectors: Vec<Vec<f32>> = hashes.iter().map(|h| previous.get(h).cloned().unwrap_or_default()).collect();
     let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
     let embed_start = Instant::now();
-    embed_missing(embedder, &dense_texts, &missing, &mut vectors, options.progress)?;
+    embed_missing(embedder, &dense_texts, &missing, &mut vectors, &options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
 
     let dir = staging.path();
@@ -101,7 +103,7 @@ pub fn build_index(
         hnsw_basename,
         files,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-        extensions: Default::default(),
+        calibration,
     };
     meta.write(dir)?;
     staging.commit()?;
@@ -183,14 +185,24 @@ fn embed_missing(
     texts: &[String],
     missing: &[usize],
     vectors: &mut [Vec<f32>],
-    progress: bool,
+    progress: &Reporter,
 ) -> Result<(), IndexError> {
-    let bar =
-        if progress && !missing.is_empty() { ProgressBar::new(missing.len() as u64) } else { ProgressBar::hidden() };
-    bar.set_style(
-        ProgressStyle::with_template("embedding {bar:40} {pos}/{len} documents ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    if missing.is_empty() {
+        return Ok(());
+    }
+    progress.start("embedding documents", missing.len() as u64);
+    let result = embed_in_chunks(embedder, texts, missing, vectors, progress);
+    progress.finish();
+    result
+}
+
+fn embed_in_chunks(
+    embedder: &dyn Embedder,
+    texts: &[String],
+    missing: &[usize],
+    vectors: &mut [Vec<f32>],
+    progress: &Reporter,
+) -> Result<(), IndexError> {
     // Long texts last within each chunk is the embedder's job; chunking only paces progress.
     let mut order = missing.to_vec();
     order.sort_by_key(|&i| texts[i].len());
@@ -199,9 +211,8 @@ fn embed_missing(
         for (&i, v) in chunk.iter().zip(embedder.embed(&batch)?) {
             vectors[i] = v;
         }
-        bar.inc(chunk.len() as u64);
+        progress.advance(chunk.len() as u64);
     }
-    bar.finish_and_clear();
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolsearch_catalog::Tool;
-use toolsearch_query::Executor;
+use toolsearch_query::{Executor, ToolFailure};
 
 /// Most bytes of standard output a command may print; past it the command is killed.
 pub const MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
@@ -146,18 +146,18 @@ pub struct CommandExecutor {
 
 impl CommandExecutor {
     /// Runs `tool` with `arguments`: the result, or the tool's own failure (its stderr).
-    pub fn run_tool(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+    pub fn run_tool(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure> {
         Executor::execute(self, tool, arguments)
     }
 }
 
 impl Executor for CommandExecutor {
-    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String> {
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure> {
         let input = json!({"tool_id": tool.id, "arguments": arguments}).to_string();
-        let (ok, stdout, stderr) = run(&self.argv, input.as_bytes(), self.timeout)?;
+        let (ok, stdout, stderr) = run(&self.argv, input.as_bytes(), self.timeout).map_err(ToolFailure::Executor)?;
         if !ok {
             let detail = if stderr.trim().is_empty() { stdout } else { stderr };
-            return Err(detail.trim().to_owned());
+            return Err(ToolFailure::Failed(detail.trim().to_owned()));
         }
         Ok(serde_json::from_str(&stdout).unwrap_or_else(|_| Value::String(stdout.trim_end().to_owned())))
     }

@@ -134,7 +134,7 @@ impl ToolRunner for CommandRunner {
                 done = job => match done {
                     Err(e) => Err(RunError::Failed(format!("the executor thread failed: {e}"))),
                     Ok(Ok(value)) => Ok(CallToolResult::success(vec![Content::text(text_of(&value))])),
-                    Ok(Err(message)) => Ok(CallToolResult::error(vec![Content::text(message)])),
+                    Ok(Err(failure)) => Ok(CallToolResult::error(vec![Content::text(failure.to_string())])),
                 },
             }
         })

@@ -17,7 +17,7 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use toolsearch_disclosure::{render, Dialect, Outcome, Step, ToolSet};
-use toolsearch_query::Principal;
+use toolsearch_query::{Principal, ToolFailure};
 
 use crate::hub::Hub;
 use crate::runner::{result_text, ProgressSink, RunContext};
@@ -199,7 +199,9 @@ impl ServerHandler for Session {
         let text = result_text(&result);
         let failed = result.is_error == Some(true);
         let outcome = self
-            .with_set(&context, move |set| set.finish_call(pending, if failed { Err(text) } else { Ok(text) }))
+            .with_set(&context, move |set| {
+                set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
+            })
             .await?;
         announce(&context.peer, &outcome.added, &outcome.removed).await;
         Ok(result.into())

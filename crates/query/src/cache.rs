@@ -3,6 +3,7 @@
 //! one index generation, so they never serve answers of another index.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 
 /// How many bytes a cached value holds (its heap part and itself).
@@ -17,6 +18,12 @@ impl<T> Weigh for Vec<T> {
     }
 }
 
+impl Weigh for String {
+    fn weight(&self) -> usize {
+        std::mem::size_of::<Self>() + self.len()
+    }
+}
+
 impl Weigh for i32 {
     fn weight(&self) -> usize {
         4
@@ -26,27 +33,27 @@ impl Weigh for i32 {
 /// Key -> value, at most `capacity` entries and `max_bytes` of keys and values together; the
 /// least recently used is evicted first. An entry over an eighth of the byte budget is not
 /// kept at all, so a few huge requests cannot flush the cache or grow it.
-pub(crate) struct Lru<V> {
+pub(crate) struct Lru<K, V> {
     capacity: usize,
     max_bytes: usize,
-    inner: Mutex<Inner<V>>,
+    inner: Mutex<Inner<K, V>>,
 }
 
-struct Inner<V> {
+struct Inner<K, V> {
     tick: u64,
     bytes: usize,
-    map: HashMap<String, (V, u64)>,
+    map: HashMap<K, (V, u64)>,
 }
 
 /// Fixed cost of one entry besides its key and value (map slot, tick).
 const ENTRY_OVERHEAD: usize = 64;
 
-fn entry_bytes<V: Weigh>(key: &str, value: &V) -> usize {
-    key.len() + value.weight() + ENTRY_OVERHEAD
+fn entry_bytes<K: Weigh, V: Weigh>(key: &K, value: &V) -> usize {
+    key.weight() + value.weight() + ENTRY_OVERHEAD
 }
 
-impl<V: Clone + Weigh> Lru<V> {
-    pub(crate) fn new(capacity: usize, max_bytes: usize) -> Lru<V> {
+impl<K: Clone + Eq + Hash + Weigh, V: Clone + Weigh> Lru<K, V> {
+    pub(crate) fn new(capacity: usize, max_bytes: usize) -> Lru<K, V> {
         Lru { capacity, max_bytes, inner: Mutex::new(Inner { tick: 0, bytes: 0, map: HashMap::new() }) }
     }
 
@@ -56,7 +63,7 @@ impl<V: Clone + Weigh> Lru<V> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<V> {
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         if self.capacity == 0 {
             return None;
         }
@@ -69,7 +76,7 @@ impl<V: Clone + Weigh> Lru<V> {
         })
     }
 
-    pub(crate) fn put(&self, key: String, value: V) {
+    pub(crate) fn put(&self, key: K, value: V) {
         let size = entry_bytes(&key, &value);
         if self.capacity == 0 || size > self.max_bytes / 8 {
             return;
@@ -106,21 +113,21 @@ mod tests {
 
     #[test]
     fn evicts_the_least_recently_used_entry() {
-        let c = Lru::new(2, 1 << 20);
+        let c: Lru<String, Vec<f64>> = Lru::new(2, 1 << 20);
         c.put("a".into(), vec![1.0]);
         c.put("b".into(), vec![2.0]);
-        assert_eq!(c.get("a"), Some(vec![1.0]));
+        assert_eq!(c.get(&"a".to_owned()), Some(vec![1.0]));
         c.put("c".into(), vec![3.0]);
-        assert_eq!(c.get("b"), None);
-        assert_eq!(c.get("a"), Some(vec![1.0]));
-        assert_eq!(c.get("c"), Some(vec![3.0]));
+        assert_eq!(c.get(&"b".to_owned()), None);
+        assert_eq!(c.get(&"a".to_owned()), Some(vec![1.0]));
+        assert_eq!(c.get(&"c".to_owned()), Some(vec![3.0]));
     }
 
     #[test]
     fn capacity_zero_disables_the_cache() {
-        let c = Lru::new(0, 1 << 20);
+        let c: Lru<String, i32> = Lru::new(0, 1 << 20);
         c.put("a".into(), 1);
-        assert_eq!(c.get("a"), None);
+        assert_eq!(c.get(&"a".to_owned()), None);
     }
 }
 
@@ -130,13 +137,17 @@ mod byte_tests {
 
     #[test]
     fn huge_keys_neither_grow_nor_flush_the_cache() {
-        let c: Lru<Vec<f32>> = Lru::new(1024, 1 << 20);
+        let c: Lru<String, Vec<f32>> = Lru::new(1024, 1 << 20);
         c.put("small".into(), vec![1.0; 8]);
         for i in 0..100 {
             c.put(format!("{i}{}", "q".repeat(8 << 20)), vec![0.0; 384]);
         }
         assert!(c.bytes() <= 1 << 20, "{}", c.bytes());
-        assert_eq!(c.get("small"), Some(vec![1.0; 8]), "huge entries are not cached, so they evict nothing");
+        assert_eq!(
+            c.get(&"small".to_owned()),
+            Some(vec![1.0; 8]),
+            "huge entries are not cached, so they evict nothing"
+        );
         for i in 0..1000 {
             c.put(format!("{i}{}", "k".repeat(10_000)), vec![0.0; 384]);
         }

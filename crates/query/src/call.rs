@@ -1,20 +1,34 @@
-//! `call_tool`: arguments validated against the tool's JSON Schema, then handed to the
-//! executor the host registered; every call and its outcome recorded for the audit trail.
+//! `call_tool`: the caller may use the tool, its arguments are validated against the tool's
+//! JSON Schema, then the call goes to the executor the host registered. Recording calls is
+//! the disclosure runtime's audit trail's job, not the engine's.
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use toolsearch_catalog::Tool;
 
-use crate::error::{ErrorCode, ProtocolError};
+use crate::engine::Engine;
+use crate::error::{Call, ErrorCode, ProtocolError};
+use crate::principal::Principal;
+
+/// Why a tool call that passed every check did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolFailure {
+    /// The tool ran and reported its own failure, in its own words.
+    #[error("{0}")]
+    Failed(String),
+    /// The executor could not run the tool to its end (it could not start, timed out, or
+    /// printed too much); the text says which.
+    #[error("{0}")]
+    Executor(String),
+}
 
 /// Runs validated tool calls. Implemented by the host (an MCP client, an HTTP client, ...).
 pub trait Executor: Send + Sync {
-    /// Runs `tool` with `arguments` (already valid against its `args_schema`). An `Err` is the
-    /// tool's own failure, reported to the caller as a result with `is_error`.
-    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, String>;
+    /// Runs `tool` with `arguments` (already valid against its `args_schema`). A failure is
+    /// reported to the caller as a result with `is_error`.
+    fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure>;
 }
 
 /// `call_tool`: run a tool.
@@ -43,53 +57,50 @@ pub struct CallToolResponse {
     pub is_error: bool,
 }
 
-/// One call as recorded for the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallRecord {
-    /// Milliseconds since the Unix epoch.
-    pub at_unix_ms: u64,
-    /// The tool's id as requested.
-    pub tool_id: String,
-    /// The arguments as given.
-    pub arguments: Value,
-    /// `ok`, `tool_error`, or the protocol error code that refused the call.
-    pub outcome: String,
-    /// The result or error text.
-    pub detail: Value,
-}
-
-/// Most call records kept; the oldest go first.
-const MAX_RECORDS: usize = 10_000;
-
-/// The bounded record of calls.
-#[derive(Default)]
-pub(crate) struct CallLog(Mutex<VecDeque<CallRecord>>);
-
-impl CallLog {
-    pub(crate) fn push(&self, tool_id: &str, arguments: &Value, outcome: &str, detail: Value) {
-        let at_unix_ms =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if log.len() == MAX_RECORDS {
-            log.pop_front();
-        }
-        log.push_back(CallRecord {
-            at_unix_ms,
-            tool_id: tool_id.to_owned(),
-            arguments: arguments.clone(),
-            outcome: outcome.to_owned(),
-            detail,
-        });
+impl Engine {
+    /// Registers the executor that runs `call_tool` (replacing any previous one).
+    pub fn set_executor(&self, executor: Arc<dyn Executor>) {
+        *self.executor.write().unwrap_or_else(|p| p.into_inner()) = Some(executor);
     }
 
-    pub(crate) fn drain(&self) -> Vec<CallRecord> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect()
+    /// `call_tool`: checks `who` may use the tool (as `expand_tool` does), validates the
+    /// arguments against its `args_schema` (`INVALID_ARGUMENT` with the failing JSON pointers),
+    /// and hands the call to the registered [`Executor`].
+    pub fn call_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<CallToolResponse, ProtocolError> {
+        let tool = self.checked_tool(who, req)?;
+        let executor = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(executor) = executor else {
+            return Err(ProtocolError::new(
+                ErrorCode::Internal,
+                "no executor is registered: the host must call Engine::set_executor",
+            ));
+        };
+        Ok(match executor.execute(tool, &req.arguments) {
+            Ok(result) => CallToolResponse { tool_id: tool.id.clone(), result, is_error: false },
+            Err(failure) => CallToolResponse {
+                tool_id: tool.id.clone(),
+                result: json!({ "error": failure.to_string() }),
+                is_error: true,
+            },
+        })
+    }
+
+    /// Everything `call_tool` checks before running a call, without running it: `who` may use
+    /// the tool and the arguments match its `args_schema`. The same errors as `call_tool`.
+    pub fn check_call(&self, who: &Principal, req: &CallToolRequest) -> Result<(), ProtocolError> {
+        self.checked_tool(who, req).map(|_| ())
+    }
+
+    fn checked_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<&Tool, ProtocolError> {
+        let tool = self.usable_tool(who, &req.tool_id)?;
+        validate(tool, &req.arguments)?;
+        Ok(tool)
     }
 }
 
 /// Checks `arguments` against the tool's schema; `INVALID_ARGUMENT` lists each failing JSON
 /// pointer.
-pub(crate) fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolError> {
+fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolError> {
     let validator = jsonschema::validator_for(&tool.args_schema).map_err(|e| {
         ProtocolError::new(ErrorCode::Internal, format!("tool {:?} has an unusable args_schema: {e}", tool.id))
     })?;
@@ -109,5 +120,5 @@ pub(crate) fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolErr
         format!("arguments of {:?} do not match its schema: {}", tool.id, problems[0]),
     )
     .with_hints(problems)
-    .with_next("expand_tool", json!({ "tool_id": tool.id })))
+    .with_next(Call::ExpandTool, json!({ "tool_id": tool.id })))
 }

@@ -8,6 +8,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::error::{ErrorCode, ProtocolError};
+use crate::scope::Filter;
 
 const TAG_BYTES: usize = 16;
 /// Offset (4 bytes) + request hash (8 bytes).
@@ -68,12 +69,25 @@ impl CursorKey {
     }
 }
 
-/// A stable hash of the parts of a request a cursor is bound to.
-pub(crate) fn request_hash(parts: &[&str]) -> u64 {
+/// A stable hash of what a cursor is bound to: the call, its query and its filter (path,
+/// tags and the caller's scopes). Every part is length-prefixed, so no two requests collide
+/// by moving text between parts.
+pub(crate) fn request_hash(call: &str, query: &str, filter: &Filter) -> u64 {
     let mut h = Sha256::new();
-    for p in parts {
+    let mut part = |p: &str| {
         h.update((p.len() as u64).to_le_bytes());
         h.update(p.as_bytes());
+    };
+    part(call);
+    part(query);
+    for list in [Some(&filter.path), Some(&filter.tags), filter.scopes.as_ref()] {
+        match list {
+            None => part("\u{0}none"),
+            Some(items) => {
+                part(&items.len().to_string());
+                items.iter().for_each(|s| part(s));
+            }
+        }
     }
     u64::from_le_bytes(h.finalize()[..8].try_into().expect("8 bytes"))
 }
@@ -118,14 +132,14 @@ mod tests {
     #[test]
     fn a_cursor_round_trips_for_its_own_request() {
         let key = CursorKey::new(42, "abc");
-        let req = request_hash(&["search", "send mail"]);
+        let req = request_hash("search", "send mail", &Filter::default());
         assert_eq!(key.decode(&key.encode(20, req), req).unwrap(), 20);
     }
 
     #[test]
     fn any_altered_character_is_refused() {
         let key = CursorKey::new(42, "abc");
-        let req = request_hash(&["q"]);
+        let req = request_hash("q", "", &Filter::default());
         let cursor = key.encode(10, req);
         for i in 0..cursor.len() {
             let mut bytes = cursor.clone().into_bytes();
@@ -138,9 +152,13 @@ mod tests {
     #[test]
     fn foreign_stale_and_garbage_cursors_are_refused() {
         let key = CursorKey::new(42, "abc");
-        let req = request_hash(&["q"]);
+        let req = request_hash("q", "", &Filter::default());
         let cursor = key.encode(10, req);
-        assert!(key.decode(&cursor, request_hash(&["other"])).unwrap_err().message.contains("another request"));
+        assert!(key
+            .decode(&cursor, request_hash("other", "", &Filter::default()))
+            .unwrap_err()
+            .message
+            .contains("another request"));
         assert!(CursorKey::new(43, "abc").decode(&cursor, req).is_err(), "a rebuilt index refuses old cursors");
         for junk in ["", "zz", "00", &"0".repeat(56), "é"] {
             assert_eq!(key.decode(junk, req).unwrap_err().code, ErrorCode::InvalidCursor);

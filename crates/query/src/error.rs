@@ -4,37 +4,97 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The kinds of protocol error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    /// Nothing in the category matches the query well enough; hints name categories that do.
-    NoMatchInCategory,
-    /// The category path does not exist; hints name the closest one.
-    UnknownPath,
-    /// No tool has that id; hints name similar ids.
-    ToolNotFound,
-    /// The caller lacks a scope the tool requires.
-    NotAuthorized,
-    /// A request field is invalid.
-    InvalidArgument,
-    /// A paging cursor is invalid, tampered with, or from another query or index.
-    InvalidCursor,
-    /// The engine failed (e.g. the model could not run); not the caller's fault.
-    Internal,
+/// The kinds of protocol error, with their wire names.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)*) => {
+        /// The kinds of protocol error.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The wire form, e.g. `UNKNOWN_PATH`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)*
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    /// The wire form, e.g. `UNKNOWN_PATH`.
+error_codes! {
+    /// Nothing in the category matches the query well enough; hints name categories that do.
+    NoMatchInCategory => "NO_MATCH_IN_CATEGORY",
+    /// The category path does not exist; hints name the closest one.
+    UnknownPath => "UNKNOWN_PATH",
+    /// No tool has that id; hints name similar ids.
+    ToolNotFound => "TOOL_NOT_FOUND",
+    /// The caller lacks a scope the tool requires.
+    NotAuthorized => "NOT_AUTHORIZED",
+    /// A request field is invalid.
+    InvalidArgument => "INVALID_ARGUMENT",
+    /// A paging cursor is invalid, tampered with, or from another query or index.
+    InvalidCursor => "INVALID_CURSOR",
+    /// A model called a tool name that is not among the tools it may call now (disclosure).
+    UnknownTool => "UNKNOWN_TOOL",
+    /// The tool's availability group is down; the hint says what to start or configure.
+    Unavailable => "UNAVAILABLE",
+    /// The engine failed (e.g. the model could not run); not the caller's fault.
+    Internal => "INTERNAL",
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = String::deserialize(d)?;
+        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == wire).ok_or_else(|| {
+            let names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+            serde::de::Error::custom(format!("unknown error code {wire:?}; expected one of {names:?}"))
+        })
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A protocol call, by its wire name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    /// `list`.
+    List,
+    /// `search_nodes`.
+    SearchNodes,
+    /// `search_tool_by_category`.
+    SearchToolByCategory,
+    /// `expand_tool`.
+    ExpandTool,
+    /// `call_tool`.
+    CallTool,
+}
+
+impl Call {
+    /// The wire name, e.g. `search_tool_by_category`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ErrorCode::NoMatchInCategory => "NO_MATCH_IN_CATEGORY",
-            ErrorCode::UnknownPath => "UNKNOWN_PATH",
-            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
-            ErrorCode::NotAuthorized => "NOT_AUTHORIZED",
-            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorCode::InvalidCursor => "INVALID_CURSOR",
-            ErrorCode::Internal => "INTERNAL",
+            Call::List => "list",
+            Call::SearchNodes => "search_nodes",
+            Call::SearchToolByCategory => "search_tool_by_category",
+            Call::ExpandTool => "expand_tool",
+            Call::CallTool => "call_tool",
         }
     }
 }
@@ -42,8 +102,8 @@ impl ErrorCode {
 /// The protocol call that would most likely help, with its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NextAction {
-    /// Protocol call name, e.g. `search_tool_by_category`.
-    pub call: String,
+    /// The call to make.
+    pub call: Call,
     /// Its arguments.
     pub arguments: Value,
 }
@@ -75,8 +135,8 @@ impl ProtocolError {
     }
 
     /// Sets the next action.
-    pub fn with_next(mut self, call: &str, arguments: Value) -> Self {
-        self.next_action = Some(NextAction { call: call.to_owned(), arguments });
+    pub fn with_next(mut self, call: Call, arguments: Value) -> Self {
+        self.next_action = Some(NextAction { call, arguments });
         self
     }
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
+pub use toolsearch_index::Calibration;
 use toolsearch_index::Hit;
 
 /// How dense and lexical candidates are combined into one ranking.
@@ -80,40 +81,6 @@ pub struct Scored {
     pub score: f32,
     /// Calibrated relevance in [0, 1], comparable across queries.
     pub confidence: f32,
-}
-
-/// The map from the fused score to P(relevant): logistic (Platt scaling) over two features of
-/// a result, its fused score `s` and its margin `s - m` over `m`, the mean score of the results
-/// ranked 2nd to 10th. The margin tells a clear winner from a crowd of similar weak matches,
-/// which the absolute score alone cannot. Within one answer both features grow with `s`, so
-/// confidence order always agrees with rank order. Fitted on labelled queries by
-/// `toolsearch calibrate` and stored in the index.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// Weight of the fused score.
-    pub scale: f32,
-    /// Weight of the margin over the mean of the 2nd to 10th results.
-    #[serde(default)]
-    pub margin_scale: f32,
-    /// Intercept.
-    pub bias: f32,
-}
-
-impl Default for Calibration {
-    /// Fitted jointly on both benchmark sets with the default blend (docs/benchmarks.md);
-    /// `toolsearch calibrate` fits one to a catalogue's own labelled queries.
-    fn default() -> Self {
-        Calibration { scale: 4.04, margin_scale: 16.29, bias: -4.25 }
-    }
-}
-
-impl Calibration {
-    /// P(relevant) for a result with fused score `score` in an answer whose 2nd to 10th
-    /// results average `reference`.
-    pub fn confidence(&self, score: f32, reference: f32) -> f32 {
-        let z = self.scale * score + self.margin_scale * (score - reference) + self.bias;
-        (1.0 / (1.0 + (-z).exp())).clamp(0.0, 1.0)
-    }
 }
 
 /// The reference of an answer: the mean of the 2nd to 10th best of `scores` (0 with fewer

@@ -7,16 +7,17 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use toolsearch_index::{DocKind, Hit, View};
 
-use crate::engine::Engine;
+use crate::cache::Weigh;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::{merge, rank, Candidate, Fusion, Scored};
+use crate::ranker::Ranker;
 use crate::scope::Filter;
 
 /// Longest query text embedded, in characters (the model reads 256 tokens anyway).
 const MAX_QUERY_CHARS: usize = 2_000;
 
 /// Which indexes answer a ranking: both (the product), or one alone (for comparison).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Retrieval {
     /// Dense and lexical candidates, fused.
@@ -43,17 +44,37 @@ pub struct StageTimes {
     pub total: f64,
 }
 
+/// What a ranking is cached by: everything that changes its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ResultKey {
+    retrieval: Retrieval,
+    depth: usize,
+    filter: Filter,
+    query: String,
+}
+
+impl Weigh for ResultKey {
+    fn weight(&self) -> usize {
+        let strings = |v: &[String]| v.iter().map(|s| s.len() + std::mem::size_of::<String>()).sum::<usize>();
+        std::mem::size_of::<Self>()
+            + self.query.len()
+            + strings(&self.filter.path)
+            + strings(&self.filter.tags)
+            + self.filter.scopes.as_deref().map_or(0, strings)
+    }
+}
+
 /// What retrieval found: the query vector (absent in lexical mode), dense hits, lexical hits.
 type Retrieved = (Option<Vec<f32>>, Vec<Hit>, Vec<Hit>);
 
-impl Engine {
+impl Ranker {
     /// Every tool the filter allows ranked for `query`, best first, with no confidence cut-off (at
     /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
     pub fn rank_tools(&self, query: &str, filter: &Filter, depth: usize) -> Result<Vec<Scored>, ProtocolError> {
         self.rank_tools_timed(query, filter, depth, Retrieval::Hybrid).map(|(r, _)| r)
     }
 
-    /// [`Engine::rank_tools`] with a choice of indexes, reporting where the time went.
+    /// [`Ranker::rank_tools`] with a choice of indexes, reporting where the time went.
     /// In [`Retrieval::Lexical`] mode, scores and confidences come from BM25 alone.
     pub fn rank_tools_timed(
         &self,
@@ -64,8 +85,8 @@ impl Engine {
     ) -> Result<(Vec<Scored>, StageTimes), ProtocolError> {
         let start = Instant::now();
         let mut t = StageTimes::default();
-        let key = format!("{retrieval:?}\u{1f}{depth}\u{1f}{filter:?}\u{1f}{query}");
-        if let Some(hit) = self.result_cache().get(&key) {
+        let key = ResultKey { retrieval, depth, filter: filter.clone(), query: query.to_owned() };
+        if let Some(hit) = self.results.get(&key) {
             t.total = start.elapsed().as_secs_f64();
             return Ok((hit, t));
         }
@@ -79,7 +100,7 @@ impl Engine {
             _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
         };
         t.fuse = s.elapsed().as_secs_f64();
-        self.result_cache().put(key, ranked.clone());
+        self.results.put(key, ranked.clone());
         t.total = start.elapsed().as_secs_f64();
         Ok((ranked, t))
     }
@@ -257,11 +278,11 @@ impl Engine {
     /// The query's unit vector, from the cache when this exact text was embedded recently.
     pub(crate) fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
         let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        if let Some(v) = self.vector_cache().get(&text) {
+        if let Some(v) = self.vectors.get(&text) {
             return Ok(v);
         }
         let v = self.embedder().embed_one(&text).map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))?;
-        self.vector_cache().put(text, v.clone());
+        self.vectors.put(text, v.clone());
         Ok(v)
     }
 }

@@ -36,7 +36,7 @@ impl ToolSet {
         let engine = self.live.engine();
         self.pending = None;
         self.deferring = true;
-        let (text, is_error) = self.dispatch(&engine, name, input);
+        let (text, is_error) = reply_text(self.dispatch(&engine, name, input));
         self.deferring = false;
         if let Some(mut pending) = self.pending.take() {
             pending.before = before;
@@ -50,16 +50,16 @@ impl ToolSet {
 
     /// Records how a [`PendingCall`] went (`Ok(text)`, or the tool's own failure) and returns
     /// the outcome with the change to the visible set.
-    pub fn finish_call(&mut self, pending: PendingCall, result: Result<String, String>) -> Outcome {
+    pub fn finish_call(&mut self, pending: PendingCall, result: Result<String, ToolFailure>) -> Outcome {
         let (text, is_error) = match result {
             Ok(text) => (text, false),
-            Err(text) => (text, true),
+            Err(failure) => (failure.to_string(), true),
         };
         self.audit.push(AuditEvent::Call {
             tool_id: pending.tool_id,
             via: pending.via,
             arguments: pending.arguments,
-            outcome: if is_error { "tool_error".into() } else { "ok".into() },
+            outcome: if is_error { CallOutcome::ToolError } else { CallOutcome::Ok },
             called_without_expand: pending.without_expand,
         });
         let after = self.visible_names();
@@ -68,7 +68,7 @@ impl ToolSet {
         Outcome { text, is_error, added: change.added, removed: change.removed }
     }
 
-    pub(super) fn call_tool(&mut self, engine: &Engine, id: &str, arguments: &Value, via: &str) -> (String, bool) {
+    pub(super) fn call_tool(&mut self, engine: &Engine, id: &str, arguments: &Value, via: &str) -> Reply {
         if let Some(message) = self.unavailable(engine, id) {
             return self.unavailable_call(id, via, arguments, message);
         }
@@ -77,7 +77,7 @@ impl ToolSet {
         let req = CallToolRequest { tool_id: id.to_owned(), arguments: arguments.clone() };
         if self.deferring {
             // The host runs the tool: check everything the engine checks, then hand it over.
-            match engine.check_call_as(&self.config.principal, &req) {
+            match engine.check_call(&self.config.principal, &req) {
                 Ok(()) => {
                     self.pending = Some(PendingCall {
                         tool_id: id.to_owned(),
@@ -86,30 +86,32 @@ impl ToolSet {
                         without_expand,
                         before: Vec::new(),
                     });
-                    return (String::new(), false);
+                    return Ok(String::new());
                 }
                 Err(e) => {
                     self.audit.push(AuditEvent::Call {
                         tool_id: id.to_owned(),
                         via: via.to_owned(),
                         arguments: arguments.clone(),
-                        outcome: e.code.as_str().to_lowercase(),
+                        outcome: CallOutcome::Refused(e.code),
                         called_without_expand: without_expand,
                     });
-                    return (protocol_error_text(&e), true);
+                    return Err(e.into());
                 }
             }
         }
-        let (text, is_error, outcome) = match engine.call_tool_as(&self.config.principal, &req) {
+        let (reply, outcome) = match engine.call_tool(&self.config.principal, &req) {
             Ok(answer) => {
                 let text = match &answer.result {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                let outcome = if answer.is_error { "tool_error" } else { "ok" };
-                (text, answer.is_error, outcome.to_owned())
+                match answer.is_error {
+                    true => (Err(Refused::ToolFailed(text)), CallOutcome::ToolError),
+                    false => (Ok(text), CallOutcome::Ok),
+                }
             }
-            Err(e) => (protocol_error_text(&e), true, e.code.as_str().to_lowercase()),
+            Err(e) => (Err(Refused::from(e.clone())), CallOutcome::Refused(e.code)),
         };
         self.audit.push(AuditEvent::Call {
             tool_id: id.to_owned(),
@@ -118,24 +120,19 @@ impl ToolSet {
             outcome,
             called_without_expand: without_expand,
         });
-        (text, is_error)
+        reply
     }
 
-    pub(super) fn unavailable_call(
-        &mut self,
-        id: &str,
-        via: &str,
-        arguments: &Value,
-        message: String,
-    ) -> (String, bool) {
+    pub(super) fn unavailable_call(&mut self, id: &str, via: &str, arguments: &Value, message: String) -> Reply {
         self.audit.push(AuditEvent::Call {
             tool_id: id.to_owned(),
             via: via.to_owned(),
             arguments: arguments.clone(),
-            outcome: "unavailable".into(),
+            outcome: CallOutcome::Refused(ErrorCode::Unavailable),
             called_without_expand: !self.disclosed.contains(id),
         });
-        (error_text("UNAVAILABLE", &message, vec!["tell the user what to start or configure, then retry".into()]), true)
+        let hints = vec!["tell the user what to start or configure, then retry".into()];
+        Err(refusal(ErrorCode::Unavailable, &message, hints).into())
     }
 
     /// Why tool `id` cannot be used right now (its group is unavailable), with the group's

@@ -21,7 +21,7 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     };
     let mut all: Vec<Facade> = Vec::new();
     for node in node_facades {
-        if let Some(f) = Facade::for_node(node)? {
+        if let Some(f) = Facade::for_node(node) {
             facade_by_path.insert(node.path.clone(), f.name.clone());
             all.push(f);
         }
@@ -46,10 +46,7 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
             for item in items {
                 if let Item::Tool(id) = item {
                     if engine.tool(id).is_none() {
-                        return Err(DisclosureError::Unknown(format!(
-                            "facade {}: tool {id:?} is not in the catalogue",
-                            f.name
-                        )));
+                        return Err(DisclosureError::UnknownInnerTool { facade: f.name.clone(), tool: id.clone() });
                     }
                 }
             }
@@ -64,9 +61,10 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
                 .iter()
                 .filter_map(|i| if let Item::Facade(n) = i { Some(n) } else { None })
                 .map(|n| {
-                    facades.get(n).map(|c| c.name.clone()).ok_or_else(|| {
-                        DisclosureError::Unknown(format!("facade {}: inner facade {n:?} does not exist", f.name))
-                    })
+                    facades
+                        .get(n)
+                        .map(|c| c.name.clone())
+                        .ok_or_else(|| DisclosureError::UnknownInnerFacade { facade: f.name.clone(), inner: n.clone() })
                 })
                 .collect(),
             Inner::Node(path) => Ok(facade_by_path
@@ -94,7 +92,7 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
         }
     }
     let top_level: Vec<String> = order.iter().filter(|n| !nested.contains(n)).cloned().collect();
-    let discovery = config.discovery.tools(catalog).map_err(DisclosureError::Unknown)?;
+    let discovery = config.discovery.tools(catalog)?;
     for name in &order {
         if is_discovery_name(name) || is_discovery_name(&fold_name(name)) {
             return Err(DisclosureError::Facade {

@@ -3,19 +3,23 @@
 use super::*;
 
 impl ToolSet {
-    pub(super) fn discover(&mut self, engine: &Engine, tool: &DiscoveryTool, input: &Value) -> (String, bool) {
+    pub(super) fn discover(&mut self, engine: &Engine, tool: &DiscoveryTool, input: &Value) -> Reply {
         // The arguments must fit the tool's own input schema, as for any tool.
         let definition = tool.definition(&self.config.discovery, engine.catalog());
         if let Err(problems) = check_arguments(&definition.input_schema, input) {
             let message = format!("arguments of {} do not match its input schema: {}", tool.name(), problems[0]);
-            return (error_text("INVALID_ARGUMENT", &message, problems), true);
+            return Err(refusal(ErrorCode::InvalidArgument, &message, problems).into());
         }
         let who = self.config.principal.clone();
         let limit = match input.get("limit") {
             None | Some(Value::Null) => self.config.discovery.limit,
             Some(v) => match v.as_u64() {
                 Some(n @ 1..=50) => n as usize,
-                _ => return (error_text("INVALID_ARGUMENT", "limit must be an integer from 1 to 50", vec![]), true),
+                _ => {
+                    return Err(
+                        refusal(ErrorCode::InvalidArgument, "limit must be an integer from 1 to 50", vec![]).into()
+                    )
+                }
             },
         };
         let text_arg = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -41,7 +45,7 @@ impl ToolSet {
                     limit: Some((limit + hidden).min(50)),
                     cursor,
                 };
-                match engine.search_tool_by_category_as(&who, &req) {
+                match engine.search_tool_by_category(&who, &req) {
                     Ok(mut answer) => {
                         answer.results.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
                         answer.results.truncate(limit);
@@ -75,7 +79,7 @@ impl ToolSet {
                         if let Some(next) = &answer.next_cursor {
                             body["next_cursor"] = json!(next);
                         }
-                        (body.to_string(), false)
+                        Ok(body.to_string())
                     }
                     Err(e) => {
                         self.audit.push(AuditEvent::Search {
@@ -88,13 +92,13 @@ impl ToolSet {
                                 .unwrap_or_default(),
                             results: Vec::new(),
                         });
-                        (protocol_error_text(&e), true)
+                        Err(e.into())
                     }
                 }
             }
             DiscoveryTool::SearchNodes => {
                 let req = SearchNodesRequest { query: text_arg("query").unwrap_or_default(), limit: Some(limit) };
-                match engine.search_nodes_as(&who, &req) {
+                match engine.search_nodes(&who, &req) {
                     Ok(answer) => {
                         self.audit.push(AuditEvent::Search {
                             tool: tool.name(),
@@ -102,9 +106,9 @@ impl ToolSet {
                             category_path: String::new(),
                             results: answer.results.iter().map(|r| r.path.clone()).collect(),
                         });
-                        (serde_json::to_string(&answer).expect("answers serialise"), false)
+                        Ok(serde_json::to_string(&answer).expect("answers serialise"))
                     }
-                    Err(e) => (protocol_error_text(&e), true),
+                    Err(e) => Err(e.into()),
                 }
             }
             DiscoveryTool::List => {
@@ -115,7 +119,7 @@ impl ToolSet {
                     limit: Some(limit),
                     cursor,
                 };
-                match engine.list_as(&who, &req) {
+                match engine.list(&who, &req) {
                     Ok(mut answer) => {
                         answer.tools.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
                         self.audit.push(AuditEvent::Search {
@@ -124,17 +128,14 @@ impl ToolSet {
                             category_path: answer.path.clone(),
                             results: answer.tools.iter().map(|p| p.tool_id.clone()).collect(),
                         });
-                        (serde_json::to_string(&answer).expect("answers serialise"), false)
+                        Ok(serde_json::to_string(&answer).expect("answers serialise"))
                     }
-                    Err(e) => (protocol_error_text(&e), true),
+                    Err(e) => Err(e.into()),
                 }
             }
             DiscoveryTool::Expand => {
                 let id = text_arg("tool_id").unwrap_or_default();
-                match self.expand(engine, &id) {
-                    Ok(v) => (v.to_string(), false),
-                    Err(text) => (text, true),
-                }
+                self.expand(engine, &id).map(|v| v.to_string()).map_err(Refused::from)
             }
             DiscoveryTool::Call => {
                 let id = text_arg("tool_id").unwrap_or_default();
@@ -145,13 +146,11 @@ impl ToolSet {
     }
 
     /// Discloses tool `id`'s full definition and makes it callable.
-    pub(super) fn expand(&mut self, engine: &Engine, id: &str) -> Result<Value, String> {
+    pub(super) fn expand(&mut self, engine: &Engine, id: &str) -> Result<Value, ProtocolError> {
         if let Some(message) = self.unavailable(engine, id) {
-            return Err(error_text("UNAVAILABLE", &message, vec![]));
+            return Err(refusal(ErrorCode::Unavailable, &message, vec![]));
         }
-        let answer = engine
-            .expand_tool_as(&self.config.principal, &ExpandToolRequest { tool_id: id.to_owned() })
-            .map_err(|e| protocol_error_text(&e))?;
+        let answer = engine.expand_tool(&self.config.principal, &ExpandToolRequest { tool_id: id.to_owned() })?;
         let id = answer.tool_id.as_str();
         let without_discovery = !self.disclosed.contains(id) && self.audit.last_seen_in_search(id).is_none();
         self.note_choice(id);

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use toolsearch_catalog::{CategoryPath, Tool};
 use toolsearch_query::{
-    CallToolRequest, Engine, ExpandToolRequest, ListRequest, Principal, ProtocolError, SearchNodesRequest,
-    SearchToolsRequest,
+    CallToolRequest, Engine, ErrorCode, ExpandToolRequest, ListRequest, Principal, ProtocolError, SearchNodesRequest,
+    SearchToolsRequest, ToolFailure,
 };
 
-use crate::audit::{AuditEvent, AuditTrail};
+use crate::audit::{AuditEvent, AuditTrail, CallOutcome};
 use crate::definition::{input_schema, ToolDef};
 use crate::discovery::{Detail, DiscoveryConfig, DiscoveryTool};
 use crate::error::DisclosureError;
@@ -165,7 +165,7 @@ impl ToolSet {
         let derived = derive(&engine, &config)?;
         for id in &config.pinned {
             if engine.tool(id).is_none() {
-                return Err(DisclosureError::Unknown(format!("pinned tool {id:?} is not in the catalogue")));
+                return Err(DisclosureError::UnknownPinnedTool(id.clone()));
             }
         }
         let mut set = ToolSet {
@@ -268,7 +268,7 @@ impl ToolSet {
         self.sync_catalogue();
         let before = self.last_visible.clone();
         let engine = self.live.engine();
-        let (text, is_error) = self.dispatch(&engine, name, input);
+        let (text, is_error) = reply_text(self.dispatch(&engine, name, input));
         let after = self.visible_names();
         let change = diff(&before, &after);
         self.last_visible = after;
@@ -278,7 +278,7 @@ impl ToolSet {
     /// Folds an unfolded facade back (the API form of its `fold_<name>` tool).
     pub fn fold(&mut self, facade: &str) -> Result<Change, DisclosureError> {
         if !self.unfolds.iter().any(|u| u.facade == facade) {
-            return Err(DisclosureError::Unknown(format!("facade {facade:?} is not unfolded")));
+            return Err(DisclosureError::NotUnfolded(facade.to_owned()));
         }
         self.fold_back(facade);
         Ok(self.refresh())
@@ -297,14 +297,14 @@ impl ToolSet {
 
     // ---- dispatch ----
 
-    fn dispatch(&mut self, engine: &Engine, name: &str, input: &Value) -> (String, bool) {
+    fn dispatch(&mut self, engine: &Engine, name: &str, input: &Value) -> Reply {
         let visible = self.visible_entries(engine);
         if let Some(entry) = visible.iter().find(|e| self.entry_name(e).as_deref() == Some(name)).cloned() {
             return match entry {
                 Entry::Facade(f) => self.unfold(engine, &f, input),
                 Entry::Fold(f) => {
                     self.fold_back(&f);
-                    (format!("Folded {f} back: its tools are hidden again. Call {f} to reveal them."), false)
+                    Ok(format!("Folded {f} back: its tools are hidden again. Call {f} to reveal them."))
                 }
                 Entry::Discovery(d) => self.discover(engine, &d, input),
                 Entry::Tool(id) => self.call_tool(engine, &id, input, name),
@@ -321,7 +321,7 @@ impl ToolSet {
             None => format!("there is no tool called {name:?}"),
         };
         self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
-        (error_text("UNKNOWN_TOOL", &reason, self.recovery_hints()), true)
+        Err(refusal(ErrorCode::UnknownTool, &reason, self.recovery_hints()).into())
     }
 
     fn not_visible_hint(&self, name: &str) -> String {
@@ -357,13 +357,37 @@ fn diff(before: &[String], after: &[String]) -> Change {
     }
 }
 
-/// An error result: `{code, message, hints}`, compact JSON as the model reads it.
-fn error_text(code: &str, message: &str, hints: Vec<String>) -> String {
-    json!({"code": code, "message": message, "hints": hints}).to_string()
+/// What a model tool call answers: the text the model reads, or why it was refused.
+pub(crate) type Reply = Result<String, Refused>;
+
+/// A tool call that did not succeed.
+#[derive(Debug, Clone)]
+pub(crate) enum Refused {
+    /// Refused by the set or the engine; the model reads the error as compact JSON
+    /// (`{code, message, hints, next_action}`).
+    Protocol(ProtocolError),
+    /// The tool ran and failed; the model reads its own words.
+    ToolFailed(String),
 }
 
-fn protocol_error_text(e: &ProtocolError) -> String {
-    serde_json::to_string(e).expect("errors serialise")
+impl From<ProtocolError> for Refused {
+    fn from(e: ProtocolError) -> Refused {
+        Refused::Protocol(e)
+    }
+}
+
+/// The text and error flag the model sees for a reply.
+pub(crate) fn reply_text(reply: Reply) -> (String, bool) {
+    match reply {
+        Ok(text) => (text, false),
+        Err(Refused::Protocol(e)) => (serde_json::to_string(&e).expect("errors serialise"), true),
+        Err(Refused::ToolFailed(text)) => (text, true),
+    }
+}
+
+/// A refusal with hints and no next action.
+fn refusal(code: ErrorCode, message: &str, hints: Vec<String>) -> ProtocolError {
+    ProtocolError::new(code, message).with_hints(hints)
 }
 
 #[cfg(test)]

@@ -3,14 +3,11 @@
 use super::*;
 
 impl ToolSet {
-    pub(super) fn unfold(&mut self, engine: &Engine, name: &str, input: &Value) -> (String, bool) {
+    pub(super) fn unfold(&mut self, engine: &Engine, name: &str, input: &Value) -> Reply {
         let Some(facade) = self.derived.facades.get(name).cloned() else {
-            return (error_text("UNKNOWN_TOOL", &format!("facade {name:?} no longer exists"), vec![]), true);
+            return Err(refusal(ErrorCode::UnknownTool, &format!("facade {name:?} no longer exists"), vec![]).into());
         };
-        let (selection, items) = match self.select_items(engine, &facade, input) {
-            Ok(v) => v,
-            Err(text) => return (text, true),
-        };
+        let (selection, items) = self.select_items(engine, &facade, input)?;
         let already: HashSet<Entry> = self.shown.iter().map(|(_, e)| e.clone()).collect();
         let fresh: Vec<Entry> = items.into_iter().filter(|e| !already.contains(e)).collect();
         let since = self.next_seq;
@@ -42,7 +39,7 @@ impl ToolSet {
         }
         let names: Vec<String> = revealed.iter().filter_map(|e| self.entry_name(e)).collect();
         self.audit.push(AuditEvent::Unfold { facade: name.to_owned(), selection: selection.clone(), revealed: names });
-        (self.unfold_message(engine, &facade, selection.as_deref(), &revealed), false)
+        Ok(self.unfold_message(engine, &facade, selection.as_deref(), &revealed))
     }
 
     /// The inner entries a call of `facade` with `input` reveals, with the selection made.
@@ -51,7 +48,7 @@ impl ToolSet {
         engine: &Engine,
         facade: &Facade,
         input: &Value,
-    ) -> Result<(Option<String>, Vec<Entry>), String> {
+    ) -> Result<(Option<String>, Vec<Entry>), ProtocolError> {
         let who = &self.config.principal;
         let usable = |e: &Entry| match e {
             Entry::Tool(id) => engine.tool(id).is_some_and(|t| who.may_use(t)),
@@ -69,8 +66,8 @@ impl ToolSet {
                     } else {
                         format!("{chosen:?} is not a category of {}", facade.name)
                     };
-                    return Err(error_text(
-                        "INVALID_ARGUMENT",
+                    return Err(refusal(
+                        ErrorCode::InvalidArgument,
                         &message,
                         vec![format!("choose one of: {}", categories.join(", "))],
                     ));
@@ -82,13 +79,13 @@ impl ToolSet {
                 (Some(child.clone()), items)
             }
             (Select::Category, Inner::Items(_)) => {
-                return Err(error_text("INVALID_ARGUMENT", "a category facade needs a catalogue node", vec![]))
+                return Err(refusal(ErrorCode::InvalidArgument, "a category facade needs a catalogue node", vec![]))
             }
             (Select::Query { limit }, inner) => {
                 let query = input.get("query").and_then(Value::as_str).map(str::trim).unwrap_or_default();
                 if query.is_empty() {
-                    return Err(error_text(
-                        "INVALID_ARGUMENT",
+                    return Err(refusal(
+                        ErrorCode::InvalidArgument,
                         &format!("{} needs a `query` argument: what you need to do", facade.name),
                         vec![],
                     ));
@@ -110,9 +107,9 @@ impl ToolSet {
                     limit: Some(fetch),
                     cursor: None,
                 };
-                let found = match engine.search_tool_by_category_as(who, &req) {
+                let found = match engine.search_tool_by_category(who, &req) {
                     Ok(answer) => answer.results,
-                    Err(e) => return Err(protocol_error_text(&e)),
+                    Err(e) => return Err(e),
                 };
                 let items = found
                     .into_iter()

@@ -1,0 +1,115 @@
+//! The hints of error answers: which categories a query does match, which ids look like a
+//! mistyped one, which paths are near a wrong one. Built only from what the caller may see.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolsearch_catalog::{display_path, Node, PathSpec};
+use toolsearch_index::DocKind;
+
+use crate::engine::Engine;
+use crate::error::{Call, ErrorCode, ProtocolError};
+use crate::protocol::SearchNodesRequest;
+use crate::scope::Filter;
+use crate::suggest::closest;
+
+/// `UNKNOWN_PATH` for `spec` (the request's `field`), naming the closest categories among
+/// `visible` ones (every category when `None`).
+pub(crate) fn unknown_path(engine: &Engine, spec: &PathSpec, field: &str, visible: Option<&[bool]>) -> ProtocolError {
+    let asked = spec.as_written();
+    let nodes: Vec<&Node> = match visible {
+        None => engine.catalog().nodes.iter().collect(),
+        Some(v) => engine.catalog().nodes.iter().zip(v).filter(|(_, visible)| **visible).map(|(n, _)| n).collect(),
+    };
+    let displays: Vec<String> = nodes.iter().map(|n| display_path(&n.path)).collect();
+    // Compare with paths of the same depth first: a typo rarely changes the depth.
+    let depth = spec.segments().len();
+    let same_depth = nodes.iter().zip(&displays).filter(|(n, _)| n.path.len() == depth).map(|(_, d)| d.as_str());
+    let mut near = closest(&asked, same_depth, 3, 0.3);
+    if near.is_empty() {
+        near = closest(&asked, displays.iter().map(String::as_str), 3, 0.0);
+    }
+    let mut err = ProtocolError::new(ErrorCode::UnknownPath, format!("no category at {field} {asked:?}"));
+    err.hints = near.iter().map(|p| format!("did you mean {p:?}?")).collect();
+    if err.hints.is_empty() {
+        err.hints.push("the catalogue has no categories; search without a path".into());
+    }
+    let next_path = near.first().map_or(json!(null), |p| json!(p));
+    err.with_next(Call::List, json!({ "path": next_path }))
+}
+
+/// `NO_MATCH_IN_CATEGORY` for `query` under `filter`, naming the categories where the query
+/// does match (among the tools the caller may see), or related categories.
+pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter) -> ProtocolError {
+    let scope = filter.path.as_slice();
+    let where_ = if scope.is_empty() { "the catalogue".to_owned() } else { format!("{:?}", display_path(scope)) };
+    if !filter.tags.is_empty() && engine.paths().allowed(filter).is_some_and(|a| a.is_empty()) {
+        let message = format!("no tool in {where_} carries all the tags {:?}", filter.tags);
+        return ProtocolError::new(ErrorCode::NoMatchInCategory, message)
+            .with_hints(vec!["drop or change a tag".into()])
+            .with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": display_path(scope) }));
+    }
+    let message =
+        format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", engine.options().min_confidence);
+    let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
+    // Where does the query match? Rank over the whole catalogue, report the best categories.
+    let ranked =
+        if scope.is_empty() { Vec::new() } else { engine.rank_tools(query, &filter.at(&[]), 10).unwrap_or_default() };
+    let mut categories: Vec<(String, f32, String)> = Vec::new();
+    for s in ranked.iter().filter(|s| s.confidence >= engine.options().min_confidence) {
+        let t = &engine.catalog().tools[s.ord as usize];
+        let cat = display_path(&t.paths[0]);
+        if !categories.iter().any(|c| c.0 == cat) {
+            categories.push((cat, s.confidence, t.name.clone()));
+        }
+        if categories.len() == 3 {
+            break;
+        }
+    }
+    if let Some(best) = categories.first() {
+        err.hints = categories
+            .iter()
+            .map(|(c, conf, name)| format!("{c:?} matches (best: {name}, confidence {conf:.2})"))
+            .collect();
+        return err.with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": best.0 }));
+    }
+    err.hints.push("rephrase the request with the action and the object, or browse with list".into());
+    let nodes = engine
+        .search_nodes_for(&SearchNodesRequest { query: query.to_owned(), limit: Some(3) }, &filter.scopes)
+        .map(|r| r.results)
+        .unwrap_or_default();
+    err.hints.extend(
+        nodes
+            .iter()
+            .filter(|n| n.confidence >= engine.options().min_confidence)
+            .map(|n| format!("category {:?} may be related", n.path)),
+    );
+    err.with_next(
+        Call::List,
+        json!({ "path": if scope.is_empty() { json!(null) } else { json!(display_path(scope)) } }),
+    )
+}
+
+/// `TOOL_NOT_FOUND` for `id`, suggesting similar ids among the tools the caller may see.
+pub(crate) fn tool_not_found(engine: &Engine, id: &str, scopes: &Option<Vec<String>>) -> ProtocolError {
+    // Suggestions come only from tools the caller may see.
+    let allowed = engine.paths().allowed(&Filter { scopes: scopes.clone(), ..Filter::default() }).map(Arc::new);
+    let may_see = |o: u32| allowed.as_ref().is_none_or(|a| a.binary_search(&o).is_ok());
+    let ids = engine.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
+    let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
+    let view = engine.tool_view(scopes);
+    if let Ok(hits) = engine.index().lexical(id, DocKind::Tool, None, allowed.as_ref(), &view, 3) {
+        for h in hits {
+            let tid = &engine.catalog().tools[h.ord as usize].id;
+            if similar.len() < 5 && !similar.contains(tid) {
+                similar.push(tid.clone());
+            }
+        }
+    }
+    let mut err = ProtocolError::new(ErrorCode::ToolNotFound, format!("no tool has id {id:?}"));
+    err.hints = similar.iter().map(|s| format!("did you mean {s:?}?")).collect();
+    match similar.first() {
+        Some(best) => err.with_next(Call::ExpandTool, json!({ "tool_id": best })),
+        None => err.with_next(Call::SearchToolByCategory, json!({ "query": id })),
+    }
+}

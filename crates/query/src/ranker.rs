@@ -1,0 +1,170 @@
+//! [`Ranker`]: an opened index with the query-time model, its path table, caches and
+//! confidence map. It ranks; it knows nothing of requests, cursors or tool calls.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toolsearch_catalog::{Catalog, Tool};
+use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch_index::{IndexError, IndexReader, OpenOptions};
+
+use crate::cache::Lru;
+use crate::fusion::{Calibration, Fusion, Scored};
+use crate::ranking::ResultKey;
+use crate::scope::PathTable;
+
+/// Most bytes each query cache holds, keys included.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// How an [`Engine`](crate::Engine) ranks and where it finds its model.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The `models/` directory; found automatically when `None`.
+    pub models: Option<PathBuf>,
+    /// Fusion method.
+    pub fusion: Fusion,
+    /// Confidence map; `None` uses the one stored in the index by `toolsearch calibrate`, or
+    /// the built-in default.
+    pub calibration: Option<Calibration>,
+    /// Candidates drawn from each index before fusion.
+    pub candidates: usize,
+    /// Pointers below this confidence are not returned; when none is left the answer is
+    /// `NO_MATCH_IN_CATEGORY`.
+    pub min_confidence: f32,
+    /// How the index is opened.
+    pub open: OpenOptions,
+    /// Query embeddings, and ranked results, kept in LRU caches (0 disables them).
+    pub query_cache: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            models: None,
+            fusion: Fusion::default(),
+            calibration: None,
+            candidates: 64,
+            min_confidence: 0.08,
+            open: OpenOptions::default(),
+            query_cache: 1024,
+        }
+    }
+}
+
+/// Why an engine could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The index is missing, corrupted, or from another model or format.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The model could not be found or loaded.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// The ranking half of an engine. `Send + Sync`.
+pub struct Ranker {
+    index: IndexReader,
+    embedder: Arc<dyn Embedder>,
+    paths: PathTable,
+    tool_by_id: HashMap<String, u32>,
+    calibration: Calibration,
+    pub(crate) vectors: Lru<String, Vec<f32>>,
+    pub(crate) results: Lru<ResultKey, Vec<Scored>>,
+    options: EngineOptions,
+}
+
+impl std::fmt::Debug for Ranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ranker").field("index", &self.index).field("options", &self.options).finish()
+    }
+}
+
+impl Ranker {
+    /// Opens the index in `dir` with `options`, loading the model while the index opens (a
+    /// bad index is reported first).
+    pub fn open(dir: &Path, options: EngineOptions) -> Result<Ranker, EngineError> {
+        let (index, embedder) = std::thread::scope(|s| {
+            let model = s.spawn(|| -> Result<OnnxEmbedder, EngineError> {
+                let files = ModelFiles::locate(options.models.as_deref())?;
+                let embedder_options = EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() };
+                Ok(OnnxEmbedder::load(&files, embedder_options)?)
+            });
+            let index = IndexReader::open_with(dir, options.open.clone());
+            (index, model.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        Ranker::from_parts(index?, Arc::new(embedder?), options)
+    }
+
+    /// Opens the index in `dir` with an embedder the caller already loaded.
+    pub fn with_embedder(
+        dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        options: EngineOptions,
+    ) -> Result<Ranker, EngineError> {
+        let index = IndexReader::open_with(dir, options.open.clone())?;
+        Ranker::from_parts(index, embedder, options)
+    }
+
+    fn from_parts(
+        index: IndexReader,
+        embedder: Arc<dyn Embedder>,
+        options: EngineOptions,
+    ) -> Result<Ranker, EngineError> {
+        index.check_model(embedder.as_ref())?;
+        let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
+        let paths = PathTable::new(index.catalog());
+        let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
+        Ok(Ranker {
+            index,
+            embedder,
+            paths,
+            tool_by_id,
+            calibration,
+            vectors: Lru::new(options.query_cache, CACHE_BYTES),
+            results: Lru::new(options.query_cache, CACHE_BYTES),
+            options,
+        })
+    }
+
+    pub(crate) fn paths(&self) -> &PathTable {
+        &self.paths
+    }
+
+    /// The confidence map in force (from the options, the index, or the default).
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// Forgets every cached query embedding and ranking (benchmarks call it between runs).
+    pub fn clear_query_cache(&self) {
+        self.vectors.clear();
+        self.results.clear();
+    }
+
+    /// The opened index.
+    pub fn index(&self) -> &IndexReader {
+        &self.index
+    }
+
+    /// The catalogue served.
+    pub fn catalog(&self) -> &Catalog {
+        self.index.catalog()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// The embedder used for queries.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// The tool with this id, if any.
+    pub fn tool(&self, id: &str) -> Option<&Tool> {
+        self.tool_by_id.get(id).map(|&o| &self.catalog().tools[o as usize])
+    }
+}

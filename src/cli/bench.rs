@@ -1,0 +1,75 @@
+//! `toolsearch bench`: retrieval quality and latency on labelled queries.
+
+use std::path::PathBuf;
+
+use toolsearch::eval::{load_queries, run_bench, BenchOptions};
+use toolsearch::{Engine, EngineOptions};
+
+use super::common::{emit, progress, Cutoff, Global, ModeArg};
+use super::failure::{Failure, Problem};
+use super::render;
+
+/// Which labelled queries a verb runs.
+#[derive(clap::Args, Debug)]
+pub(crate) struct QuerySet {
+    /// The index directory.
+    pub index: PathBuf,
+    /// Labelled queries: {"id", "query", "gold": [...], "gold_groups": [[...]]} per line.
+    pub queries: PathBuf,
+    /// Only queries of this split: the `split` field, else a tag, else an id prefix.
+    #[arg(long)]
+    pub split: Option<String>,
+    /// Run a deterministic sample of this many queries.
+    #[arg(long)]
+    pub sample: Option<usize>,
+}
+
+impl QuerySet {
+    /// The queries, loaded and filtered.
+    pub(crate) fn load(&self) -> Result<Vec<toolsearch::eval::LabelledQuery>, Failure> {
+        load_queries(&self.queries, self.split.as_deref(), self.sample).map_err(|e| Problem::InvalidQueries.because(e))
+    }
+}
+
+/// Measure retrieval quality and latency on labelled queries (queries.jsonl format).
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    set: QuerySet,
+    /// Modes to run and compare, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "hybrid,bm25,dense")]
+    mode: Vec<ModeArg>,
+    /// Recall cut-offs, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10", value_parser = clap::value_parser!(u16).range(1..))]
+    k: Vec<u16>,
+    /// Candidates drawn from each index per query (the ranking depth; the protocol uses 64).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    depth: u16,
+    #[command(flatten)]
+    cutoff: Cutoff,
+}
+
+pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
+    let labelled = args.set.load()?;
+    let depth = usize::from(args.depth);
+    let options = EngineOptions {
+        models: global.models.clone(),
+        min_confidence: args.cutoff.min_confidence,
+        candidates: depth,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open_with(&args.set.index, options).map_err(|e| Problem::Index.because(e))?;
+    let mut reports = Vec::new();
+    for &mode in &args.mode {
+        engine.clear_query_cache();
+        let options = BenchOptions {
+            retrieval: mode.into(),
+            ks: args.k.iter().map(|&k| k.into()).collect(),
+            depth,
+            progress: progress(global, true),
+            ..BenchOptions::default()
+        };
+        reports.push(run_bench(&engine, &labelled, &options)?);
+    }
+    emit(global, &reports, || render::bench(&reports))
+}

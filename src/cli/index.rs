@@ -1,0 +1,59 @@
+//! `toolsearch index`: build an index from one or more catalogue files.
+
+use std::path::{Path, PathBuf};
+
+use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::{build_index, BuildOptions};
+
+use super::common::{emit, progress, FormatArg, Global};
+use super::failure::{Failure, Problem};
+use super::render;
+
+/// Build an index from a catalogue: one file, or several merged (e.g. one MCP `tools/list`
+/// result per server).
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The catalogue file(s): native manifest, JSON Lines, MCP, OpenAI or Anthropic.
+    #[arg(required = true, num_args = 1..)]
+    catalogue: Vec<PathBuf>,
+    /// Output directory (replaced atomically if it holds an index).
+    #[arg(long)]
+    out: PathBuf,
+    /// Input format (default: by extension, then shape).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Which server a flat OpenAI or Anthropic file is: its tools get ids NAME.tool under a
+    /// category NAME. `NAME` applies to every file; `FILE=NAME` to one (repeatable).
+    #[arg(long, value_name = "NAME|FILE=NAME")]
+    namespace: Vec<String>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
+    // `NAME` for every file, or `FILE=NAME` for one.
+    let mut everywhere: Option<&str> = None;
+    let mut per_file: Vec<(&Path, &str)> = Vec::new();
+    for n in &args.namespace {
+        match n.rsplit_once('=') {
+            Some((file, name)) => match args.catalogue.iter().find(|c| c.as_os_str() == file) {
+                Some(c) => per_file.push((c, name)),
+                None => {
+                    return Err(Problem::Usage
+                        .because(format!("--namespace {n:?}: the part before `=` is not one of the catalogue files")))
+                }
+            },
+            None => everywhere = Some(n.as_str()),
+        }
+    }
+    let catalog = toolsearch::catalog::load_paths_as(&args.catalogue, args.format.map(Into::into), |f| {
+        per_file.iter().find(|(p, _)| *p == f).map(|(_, n)| *n).or(everywhere)
+    })
+    .map_err(|e| Problem::InvalidCatalogue.because(e))?;
+    let files = ModelFiles::locate(global.models.as_deref()).map_err(|e| Problem::Model.because(e))?;
+    let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?;
+    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None };
+    let report = build_index(&catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;
+    emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
+}

@@ -1,0 +1,87 @@
+//! `toolsearch serve`: the catalogue as an MCP server over stdio.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use toolsearch::disclosure::{Availability, LiveCatalog, DEFAULT_TTL};
+use toolsearch::mcp::{
+    serve_io, spawn_command_checks, Access, CommandExecutor, CommandRunner, Hub, NoRunner, ServeConfig, ToolRunner,
+};
+use toolsearch::Principal;
+
+use super::common::{open, Caller, Cutoff, Global};
+use super::failure::{Failure, Problem};
+use super::output::say_err;
+
+/// Serve the catalogue to one MCP client over stdio (JSON-RPC 2.0, one message per line):
+/// tools/list is the visible tool set, tools/call drives facades and discovery.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The index directory.
+    index: PathBuf,
+    /// Server configuration (tool set, scopes, check and executor commands; see docs/disclosure.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    caller: Caller,
+    #[command(flatten)]
+    cutoff: Cutoff,
+}
+
+pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
+    let config = match &args.config {
+        Some(path) => ServeConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?,
+        None => ServeConfig::default(),
+    };
+    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(60).max(1));
+    let live = LiveCatalog::new(open(global, &args.index, args.cutoff.min_confidence)?);
+    let runner: Arc<dyn ToolRunner> = match &config.executor {
+        Some(argv) => {
+            let executor = Arc::new(CommandExecutor { argv: argv.clone(), timeout });
+            live.set_executor(executor.clone());
+            Arc::new(CommandRunner(executor))
+        }
+        None => Arc::new(NoRunner(
+            "this server runs no catalogue tools: its configuration names no \"executor\" command; \
+             searching, listing and expanding work"
+                .into(),
+        )),
+    };
+    let principal = match (&config.scopes, &args.caller.scopes, config.access) {
+        (_, Some(_), _) => args.caller.principal(),
+        (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
+        (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, None, Access::Open) => {
+            say_err!(
+                "warning: no scopes configured: the client is trusted and sees and calls every tool; \
+                 give --scopes, or \"scopes\" or \"access\": \"closed\" in the config, to restrict it"
+            );
+            Principal::trusted()
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
+    let availability = Arc::new(Availability::default());
+    let shared: Arc<OnceLock<Arc<Hub>>> = Arc::new(OnceLock::new());
+    let for_checks = shared.clone();
+    spawn_command_checks(
+        &config.checks,
+        timeout,
+        DEFAULT_TTL,
+        &availability,
+        move || for_checks.get().cloned(),
+        runtime.handle().clone(),
+    );
+    let hub = Hub::new(live, availability, config.toolset.clone(), principal, runner);
+    let set = hub.check().map_err(|e| Problem::InvalidConfig.because(e))?;
+    for d in set.diagnostics() {
+        say_err!("note: {d}");
+    }
+    say_err!("toolsearch serve: MCP over stdio, index {}, {} tools visible", args.index.display(), set.visible().len());
+    drop(set);
+    let _ = shared.set(hub.clone());
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let result = runtime.block_on(serve_io(hub, input, tokio::io::stdout()));
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    result.map_err(|e| Problem::Io.because(e))
+}
