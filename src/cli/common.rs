@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use serde::Serialize;
 use toolsearch::disclosure::Dialect;
+use toolsearch::embed::EmbedError;
 use toolsearch::index::{Progress, Reporter};
-use toolsearch::{Engine, EngineOptions, Format, Principal, Retrieval};
+use toolsearch::{Engine, EngineError, EngineOptions, Format, Principal, Retrieval};
 
 use super::failure::{Failure, Problem};
 use super::output::say;
@@ -184,7 +185,18 @@ pub(crate) fn open_until_exit(global: &Global, dir: &Path, min_confidence: f32) 
 
 /// Opens the index in `dir` with the model the flags point at.
 pub(crate) fn open(global: &Global, dir: &Path, min_confidence: f32) -> Result<Engine, Failure> {
-    Engine::open_with(dir, engine_options(global, min_confidence)).map_err(|e| Problem::Index.because(e))
+    Engine::open_with(dir, engine_options(global, min_confidence)).map_err(|e| match e {
+        EngineError::Embed(e) => model_failure(e),
+        other => Problem::Index.because(other),
+    })
+}
+
+/// A model that cannot be found or loaded; when it was not found, says which flag names it.
+pub(crate) fn model_failure(e: EmbedError) -> Failure {
+    match e {
+        EmbedError::NotFound { .. } => Problem::Model.because(format!("{e}; the CLI takes --models DIR")),
+        other => Problem::Model.because(other),
+    }
 }
 
 /// Engine options from the flags.

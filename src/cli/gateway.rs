@@ -9,7 +9,7 @@ use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::mcp::gateway::{default_state_dir, start, Status};
 use toolsearch::mcp::{serve_http, serve_io, Access, CancellationToken, GatewayConfig, HttpAccess};
 
-use super::common::{engine_options, Cutoff, Global};
+use super::common::{engine_options, model_failure, Cutoff, Global};
 use super::failure::{Failure, Problem};
 use super::output::say_err;
 use super::render;
@@ -67,7 +67,7 @@ impl Status for StderrStatus {
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let config = GatewayConfig::load(&args.config).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
-    let files = ModelFiles::locate(global.models.as_deref()).map_err(|e| Problem::Model.because(e))?;
+    let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
         OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })
             .map_err(|e| Problem::Model.because(e))?,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::{build_index, BuildOptions};
 
-use super::common::{emit, progress, FormatArg, Global};
+use super::common::{emit, model_failure, progress, FormatArg, Global};
 use super::failure::{Failure, Problem};
 use super::render;
 
@@ -51,7 +51,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         per_file.iter().find(|(p, _)| *p == f).map(|(_, n)| *n).or(everywhere)
     })
     .map_err(|e| Problem::InvalidCatalogue.because(e))?;
-    let files = ModelFiles::locate(global.models.as_deref()).map_err(|e| Problem::Model.because(e))?;
+    let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?;
     let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None };
     let report = build_index(&catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;

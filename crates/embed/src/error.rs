@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     /// No `models/` directory was found anywhere it is looked for.
-    #[error("model files not found (looked in: {searched}); run scripts/setup, or pass --models DIR / set TOOLSEARCH_MODELS")]
+    #[error("model files not found (looked in: {searched}); run scripts/setup, or name the models directory (or set TOOLSEARCH_MODELS)")]
     NotFound {
         /// Every place that was searched, joined for display.
         searched: String,
