@@ -7,7 +7,7 @@
 //! ([`disclosure`]) decides, between LLM turns, which tool definitions the model sees.
 //!
 //! Key design decision: this crate is only a facade. Each job lives in its own crate
-//! (`catalog`, `embed`, `index`, `query`, `disclosure`, `mcp`) with dependencies pointing one way, and the CLI is a
+//! (`catalog`, `embed`, `index`, `query`, `disclosure`, `exec`, `mcp`) with dependencies pointing one way, and the CLI is a
 //! thin layer over this API.
 //!
 //! ```no_run
@@ -28,6 +28,7 @@ pub use toolsearch_catalog as catalog;
 pub use toolsearch_disclosure as disclosure;
 pub use toolsearch_embed as embed;
 pub use toolsearch_eval as eval;
+pub use toolsearch_exec as exec;
 pub use toolsearch_index as index;
 pub use toolsearch_mcp as mcp;
 pub use toolsearch_query as query;

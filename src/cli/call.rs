@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolsearch::mcp::CommandExecutor;
+use toolsearch::exec::CommandExecutor;
 use toolsearch::CallToolRequest;
 
 use super::common::{emit, open_until_exit, Caller, Global};

@@ -5,9 +5,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use toolsearch::disclosure::{Availability, LiveCatalog, DEFAULT_TTL};
-use toolsearch::mcp::{
-    serve_io, spawn_command_checks, Access, CommandExecutor, CommandRunner, Hub, NoRunner, ServeConfig, ToolRunner,
-};
+use toolsearch::exec::CommandExecutor;
+use toolsearch::mcp::{serve_io, spawn_command_checks, Access, CommandRunner, Hub, NoRunner, ServeConfig, ToolRunner};
 use toolsearch::Principal;
 
 use super::common::{open, Caller, Cutoff, Global};

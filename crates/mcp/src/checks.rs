@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use toolsearch_disclosure::Availability;
 
-use crate::command::CommandCheck;
 use crate::hub::Hub;
+use toolsearch_exec::CommandCheck;
 
 /// Runs every check once (in parallel) so the first answers are right, registers each with
 /// `availability` as the cached result, then re-runs each every `interval` on its own thread,

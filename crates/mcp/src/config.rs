@@ -68,10 +68,10 @@ impl ServeConfig {
                 return Err(ServeError::Config(path.to_path_buf(), format!("checks.{name}: empty command")));
             }
         }
-        if let Some(t) = config.timeout_secs.filter(|t| !(1..=crate::command::MAX_TIMEOUT_SECS).contains(t)) {
+        if let Some(t) = config.timeout_secs.filter(|t| !(1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(t)) {
             return Err(ServeError::Config(
                 path.to_path_buf(),
-                format!("timeout_secs: {t} is out of range: use 1 to {}", crate::command::MAX_TIMEOUT_SECS),
+                format!("timeout_secs: {t} is out of range: use 1 to {}", toolsearch_exec::MAX_TIMEOUT_SECS),
             ));
         }
         if config.executor.as_ref().is_some_and(Vec::is_empty) {
@@ -244,10 +244,10 @@ impl GatewayConfig {
         for (what, t) in
             [("call_timeout_secs", settings.call_timeout_secs), ("connect_timeout_secs", settings.connect_timeout_secs)]
         {
-            if !(1..=crate::command::MAX_TIMEOUT_SECS).contains(&t) {
+            if !(1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(&t) {
                 return Err(bad(format!(
                     "toolsearch.{what}: {t} is out of range: use 1 to {}",
-                    crate::command::MAX_TIMEOUT_SECS
+                    toolsearch_exec::MAX_TIMEOUT_SECS
                 )));
             }
         }

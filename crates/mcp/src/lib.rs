@@ -12,7 +12,6 @@
 #![deny(missing_docs)]
 
 mod checks;
-mod command;
 mod config;
 pub mod gateway;
 mod http;
@@ -23,7 +22,6 @@ mod stdio;
 mod upstream;
 
 pub use checks::spawn_command_checks;
-pub use command::{CommandCheck, CommandExecutor, MAX_OUTPUT_BYTES, MAX_TIMEOUT_SECS};
 pub use config::{Access, GatewayConfig, GatewaySettings, ServeConfig, ServeError, ServerSpec};
 pub use http::{serve_http, HttpAccess};
 pub use hub::Hub;

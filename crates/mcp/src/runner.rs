@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use toolsearch_catalog::Tool;
 
-use crate::command::CommandExecutor;
+use toolsearch_exec::CommandExecutor;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

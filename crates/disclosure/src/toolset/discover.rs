@@ -2,6 +2,33 @@
 
 use super::*;
 
+/// The arguments of any discovery tool, as its input schema allows them (each tool's schema
+/// admits only its own fields; they are checked against it before this is read).
+#[derive(Debug, Default, Deserialize)]
+struct DiscoveryArgs {
+    #[serde(default)]
+    query: Option<String>,
+    #[serde(default)]
+    category_path: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    tool_id: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// A non-blank path as the protocol takes it.
+fn joined(path: Option<String>) -> Option<toolsearch_catalog::PathSpec> {
+    path.filter(|p| !p.trim().is_empty()).map(toolsearch_catalog::PathSpec::Joined)
+}
+
 impl ToolSet {
     pub(super) fn discover(&mut self, engine: &Engine, tool: &DiscoveryTool, input: &Value) -> Reply {
         // The arguments must fit the tool's own input schema, as for any tool.
@@ -11,35 +38,26 @@ impl ToolSet {
             return Err(refusal(ErrorCode::InvalidArgument, &message, problems).into());
         }
         let who = self.config.principal.clone();
-        let limit = match input.get("limit") {
-            None | Some(Value::Null) => self.config.discovery.limit,
-            Some(v) => match v.as_u64() {
-                Some(n @ 1..=50) => n as usize,
-                _ => {
-                    return Err(
-                        refusal(ErrorCode::InvalidArgument, "limit must be an integer from 1 to 50", vec![]).into()
-                    )
-                }
-            },
+        let input = if input.is_null() { json!({}) } else { input.clone() };
+        let args: DiscoveryArgs = serde_json::from_value(input)
+            .map_err(|e| refusal(ErrorCode::InvalidArgument, &format!("arguments of {}: {e}", tool.name()), vec![]))?;
+        let limit = match args.limit {
+            None => self.config.discovery.limit,
+            Some(n @ 1..=50) => n,
+            Some(_) => {
+                return Err(refusal(ErrorCode::InvalidArgument, "limit must be an integer from 1 to 50", vec![]).into())
+            }
         };
-        let text_arg = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
-        let tags: Vec<String> = input
-            .get("tags")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-            .unwrap_or_default();
-        let cursor = text_arg("cursor");
+        let DiscoveryArgs { query, category_path, path, tags, cursor, tool_id, arguments, .. } = args;
         match tool {
             DiscoveryTool::SearchTools | DiscoveryTool::Domain(_) => {
                 let category_path = match tool {
                     DiscoveryTool::Domain(path) => Some(toolsearch_catalog::PathSpec::Segments(path.clone())),
-                    _ => text_arg("category_path")
-                        .filter(|p| !p.trim().is_empty())
-                        .map(toolsearch_catalog::PathSpec::Joined),
+                    _ => joined(category_path),
                 };
                 let hidden = self.unavailable_count(engine);
                 let req = SearchToolsRequest {
-                    query: text_arg("query").unwrap_or_default(),
+                    query: query.unwrap_or_default(),
                     category_path,
                     tags,
                     limit: Some((limit + hidden).min(50)),
@@ -97,7 +115,7 @@ impl ToolSet {
                 }
             }
             DiscoveryTool::SearchNodes => {
-                let req = SearchNodesRequest { query: text_arg("query").unwrap_or_default(), limit: Some(limit) };
+                let req = SearchNodesRequest { query: query.unwrap_or_default(), limit: Some(limit) };
                 match engine.search_nodes(&who, &req) {
                     Ok(answer) => {
                         self.audit.push(AuditEvent::Search {
@@ -112,13 +130,7 @@ impl ToolSet {
                 }
             }
             DiscoveryTool::List => {
-                let req = ListRequest {
-                    path: text_arg("path").filter(|p| !p.trim().is_empty()).map(toolsearch_catalog::PathSpec::Joined),
-                    tags,
-                    query: None,
-                    limit: Some(limit),
-                    cursor,
-                };
+                let req = ListRequest { path: joined(path), tags, query: None, limit: Some(limit), cursor };
                 match engine.list(&who, &req) {
                     Ok(mut answer) => {
                         answer.tools.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
@@ -134,12 +146,12 @@ impl ToolSet {
                 }
             }
             DiscoveryTool::Expand => {
-                let id = text_arg("tool_id").unwrap_or_default();
+                let id = tool_id.unwrap_or_default();
                 self.expand(engine, &id).map(|v| v.to_string()).map_err(Refused::from)
             }
             DiscoveryTool::Call => {
-                let id = text_arg("tool_id").unwrap_or_default();
-                let arguments = input.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let id = tool_id.unwrap_or_default();
+                let arguments = arguments.unwrap_or_else(|| json!({}));
                 self.call_tool(engine, &id, &arguments, "call_tool")
             }
         }

@@ -1,4 +1,4 @@
-//! Host behaviour as commands: availability checks and the tool executor.
+//! Commands: availability checks and the tool executor, and how one command is run.
 //!
 //! A command runs in a process group of its own. Its input is written, and its output read, on
 //! threads of their own, so nothing waits on a command that does not read or never closes its
