@@ -114,13 +114,17 @@ impl FacadeSettings {
     }
 }
 
-/// Checks that no two nodes' facades share a name; the error names both nodes.
-pub(crate) fn check_unique_names(nodes: &[Node], file: &Path) -> Result<(), CatalogError> {
+/// Checks that no two nodes (at different paths) give their facades the same name; the error
+/// names both nodes. A path listed twice (the same node from two merged files) is one node.
+pub(crate) fn check_unique_names<'a>(
+    nodes: impl IntoIterator<Item = &'a Node>,
+    file: &Path,
+) -> Result<(), CatalogError> {
     let mut by_name: HashMap<&str, String> = HashMap::new();
     for node in nodes {
         let Some(f) = &node.facade else { continue };
         let path = display_path(&node.path);
-        if let Some(other) = by_name.insert(&f.name, path.clone()) {
+        if let Some(other) = by_name.insert(&f.name, path.clone()).filter(|other| *other != path) {
             return Err(CatalogError::file(
                 file,
                 format!(

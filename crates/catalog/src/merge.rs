@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::CatalogError;
+use crate::facade::check_unique_names;
 use crate::load::{load_path_as, Format};
 use crate::model::Catalog;
 use crate::path::CategoryPath;
@@ -39,22 +40,7 @@ impl Catalog {
                 }
             }
         }
-        for node in &other.nodes {
-            let Some(f) = &node.facade else { continue };
-            if let Some(mine) =
-                self.nodes.iter().find(|n| n.path != node.path && n.facade.as_ref().is_some_and(|m| m.name == f.name))
-            {
-                return Err(CatalogError::file(
-                    file,
-                    format!(
-                        "facade {}: facade.name: {:?} is also the facade name of node {:?}; facade names must be unique",
-                        node.path.join("/"),
-                        f.name,
-                        mine.path.join("/")
-                    ),
-                ));
-            }
-        }
+        check_unique_names(self.nodes.iter().chain(&other.nodes), file)?;
         for group in other.groups {
             if !self.groups.iter().any(|g| g.id == group.id) {
                 self.groups.push(group);

@@ -184,16 +184,12 @@ impl Engine {
         let scopes = scopes_of(who);
         let path = self.scope(req.path.as_ref(), "path", &scopes)?;
         let query = req.query.as_deref().map(checked_query).transpose()?;
-        let request = request_hash(
-            "list",
-            query.unwrap_or(""),
-            &Filter { path: path.clone(), tags: req.tags.clone(), scopes: scopes.clone() },
-        );
+        let filter = Filter { path: path.clone(), tags: req.tags.clone(), scopes };
+        let request = request_hash("list", query.unwrap_or(""), &filter);
         let offset = match &req.cursor {
             Some(c) => self.cursors.decode(c, request)?,
             None => 0,
         };
-        let filter = Filter { path: path.clone(), tags: req.tags.clone(), scopes };
         let allowed = self.paths().allowed(&filter);
         let visible = |tools: &[u32]| -> Vec<u32> {
             match &allowed {
