@@ -269,6 +269,7 @@ fn answers(
         ask(format!("search {q}"), "search_tool_by_category", json!({"query": q, "limit": 50}));
         ask(format!("search {q} by id"), "search_tool_by_category", json!({"query": ids[0], "limit": 5}));
         ask(format!("search {q} p1"), "search_tool_by_category", json!({"query": q, "limit": 3}));
+        ask(format!("regex {q}"), "search_tool_by_category", json!({"query": q, "match": "regex", "limit": 50}));
         ask(format!("nodes {q}"), "search_nodes", json!({"query": q, "limit": 50}));
         ask(format!("list {q}"), "list", json!({"query": q, "limit": 50}));
         for p in nodes {
@@ -284,6 +285,8 @@ fn answers(
     for id in ids {
         ask(format!("expand {id}"), "expand_tool", json!({"tool_id": id}));
         ask(format!("expand {id}x"), "expand_tool", json!({"tool_id": format!("{id}x")}));
+        ask(format!("exact {id}"), "search_tool_by_category", json!({"query": id, "limit": 5}));
+        ask(format!("regex {id}"), "search_tool_by_category", json!({"query": id, "match": "regex", "limit": 50}));
     }
     let live = LiveCatalog::new(engine);
     let config = ToolSetConfig { principal: who.clone(), ..ToolSetConfig::default() };

@@ -231,6 +231,7 @@ fn usage_errors_exit_2_and_completions_are_printed() {
         vec!["bench", idx.as_str(), "q.jsonl", "--mode", "hybrid,sparse"],
         vec!["index", "x.json", "--out", "/tmp/never", "--scopes", "a"],
         vec!["no-such-verb"],
+        vec!["search", idx.as_str(), "q", "--match", "glob"],
     ] {
         let out = toolsearch(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -239,4 +240,18 @@ fn usage_errors_exit_2_and_completions_are_printed() {
     assert!(out.status.success());
     let script = String::from_utf8_lossy(&out.stdout);
     assert!(script.contains("toolsearch") && script.contains("gateway"), "{script}");
+}
+
+#[test]
+fn search_match_regex_lists_matching_ids_and_a_bad_pattern_exits_3() {
+    let idx = sample_index();
+    let out = toolsearch(&["search", &idx, r"^git\.(commit|diff)$", "--match", "regex", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = v["results"].as_array().unwrap().iter().map(|r| r["tool_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"git.commit") && ids.contains(&"git.diff"));
+    let bad = toolsearch(&["search", &idx, "(", "--match", "regex"]);
+    assert_eq!(bad.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("INVALID_ARGUMENT"));
 }

@@ -639,7 +639,10 @@ fn token_accounting_counts_both_sides_with_a_real_tokenizer() {
     assert!(report.upfront_definitions > 10_000, "{}", report.upfront_definitions);
     assert!(report.discovery_per_query > report.discovery_definitions as f64 * 3.0, "three turns at least");
     assert!(report.ratio > 2.0 && report.reached > 0.8, "{report:?}");
-    assert!(report.turns >= 3.0 && report.turns <= 4.0);
+    // Search, expand, call: three turns, four when a second, longer search is needed. A query
+    // whose matching tools are all in the fixture's unavailable group finds nothing and stops
+    // after its two searches (one of the 24 does).
+    assert!(report.turns >= 2.9 && report.turns <= 4.0, "{report:?}");
 }
 
 #[test]
@@ -683,4 +686,17 @@ fn discovery_list_and_search_page_with_cursors_and_take_tags() {
     let o = set.call("search_tool_by_category", &json!({"query": "bucket", "tags": ["s3"], "limit": 50}));
     let tagged: Value = serde_json::from_str(&o.text).unwrap();
     assert!(!tagged["results"].as_array().unwrap().is_empty(), "{tagged}");
+}
+
+#[test]
+fn discovery_search_takes_match_regex_and_checks_it_against_its_schema() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let found = set.call("search_tool_by_category", &json!({"query": "^refactor\\.", "match": "regex", "limit": 50}));
+    assert!(!found.is_error, "{}", found.text);
+    let answer: Value = serde_json::from_str(&found.text).unwrap();
+    let ids: Vec<&str> = answer["results"].as_array().unwrap().iter().map(|r| r["tool_id"].as_str().unwrap()).collect();
+    assert!(ids.len() > 2 && ids.iter().all(|id| id.starts_with("refactor.")), "{ids:?}");
+    let bad = set.call("search_tool_by_category", &json!({"query": "x", "match": "glob"}));
+    assert!(bad.is_error && bad.text.contains("INVALID_ARGUMENT"), "{}", bad.text);
 }

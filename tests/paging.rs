@@ -26,11 +26,11 @@ fn search(
 
 #[test]
 fn search_pages_never_repeat_or_skip_and_match_one_big_page() {
-    let all = search("manage files and storage", &[], 50, None).unwrap();
+    let all = search("upload or download files in a storage bucket", &[], 50, None).unwrap();
     let mut paged = Vec::new();
     let mut cursor = None;
     loop {
-        let page = search("manage files and storage", &[], 2, cursor).unwrap();
+        let page = search("upload or download files in a storage bucket", &[], 2, cursor).unwrap();
         assert!(page.results.len() <= 2);
         paged.extend(page.results.into_iter().map(|p| p.tool_id));
         cursor = page.next_cursor;

@@ -70,6 +70,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             ..BenchOptions::default()
         };
         reports.push(run_bench(&engine, &labelled, &options)?);
+        // With a learned adapter, the same queries again without it, for comparison.
+        if engine.adapter().is_some() && matches!(mode, ModeArg::Hybrid) {
+            let plain = EngineOptions { use_adapter: false, ..engine.options().clone() };
+            let plain = Engine::open_with(&args.set.index, plain).map_err(|e| Problem::Index.because(e))?;
+            let mut report = run_bench(&plain, &labelled, &options)?;
+            report.mode = "hybrid-no-adapter".into();
+            reports.push(report);
+        }
     }
     emit(global, &reports, || render::bench(&reports))
 }

@@ -53,6 +53,8 @@ pub(crate) enum Problem {
     Replay,
     /// The gateway stopped with an error.
     Gateway,
+    /// `learn` fitted an adapter that did not beat the unadapted ranking, and stored nothing.
+    NotLearned,
     /// A bug: something that should not fail did.
     Internal,
 }
@@ -71,6 +73,7 @@ impl Problem {
             Problem::Io => "IO_ERROR",
             Problem::Replay => "REPLAY_ERROR",
             Problem::Gateway => "GATEWAY_ERROR",
+            Problem::NotLearned => "NOT_LEARNED",
             Problem::Internal => "INTERNAL",
         }
     }

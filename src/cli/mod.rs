@@ -11,6 +11,7 @@ mod expand;
 mod failure;
 mod gateway;
 mod index;
+mod learn;
 mod list;
 mod nodes;
 mod output;
@@ -47,6 +48,7 @@ enum Command {
     Tokens(tokens::Args),
     Candidates(candidates::Args),
     Calibrate(calibrate::Args),
+    Learn(learn::Args),
     Replay(replay::Args),
     Serve(serve::Args),
     Gateway(gateway::Args),
@@ -75,6 +77,7 @@ pub(crate) fn run() -> i32 {
         Command::Tokens(a) => tokens::run(g, a),
         Command::Candidates(a) => candidates::run(g, a),
         Command::Calibrate(a) => calibrate::run(g, a),
+        Command::Learn(a) => learn::run(g, a),
         Command::Replay(a) => replay::run(g, a),
         Command::Serve(a) => serve::run(g, a),
         Command::Gateway(a) => gateway::run(g, a),

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use toolsearch::disclosure::replay::Replay;
-use toolsearch::eval::{BenchReport, CalibrationReport, TokenReport};
+use toolsearch::eval::{BenchReport, CalibrationReport, LearnReport, TokenReport};
 use toolsearch::{
     BuildReport, CallToolResponse, ExpandToolResponse, ListResponse, SearchNodesResponse, SearchToolsResponse,
     ToolPointer,
@@ -235,6 +235,18 @@ pub(crate) fn calibration(r: &CalibrationReport, dry_run: bool) -> String {
         r.heldout_ece_before,
         r.heldout_ece_after,
         if dry_run { " (dry run: not stored)" } else { "; stored in the index" }
+    )
+}
+
+pub(crate) fn learned(r: &LearnReport, dry_run: bool) -> String {
+    let verdict = match (&r.adapter, dry_run) {
+        (None, _) => "refused: it does not beat the unadapted ranking",
+        (Some(_), true) => "dry run: not stored",
+        (Some(_), false) => "stored in the index",
+    };
+    format!(
+        "{} labelled queries: {} fit, {} chose {:?} and cosine weight {}, {} judged\nheld-out nDCG@10: {:.4} without the adapter, {:.4} with it ({verdict})\n",
+        r.labels, r.fit, r.choose, r.method, r.alpha, r.judge, r.ndcg_before, r.ndcg_after
     )
 }
 

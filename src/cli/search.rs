@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use toolsearch::{PathSpec, SearchToolsRequest};
+use toolsearch::{MatchMode, PathSpec, SearchToolsRequest};
 
 use super::common::{emit, Asker, Global, Page};
 use super::failure::Failure;
@@ -22,6 +22,18 @@ pub(crate) struct Args {
     path: Option<String>,
     #[command(flatten)]
     page: Page,
+    /// How the query is matched: `semantic` ranks by meaning (an exact tool id or name comes
+    /// first); `regex` takes it as a regular expression over tool ids and names
+    /// (case-insensitive) and lists every match.
+    #[arg(long = "match", value_enum, default_value_t = Match::Semantic)]
+    match_mode: Match,
+}
+
+/// `--match` choices.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum Match {
+    Semantic,
+    Regex,
 }
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
@@ -32,6 +44,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         tags: args.page.tags.clone(),
         limit: Some(args.page.limit.into()),
         cursor: args.page.cursor.clone(),
+        match_mode: match args.match_mode {
+            Match::Semantic => MatchMode::Semantic,
+            Match::Regex => MatchMode::Regex,
+        },
     };
     let res = engine.search_tool_by_category(&who, &req)?;
     emit(global, &res, || render::search(&args.query, &res))

@@ -150,7 +150,7 @@ impl DiscoveryTool {
             DiscoveryTool::SearchTools => (
                 format!("Search the tool catalogue for tools that can do a task, optionally inside one category. {detail}"),
                 object_schema(
-                    json!({"query": query, "category_path": {"type": "string", "description": "Category to search in, e.g. \"Coding/Git\"; omit to search everything."}, "tags": tags, "limit": limit, "cursor": cursor}),
+                    json!({"query": query, "category_path": {"type": "string", "description": "Category to search in, e.g. \"Coding/Git\"; omit to search everything."}, "tags": tags, "limit": limit, "cursor": cursor, "match": {"type": "string", "enum": ["semantic", "regex"], "description": "\"regex\" treats query as a regular expression over tool ids and names (case-insensitive), e.g. \"^github\\\\.\" or \"issue\"; default \"semantic\"."}}),
                     &["query"],
                 ),
             ),

@@ -9,12 +9,15 @@
 #![deny(missing_docs)]
 
 mod calibrate;
+mod contrastive;
+mod learn;
 mod metrics;
 mod queries;
 mod run;
 mod tokens;
 
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
+pub use learn::{labels_from_audit, learn_adapter, LearnError, LearnReport, MIN_LABELS};
 pub use metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 pub use queries::{load_queries, EvalError, LabelledQuery};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};

@@ -178,7 +178,7 @@ pub fn dump_candidates(
                 let id = &catalog.tools[c.ord as usize].id;
                 serde_json::json!({
                     "tool": id, "cosine": c.cosine, "bm25": c.bm25, "dense_rank": c.dense_rank,
-                    "lexical_rank": c.lexical_rank, "category": c.category.map(|(n, size)| serde_json::json!([n, size])),
+                    "lexical_rank": c.lexical_rank,
                     "gold": q.gold.iter().any(|g| g.contains(id)),
                 })
             })

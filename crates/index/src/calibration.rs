@@ -20,10 +20,11 @@ pub struct Calibration {
 }
 
 impl Default for Calibration {
-    /// Fitted jointly on both benchmark sets with the default blend (docs/benchmarks.md);
-    /// `toolsearch calibrate` fits one to a catalogue's own labelled queries.
+    /// Fitted on the four dev sets pooled, each weighing the same, with the default blend
+    /// (`scripts/fit-confidence.py`, docs/benchmarks.md); `toolsearch calibrate` fits one to a
+    /// catalogue's own labelled queries.
     fn default() -> Self {
-        Calibration { scale: 4.04, margin_scale: 16.29, bias: -4.25 }
+        Calibration { scale: 3.67, margin_scale: 18.63, bias: -3.84 }
     }
 }
 

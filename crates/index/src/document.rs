@@ -60,6 +60,34 @@ pub struct LexicalFields {
     pub tags: String,
 }
 
+impl LexicalFields {
+    /// Every part in one text (the `all` field, scored as one document by BM25), with
+    /// identifiers also written as their words.
+    pub fn all(&self) -> String {
+        let parts = [&self.name, &self.path, &self.body, &self.params, &self.tags];
+        let joined = parts.iter().filter(|p| !p.is_empty()).map(|p| p.as_str()).collect::<Vec<_>>().join("\n");
+        expand_identifiers(&joined)
+    }
+}
+
+/// `text` with every camelCase or PascalCase word followed by its parts (`getUserById` ->
+/// `getUserById get user by id`), so the analyser, which splits only on punctuation
+/// (snake_case, dotted and `::` names already fall apart there), matches either form.
+pub fn expand_identifiers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for word in text.split_inclusive(|c: char| !c.is_alphanumeric()) {
+        out.push_str(word);
+        let core = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+        let camel = core.chars().zip(core.chars().skip(1)).any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+        if camel {
+            out.push(' ');
+            out.push_str(&split_identifier(core));
+            out.push(' ');
+        }
+    }
+    out
+}
+
 /// The text embedded for a tool: name words, category path, summary, description, parameters.
 pub fn tool_dense_text(tool: &Tool) -> String {
     let mut out = split_identifier(&tool.name);
@@ -80,10 +108,10 @@ pub fn tool_dense_text(tool: &Tool) -> String {
         out.push_str(" Example: ");
         out.push_str(ex);
     }
-    let params = param_names(&tool.args_schema);
+    let params = param_phrases(&tool.args_schema);
     if !params.is_empty() {
         out.push_str(" Parameters: ");
-        out.push_str(&params.join(", "));
+        out.push_str(&params.join("; "));
         out.push('.');
     }
     out
@@ -156,8 +184,19 @@ fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
     schema.get("properties").and_then(Value::as_object).into_iter().flatten().take(MAX_PARAMS)
 }
 
-fn param_names(schema: &Value) -> Vec<String> {
-    properties(schema).map(|(k, _)| split_identifier(k)).filter(|k| !k.is_empty()).collect()
+/// Each parameter as `name words (its description)`, the description shortened.
+fn param_phrases(schema: &Value) -> Vec<String> {
+    properties(schema)
+        .filter_map(|(k, v)| {
+            let name = split_identifier(k);
+            let desc = v.get("description").and_then(Value::as_str).map(|d| truncate_chars(d.trim(), MAX_PARAM_DESC));
+            match desc {
+                _ if name.is_empty() => None,
+                Some(d) if !d.is_empty() => Some(format!("{name} ({d})")),
+                _ => Some(name),
+            }
+        })
+        .collect()
 }
 
 fn param_text(schema: &Value) -> String {
@@ -191,5 +230,12 @@ mod tests {
         assert_eq!(split_identifier("HTMLParser"), "html parser");
         assert_eq!(split_identifier("Songkick concert"), "songkick concert");
         assert_eq!(split_identifier(""), "");
+    }
+
+    #[test]
+    fn camel_case_words_are_also_written_as_their_parts() {
+        assert_eq!(expand_identifiers("call getUserById now"), "call getUserById  get user by id now");
+        assert_eq!(expand_identifiers("plain words, HTML"), "plain words, HTML");
+        assert_eq!(expand_identifiers("x.fooBar"), "x.fooBar foo bar ");
     }
 }

@@ -5,11 +5,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::adapter::QueryAdapter;
 use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -59,6 +60,9 @@ pub struct IndexMeta {
     /// The confidence map fitted to this catalogue by `toolsearch calibrate`, if any; a
     /// rebuild of the same index keeps it.
     pub calibration: Option<Calibration>,
+    /// The query adapter fitted to this catalogue's labels by `toolsearch learn`, if any; a
+    /// rebuild with the same model keeps it.
+    pub adapter: Option<QueryAdapter>,
 }
 
 impl IndexMeta {
@@ -78,8 +82,19 @@ impl IndexMeta {
     /// Stores `calibration` in the index in `dir`, replacing the metadata file atomically
     /// (write beside, fsync, rename).
     pub fn set_calibration(dir: &Path, calibration: &Calibration) -> Result<(), IndexError> {
+        IndexMeta::update(dir, |meta| meta.calibration = Some(*calibration))
+    }
+
+    /// Stores `adapter` in the index in `dir` (or removes the one there, with `None`), as
+    /// [`IndexMeta::set_calibration`] does.
+    pub fn set_adapter(dir: &Path, adapter: Option<QueryAdapter>) -> Result<(), IndexError> {
+        IndexMeta::update(dir, |meta| meta.adapter = adapter)
+    }
+
+    /// Rewrites the metadata with `change` applied, atomically.
+    fn update(dir: &Path, change: impl FnOnce(&mut IndexMeta)) -> Result<(), IndexError> {
         let mut meta = IndexMeta::read(dir)?;
-        meta.calibration = Some(*calibration);
+        change(&mut meta);
         let staging = dir.join(".meta-update");
         std::fs::create_dir_all(&staging).map_err(io(&staging))?;
         meta.write(&staging)?;

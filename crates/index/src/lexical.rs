@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use tantivy::collector::{FilterCollector, TopDocs};
 use tantivy::query::Bm25StatisticsProvider;
-use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED, STRING,
 };
@@ -34,12 +34,12 @@ use crate::error::IndexError;
 const ANALYZER: &str = "toolsearch_en";
 /// Most distinct query terms used; the rest of a very long query is ignored.
 const MAX_QUERY_TERMS: usize = 64;
-/// Terms in more than this share of documents are not scored.
-const COMMON_TERM_SHARE: f64 = 0.3;
-/// Most query terms scored (the rarest ones).
-const MAX_SCORED_TERMS: usize = 32;
-/// Field boosts: (name, path, body, params, tags).
-const BOOSTS: [f32; 5] = [2.5, 1.5, 1.0, 0.6, 0.8];
+/// Text fields. One: every part of a document (name and its words, path, description,
+/// parameters, tags) in one field, scored by plain BM25 with no field boosts, which measured
+/// better on every dev set than boosted per-field scores (docs/benchmarks.md).
+const FIELD_NAMES: [&str; FIELDS] = ["text"];
+/// How many text fields a document has.
+const FIELDS: usize = 1;
 
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "for", "from", "had", "has", "have",
@@ -68,7 +68,7 @@ impl DocKind {
 
 #[derive(Clone)]
 pub(crate) struct Fields {
-    text: [Field; 5],
+    text: [Field; FIELDS],
     scope: Field,
     kind: Field,
     ord: Field,
@@ -79,7 +79,7 @@ fn schema() -> (Schema, Fields) {
     let indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs);
     let text = TextOptions::default().set_indexing_options(indexing);
     let fields = Fields {
-        text: ["name", "path", "body", "params", "tags"].map(|n| b.add_text_field(n, text.clone())),
+        text: FIELD_NAMES.map(|n| b.add_text_field(n, text.clone())),
         scope: b.add_text_field("scope", STRING),
         kind: b.add_text_field("kind", STRING),
         ord: b.add_u64_field("ord", INDEXED | STORED | FAST),
@@ -125,9 +125,7 @@ impl LexicalWriter {
     ) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
-        for (field, value) in f.text.iter().zip([&doc.name, &doc.path, &doc.body, &doc.params, &doc.tags]) {
-            d.add_text(*field, value);
-        }
+        d.add_text(f.text[0], doc.all());
         for s in scopes {
             d.add_text(f.scope, s);
         }
@@ -184,11 +182,11 @@ impl View {
 struct DocFacts {
     kind: DocKind,
     ord: u32,
-    lengths: [u32; 5],
+    lengths: [u32; FIELDS],
 }
 
 /// Documents in a view and their total length per text field.
-type Totals = (u64, [u64; 5]);
+type Totals = (u64, [u64; FIELDS]);
 
 /// Most document frequencies cached.
 const DF_CACHE: usize = 200_000;
@@ -228,7 +226,7 @@ impl ViewStats<'_> {
         if let Some(t) = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return *t;
         }
-        let mut totals = (0u64, [0u64; 5]);
+        let mut totals = (0u64, [0u64; FIELDS]);
         for f in self.lexical.facts.iter().flatten().filter(|f| self.member(f)) {
             totals.0 += 1;
             for (t, l) in totals.1.iter_mut().zip(f.lengths) {
@@ -304,7 +302,8 @@ impl Lexical {
     /// The analysed, de-duplicated terms of `text` (at most [`MAX_QUERY_TERMS`]).
     pub(crate) fn terms(&self, text: &str) -> Vec<String> {
         let mut analyzer = self.analyzer.clone();
-        let mut stream = analyzer.token_stream(text);
+        let text = crate::document::expand_identifiers(text);
+        let mut stream = analyzer.token_stream(&text);
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         while let Some(tok) = stream.next() {
@@ -316,24 +315,6 @@ impl Lexical {
             }
         }
         out
-    }
-
-    /// Drops terms found in more than [`COMMON_TERM_SHARE`] of the view's documents (long
-    /// posting lists, almost no ranking signal) and keeps the [`MAX_SCORED_TERMS`] rarest of
-    /// the rest.
-    fn informative_terms(&self, stats: &ViewStats<'_>, terms: Vec<String>) -> Result<Vec<String>, IndexError> {
-        let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
-        let docs = stats.total_num_docs().map_err(err)?.max(1) as f64;
-        let body = self.fields.text[2];
-        let mut scored = Vec::with_capacity(terms.len());
-        for t in terms {
-            let df = stats.doc_freq(&Term::from_field_text(body, &t)).map_err(err)? as f64;
-            if df / docs <= COMMON_TERM_SHARE {
-                scored.push((df, t));
-            }
-        }
-        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Ok(scored.into_iter().take(MAX_SCORED_TERMS).map(|(_, t)| t).collect())
     }
 
     /// BM25 top `k` documents of `kind` for `text`, restricted to the category `scope`
@@ -352,15 +333,17 @@ impl Lexical {
         let f = &self.fields;
         let searcher = self.reader.searcher();
         let stats = ViewStats { lexical: self, searcher: &searcher, kind, view };
-        let terms = self.informative_terms(&stats, self.terms(text))?;
+        // Every query term counts: BM25's idf already weighs common terms down, and dropping
+        // them (as an earlier version did) measured worse on catalogues it was not tuned on.
+        let terms = self.terms(text);
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for t in &terms {
-            for (field, boost) in f.text.iter().zip(BOOSTS) {
+            for field in &f.text {
                 let q = TermQuery::new(Term::from_field_text(*field, t), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
+                should.push((Occur::Should, Box::new(q)));
             }
         }
         let filter = |field: Field, value: &str| -> (Occur, Box<dyn Query>) {
@@ -424,7 +407,7 @@ fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<V
         }
         let mut facts = Vec::with_capacity(max as usize);
         for doc in 0..max {
-            let mut lengths = [0u32; 5];
+            let mut lengths = [0u32; FIELDS];
             for (l, n) in lengths.iter_mut().zip(&norms) {
                 *l = n.fieldnorm(doc);
             }

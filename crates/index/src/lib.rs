@@ -12,6 +12,7 @@
 //! wrong format version, a different embedding model or a corrupted file, naming the file.
 #![deny(missing_docs)]
 
+mod adapter;
 mod atomic;
 mod calibration;
 mod dense;
@@ -23,6 +24,7 @@ mod progress;
 mod reader;
 mod writer;
 
+pub use adapter::{apply as adapter_apply, QueryAdapter};
 pub use calibration::Calibration;
 pub use dense::{dot, Hit};
 pub use error::IndexError;

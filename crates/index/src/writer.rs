@@ -70,7 +70,12 @@ pub fn build_index(
     let hashes: Vec<String> = dense_texts.iter().map(|t| text_hash(t)).collect();
 
     // A calibration fitted to the index being replaced stays with it.
-    let calibration = IndexMeta::read(&target).ok().and_then(|m| m.calibration);
+    // So does a query adapter learned for the same model (it maps that model's query vectors).
+    let old = IndexMeta::read(&target).ok();
+    let calibration = old.as_ref().and_then(|m| m.calibration);
+    let adapter = old
+        .and_then(|m| m.adapter.filter(|_| m.model_sha256 == embedder.model_sha256()))
+        .filter(|a| a.fits(embedder.dimension()));
     let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(&target), embedder);
     let mut vectors: Vec<Vec<f32>> = hashes.iter().map(|h| previous.get(h).cloned().unwrap_or_default()).collect();
     let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
@@ -104,6 +109,7 @@ pub fn build_index(
         files,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         calibration,
+        adapter,
     };
     meta.write(dir)?;
     staging.commit()?;

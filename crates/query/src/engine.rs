@@ -104,14 +104,21 @@ impl Engine {
         let scopes = scopes_of(who);
         let scope = self.scope(req.category_path.as_ref(), "category_path", &scopes)?;
         let filter = Filter { path: scope.clone(), tags: req.tags.clone(), scopes };
-        let request = request_hash("search_tool_by_category", query, &filter);
+        let call = match req.match_mode {
+            MatchMode::Semantic => "search_tool_by_category",
+            MatchMode::Regex => "search_tool_by_category/regex",
+        };
+        let request = request_hash(call, query, &filter);
         let offset = match &req.cursor {
             Some(c) => self.cursors.decode(c, request)?,
             None => 0,
         };
         // Every page slices the same ranking (fixed depth, ties by ordinal): pages never
         // repeat or skip a tool.
-        let ranked = self.rank_tools(query, &filter, self.options().candidates)?;
+        let ranked = match req.match_mode {
+            MatchMode::Semantic => self.rank_tools(query, &filter, self.options().candidates)?,
+            MatchMode::Regex => self.match_tools(query, &filter)?,
+        };
         let confident: Vec<&Scored> = ranked.iter().filter(|s| s.confidence >= self.options().min_confidence).collect();
         if confident.is_empty() {
             return Err(hints::no_match(self, query, &filter));

@@ -121,6 +121,22 @@ pub struct SearchToolsRequest {
     /// `next_cursor` of the previous page of the same request.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// How the query is matched: by meaning (the default), or as a regular expression over
+    /// tool ids and names.
+    #[serde(default, rename = "match")]
+    pub match_mode: MatchMode,
+}
+
+/// How `search_tool_by_category` matches its query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    /// Hybrid semantic and lexical ranking; an exact id or name comes first.
+    #[default]
+    Semantic,
+    /// The query is a regular expression (case-insensitive unless it says otherwise) over tool
+    /// ids and names; every match, in catalogue order, at confidence 1.
+    Regex,
 }
 
 /// The answer to `search_tool_by_category`.

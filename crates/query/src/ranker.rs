@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch_index::{IndexError, IndexReader, OpenOptions};
+use toolsearch_index::{IndexError, IndexReader, OpenOptions, QueryAdapter};
 
 use crate::cache::Lru;
 use crate::fusion::{Calibration, Fusion, Scored};
+use crate::matching::NameTable;
 use crate::ranking::ResultKey;
 use crate::scope::PathTable;
 
@@ -36,6 +37,8 @@ pub struct EngineOptions {
     pub open: OpenOptions,
     /// Query embeddings, and ranked results, kept in LRU caches (0 disables them).
     pub query_cache: usize,
+    /// Use the query adapter stored in the index by `toolsearch learn`, if there is one.
+    pub use_adapter: bool,
 }
 
 impl Default for EngineOptions {
@@ -48,6 +51,7 @@ impl Default for EngineOptions {
             min_confidence: 0.08,
             open: OpenOptions::default(),
             query_cache: 1024,
+            use_adapter: true,
         }
     }
 }
@@ -69,6 +73,8 @@ pub struct Ranker {
     embedder: Arc<dyn Embedder>,
     paths: PathTable,
     tool_by_id: HashMap<String, u32>,
+    names: NameTable,
+    adapter: Option<QueryAdapter>,
     calibration: Calibration,
     pub(crate) vectors: Lru<String, Vec<f32>>,
     pub(crate) results: Lru<ResultKey, Vec<Scored>>,
@@ -116,11 +122,15 @@ impl Ranker {
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
         let paths = PathTable::new(index.catalog());
         let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
+        let names = NameTable::new(index.catalog());
+        let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
             index,
             embedder,
             paths,
             tool_by_id,
+            names,
+            adapter,
             calibration,
             vectors: Lru::new(options.query_cache, CACHE_BYTES),
             results: Lru::new(options.query_cache, CACHE_BYTES),
@@ -130,6 +140,24 @@ impl Ranker {
 
     pub(crate) fn paths(&self) -> &PathTable {
         &self.paths
+    }
+
+    pub(crate) fn names(&self) -> &NameTable {
+        &self.names
+    }
+
+    /// The query adapter in force (stored by `toolsearch learn`, and not disabled).
+    pub fn adapter(&self) -> Option<&QueryAdapter> {
+        self.adapter.as_ref()
+    }
+
+    /// The fusion tool searches use: the options' blend, with the adapter's cosine weight
+    /// when an adapter is in force.
+    pub(crate) fn tool_fusion(&self) -> Fusion {
+        match (self.options.fusion, &self.adapter) {
+            (Fusion::Blend { lexical_k, .. }, Some(a)) => Fusion::Blend { alpha: a.alpha, lexical_k },
+            (fusion, _) => fusion,
+        }
     }
 
     /// The confidence map in force (from the options, the index, or the default).

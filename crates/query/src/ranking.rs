@@ -93,10 +93,12 @@ impl Ranker {
         let (qv, dense, lexical) = self.retrieve(query, filter, depth, retrieval, &mut t)?;
         let s = Instant::now();
         // Single-index modes rank by that index's own score alone, for honest comparison.
-        let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0, sibling_lift: 0.0 };
+        let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0 };
         let ranked = match (retrieval, &qv) {
-            (Retrieval::Hybrid, Some(v)) => self.fuse(&dense, &lexical, v, self.options().fusion, &filter.scopes),
-            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0), &filter.scopes),
+            (Retrieval::Hybrid, Some(v)) => {
+                self.promote_exact(query, filter, self.fuse(&dense, &lexical, v, self.tool_fusion()))
+            }
+            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0)),
             _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
         };
         t.fuse = s.elapsed().as_secs_f64();
@@ -127,7 +129,7 @@ impl Ranker {
             Retrieval::Lexical => None,
             _ => {
                 let s = Instant::now();
-                let v = self.embed_query(query)?;
+                let v = self.tool_query(query)?;
                 t.embed = s.elapsed().as_secs_f64();
                 Some(v)
             }
@@ -159,41 +161,14 @@ impl Ranker {
         let (qv, dense, lexical) =
             self.retrieve(query, filter, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
         Ok(match qv {
-            Some(v) => {
-                let mut c = merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v));
-                self.set_categories(&mut c, &filter.scopes);
-                c
-            }
+            Some(v) => merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v)),
             None => Vec::new(),
         })
     }
 
-    /// Sets each candidate's category (its first leaf node) and that category's size, counting
-    /// only the tools the caller may see.
-    fn set_categories(&self, candidates: &mut [Candidate], scopes: &Option<Vec<String>>) {
-        let visible = self.paths().visible_tools(scopes);
-        for c in candidates.iter_mut() {
-            c.category = self.paths().category(c.ord).map(|(node, size)| match &visible {
-                None => (node, size),
-                Some(v) => {
-                    let under = self.paths().tools_under(&self.catalog().nodes[node as usize].path);
-                    (node, under.iter().filter(|o| v.binary_search(o).is_ok()).count() as u32)
-                }
-            });
-        }
-    }
-
-    /// Merges, categorises and ranks candidates.
-    fn fuse(
-        &self,
-        dense: &[Hit],
-        lexical: &[Hit],
-        qv: &[f32],
-        fusion: Fusion,
-        scopes: &Option<Vec<String>>,
-    ) -> Vec<Scored> {
-        let mut candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
-        self.set_categories(&mut candidates, scopes);
+    /// Merges and ranks candidates.
+    fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
+        let candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
         rank(&candidates, fusion, self.calibration())
     }
 
@@ -228,12 +203,12 @@ impl Ranker {
         if direct.is_empty() {
             return Ok(Vec::new());
         }
-        let qv = self.embed_query(query)?;
+        let qv = self.tool_query(query)?;
         let dense = self.index().dense_tools(&qv, direct.len(), Some(direct));
         let allowed = Arc::new(direct.to_vec());
         let view = self.tool_view(scopes);
         let lexical = self.lexical(query, DocKind::Tool, path, Some(&allowed), &view, direct.len())?;
-        Ok(self.fuse(&dense, &lexical, &qv, self.options().fusion, scopes))
+        Ok(self.fuse(&dense, &lexical, &qv, self.tool_fusion()))
     }
 
     /// The nodes `among` (all visible to the caller) ranked for `query` (lexical candidates
@@ -275,8 +250,34 @@ impl Ranker {
             .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
     }
 
+    /// The query vector tool searches use: the embedding, moved by the adapter if one is in
+    /// force.
+    pub(crate) fn tool_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
+        let v = self.embed_query(query)?;
+        Ok(match self.adapter() {
+            Some(a) => a.apply(&v),
+            None => v,
+        })
+    }
+
+    /// The whole catalogue ranked for `query` with the query vector `qv` given and `fusion`
+    /// (for fitting an adapter: the caller embeds and moves the vector itself). No cache, no
+    /// exact-match promotion, every tool allowed.
+    pub fn rank_with_vector(
+        &self,
+        query: &str,
+        qv: &[f32],
+        depth: usize,
+        fusion: Fusion,
+    ) -> Result<Vec<Scored>, ProtocolError> {
+        let depth = depth.max(self.options().candidates);
+        let dense = self.index().dense_tools(qv, depth, None);
+        let lexical = self.lexical(query, DocKind::Tool, &[], None, &View::everything(), depth)?;
+        Ok(self.fuse(&dense, &lexical, qv, fusion))
+    }
+
     /// The query's unit vector, from the cache when this exact text was embedded recently.
-    pub(crate) fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
         let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
         if let Some(v) = self.vectors.get(&text) {
             return Ok(v);

@@ -41,8 +41,6 @@ pub(crate) struct PathTable {
     children: HashMap<CategoryPath, Vec<u32>>,
     /// For each tool, the nodes it sits in directly (the last node of each of its paths).
     leaf_nodes: Vec<Vec<u32>>,
-    /// For each tool, its first leaf node and the number of tools under that node.
-    category: Vec<Option<(u32, u32)>>,
     /// Tool ordinals carrying each (lower-cased) tag, sorted.
     tagged: HashMap<String, Vec<u32>>,
     /// Tools that require scopes, with those scopes, sorted by ordinal.
@@ -60,7 +58,6 @@ impl PathTable {
             direct: HashMap::new(),
             children: HashMap::new(),
             leaf_nodes: Vec::with_capacity(catalog.tools.len()),
-            category: Vec::with_capacity(catalog.tools.len()),
             tagged: HashMap::new(),
             restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
@@ -99,12 +96,6 @@ impl PathTable {
             list.sort_unstable();
             list.dedup();
         }
-        let category: Vec<Option<(u32, u32)>> = t
-            .leaf_nodes
-            .iter()
-            .map(|leaves| leaves.first().map(|&n| (n, t.tools_under(&catalog.nodes[n as usize].path).len() as u32)))
-            .collect();
-        t.category = category;
         t
     }
 
@@ -196,11 +187,6 @@ impl PathTable {
     /// Tools directly at `path`, sorted.
     pub(crate) fn tools_at(&self, path: &[String]) -> &[u32] {
         self.direct.get(path).map_or(&[], Vec::as_slice)
-    }
-
-    /// Tool `ord`'s category for sibling evidence: its first leaf node and that node's size.
-    pub(crate) fn category(&self, ord: u32) -> Option<(u32, u32)> {
-        self.category.get(ord as usize).copied().flatten()
     }
 
     /// Child nodes of `path`.

@@ -22,6 +22,8 @@ struct DiscoveryArgs {
     tool_id: Option<String>,
     #[serde(default)]
     arguments: Option<Value>,
+    #[serde(default, rename = "match")]
+    match_mode: MatchMode,
 }
 
 /// A non-blank path as the protocol takes it.
@@ -48,7 +50,7 @@ impl ToolSet {
                 return Err(refusal(ErrorCode::InvalidArgument, "limit must be an integer from 1 to 50", vec![]).into())
             }
         };
-        let DiscoveryArgs { query, category_path, path, tags, cursor, tool_id, arguments, .. } = args;
+        let DiscoveryArgs { query, category_path, path, tags, cursor, tool_id, arguments, match_mode, .. } = args;
         match tool {
             DiscoveryTool::SearchTools | DiscoveryTool::Domain(_) => {
                 let category_path = match tool {
@@ -62,6 +64,7 @@ impl ToolSet {
                     tags,
                     limit: Some((limit + hidden).min(50)),
                     cursor,
+                    match_mode,
                 };
                 match engine.search_tool_by_category(&who, &req) {
                     Ok(mut answer) => {

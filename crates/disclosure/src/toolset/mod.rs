@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use toolsearch_catalog::{CategoryPath, Tool};
 use toolsearch_query::{
-    CallToolRequest, Engine, ErrorCode, ExpandToolRequest, ListRequest, Principal, ProtocolError, SearchNodesRequest,
-    SearchToolsRequest, ToolFailure,
+    CallToolRequest, Engine, ErrorCode, ExpandToolRequest, ListRequest, MatchMode, Principal, ProtocolError,
+    SearchNodesRequest, SearchToolsRequest, ToolFailure,
 };
 
 use crate::audit::{AuditEvent, AuditTrail, CallOutcome};

@@ -106,6 +106,7 @@ impl ToolSet {
                     tags: Vec::new(),
                     limit: Some(fetch),
                     cursor: None,
+                    ..SearchToolsRequest::default()
                 };
                 let found = match engine.search_tool_by_category(who, &req) {
                     Ok(answer) => answer.results,

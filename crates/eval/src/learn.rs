@@ -1,0 +1,344 @@
+//! Learning a per-index query adapter from a deployment's own labels (`toolsearch learn`).
+//!
+//! What does not transfer across catalogues works well within one: a residual linear map on
+//! the query embedding, `q' = normalize(q + q W)`, fitted by ridge regression toward the mean
+//! vector of each query's gold tools. The labels are split three ways by a hash of the query
+//! id: 70% fit `W`, 15% choose the ridge strength and the blend weight, and the last 15% judge
+//! the choice against the unadapted ranking. An adapter that does not beat it there is
+//! refused, so nothing worse than the default ranking is ever stored.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde::Serialize;
+use toolsearch_disclosure::{AuditEntry, AuditEvent, CallOutcome};
+use toolsearch_index::QueryAdapter;
+use toolsearch_query::fusion::DEFAULT_BLEND;
+use toolsearch_query::{Engine, Fusion};
+
+use crate::metrics::dcg_ndcg;
+use crate::queries::LabelledQuery;
+
+/// How a candidate adapter was fitted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Ridge regression toward the gold tools' mean vector, with this strength.
+    Ridge(f32),
+    /// Softmax over the tools (contrastive), stopped after this many epochs.
+    Contrastive(usize),
+}
+
+/// Epochs after which the contrastive fit is offered for choosing.
+const CHECKPOINTS: [usize; 5] = [1, 2, 4, 7, 10];
+
+/// Fewest labelled queries `learn` accepts (a smaller held-out part judges nothing).
+pub const MIN_LABELS: usize = 40;
+/// Ridge strengths tried.
+const LAMBDAS: [f32; 7] = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0];
+/// Cosine weights tried with the adapted query.
+const ALPHAS: [f32; 5] = [0.5, 0.65, 0.8, 0.9, 1.0];
+/// Most queries used to choose and to judge (each ranked once per setting).
+const MAX_EVAL: usize = 1_500;
+
+/// What `learn` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct LearnReport {
+    /// Labelled queries used (with at least one gold tool in the catalogue).
+    pub labels: usize,
+    /// Fitted on.
+    pub fit: usize,
+    /// Used to choose the ridge strength and blend weight.
+    pub choose: usize,
+    /// Used to judge the choice.
+    pub judge: usize,
+    /// nDCG@10 on the judging part without an adapter.
+    pub ndcg_before: f64,
+    /// nDCG@10 on the judging part with the chosen adapter.
+    pub ndcg_after: f64,
+    /// How the chosen adapter was fitted.
+    pub method: Method,
+    /// The chosen cosine weight.
+    pub alpha: f32,
+    /// The adapter, when it beat the unadapted ranking (it is `None` when refused).
+    #[serde(skip)]
+    pub adapter: Option<QueryAdapter>,
+}
+
+/// Why nothing could be learned.
+#[derive(Debug, thiserror::Error)]
+pub enum LearnError {
+    /// Too few usable labels.
+    #[error("{found} labelled queries name a tool of this catalogue; learn needs at least {MIN_LABELS}")]
+    TooFewLabels {
+        /// Usable labels found.
+        found: usize,
+    },
+    /// The engine failed.
+    #[error("{0}")]
+    Engine(String),
+}
+
+/// Labels from an audit trail (JSON Lines of audit entries, as `serve`/`gateway` write them):
+/// each search with a query, followed (before the next search) by expanding a tool and then
+/// calling it successfully, labels that query with those tools.
+pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, String)> {
+    let mut out: Vec<LabelledQuery> = Vec::new();
+    let mut current: Option<(String, HashSet<String>, Vec<String>)> = None;
+    let flush = |cur: &mut Option<(String, HashSet<String>, Vec<String>)>, out: &mut Vec<LabelledQuery>| {
+        if let Some((query, _, called)) = cur.take() {
+            if !called.is_empty() {
+                let id = format!("audit-{}", out.len() + 1);
+                out.push(LabelledQuery {
+                    id,
+                    text: query,
+                    gold: called.into_iter().map(|c| vec![c]).collect(),
+                    tags: vec![],
+                });
+            }
+        }
+    };
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: AuditEntry = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
+        match entry.event {
+            AuditEvent::Search { query: Some(q), .. } if !q.trim().is_empty() => {
+                flush(&mut current, &mut out);
+                current = Some((q, HashSet::new(), Vec::new()));
+            }
+            AuditEvent::Expand { tool_id, .. } => {
+                if let Some((_, expanded, _)) = &mut current {
+                    expanded.insert(tool_id);
+                }
+            }
+            AuditEvent::Call { tool_id, outcome: CallOutcome::Ok, .. } => {
+                if let Some((_, expanded, called)) = &mut current {
+                    if expanded.contains(&tool_id) && !called.contains(&tool_id) {
+                        called.push(tool_id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&mut current, &mut out);
+    Ok(out)
+}
+
+/// Which part of the labels a query falls in: 0..70 fit, 70..85 choose, 85..100 judge.
+fn bucket(id: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish() % 100
+}
+
+/// Fits an adapter to `labels` on `engine`'s index (the engine's own adapter, if any, is not
+/// used: open it with `use_adapter: false`).
+pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnReport, LearnError> {
+    let catalog = engine.catalog();
+    let ord_of: HashMap<&str, u32> = catalog.tools.iter().enumerate().map(|(i, t)| (t.id.as_str(), i as u32)).collect();
+    let usable: Vec<&LabelledQuery> =
+        labels.iter().filter(|q| q.gold.iter().flatten().any(|g| ord_of.contains_key(g.as_str()))).collect();
+    if usable.len() < MIN_LABELS {
+        return Err(LearnError::TooFewLabels { found: usable.len() });
+    }
+    let (mut fit, mut choose, mut judge) = (Vec::new(), Vec::new(), Vec::new());
+    for q in usable.iter().copied() {
+        match bucket(&q.id) {
+            0..70 => fit.push(q),
+            70..85 => choose.push(q),
+            _ => judge.push(q),
+        }
+    }
+    choose.truncate(MAX_EVAL);
+    judge.truncate(MAX_EVAL);
+    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let d = engine.index().meta().dimension as usize;
+    // Fit: Q (n x d) raw query vectors, T their targets.
+    let mut qtq = vec![0f64; d * d];
+    let mut qtr = vec![0f64; d * d];
+    let mut examples: Vec<(Vec<f32>, Vec<u32>)> = Vec::with_capacity(fit.len());
+    for q in &fit {
+        let v = engine.embed_query(&q.text).map_err(err)?;
+        let golds: Vec<u32> =
+            q.gold.iter().filter_map(|g| g.iter().find_map(|id| ord_of.get(id.as_str()).copied())).collect();
+        examples.push((v.clone(), golds));
+        let mut t = vec![0f32; d];
+        let mut n = 0;
+        for g in q.gold.iter().filter_map(|g| g.iter().find_map(|id| ord_of.get(id.as_str()))) {
+            for (x, y) in t.iter_mut().zip(engine.index().tool_vector(*g)) {
+                *x += y;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            continue;
+        }
+        let norm = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        let residual: Vec<f64> = t.iter().zip(&v).map(|(t, v)| f64::from(t / norm - v)).collect();
+        for i in 0..d {
+            let vi = f64::from(v[i]);
+            for j in 0..d {
+                qtq[i * d + j] += vi * f64::from(v[j]);
+                qtr[i * d + j] += vi * residual[j];
+            }
+        }
+    }
+    let vectors = |set: &[&LabelledQuery]| -> Result<Vec<Vec<f32>>, LearnError> {
+        set.iter().map(|q| engine.embed_query(&q.text).map_err(err)).collect()
+    };
+    let (choose_v, judge_v) = (vectors(&choose)?, vectors(&judge)?);
+    let lexical_k = match DEFAULT_BLEND {
+        Fusion::Blend { lexical_k, .. } => lexical_k,
+        Fusion::Rrf { .. } => 0.0,
+    };
+    let ndcg = |set: &[&LabelledQuery], vs: &[Vec<f32>], w: Option<&[f32]>, alpha: f32| -> Result<f64, LearnError> {
+        let mut total = 0.0;
+        for (q, v) in set.iter().zip(vs) {
+            let moved = w.map(|w| toolsearch_index::adapter_apply(w, v));
+            let fusion = Fusion::Blend { alpha, lexical_k };
+            let ranked = engine.rank_with_vector(&q.text, moved.as_deref().unwrap_or(v), 10, fusion).map_err(err)?;
+            let ids: Vec<&str> = ranked.iter().take(10).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
+            total += dcg_ndcg(&ids, &q.gold, 10);
+        }
+        Ok(total / set.len().max(1) as f64)
+    };
+    let default_alpha = match engine.options().fusion {
+        Fusion::Blend { alpha, .. } => alpha,
+        Fusion::Rrf { .. } => 0.5,
+    };
+    // Candidates: ridge fits of several strengths, and the checkpoints of a contrastive fit
+    // (fewer epochs = a stronger pull toward the identity map).
+    let mut candidates: Vec<(Method, Vec<f32>)> = LAMBDAS
+        .iter()
+        .map(|&l| (Method::Ridge(l), ridge(&qtq, &qtr, d, f64::from(l) * fit.len().max(1) as f64 / 100.0)))
+        .collect();
+    let tools: Vec<&[f32]> = (0..catalog.tools.len() as u32).map(|o| engine.index().tool_vector(o)).collect();
+    candidates.extend(
+        crate::contrastive::fit(&examples, &tools, d, &CHECKPOINTS)
+            .into_iter()
+            .map(|(e, w)| (Method::Contrastive(e), w)),
+    );
+    let mut best: Option<(f64, Method, f32, usize)> = None;
+    for (i, (method, w)) in candidates.iter().enumerate() {
+        for &alpha in &ALPHAS {
+            let score = ndcg(&choose, &choose_v, Some(w), alpha)?;
+            if best.as_ref().is_none_or(|b| score > b.0) {
+                best = Some((score, *method, alpha, i));
+            }
+        }
+    }
+    let (_, method, alpha, i) = best.expect("the grid is not empty");
+    let w = candidates.swap_remove(i).1;
+    let described = match method {
+        Method::Ridge(l) => format!("ridge {l}"),
+        Method::Contrastive(e) => format!("contrastive {e} epochs"),
+    };
+    let before = ndcg(&judge, &judge_v, None, default_alpha)?;
+    let after = ndcg(&judge, &judge_v, Some(&w), alpha)?;
+    let adapter = (after > before).then_some(QueryAdapter {
+        dimension: d as u32,
+        weights: w,
+        method: described,
+        alpha,
+        trained_on: fit.len() as u32,
+        heldout: judge.len() as u32,
+        heldout_ndcg_before: before,
+        heldout_ndcg_after: after,
+    });
+    Ok(LearnReport {
+        labels: usable.len(),
+        fit: fit.len(),
+        choose: choose.len(),
+        judge: judge.len(),
+        ndcg_before: before,
+        ndcg_after: after,
+        method,
+        alpha,
+        adapter,
+    })
+}
+
+/// Solves `(A + lambda I) W = B` for `W` (`d x d`, row-major, as f32) by Cholesky.
+fn ridge(a: &[f64], b: &[f64], d: usize, lambda: f64) -> Vec<f32> {
+    let mut l = a.to_vec();
+    for i in 0..d {
+        l[i * d + i] += lambda;
+    }
+    // In-place Cholesky: lower triangle of `l` becomes L with A = L L^T.
+    for j in 0..d {
+        let mut s = l[j * d + j];
+        for k in 0..j {
+            s -= l[j * d + k] * l[j * d + k];
+        }
+        let diag = s.max(1e-12).sqrt();
+        l[j * d + j] = diag;
+        for i in j + 1..d {
+            let mut s = l[i * d + j];
+            for k in 0..j {
+                s -= l[i * d + k] * l[j * d + k];
+            }
+            l[i * d + j] = s / diag;
+        }
+    }
+    let mut w = vec![0f32; d * d];
+    let mut y = vec![0f64; d];
+    for col in 0..d {
+        // L y = b[:, col]
+        for i in 0..d {
+            let mut s = b[i * d + col];
+            for k in 0..i {
+                s -= l[i * d + k] * y[k];
+            }
+            y[i] = s / l[i * d + i];
+        }
+        // L^T x = y
+        for i in (0..d).rev() {
+            let mut s = y[i];
+            for k in i + 1..d {
+                s -= l[k * d + i] * y[k];
+            }
+            y[i] = s / l[i * d + i];
+        }
+        for i in 0..d {
+            w[i * d + col] = y[i] as f32;
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ridge_solves_a_small_system() {
+        // A = [[2, 0], [0, 4]], B = I, lambda 0 -> W = A^-1.
+        let w = ridge(&[2.0, 0.0, 0.0, 4.0], &[1.0, 0.0, 0.0, 1.0], 2, 0.0);
+        assert!((w[0] - 0.5).abs() < 1e-6 && (w[3] - 0.25).abs() < 1e-6 && w[1].abs() < 1e-9, "{w:?}");
+        // A larger lambda shrinks W toward zero (the identity map).
+        let shrunk = ridge(&[2.0, 0.0, 0.0, 4.0], &[1.0, 0.0, 0.0, 1.0], 2, 100.0);
+        assert!(shrunk[0] < 0.01);
+    }
+
+    #[test]
+    fn audit_labels_need_a_search_then_an_expand_then_a_successful_call() {
+        let trail = [
+            r#"{"step":1,"event":"search","tool":"search_tool_by_category","query":"open a bug","category_path":"","results":["gh.issue","gh.pr"]}"#,
+            r#"{"step":2,"event":"expand","tool_id":"gh.issue"}"#,
+            r#"{"step":3,"event":"call","tool_id":"gh.issue","via":"create_issue","arguments":{},"outcome":"ok"}"#,
+            r#"{"step":4,"event":"search","tool":"search_tool_by_category","query":"send mail","category_path":"","results":["mail.send"]}"#,
+            r#"{"step":5,"event":"call","tool_id":"mail.send","via":"send","arguments":{},"outcome":"ok","called_without_expand":true}"#,
+            r#"{"step":6,"event":"search","tool":"search_tool_by_category","query":"pay","category_path":"","results":["pay.charge"]}"#,
+            r#"{"step":7,"event":"expand","tool_id":"pay.charge"}"#,
+            r#"{"step":8,"event":"call","tool_id":"pay.charge","via":"charge","arguments":{},"outcome":"invalid_argument"}"#,
+        ]
+        .join("\n");
+        let labels = labels_from_audit(&trail).unwrap();
+        assert_eq!(labels.len(), 1, "{labels:?}");
+        assert_eq!((labels[0].text.as_str(), &labels[0].gold), ("open a bug", &vec![vec!["gh.issue".to_string()]]));
+        assert_eq!(labels_from_audit("{\"step\":1}").unwrap_err().0, 1);
+    }
+}

@@ -1,0 +1,136 @@
+//! Matching by name rather than by meaning: a query that is exactly a tool's id or name puts
+//! that tool first, and `match: "regex"` selects tools whose id or name a pattern matches (as
+//! agent platforms' regex tool search does). Both look only at the tools the filter allows.
+
+use std::collections::HashMap;
+
+use regex::{Regex, RegexBuilder};
+use toolsearch_catalog::Catalog;
+
+use crate::error::ProtocolError;
+use crate::fusion::Scored;
+use crate::ranker::Ranker;
+use crate::scope::Filter;
+
+/// The confidence of an exact id or name match.
+pub const EXACT_CONFIDENCE: f32 = 0.99;
+/// Longest pattern accepted, in bytes.
+const MAX_PATTERN: usize = 512;
+/// Most memory a compiled pattern may take.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// Tool ordinals by their folded id and by their folded name, ids first.
+#[derive(Debug, Default)]
+pub(crate) struct NameTable {
+    by_key: HashMap<String, Vec<u32>>,
+}
+
+/// How a key is compared: trimmed, case-folded.
+fn fold(s: &str) -> String {
+    s.trim().to_lowercase()
+}
+
+impl NameTable {
+    pub(crate) fn new(catalog: &Catalog) -> NameTable {
+        let mut by_key: HashMap<String, Vec<u32>> = HashMap::new();
+        for (ord, tool) in catalog.tools.iter().enumerate() {
+            by_key.entry(fold(&tool.id)).or_default().push(ord as u32);
+        }
+        for (ord, tool) in catalog.tools.iter().enumerate() {
+            let e = by_key.entry(fold(&tool.name)).or_default();
+            if !e.contains(&(ord as u32)) {
+                e.push(ord as u32);
+            }
+        }
+        NameTable { by_key }
+    }
+
+    /// Tools whose id or name is `query` (ids first).
+    fn exact(&self, query: &str) -> &[u32] {
+        self.by_key.get(&fold(query)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Whether `ord` is in `allowed` (sorted; `None` = every tool).
+fn permitted(allowed: Option<&[u32]>, ord: u32) -> bool {
+    allowed.is_none_or(|a| a.binary_search(&ord).is_ok())
+}
+
+impl Ranker {
+    /// `ranked` with the allowed tools whose id or name equals `query` moved to the front, at
+    /// [`EXACT_CONFIDENCE`] or more.
+    pub(crate) fn promote_exact(&self, query: &str, filter: &Filter, mut ranked: Vec<Scored>) -> Vec<Scored> {
+        let exact = self.names().exact(query);
+        if exact.is_empty() {
+            return ranked;
+        }
+        let allowed = self.paths().allowed(filter);
+        let hits: Vec<u32> = exact.iter().copied().filter(|&o| permitted(allowed.as_deref(), o)).collect();
+        if hits.is_empty() {
+            return ranked;
+        }
+        let mut front = Vec::with_capacity(hits.len());
+        for ord in hits {
+            let found = ranked.iter().position(|s| s.ord == ord).map(|i| ranked.remove(i));
+            let score = found.map_or(0.0, |s| s.score);
+            let confidence = found.map_or(0.0, |s| s.confidence).max(EXACT_CONFIDENCE);
+            front.push(Scored { ord, score, confidence });
+        }
+        front.extend(ranked);
+        front
+    }
+
+    /// The allowed tools whose id or name `pattern` matches (case-insensitive unless the
+    /// pattern says otherwise), in catalogue order, each at confidence 1.
+    pub(crate) fn match_tools(&self, pattern: &str, filter: &Filter) -> Result<Vec<Scored>, ProtocolError> {
+        let re = compile(pattern)?;
+        let allowed = self.paths().allowed(filter);
+        let catalog = self.catalog();
+        let candidates: Box<dyn Iterator<Item = u32>> = match &allowed {
+            Some(a) => Box::new(a.iter().copied()),
+            None => Box::new(0..catalog.tools.len() as u32),
+        };
+        Ok(candidates
+            .filter(|&o| {
+                let t = &catalog.tools[o as usize];
+                re.is_match(&t.id) || re.is_match(&t.name)
+            })
+            .map(|ord| Scored { ord, score: 1.0, confidence: 1.0 })
+            .collect())
+    }
+}
+
+/// Compiles a caller's pattern with bounded size (the regex crate matches in linear time, so
+/// no pattern can make a search slow).
+fn compile(pattern: &str) -> Result<Regex, ProtocolError> {
+    if pattern.len() > MAX_PATTERN {
+        return Err(ProtocolError::invalid(format!("query: a pattern may be at most {MAX_PATTERN} bytes")));
+    }
+    RegexBuilder::new(pattern).case_insensitive(true).size_limit(PATTERN_SIZE_LIMIT).build().map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_owned();
+        ProtocolError::invalid(format!("query is not a valid regular expression: {first}")).with_hints(vec![
+            "with match \"regex\" the query is a pattern over tool ids and names, e.g. \"^github\\\\.\" or \"(?i)issue\""
+                .into(),
+        ])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_are_checked_and_bounded() {
+        assert!(compile("^github\\.").is_ok());
+        let bad = compile("(unclosed").unwrap_err();
+        assert!(bad.message.contains("not a valid regular expression"), "{}", bad.message);
+        assert!(compile(&"a".repeat(MAX_PATTERN + 1)).is_err());
+        assert!(compile("(a{1000}){1000}").is_err(), "a pattern over the size limit is refused");
+    }
+
+    #[test]
+    fn matching_is_case_insensitive_by_default() {
+        assert!(compile("CREATE_issue").unwrap().is_match("github.create_issue"));
+    }
+}
