@@ -142,5 +142,18 @@ fn build_throughput(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, search_latency, build_throughput);
+/// What a learned query adapter adds to a search: one 384 x 384 residual map of the query
+/// vector, against the query embedding it follows.
+fn adapter_cost(c: &mut Criterion) {
+    let embedder = embedder();
+    let q = embedder.embed_one("convert 100 dollars to euros").unwrap();
+    let d = q.len();
+    let w: Vec<f32> = (0..d * d).map(|i| ((i * 7919) % 1000) as f32 / 1e5 - 0.005).collect();
+    let mut g = c.benchmark_group("adapter");
+    g.bench_function("apply_384x384", |b| b.iter(|| toolsearch::index::adapter_apply(&w, &q)));
+    g.bench_function("query_embedding", |b| b.iter(|| embedder.embed_one("convert 100 dollars to euros").unwrap()));
+    g.finish();
+}
+
+criterion_group!(benches, search_latency, build_throughput, adapter_cost);
 criterion_main!(benches);

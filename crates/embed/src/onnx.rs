@@ -19,15 +19,31 @@ pub struct EmbedderOptions {
     pub intra_threads: Option<usize>,
     /// Tokens kept per text; longer texts are truncated.
     pub max_length: usize,
-    /// Texts per model call when embedding many.
+    /// Most texts per model call when embedding many.
     pub batch_size: usize,
+    /// Most padded tokens per model call (texts x the longest text's tokens): what bounds the
+    /// model's activations, so a build's memory depends on neither the catalogue's size nor
+    /// its descriptions' length.
+    pub batch_tokens: usize,
 }
 
 impl Default for EmbedderOptions {
     fn default() -> Self {
-        EmbedderOptions { sessions: 1, intra_threads: None, max_length: 256, batch_size: 32 }
+        EmbedderOptions {
+            sessions: 1,
+            intra_threads: None,
+            max_length: 256,
+            batch_size: 64,
+            batch_tokens: BATCH_TOKENS,
+        }
     }
 }
+
+/// The default token budget of a model call. Measured on this model (docs/benchmarks.md,
+/// "Index build memory and throughput"): small calls are both faster per token and far
+/// leaner than large ones; 512 padded tokens beat 256, 1,024, 2,048 and 4,096, and one
+/// session on every core matched two single-threaded sessions at half their memory.
+pub const BATCH_TOKENS: usize = 512;
 
 /// The ONNX embedder. `Send + Sync`: calls are spread over a pool of sessions.
 pub struct OnnxEmbedder {
@@ -36,6 +52,7 @@ pub struct OnnxEmbedder {
     sha256: String,
     dimension: usize,
     batch_size: usize,
+    batch_tokens: usize,
 }
 
 impl std::fmt::Debug for OnnxEmbedder {
@@ -81,6 +98,7 @@ impl OnnxEmbedder {
             sha256,
             dimension: 0,
             batch_size: options.batch_size.max(1),
+            batch_tokens: options.batch_tokens.max(options.max_length),
         };
         embedder.dimension = embedder.run(&["dimension probe"])?.first().map_or(0, Vec::len);
         if embedder.dimension == 0 {
@@ -102,6 +120,38 @@ impl OnnxEmbedder {
         out.iter_mut().for_each(|v| normalize(v));
         Ok(out)
     }
+
+    /// Tokens the model reads of each text (after truncation to `max_length`).
+    fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>, EmbedError> {
+        let session = self.sessions[0].lock().unwrap_or_else(|p| p.into_inner());
+        texts
+            .iter()
+            .map(|t| {
+                session.tokenizer.encode(*t, true).map(|e| e.len()).map_err(|e| EmbedError::Runtime(e.to_string()))
+            })
+            .collect()
+    }
+}
+
+/// Splits text indices, sorted by token count, into model calls of at most `max_texts` texts
+/// and `budget` padded tokens (a call pads every text to its longest).
+pub(crate) fn plan_batches(tokens: &[usize], max_texts: usize, budget: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..tokens.len()).collect();
+    order.sort_by_key(|&i| tokens[i]);
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in order {
+        // Sorted ascending: this text is the longest of the batch if it joins.
+        let padded = (current.len() + 1) * tokens[i].max(1);
+        if !current.is_empty() && (current.len() == max_texts || padded > budget) {
+            batches.push(std::mem::take(&mut current));
+        }
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
 }
 
 impl Embedder for OnnxEmbedder {
@@ -117,20 +167,61 @@ impl Embedder for OnnxEmbedder {
         self.dimension
     }
 
-    /// Batches texts of similar length together (less padding), then restores input order.
+    /// Batches texts of similar token length together, each model call within the token
+    /// budget, spread over the sessions (one thread each), then restores input order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        if texts.len() <= self.batch_size {
+        if texts.len() <= 1 {
             return self.run(texts);
         }
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].len());
+        let batches = plan_batches(&self.token_counts(texts)?, self.batch_size, self.batch_tokens);
+        let next = AtomicUsize::new(0);
+        let work = || -> Result<Vec<(usize, Vec<f32>)>, EmbedError> {
+            let mut done = Vec::new();
+            loop {
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                let Some(batch) = batches.get(b) else { return Ok(done) };
+                let input: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+                done.extend(batch.iter().copied().zip(self.run(&input)?));
+            }
+        };
+        let workers = self.sessions.len().min(batches.len()).max(1);
+        let results: Vec<Result<Vec<(usize, Vec<f32>)>, EmbedError>> = if workers == 1 {
+            vec![work()]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+                handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+            })
+        };
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(self.batch_size) {
-            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            for (&i, v) in chunk.iter().zip(self.run(&batch)?) {
+        for r in results {
+            for (i, v) in r? {
                 out[i] = v;
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_batches;
+
+    #[test]
+    fn batches_hold_similar_lengths_within_the_token_budget() {
+        let tokens = [200, 10, 12, 250, 11, 13, 100, 9];
+        let batches = plan_batches(&tokens, 3, 256);
+        for b in &batches {
+            let longest = b.iter().map(|&i| tokens[i]).max().unwrap();
+            assert!(b.len() == 1 || b.len() * longest <= 256, "{b:?}");
+            assert!(b.len() <= 3);
+        }
+        let mut all: Vec<usize> = batches.concat();
+        all.sort_unstable();
+        assert_eq!(all, (0..tokens.len()).collect::<Vec<_>>(), "every text once");
+        // Short texts share calls, a text over the budget runs alone.
+        assert_eq!(batches[0], [7, 1, 4]);
+        assert!(batches.iter().any(|b| b == &[3]));
+        assert!(plan_batches(&[], 4, 100).is_empty());
     }
 }
