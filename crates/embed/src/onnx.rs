@@ -133,6 +133,9 @@ impl OnnxEmbedder {
     }
 }
 
+/// Vectors of a worker's batches, by the index of their text.
+type Embedded = Vec<(usize, Vec<f32>)>;
+
 /// Splits text indices, sorted by token count, into model calls of at most `max_texts` texts
 /// and `budget` padded tokens (a call pads every text to its longest).
 pub(crate) fn plan_batches(tokens: &[usize], max_texts: usize, budget: usize) -> Vec<Vec<usize>> {
@@ -175,7 +178,7 @@ impl Embedder for OnnxEmbedder {
         }
         let batches = plan_batches(&self.token_counts(texts)?, self.batch_size, self.batch_tokens);
         let next = AtomicUsize::new(0);
-        let work = || -> Result<Vec<(usize, Vec<f32>)>, EmbedError> {
+        let work = || -> Result<Embedded, EmbedError> {
             let mut done = Vec::new();
             loop {
                 let b = next.fetch_add(1, Ordering::Relaxed);
@@ -185,7 +188,7 @@ impl Embedder for OnnxEmbedder {
             }
         };
         let workers = self.sessions.len().min(batches.len()).max(1);
-        let results: Vec<Result<Vec<(usize, Vec<f32>)>, EmbedError>> = if workers == 1 {
+        let results: Vec<Result<Embedded, EmbedError>> = if workers == 1 {
             vec![work()]
         } else {
             std::thread::scope(|s| {
