@@ -121,7 +121,10 @@ impl Engine {
         };
         let confident: Vec<&Scored> = ranked.iter().filter(|s| s.confidence >= self.options().min_confidence).collect();
         if confident.is_empty() {
-            return Err(hints::no_match(self, query, &filter));
+            return Err(match req.match_mode {
+                MatchMode::Semantic => hints::no_match(self, query, &filter),
+                MatchMode::Regex => hints::no_pattern_match(self, query, &filter),
+            });
         }
         let page: Vec<ToolPointer> =
             confident.iter().skip(offset).take(limit).map(|s| self.pointer(s.ord, &scope, s.confidence)).collect();

@@ -40,14 +40,51 @@ pub(crate) fn unknown_path(engine: &Engine, spec: &PathSpec, field: &str, visibl
 
 /// `NO_MATCH_IN_CATEGORY` for `query` under `filter`, naming the categories where the query
 /// does match (among the tools the caller may see), or related categories.
+/// "the catalogue", or the quoted category path.
+fn where_of(scope: &[String]) -> String {
+    if scope.is_empty() {
+        "the catalogue".to_owned()
+    } else {
+        format!("{:?}", display_path(scope))
+    }
+}
+
+/// `NO_MATCH_IN_CATEGORY` because no tool the caller may see in scope carries the tags.
+fn no_tool_with_tags(engine: &Engine, query: &str, filter: &Filter) -> Option<ProtocolError> {
+    let scope = filter.path.as_slice();
+    if filter.tags.is_empty() || !engine.paths().allowed(filter).is_some_and(|a| a.is_empty()) {
+        return None;
+    }
+    let message = format!("no tool in {} carries all the tags {:?}", where_of(scope), filter.tags);
+    Some(
+        ProtocolError::new(ErrorCode::NoMatchInCategory, message)
+            .with_hints(vec!["drop or change a tag".into()])
+            .with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": display_path(scope) })),
+    )
+}
+
+/// `NO_MATCH_IN_CATEGORY` for `match: "regex"`: no tool id or name the caller may see in scope
+/// matches the pattern (nothing is ranked, so there is no confidence to speak of).
+pub(crate) fn no_pattern_match(engine: &Engine, pattern: &str, filter: &Filter) -> ProtocolError {
+    if let Some(e) = no_tool_with_tags(engine, pattern, filter) {
+        return e;
+    }
+    let scope = filter.path.as_slice();
+    let message = format!("no tool id or name in {} matches the pattern {pattern:?}", where_of(scope));
+    ProtocolError::new(ErrorCode::NoMatchInCategory, message)
+        .with_hints(vec![
+            "the pattern is matched case-insensitively anywhere in tool ids and names: try a shorter part of a name"
+                .into(),
+            "or describe the task and search by meaning (match \"semantic\")".into(),
+        ])
+        .with_next(Call::SearchToolByCategory, json!({ "query": pattern, "category_path": display_path(scope) }))
+}
+
 pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter) -> ProtocolError {
     let scope = filter.path.as_slice();
-    let where_ = if scope.is_empty() { "the catalogue".to_owned() } else { format!("{:?}", display_path(scope)) };
-    if !filter.tags.is_empty() && engine.paths().allowed(filter).is_some_and(|a| a.is_empty()) {
-        let message = format!("no tool in {where_} carries all the tags {:?}", filter.tags);
-        return ProtocolError::new(ErrorCode::NoMatchInCategory, message)
-            .with_hints(vec!["drop or change a tag".into()])
-            .with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": display_path(scope) }));
+    let where_ = where_of(scope);
+    if let Some(e) = no_tool_with_tags(engine, query, filter) {
+        return e;
     }
     let message =
         format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", engine.options().min_confidence);
