@@ -73,7 +73,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         // With a learned adapter, the same queries again without it, for comparison.
         if engine.adapter().is_some() && matches!(mode, ModeArg::Hybrid) {
             let plain = EngineOptions { use_adapter: false, ..engine.options().clone() };
-            let plain = Engine::open_with(&args.set.index, plain).map_err(|e| Problem::Index.because(e))?;
+            let plain = Engine::with_embedder(&args.set.index, engine.embedder().clone(), plain)
+                .map_err(|e| Problem::Index.because(e))?;
             let mut report = run_bench(&plain, &labelled, &options)?;
             report.mode = "hybrid-no-adapter".into();
             reports.push(report);

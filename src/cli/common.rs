@@ -185,7 +185,12 @@ pub(crate) fn open_until_exit(global: &Global, dir: &Path, min_confidence: f32) 
 
 /// Opens the index in `dir` with the model the flags point at.
 pub(crate) fn open(global: &Global, dir: &Path, min_confidence: f32) -> Result<Engine, Failure> {
-    Engine::open_with(dir, engine_options(global, min_confidence)).map_err(|e| match e {
+    open_with(dir, engine_options(global, min_confidence))
+}
+
+/// Opens the index in `dir` with `options` (which name the model directory).
+pub(crate) fn open_with(dir: &Path, options: EngineOptions) -> Result<Engine, Failure> {
+    Engine::open_with(dir, options).map_err(|e| match e {
         EngineError::Embed(e) => model_failure(e),
         other => Problem::Index.because(other),
     })

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use toolsearch::eval::{labels_from_audit, learn_adapter, load_queries, LabelledQuery, LearnError};
 use toolsearch::index::IndexMeta;
-use toolsearch::{Engine, EngineError, EngineOptions};
+use toolsearch::EngineOptions;
 
-use super::common::{emit, engine_options, model_failure, Global};
+use super::common::{emit, engine_options, open_with, Global};
 use super::failure::{Failure, Problem};
 use super::render;
 
@@ -47,10 +47,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let labels = load_labels(path, args)?;
     // The adapter is fitted against the unadapted ranking, whatever the index holds now.
     let options = EngineOptions { use_adapter: false, ..engine_options(global, 0.0) };
-    let engine = Engine::open_with(&args.index, options).map_err(|e| match e {
-        EngineError::Embed(e) => model_failure(e),
-        other => Problem::Index.because(other),
-    })?;
+    let engine = open_with(&args.index, options)?;
     let report = learn_adapter(&engine, &labels).map_err(|e| match e {
         LearnError::TooFewLabels { .. } => Problem::InvalidQueries.because(format!("{}: {e}", path.display())),
         LearnError::Engine(m) => Problem::Internal.because(m),

@@ -12,7 +12,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde::Serialize;
 use toolsearch_disclosure::{AuditEntry, AuditEvent, CallOutcome};
-use toolsearch_index::QueryAdapter;
+use toolsearch_index::{Hit, QueryAdapter};
 use toolsearch_query::fusion::DEFAULT_BLEND;
 use toolsearch_query::{Engine, Fusion};
 
@@ -83,49 +83,51 @@ pub enum LearnError {
 /// each search with a query, followed (before the next search) by expanding a tool and then
 /// calling it successfully, labels that query with those tools.
 pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, String)> {
+    /// The latest search with a query, the tools expanded since and those then called.
+    struct Pending {
+        query: String,
+        expanded: HashSet<String>,
+        called: Vec<String>,
+    }
     let mut out: Vec<LabelledQuery> = Vec::new();
-    let mut current: Option<(String, HashSet<String>, Vec<String>)> = None;
-    let flush = |cur: &mut Option<(String, HashSet<String>, Vec<String>)>, out: &mut Vec<LabelledQuery>| {
-        if let Some((query, _, called)) = cur.take() {
-            if !called.is_empty() {
-                let id = format!("audit-{}", out.len() + 1);
-                out.push(LabelledQuery {
-                    id,
-                    text: query,
-                    gold: called.into_iter().map(|c| vec![c]).collect(),
-                    tags: vec![],
-                });
-            }
+    let mut flush = |pending: Option<Pending>| {
+        if let Some(p) = pending.filter(|p| !p.called.is_empty()) {
+            let id = format!("audit-{}", out.len() + 1);
+            out.push(LabelledQuery {
+                id,
+                text: p.query,
+                gold: p.called.into_iter().map(|c| vec![c]).collect(),
+                tags: vec![],
+            });
         }
     };
+    let mut current: Option<Pending> = None;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let entry: AuditEntry = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
-        match entry.event {
-            AuditEvent::Search { query: Some(q), .. } if !q.trim().is_empty() => {
-                flush(&mut current, &mut out);
-                current = Some((q, HashSet::new(), Vec::new()));
+        match (entry.event, &mut current) {
+            (AuditEvent::Search { query: Some(q), .. }, _) if !q.trim().is_empty() => {
+                flush(current.replace(Pending { query: q, expanded: HashSet::new(), called: Vec::new() }));
             }
-            AuditEvent::Expand { tool_id, .. } => {
-                if let Some((_, expanded, _)) = &mut current {
-                    expanded.insert(tool_id);
-                }
+            (AuditEvent::Expand { tool_id, .. }, Some(p)) => {
+                p.expanded.insert(tool_id);
             }
-            AuditEvent::Call { tool_id, outcome: CallOutcome::Ok, .. } => {
-                if let Some((_, expanded, called)) = &mut current {
-                    if expanded.contains(&tool_id) && !called.contains(&tool_id) {
-                        called.push(tool_id);
-                    }
-                }
+            (AuditEvent::Call { tool_id, outcome: CallOutcome::Ok, .. }, Some(p))
+                if p.expanded.contains(&tool_id) && !p.called.contains(&tool_id) =>
+            {
+                p.called.push(tool_id);
             }
             _ => {}
         }
     }
-    flush(&mut current, &mut out);
+    flush(current);
     Ok(out)
 }
+
+/// A held-out query's embedding and BM25 hits.
+type Evidence = (Vec<f32>, Vec<Hit>);
 
 /// Which part of the labels a query falls in: 0..70 fit, 70..85 choose, 85..100 judge.
 fn bucket(id: &str) -> u64 {
@@ -164,17 +166,15 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         let v = engine.embed_query(&q.text).map_err(err)?;
         let golds: Vec<u32> =
             q.gold.iter().filter_map(|g| g.iter().find_map(|id| ord_of.get(id.as_str()).copied())).collect();
-        examples.push((v.clone(), golds));
+        if golds.is_empty() {
+            examples.push((v, golds));
+            continue;
+        }
         let mut t = vec![0f32; d];
-        let mut n = 0;
-        for g in q.gold.iter().filter_map(|g| g.iter().find_map(|id| ord_of.get(id.as_str()))) {
-            for (x, y) in t.iter_mut().zip(engine.index().tool_vector(*g)) {
+        for &g in &golds {
+            for (x, y) in t.iter_mut().zip(engine.index().tool_vector(g)) {
                 *x += y;
             }
-            n += 1;
-        }
-        if n == 0 {
-            continue;
         }
         let norm = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
         let residual: Vec<f64> = t.iter().zip(&v).map(|(t, v)| f64::from(t / norm - v)).collect();
@@ -185,29 +185,31 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
                 qtr[i * d + j] += vi * residual[j];
             }
         }
+        examples.push((v, golds));
     }
-    let vectors = |set: &[&LabelledQuery]| -> Result<Vec<Vec<f32>>, LearnError> {
-        set.iter().map(|q| engine.embed_query(&q.text).map_err(err)).collect()
+    // Each held-out query's vector and BM25 hits, drawn once: neither depends on the adapter.
+    let evidence = |set: &[&LabelledQuery]| -> Result<Vec<Evidence>, LearnError> {
+        set.iter()
+            .map(|q| Ok((engine.embed_query(&q.text).map_err(err)?, engine.lexical_tools(&q.text).map_err(err)?)))
+            .collect()
     };
-    let (choose_v, judge_v) = (vectors(&choose)?, vectors(&judge)?);
-    let lexical_k = match DEFAULT_BLEND {
-        Fusion::Blend { lexical_k, .. } => lexical_k,
-        Fusion::Rrf { .. } => 0.0,
+    let (choose_e, judge_e) = (evidence(&choose)?, evidence(&judge)?);
+    let (default_alpha, lexical_k) = match (engine.options().fusion, DEFAULT_BLEND) {
+        (Fusion::Blend { alpha, lexical_k }, _) | (Fusion::Rrf { .. }, Fusion::Blend { alpha, lexical_k }) => {
+            (alpha, lexical_k)
+        }
+        (Fusion::Rrf { .. }, Fusion::Rrf { .. }) => unreachable!("the default is a blend"),
     };
-    let ndcg = |set: &[&LabelledQuery], vs: &[Vec<f32>], w: Option<&[f32]>, alpha: f32| -> Result<f64, LearnError> {
+    let ndcg = |set: &[&LabelledQuery], ev: &[Evidence], w: Option<&[f32]>, alpha: f32| -> f64 {
         let mut total = 0.0;
-        for (q, v) in set.iter().zip(vs) {
+        for (q, (v, lexical)) in set.iter().zip(ev) {
             let moved = w.map(|w| toolsearch_index::adapter_apply(w, v));
             let fusion = Fusion::Blend { alpha, lexical_k };
-            let ranked = engine.rank_with_vector(&q.text, moved.as_deref().unwrap_or(v), 10, fusion).map_err(err)?;
+            let ranked = engine.rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion);
             let ids: Vec<&str> = ranked.iter().take(10).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
             total += dcg_ndcg(&ids, &q.gold, 10);
         }
-        Ok(total / set.len().max(1) as f64)
-    };
-    let default_alpha = match engine.options().fusion {
-        Fusion::Blend { alpha, .. } => alpha,
-        Fusion::Rrf { .. } => 0.5,
+        total / set.len().max(1) as f64
     };
     // Candidates: ridge fits of several strengths, and the checkpoints of a contrastive fit
     // (fewer epochs = a stronger pull toward the identity map).
@@ -224,7 +226,7 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
     let mut best: Option<(f64, Method, f32, usize)> = None;
     for (i, (method, w)) in candidates.iter().enumerate() {
         for &alpha in &ALPHAS {
-            let score = ndcg(&choose, &choose_v, Some(w), alpha)?;
+            let score = ndcg(&choose, &choose_e, Some(w), alpha);
             if best.as_ref().is_none_or(|b| score > b.0) {
                 best = Some((score, *method, alpha, i));
             }
@@ -236,8 +238,8 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         Method::Ridge(l) => format!("ridge {l}"),
         Method::Contrastive(e) => format!("contrastive {e} epochs"),
     };
-    let before = ndcg(&judge, &judge_v, None, default_alpha)?;
-    let after = ndcg(&judge, &judge_v, Some(&w), alpha)?;
+    let before = ndcg(&judge, &judge_e, None, default_alpha);
+    let after = ndcg(&judge, &judge_e, Some(&w), alpha);
     let adapter = (after > before).then_some(QueryAdapter {
         dimension: d as u32,
         weights: w,

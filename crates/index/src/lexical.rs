@@ -34,13 +34,11 @@ use crate::error::IndexError;
 const ANALYZER: &str = "toolsearch_en";
 /// Most distinct query terms used; the rest of a very long query is ignored.
 const MAX_QUERY_TERMS: usize = 64;
-/// Text fields. One: every part of a document (name and its words, path, description,
-/// parameters, tags) in one field, scored by plain BM25 with no field boosts: chosen
-/// leave-one-set-out over the four dev sets, it beat boosted per-field scores on three of
-/// them and lost 0.008 on the fourth (docs/benchmarks.md).
-const FIELD_NAMES: [&str; FIELDS] = ["text"];
-/// How many text fields a document has.
-const FIELDS: usize = 1;
+/// The one text field: every part of a document (name and its words, path, description,
+/// parameters, tags), scored by plain BM25 with no field boosts: chosen leave-one-set-out over
+/// the four dev sets, it beat boosted per-field scores on three of them and lost 0.008 on the
+/// fourth (docs/benchmarks.md).
+const TEXT_FIELD: &str = "text";
 
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "for", "from", "had", "has", "have",
@@ -69,7 +67,7 @@ impl DocKind {
 
 #[derive(Clone)]
 pub(crate) struct Fields {
-    text: [Field; FIELDS],
+    text: Field,
     scope: Field,
     kind: Field,
     ord: Field,
@@ -80,7 +78,7 @@ fn schema() -> (Schema, Fields) {
     let indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs);
     let text = TextOptions::default().set_indexing_options(indexing);
     let fields = Fields {
-        text: FIELD_NAMES.map(|n| b.add_text_field(n, text.clone())),
+        text: b.add_text_field(TEXT_FIELD, text),
         scope: b.add_text_field("scope", STRING),
         kind: b.add_text_field("kind", STRING),
         ord: b.add_u64_field("ord", INDEXED | STORED | FAST),
@@ -126,7 +124,7 @@ impl LexicalWriter {
     ) -> Result<(), IndexError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
-        d.add_text(f.text[0], doc.all());
+        d.add_text(f.text, doc.all());
         for s in scopes {
             d.add_text(f.scope, s);
         }
@@ -179,15 +177,15 @@ impl View {
     }
 }
 
-/// Per document of a segment: its kind, ordinal and field lengths.
+/// Per document of a segment: its kind, ordinal and text length.
 struct DocFacts {
     kind: DocKind,
     ord: u32,
-    lengths: [u32; FIELDS],
+    length: u32,
 }
 
-/// Documents in a view and their total length per text field.
-type Totals = (u64, [u64; FIELDS]);
+/// Documents in a view and their total text length.
+type Totals = (u64, u64);
 
 /// Most document frequencies cached.
 const DF_CACHE: usize = 200_000;
@@ -202,7 +200,7 @@ pub(crate) struct Lexical {
     facts: Vec<Vec<DocFacts>>,
     /// Document frequency by (kind, view key, field, term) for views seen.
     df_cache: Mutex<HashMap<(bool, u64, u32, String), u64>>,
-    /// Documents and field lengths by (kind, view key).
+    /// Documents and total text length by (kind, view key).
     totals_cache: Mutex<HashMap<(bool, u64), Totals>>,
 }
 
@@ -221,18 +219,16 @@ impl ViewStats<'_> {
 }
 
 impl ViewStats<'_> {
-    /// Documents in the view, and their total length per text field (cached per view).
+    /// Documents in the view, and their total text length (cached per view).
     fn totals(&self) -> Totals {
         let key = (self.kind == DocKind::Tool, self.view.key);
         if let Some(t) = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return *t;
         }
-        let mut totals = (0u64, [0u64; FIELDS]);
+        let mut totals = (0u64, 0u64);
         for f in self.lexical.facts.iter().flatten().filter(|f| self.member(f)) {
             totals.0 += 1;
-            for (t, l) in totals.1.iter_mut().zip(f.lengths) {
-                *t += u64::from(l);
-            }
+            totals.1 += u64::from(f.length);
         }
         let mut cache = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= 4096 {
@@ -244,9 +240,8 @@ impl ViewStats<'_> {
 }
 
 impl Bm25StatisticsProvider for ViewStats<'_> {
-    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        let i = self.lexical.fields.text.iter().position(|f| *f == field).unwrap_or(0);
-        Ok(self.totals().1[i])
+    fn total_num_tokens(&self, _field: Field) -> tantivy::Result<u64> {
+        Ok(self.totals().1)
     }
 
     fn total_num_docs(&self) -> tantivy::Result<u64> {
@@ -340,13 +335,13 @@ impl Lexical {
         if terms.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
-        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for t in &terms {
-            for field in &f.text {
-                let q = TermQuery::new(Term::from_field_text(*field, t), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, Box::new(q)));
-            }
-        }
+        let should: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| -> (Occur, Box<dyn Query>) {
+                let q = TermQuery::new(Term::from_field_text(f.text, t), IndexRecordOption::WithFreqs);
+                (Occur::Should, Box::new(q))
+            })
+            .collect();
         let filter = |field: Field, value: &str| -> (Occur, Box<dyn Query>) {
             let q = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
             (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(q), 0.0)))
@@ -387,14 +382,13 @@ impl Lexical {
     }
 }
 
-/// Kind, ordinal and field lengths of every document, per segment, read once at open.
+/// Kind, ordinal and text length of every document, per segment, read once at open.
 fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<Vec<Vec<DocFacts>>> {
     let mut out = Vec::new();
     for segment in searcher.segment_readers() {
         let max = segment.max_doc();
         let ords = segment.fast_fields().u64("ord")?;
-        let norms: Vec<_> =
-            fields.text.iter().map(|f| segment.get_fieldnorms_reader(*f)).collect::<tantivy::Result<_>>()?;
+        let norms = segment.get_fieldnorms_reader(fields.text)?;
         let mut is_tool = vec![false; max as usize];
         let term = Term::from_field_text(fields.kind, DocKind::Tool.term());
         if let Some(mut postings) =
@@ -408,14 +402,10 @@ fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<V
         }
         let mut facts = Vec::with_capacity(max as usize);
         for doc in 0..max {
-            let mut lengths = [0u32; FIELDS];
-            for (l, n) in lengths.iter_mut().zip(&norms) {
-                *l = n.fieldnorm(doc);
-            }
             facts.push(DocFacts {
                 kind: if is_tool[doc as usize] { DocKind::Tool } else { DocKind::Node },
                 ord: ords.first(doc).unwrap_or(u64::MAX) as u32,
-                lengths,
+                length: norms.fieldnorm(doc),
             });
         }
         out.push(facts);

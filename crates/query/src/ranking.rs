@@ -260,20 +260,18 @@ impl Ranker {
         })
     }
 
-    /// The whole catalogue ranked for `query` with the query vector `qv` given and `fusion`
-    /// (for fitting an adapter: the caller embeds and moves the vector itself). No cache, no
-    /// exact-match promotion, every tool allowed.
-    pub fn rank_with_vector(
-        &self,
-        query: &str,
-        qv: &[f32],
-        depth: usize,
-        fusion: Fusion,
-    ) -> Result<Vec<Scored>, ProtocolError> {
-        let depth = depth.max(self.options().candidates);
-        let dense = self.index().dense_tools(qv, depth, None);
-        let lexical = self.lexical(query, DocKind::Tool, &[], None, &View::everything(), depth)?;
-        Ok(self.fuse(&dense, &lexical, qv, fusion))
+    /// The BM25 hits of `query` over the whole catalogue, at the depth a ranking draws (for
+    /// fitting an adapter: they do not depend on the query vector, so they are drawn once).
+    pub fn lexical_tools(&self, query: &str) -> Result<Vec<Hit>, ProtocolError> {
+        self.lexical(query, DocKind::Tool, &[], None, &View::everything(), self.options().candidates)
+    }
+
+    /// The whole catalogue ranked with the query vector `qv` given, the query's `lexical` hits
+    /// ([`Ranker::lexical_tools`]) and `fusion` (for fitting an adapter: the caller embeds and
+    /// moves the vector itself). No cache, no exact-match promotion, every tool allowed.
+    pub fn rank_with_vector(&self, qv: &[f32], lexical: &[Hit], fusion: Fusion) -> Vec<Scored> {
+        let dense = self.index().dense_tools(qv, self.options().candidates, None);
+        self.fuse(&dense, lexical, qv, fusion)
     }
 
     /// The query's unit vector, from the cache when this exact text was embedded recently.

@@ -39,8 +39,6 @@ pub(crate) struct PathTable {
     direct: HashMap<CategoryPath, Vec<u32>>,
     /// Child node ordinals of each path.
     children: HashMap<CategoryPath, Vec<u32>>,
-    /// For each tool, the nodes it sits in directly (the last node of each of its paths).
-    leaf_nodes: Vec<Vec<u32>>,
     /// Tool ordinals carrying each (lower-cased) tag, sorted.
     tagged: HashMap<String, Vec<u32>>,
     /// Tools that require scopes, with those scopes, sorted by ordinal.
@@ -57,7 +55,6 @@ impl PathTable {
             under: HashMap::new(),
             direct: HashMap::new(),
             children: HashMap::new(),
-            leaf_nodes: Vec::with_capacity(catalog.tools.len()),
             tagged: HashMap::new(),
             restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
@@ -87,10 +84,6 @@ impl PathTable {
                     list.push(i as u32);
                 }
             }
-        }
-        for tool in &catalog.tools {
-            let leaves = tool.paths.iter().filter_map(|p| t.node_by_path.get(p).copied()).collect();
-            t.leaf_nodes.push(leaves);
         }
         for list in t.under.values_mut().chain(t.direct.values_mut()) {
             list.sort_unstable();
