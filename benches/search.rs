@@ -6,62 +6,14 @@
 //! never committed); without it the benches fall back to the sample catalogue, varied.
 //! Built indexes are kept under target/bench-indexes between runs.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
+use std::path::PathBuf;
+
+use common::{catalogue, embedder, repo};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::{build_index, BuildOptions, Catalog, Embedder, Engine, EngineOptions, Tool};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn embedder() -> Arc<OnnxEmbedder> {
-    let files = ModelFiles::locate(None).expect("run scripts/setup first");
-    Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
-}
-
-/// Real tools to vary: both bench sets when present, else the sample catalogue.
-fn base_tools() -> Vec<Tool> {
-    let shared = repo().join("../shared/bench");
-    let mut tools = Vec::new();
-    for set in ["toolbench_stb", "metatool"] {
-        let p = shared.join(set).join("tools.jsonl");
-        if p.is_file() {
-            tools.extend(toolsearch::load_path(&p, None).expect("bench set loads").tools);
-        }
-    }
-    if tools.is_empty() {
-        tools = toolsearch::load_path(&repo().join("data/sample-catalog.json"), None).unwrap().tools;
-    }
-    tools
-}
-
-/// A catalogue of `n` tools: the real tools, then variants of them (another id, a regional
-/// qualifier in name and description, another category) so no two documents are identical.
-fn catalogue(n: usize) -> Catalog {
-    let base = base_tools();
-    const REGIONS: [&str; 12] =
-        ["EU", "US", "APAC", "LATAM", "Nordic", "Iberia", "Benelux", "Alpine", "Baltic", "Gulf", "Pacific", "Andean"];
-    let mut tools = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut t = base[i % base.len()].clone();
-        let round = i / base.len();
-        if round > 0 {
-            let region = REGIONS[(round - 1) % REGIONS.len()];
-            t.id = format!("{}#{round}", t.id);
-            t.name = format!("{} {region} {round}", t.name);
-            t.description = format!("{} ({region} edition {round})", t.description);
-            for p in &mut t.paths {
-                p.insert(0, format!("{region} {}", round.div_ceil(REGIONS.len())));
-            }
-        }
-        tools.push(t);
-    }
-    let text = serde_json::to_string(&serde_json::json!({ "tools": tools })).unwrap();
-    toolsearch::catalog::parse_str(Path::new("bench.json"), &text, None).expect("varied catalogue is valid")
-}
+use toolsearch::embed::OnnxEmbedder;
+use toolsearch::{build_index, BuildOptions, Embedder, Engine, EngineOptions};
 
 fn index_of(n: usize, embedder: &OnnxEmbedder) -> PathBuf {
     let dir = repo().join(format!("target/bench-indexes/{n}"));

@@ -84,31 +84,35 @@ fn rebuilding_reuses_vectors_and_one_changed_tool_is_embedded_alone() {
     let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert_eq!(changed.embedded, 1);
     let engine = common::open(&out);
-    assert_eq!(engine.catalog().tools[2].description, "Live football scores, updated every minute.");
+    assert_eq!(
+        engine.full_tool(&catalog.tools[2].id).unwrap().unwrap().description,
+        "Live football scores, updated every minute."
+    );
+    assert_eq!(engine.catalog().tools[2].description, "", "the lean catalogue leaves descriptions in the records");
 }
 
 #[test]
 fn a_corrupted_file_is_refused_with_its_name() {
     let dir = common::scratch().join("corrupt");
     copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"), &dir);
-    let vectors = dir.join("vectors.f32");
+    let vectors = dir.join("vectors.f16");
     let mut bytes = std::fs::read(&vectors).unwrap();
     bytes[100] ^= 0xff;
     std::fs::write(&vectors, bytes).unwrap();
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
-    assert!(matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f32")), "{err}");
-    assert!(err.to_string().contains("vectors.f32"));
+    assert!(matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f16")), "{err}");
+    assert!(err.to_string().contains("vectors.f16"));
 }
 
 #[test]
 fn a_truncated_catalogue_file_is_refused() {
     let dir = common::scratch().join("truncated");
     copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-truncate"), &dir);
-    let f = dir.join("catalog.json");
+    let f = dir.join("catalog.bin");
     let len = std::fs::metadata(&f).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&f).unwrap().set_len(len / 2).unwrap();
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
-    assert!(err.to_string().contains("catalog.json"), "{err}");
+    assert!(err.to_string().contains("catalog.bin"), "{err}");
 }
 
 #[test]
@@ -187,7 +191,7 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
     let out = scratch.join("idx");
     let old = common::build(&common::repo().join("tests/data/tools.jsonl"), "interrupt-old");
     copy_dir(&old, &out);
-    let before = common::open(&out).catalog().clone();
+    let before = common::open(&out).index().full_catalog().unwrap();
     let big = scratch.join("big.jsonl");
     big_catalogue(&big, 4000);
 
@@ -196,12 +200,12 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
         .spawn()
         .unwrap();
     // Kill the build while it writes its staging directory, i.e. mid-write (the directory is
-    // created before embedding; the catalogue is its first file).
+    // created before embedding; the tool records are its first file).
     let staging = scratch.join(format!(".idx.tmp-{}-0", child.id()));
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut killed_mid_write = false;
     while Instant::now() < deadline {
-        if staging.join("catalog.json").exists() {
+        if staging.join("tools.json").exists() {
             child.kill().unwrap();
             killed_mid_write = true;
             break;
@@ -214,7 +218,7 @@ fn an_interrupted_build_leaves_the_previous_index_intact() {
     child.wait().unwrap();
     assert!(killed_mid_write, "the build finished before it could be interrupted");
     let after = common::open(&out);
-    assert_eq!(after.catalog(), &before, "the previous index must still be served, whole");
+    assert_eq!(after.index().full_catalog().unwrap(), before, "the previous index must still be served, whole");
     assert_eq!(top(&after, "exchange rate of the euro"), "Finance::FX::exchange_rate");
 
     // The next build clears the dead build's staging directory and succeeds.
@@ -235,7 +239,7 @@ fn concurrent_builds_of_one_target_both_succeed_and_leave_a_whole_index() {
             h.join().unwrap().unwrap();
         }
     });
-    assert_eq!(common::open(&out).catalog(), &catalog);
+    assert_eq!(common::open(&out).index().full_catalog().unwrap(), catalog);
     let leftovers = std::fs::read_dir(common::scratch())
         .unwrap()
         .flatten()

@@ -146,6 +146,9 @@ pub(crate) struct BuildSummary {
     embedded: usize,
     reused: usize,
     embed_seconds: f64,
+    graph_seconds: f64,
+    graph_updated: bool,
+    lexical_seconds: f64,
     total_seconds: f64,
     tools_per_second: f64,
 }
@@ -159,6 +162,9 @@ impl BuildSummary {
             embedded: r.embedded,
             reused: r.reused,
             embed_seconds: r.embed_seconds,
+            graph_seconds: r.graph_seconds,
+            graph_updated: r.graph_updated,
+            lexical_seconds: r.lexical_seconds,
             total_seconds: r.total_seconds,
             tools_per_second: r.tools as f64 / r.total_seconds.max(1e-9),
         }
@@ -167,7 +173,7 @@ impl BuildSummary {
 
 pub(crate) fn build(out: &Path, r: &BuildReport) -> String {
     format!(
-        "indexed {} tools and {} categories into {} in {:.1} s ({:.0} tools/s; embedded {} documents in {:.1} s, reused {})\n",
+        "indexed {} tools and {} categories into {} in {:.1} s ({:.0} tools/s; embedded {} documents in {:.1} s, reused {}; graph {:.1} s{}, BM25 {:.1} s)\n",
         r.tools,
         r.nodes,
         out.display(),
@@ -175,7 +181,10 @@ pub(crate) fn build(out: &Path, r: &BuildReport) -> String {
         r.tools as f64 / r.total_seconds.max(1e-9),
         r.embedded,
         r.embed_seconds,
-        r.reused
+        r.reused,
+        r.graph_seconds,
+        if r.graph_updated { " (updated)" } else { "" },
+        r.lexical_seconds
     )
 }
 
@@ -212,6 +221,9 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
             r.mode, r.ndcg10, r.mrr, r.ece, r.precision10, l.embed.p50, l.dense.p50, l.lexical.p50, l.fuse.p50, l.total.p50, l.total.p95, l.total.p99);
     }
     let _ = writeln!(out, "(stage columns are p50; ECE and P@10 over the top-10 confidences)");
+    if let Some(r) = reports.iter().find_map(|r| r.graph_recall10) {
+        let _ = writeln!(out, "HNSW graph recall@10 against an exact scan of the stored vectors: {r:.3}");
+    }
     for r in reports.iter().filter(|r| r.mode == "hybrid") {
         let _ = writeln!(
             out,

@@ -72,7 +72,7 @@ impl LiveCatalog {
     pub fn register_tools(&self, snippet: &Value) -> Result<usize, DisclosureError> {
         let _guard = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.engine();
-        let mut catalog = current.catalog().clone();
+        let mut catalog = current.index().full_catalog()?;
         let source = Path::new("<registered tools>");
         let mut fragment = snippet.clone();
         let Some(obj) = fragment.as_object_mut() else {

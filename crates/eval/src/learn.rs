@@ -217,7 +217,8 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         .iter()
         .map(|&l| (Method::Ridge(l), ridge(&qtq, &qtr, d, f64::from(l) * fit.len().max(1) as f64 / 100.0)))
         .collect();
-    let tools: Vec<&[f32]> = (0..catalog.tools.len() as u32).map(|o| engine.index().tool_vector(o)).collect();
+    let rows: Vec<Vec<f32>> = (0..catalog.tools.len() as u32).map(|o| engine.index().tool_vector(o)).collect();
+    let tools: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
     candidates.extend(
         crate::contrastive::fit(&examples, &tools, d, &CHECKPOINTS)
             .into_iter()

@@ -81,6 +81,28 @@ pub struct BenchReport {
     pub latency_ms: StageLatency,
     /// Median total latency of repeated (cached) queries, microseconds.
     pub cached_p50_us: Option<f64>,
+    /// Recall@10 of the HNSW graph against an exact scan of the same stored vectors, over
+    /// the first [`GRAPH_RECALL_QUERIES`] queries (dense and hybrid modes, whatever the
+    /// catalogue's size: small catalogues are served by the exact scan anyway).
+    pub graph_recall10: Option<f64>,
+}
+
+/// Queries the graph's recall is measured on.
+pub const GRAPH_RECALL_QUERIES: usize = 100;
+
+/// Mean recall@10 of the graph search (the breadth the engine uses) against an exact scan.
+fn graph_recall(engine: &Engine, queries: &[LabelledQuery]) -> Result<f64, ProtocolError> {
+    let index = engine.index();
+    let ef = engine.options().open.ef_search;
+    let mut found = 0usize;
+    let mut wanted = 0usize;
+    for q in queries {
+        let v = engine.tool_query(&q.text)?;
+        let exact: Vec<u32> = index.exact_tools(&v, 10).iter().map(|h| h.ord).collect();
+        found += index.graph_tools(&v, 10, ef).iter().filter(|h| exact.contains(&h.ord)).count();
+        wanted += exact.len();
+    }
+    Ok(found as f64 / wanted.max(1) as f64)
 }
 
 /// Runs `queries` against `engine` and measures quality and latency.
@@ -131,6 +153,9 @@ pub fn run_bench(
         }
         Percentiles::of(&v).p50
     });
+    let graph_recall10 = (options.retrieval != Retrieval::Lexical && !queries.is_empty())
+        .then(|| graph_recall(engine, &queries[..queries.len().min(GRAPH_RECALL_QUERIES)]))
+        .transpose()?;
     let stage = |f: fn(&StageTimes) -> f64| Percentiles::of(&times.iter().map(|t| f(t) * 1e3).collect::<Vec<_>>());
     Ok(BenchReport {
         mode: match options.retrieval {
@@ -157,6 +182,7 @@ pub fn run_bench(
             total: stage(|t| t.total),
         },
         cached_p50_us,
+        graph_recall10,
     })
 }
 

@@ -1,13 +1,7 @@
-//! The dense side of the index: unit vectors in one flat file, an HNSW graph over the tool
-//! vectors (hnsw_rs, dot-product distance), and an exact scan for small scopes.
+//! Dense scoring: hits, the exact scan for small scopes, top-k selection and the dot product.
+//! (The vectors live in [`crate::vectors`], the graph over them in [`crate::graph`].)
 
-use std::io::{Read, Write};
-use std::path::Path;
-
-use hnsw_rs::api::AnnT;
-use hnsw_rs::prelude::{DistDot, Hnsw, HnswIo};
-
-use crate::error::{io, IndexError};
+use crate::vectors::Vectors;
 
 /// A scored document: its ordinal (tool or node number) and a score (higher is better).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,95 +12,10 @@ pub struct Hit {
     pub score: f32,
 }
 
-const MAX_CONNECTIONS: usize = 24;
-const MAX_LAYERS: usize = 16;
-const EF_CONSTRUCTION: usize = 200;
-
-/// Writes `rows` vectors as little-endian f32.
-pub(crate) fn write_vectors(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io(path))?);
-    for v in rows {
-        for x in v {
-            f.write_all(&x.to_le_bytes()).map_err(io(path))?;
-        }
-    }
-    f.flush().map_err(io(path))
-}
-
-/// Reads `rows x dim` vectors written by [`write_vectors`], in chunks straight into the
-/// result (no second copy of the file in memory).
-pub(crate) fn read_vectors(path: &Path, rows: usize, dim: usize) -> Result<Vec<f32>, IndexError> {
-    let mut file = std::fs::File::open(path).map_err(io(path))?;
-    let len = file.metadata().map_err(io(path))?.len();
-    if len != (rows * dim * 4) as u64 {
-        return Err(IndexError::Corrupted(path.to_path_buf(), format!("{len} bytes, expected {}", rows * dim * 4)));
-    }
-    let mut vectors = Vec::with_capacity(rows * dim);
-    let mut chunk = vec![0u8; 1 << 20];
-    while vectors.len() < rows * dim {
-        let want = ((rows * dim - vectors.len()) * 4).min(chunk.len());
-        file.read_exact(&mut chunk[..want]).map_err(io(path))?;
-        vectors.extend(chunk[..want].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-    }
-    Ok(vectors)
-}
-
-/// Builds the HNSW graph over `vectors` and dumps it in `dir`; returns the dump's basename.
-pub(crate) fn build_hnsw(dir: &Path, vectors: &[Vec<f32>]) -> Result<String, IndexError> {
-    let n = vectors.len().max(1);
-    let hnsw: Hnsw<f32, DistDot> = Hnsw::new(MAX_CONNECTIONS, n, MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
-    let data: Vec<(&Vec<f32>, usize)> = vectors.iter().zip(0..).collect();
-    hnsw.parallel_insert(&data);
-    hnsw.file_dump(dir, crate::format::HNSW_BASENAME).map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))
-}
-
-/// The loaded HNSW graph.
-pub(crate) struct Graph {
-    hnsw: Hnsw<'static, f32, DistDot>,
-}
-
-impl Graph {
-    /// Loads the graph dumped under `basename` in `dir`.
-    ///
-    /// hnsw_rs ties a loaded graph's lifetime to its loader; the loader is leaked (a few
-    /// paths and options, the data itself is owned by the graph since nothing is mmapped).
-    pub(crate) fn load(dir: &Path, basename: &str) -> Result<Graph, IndexError> {
-        let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, basename)));
-        let hnsw =
-            loader.load_hnsw::<f32, DistDot>().map_err(|e| IndexError::Dense(dir.to_path_buf(), e.to_string()))?;
-        Ok(Graph { hnsw })
-    }
-
-    /// Approximate top `k` by cosine; `allowed` (sorted ordinals) restricts the result.
-    pub(crate) fn search(&self, query: &[f32], k: usize, ef: usize, allowed: Option<&Vec<usize>>) -> Vec<Hit> {
-        let filter = allowed.map(|a| a as &dyn hnsw_rs::filter::FilterT);
-        self.hnsw
-            .search_filter(query, k, ef.max(k), filter)
-            .into_iter()
-            .map(|n| Hit { ord: n.d_id as u32, score: 1.0 - n.distance })
-            .collect()
-    }
-
-    /// Points in the graph.
-    pub(crate) fn len(&self) -> usize {
-        self.hnsw.get_nb_point()
-    }
-}
-
-/// Exact top `k` by cosine over the rows `ords` of `vectors` (`dim` columns).
-pub(crate) fn exact_top_k(
-    vectors: &[f32],
-    dim: usize,
-    query: &[f32],
-    ords: impl Iterator<Item = u32>,
-    k: usize,
-) -> Vec<Hit> {
-    let mut hits: Vec<Hit> = ords
-        .map(|o| {
-            let row = &vectors[o as usize * dim..(o as usize + 1) * dim];
-            Hit { ord: o, score: dot(row, query) }
-        })
-        .collect();
+/// Exact top `k` by cosine over the rows `ords` of `vectors`.
+pub(crate) fn exact_top_k(vectors: &Vectors, query: &[f32], ords: impl Iterator<Item = u32>, k: usize) -> Vec<Hit> {
+    let mut scratch = vec![0f32; vectors.dim()];
+    let mut hits: Vec<Hit> = ords.map(|o| Hit { ord: o, score: vectors.score(o, query, &mut scratch) }).collect();
     top_k(&mut hits, k);
     hits
 }

@@ -10,13 +10,21 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
-pub(crate) const CATALOG_FILE: &str = "catalog.json";
-pub(crate) const VECTORS_FILE: &str = "vectors.f32";
-pub(crate) const HNSW_BASENAME: &str = "tools";
+/// The lean catalogue table (bincode), see [`crate::store`].
+pub(crate) const CATALOG_FILE: &str = "catalog.bin";
+/// Each tool's full record (JSON), read on demand.
+pub(crate) const RECORDS_FILE: &str = "tools.json";
+/// One f16 row per document, see [`crate::vectors`].
+pub(crate) const VECTORS_FILE: &str = "vectors.f16";
+/// The HNSW graph over the tool rows, see [`crate::graph`].
+pub(crate) const GRAPH_FILE: &str = "graph.bin";
+/// The 128-bit hash of each document's embedded text (tools, then nodes): a rebuild reuses
+/// the vectors of unchanged documents by it.
+pub(crate) const HASHES_FILE: &str = "hashes.bin";
 pub(crate) const LEXICAL_DIR: &str = "lexical";
 
 /// One file of the index with its size and checksum.
@@ -26,8 +34,9 @@ pub struct FileSum {
     pub path: String,
     /// Size in bytes.
     pub len: u64,
-    /// sha256, hex.
-    pub sha256: String,
+    /// XXH3-64 of the content: detects corruption at memory speed (the metadata itself is
+    /// protected by sha256).
+    pub xxh3: u64,
 }
 
 /// Everything about an index that is not the data itself.
@@ -49,10 +58,6 @@ pub struct IndexMeta {
     pub tools: u32,
     /// Node documents (the rows after the tools).
     pub nodes: u32,
-    /// sha256 of each document's embedded text (tools, then nodes): vectors are reused by it.
-    pub doc_hashes: Vec<String>,
-    /// Basename of the HNSW dump files.
-    pub hnsw_basename: String,
     /// Every data file with its checksum.
     pub files: Vec<FileSum>,
     /// Unix time of the build.
@@ -140,20 +145,44 @@ impl IndexMeta {
     }
 }
 
-/// sha256 of a file, hex, streaming.
+/// XXH3-64 of a file, streaming (read, not mapped: checking does not grow the process).
 pub(crate) fn file_sum(dir: &Path, rel: &str) -> Result<FileSum, IndexError> {
+    use std::io::Read;
     let path = dir.join(rel);
     let mut f = std::fs::File::open(&path).map_err(io(&path))?;
-    let mut h = Sha256::new();
-    let len = std::io::copy(&mut f, &mut h).map_err(io(&path))?;
-    Ok(FileSum { path: rel.to_owned(), len, sha256: hex(&h.finalize()) })
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = f.read(&mut buf).map_err(io(&path))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        len += n as u64;
+    }
+    Ok(FileSum { path: rel.to_owned(), len, xxh3: h.digest() })
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The 128-bit hash a document's vector is reused by.
+pub(crate) fn text_hash(text: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(text.as_bytes())
 }
 
-/// sha256 of a string, hex.
-pub(crate) fn text_hash(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
+/// Writes the document hashes ([`HASHES_FILE`]).
+pub(crate) fn write_hashes(path: &Path, hashes: &[u128]) -> Result<(), IndexError> {
+    let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
+    std::fs::write(path, bytes).map_err(io(path))
+}
+
+/// Reads the document hashes of an index with `rows` documents.
+pub(crate) fn read_hashes(path: &Path, rows: usize) -> Result<Vec<u128>, IndexError> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    if bytes.len() != rows * 16 {
+        return Err(IndexError::Corrupted(
+            path.to_path_buf(),
+            format!("{} bytes, expected {}", bytes.len(), rows * 16),
+        ));
+    }
+    Ok(bytes.chunks_exact(16).map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes"))).collect())
 }

@@ -95,22 +95,41 @@ fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// Builds the lexical index in `dir` (a fresh, empty directory).
+/// Builds the lexical index in `dir` (a fresh, empty directory): one tantivy index of tools
+/// in `dir/tools` and one of categories in `dir/nodes`. Kept apart, a search of either is a
+/// plain union of term queries, which tantivy answers with block-max WAND instead of scoring
+/// every matching document.
 pub(crate) struct LexicalWriter {
-    writer: IndexWriter,
+    tools: IndexWriter,
+    nodes: IndexWriter,
     fields: Fields,
     dir: std::path::PathBuf,
 }
 
+/// The tantivy index of one kind under the lexical directory.
+fn part_dir(dir: &Path, kind: DocKind) -> std::path::PathBuf {
+    dir.join(match kind {
+        DocKind::Tool => "tools",
+        DocKind::Node => "nodes",
+    })
+}
+
 impl LexicalWriter {
     pub(crate) fn create(dir: &Path) -> Result<LexicalWriter, IndexError> {
-        let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.to_path_buf(), e.to_string());
-        std::fs::create_dir_all(dir).map_err(crate::error::io(dir))?;
-        let (schema, fields) = schema();
-        let index = Index::create_in_dir(dir, schema).map_err(err)?;
-        index.tokenizers().register(ANALYZER, analyzer());
-        let writer = index.writer_with_num_threads(1, 64 * 1024 * 1024).map_err(err)?;
-        Ok(LexicalWriter { writer, fields, dir: dir.to_path_buf() })
+        let writer = |kind: DocKind| -> Result<IndexWriter, IndexError> {
+            let dir = part_dir(dir, kind);
+            let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.clone(), e.to_string());
+            std::fs::create_dir_all(&dir).map_err(crate::error::io(&dir))?;
+            let index = Index::create_in_dir(&dir, schema().0).map_err(err)?;
+            index.tokenizers().register(ANALYZER, analyzer());
+            index.writer_with_num_threads(1, 32 * 1024 * 1024).map_err(err)
+        };
+        Ok(LexicalWriter {
+            tools: writer(DocKind::Tool)?,
+            nodes: writer(DocKind::Node)?,
+            fields: schema().1,
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// Adds one document. `scopes` are the display forms of every category prefix the
@@ -130,15 +149,22 @@ impl LexicalWriter {
         }
         d.add_text(f.kind, kind.term());
         d.add_u64(f.ord, u64::from(ord));
-        self.writer.add_document(d).map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))?;
+        let writer = match kind {
+            DocKind::Tool => &mut self.tools,
+            DocKind::Node => &mut self.nodes,
+        };
+        writer.add_document(d).map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))?;
         Ok(())
     }
 
     /// Commits and merges into as few segments as tantivy decides, and waits for merges.
-    pub(crate) fn finish(mut self) -> Result<(), IndexError> {
-        let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
-        self.writer.commit().map_err(err)?;
-        self.writer.wait_merging_threads().map_err(|e| IndexError::Lexical(self.dir.clone(), e.to_string()))
+    pub(crate) fn finish(self) -> Result<(), IndexError> {
+        for mut writer in [self.tools, self.nodes] {
+            let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
+            writer.commit().map_err(err)?;
+            writer.wait_merging_threads().map_err(err)?;
+        }
+        Ok(())
     }
 }
 
@@ -190,14 +216,20 @@ type Totals = (u64, u64);
 /// Most document frequencies cached.
 const DF_CACHE: usize = 200_000;
 
+/// The opened tantivy index of one kind.
+struct Part {
+    reader: IndexReader,
+    /// Per segment (in searcher order), per document.
+    facts: Vec<Vec<DocFacts>>,
+}
+
 /// The lexical index, opened for search.
 pub(crate) struct Lexical {
-    reader: IndexReader,
+    tools: Part,
+    nodes: Part,
     fields: Fields,
     analyzer: TextAnalyzer,
     dir: std::path::PathBuf,
-    /// Per segment (in searcher order), per document.
-    facts: Vec<Vec<DocFacts>>,
     /// Document frequency by (kind, view key, field, term) for views seen.
     df_cache: Mutex<HashMap<(bool, u64, u32, String), u64>>,
     /// Documents and total text length by (kind, view key).
@@ -207,6 +239,7 @@ pub(crate) struct Lexical {
 /// BM25 statistics over one view of one kind.
 struct ViewStats<'a> {
     lexical: &'a Lexical,
+    part: &'a Part,
     searcher: &'a tantivy::Searcher,
     kind: DocKind,
     view: &'a View,
@@ -226,7 +259,7 @@ impl ViewStats<'_> {
             return *t;
         }
         let mut totals = (0u64, 0u64);
-        for f in self.lexical.facts.iter().flatten().filter(|f| self.member(f)) {
+        for f in self.part.facts.iter().flatten().filter(|f| self.member(f)) {
             totals.0 += 1;
             totals.1 += u64::from(f.length);
         }
@@ -255,7 +288,7 @@ impl Bm25StatisticsProvider for ViewStats<'_> {
             return Ok(df);
         }
         let mut df = 0u64;
-        for (segment, facts) in self.searcher.segment_readers().iter().zip(&self.lexical.facts) {
+        for (segment, facts) in self.searcher.segment_readers().iter().zip(&self.part.facts) {
             let inverted = segment.inverted_index(term.field())?;
             if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
                 let mut doc = postings.doc();
@@ -278,18 +311,26 @@ impl Bm25StatisticsProvider for ViewStats<'_> {
 
 impl Lexical {
     pub(crate) fn open(dir: &Path) -> Result<Lexical, IndexError> {
-        let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.to_path_buf(), e.to_string());
-        let index = Index::open_in_dir(dir).map_err(err)?;
-        index.tokenizers().register(ANALYZER, analyzer());
-        let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(err)?;
         let fields = schema().1;
-        let facts = doc_facts(&reader.searcher(), &fields).map_err(err)?;
+        let part = |kind: DocKind| -> Result<Part, IndexError> {
+            let dir = part_dir(dir, kind);
+            let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.clone(), e.to_string());
+            let index = Index::open_in_dir(&dir).map_err(err)?;
+            index.tokenizers().register(ANALYZER, analyzer());
+            let reader: IndexReader =
+                index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(err)?;
+            let facts = doc_facts(&reader.searcher(), &fields).map_err(err)?;
+            if facts.iter().flatten().any(|f| f.kind != kind) {
+                return Err(IndexError::Corrupted(dir.clone(), "holds documents of another kind".into()));
+            }
+            Ok(Part { reader, facts })
+        };
         Ok(Lexical {
-            reader,
+            tools: part(DocKind::Tool)?,
+            nodes: part(DocKind::Node)?,
             fields,
             analyzer: analyzer(),
             dir: dir.to_path_buf(),
-            facts,
             df_cache: Mutex::new(HashMap::new()),
             totals_cache: Mutex::new(HashMap::new()),
         })
@@ -327,8 +368,12 @@ impl Lexical {
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         let f = &self.fields;
-        let searcher = self.reader.searcher();
-        let stats = ViewStats { lexical: self, searcher: &searcher, kind, view };
+        let part = match kind {
+            DocKind::Tool => &self.tools,
+            DocKind::Node => &self.nodes,
+        };
+        let searcher = part.reader.searcher();
+        let stats = ViewStats { lexical: self, part, searcher: &searcher, kind, view };
         // Every query term counts: BM25's idf already weighs common terms down, and dropping
         // them (as an earlier version did) measured worse on catalogues it was not tuned on.
         let terms = self.terms(text);
@@ -346,12 +391,12 @@ impl Lexical {
             let q = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
             (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(q), 0.0)))
         };
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
-        clauses.push(filter(f.kind, kind.term()));
-        if let Some(s) = scope.filter(|s| !s.is_empty()) {
-            clauses.push(filter(f.scope, s));
-        }
-        let query = BooleanQuery::new(clauses);
+        // Without a scope the query is a plain union of term queries: block-max WAND skips
+        // the documents that cannot reach the top k.
+        let query = match scope.filter(|s| !s.is_empty()) {
+            None => BooleanQuery::new(should),
+            Some(s) => BooleanQuery::new(vec![(Occur::Must, Box::new(BooleanQuery::new(should))), filter(f.scope, s)]),
+        };
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
         let top = match (allowed, &view.bits) {
             (None, None) => searcher
@@ -372,11 +417,15 @@ impl Lexical {
         };
         let mut hits = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("ord").map_err(err)?;
-            let ord = column
-                .first(addr.doc_id)
+            // Ordinals were read once at open (a missing one is u32::MAX there).
+            let ord = part
+                .facts
+                .get(addr.segment_ord as usize)
+                .and_then(|f| f.get(addr.doc_id as usize))
+                .map(|f| f.ord)
+                .filter(|&o| o != u32::MAX)
                 .ok_or_else(|| IndexError::Corrupted(self.dir.clone(), "a document has no ordinal".into()))?;
-            hits.push(Hit { ord: ord as u32, score });
+            hits.push(Hit { ord, score });
         }
         Ok(hits)
     }

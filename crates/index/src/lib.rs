@@ -1,15 +1,22 @@
 //! The on-disk toolsearch index: the offline indexer ([`build_index`]) that turns a catalogue
 //! into a hybrid index, and the [`IndexReader`] that serves it.
 //!
-//! An index directory holds one dense vector per tool and per category node (an HNSW graph
-//! over the tool vectors, hnsw_rs), a BM25 index of the same documents (tantivy, with an
-//! English stemming analyser), the normalised catalogue, and a checksummed metadata file.
+//! An index directory holds one f16 vector per tool and per category node (`vectors.f16`),
+//! an HNSW graph over the tool rows that refers to them by row (`graph.bin`; built with
+//! hnsw_rs, searched in place), a BM25 index of the same documents (tantivy, with an English
+//! stemming analyser), the catalogue as a lean table (`catalog.bin`) plus one full JSON record
+//! per tool (`tools.json`), the hash of every embedded text (`hashes.bin`), and a metadata
+//! file (`meta.bin`) holding the format version, the model and each file's size and XXH3.
 //!
-//! Key design decision: writer and reader share only the format module, never state, and a
-//! build is staged in a sibling directory and swapped in with one atomic rename, so a reader
-//! can never observe a half-written index and a failed or interrupted build leaves the
-//! previous index untouched. Every file is checksummed; [`IndexReader::open`] refuses a
-//! wrong format version, a different embedding model or a corrupted file, naming the file.
+//! Key design decisions: the reader opens by memory map and reads nothing whole but the lean
+//! table, so opening costs a checksum pass over the files (every byte is checked before it
+//! is used) rather than a parse and a copy of them, and a tool's schemas are parsed only when
+//! it is expanded or called. Writer and reader share only the format module, never state,
+//! and a build is staged in a sibling directory and swapped in with one atomic rename, so a
+//! reader can never observe a half-written index (nor have a mapped file change under it)
+//! and a failed or interrupted build leaves the previous index untouched.
+//! [`IndexReader::open`] refuses a wrong format version ("rebuild the index"), a different
+//! embedding model or a corrupted file, naming the file.
 #![deny(missing_docs)]
 
 mod adapter;
@@ -19,9 +26,13 @@ mod dense;
 pub mod document;
 mod error;
 mod format;
+mod graph;
+mod graph_build;
 mod lexical;
 mod progress;
 mod reader;
+mod store;
+mod vectors;
 mod writer;
 
 pub use adapter::{apply as adapter_apply, QueryAdapter};

@@ -3,18 +3,21 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toolsearch_catalog::Catalog;
+use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::Embedder;
 
-use crate::dense::{exact_top_k, read_vectors, Graph, Hit};
-use crate::error::{io, IndexError};
-use crate::format::{file_sum, FileSum, IndexMeta, CATALOG_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
+use crate::dense::{exact_top_k, Hit};
+use crate::error::IndexError;
+use crate::format::{file_sum, IndexMeta, GRAPH_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
+use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, View};
+use crate::store::CatalogStore;
+use crate::vectors::Vectors;
 
 /// How to open an index.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
-    /// Verify every file's sha256 (sizes are always checked).
+    /// Verify every file's checksum (sizes are always checked).
     pub verify_checksums: bool,
     /// Scopes of at most this many tools are searched by exact scan; larger ones by HNSW.
     pub exact_scan_max: usize,
@@ -32,8 +35,8 @@ impl Default for OpenOptions {
 pub struct IndexReader {
     dir: PathBuf,
     meta: IndexMeta,
-    catalog: Catalog,
-    vectors: Vec<f32>,
+    catalog: CatalogStore,
+    vectors: Vectors,
     graph: Graph,
     lexical: Lexical,
     options: OpenOptions,
@@ -53,8 +56,9 @@ impl IndexReader {
 
     /// Opens the index in `dir`, checking the format version and every file.
     ///
-    /// Every file is checked before anything parses it. The HNSW graph (the slowest part) is
-    /// checked and loaded on a second thread while this one checks and reads the rest.
+    /// Every byte of every file is checked (size and XXH3) before anything reads it; then the
+    /// lean catalogue table is read and the vectors, graph and tool records are memory-mapped,
+    /// so opening costs a pass over the files, not a load of them.
     ///
     /// A rebuild may swap the directory while it is being opened. The answer is then the old
     /// index or the new one, never a mix: the build generation in the metadata is read before
@@ -94,38 +98,18 @@ impl IndexReader {
                 return Err(IndexError::Corrupted(path, format!("{len} bytes, expected {}", sum.len)));
             }
         }
-        let (graph_files, other_files): (Vec<&FileSum>, Vec<&FileSum>) =
-            meta.files.iter().partition(|f| f.path.starts_with(&format!("{}.hnsw.", meta.hnsw_basename)));
-        let verify = |files: &[&FileSum]| -> Result<(), IndexError> {
-            if options.verify_checksums {
-                for sum in files {
-                    if file_sum(dir, &sum.path)?.sha256 != sum.sha256 {
-                        return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
-                    }
+        if options.verify_checksums {
+            for sum in &meta.files {
+                if file_sum(dir, &sum.path)?.xxh3 != sum.xxh3 {
+                    return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
                 }
             }
-            Ok(())
-        };
-        let (graph, rest) = std::thread::scope(|s| {
-            let graph = s.spawn(|| {
-                verify(&graph_files)?;
-                Graph::load(dir, &meta.hnsw_basename)
-            });
-            let rest = verify(&other_files).and_then(|()| read_rest(dir, &meta));
-            let graph = graph.join().unwrap_or_else(|_| {
-                Err(IndexError::Corrupted(dir.join(&meta.hnsw_basename), "the HNSW graph could not be loaded".into()))
-            });
-            (graph, rest)
-        });
-        // A damaged file outside the graph is reported before whatever the graph thread found.
-        let (catalog, vectors, lexical) = rest?;
-        let graph = graph?;
-        if graph.len() != meta.tools as usize && meta.tools > 0 {
-            return Err(IndexError::Corrupted(
-                dir.join(format!("{}.hnsw.graph", meta.hnsw_basename)),
-                "point count differs from the metadata".into(),
-            ));
         }
+        let (tools, nodes) = (meta.tools as usize, meta.nodes as usize);
+        let catalog = CatalogStore::open(dir, tools, nodes)?;
+        let vectors = Vectors::open(&dir.join(VECTORS_FILE), tools + nodes, meta.dimension as usize)?;
+        let graph = Graph::open(&dir.join(GRAPH_FILE), tools)?;
+        let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
         Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
     }
 
@@ -151,50 +135,75 @@ impl IndexReader {
         &self.meta
     }
 
-    /// The normalised catalogue the index was built from.
+    /// The lean catalogue: every category and group whole, every tool with its id, name,
+    /// paths, summary, tags, scopes, group and version, but without description, schemas,
+    /// usage notes, examples or metadata, which [`IndexReader::tool_record`] reads on demand.
     pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+        self.catalog.lean()
     }
 
-    fn dim(&self) -> usize {
-        self.meta.dimension as usize
+    /// Tool `ord`'s full record, read from the index.
+    pub fn tool_record(&self, ord: u32) -> Result<Tool, IndexError> {
+        self.catalog.tool(ord)
+    }
+
+    /// The whole normalised catalogue the index was built from, every tool record read.
+    pub fn full_catalog(&self) -> Result<Catalog, IndexError> {
+        self.catalog.full()
     }
 
     /// Dense top `k` tools for the unit vector `query`. `allowed` (sorted tool ordinals)
     /// restricts the search; small scopes are scanned exactly, large ones through HNSW.
     pub fn dense_tools(&self, query: &[f32], k: usize, allowed: Option<&[u32]>) -> Vec<Hit> {
         let n = self.meta.tools as usize;
-        let tools = &self.vectors[..n * self.dim()];
         match allowed {
-            None if n <= self.options.exact_scan_max => exact_top_k(tools, self.dim(), query, 0..n as u32, k),
-            None => self.graph.search(query, k, self.options.ef_search, None),
+            None if n <= self.options.exact_scan_max => exact_top_k(&self.vectors, query, 0..n as u32, k),
+            None => self.graph.search(&self.vectors, query, k, self.options.ef_search, None),
             Some(a) if a.len() <= self.options.exact_scan_max => {
-                exact_top_k(tools, self.dim(), query, a.iter().copied(), k)
+                exact_top_k(&self.vectors, query, a.iter().copied(), k)
             }
-            Some(a) => {
-                let filter: Vec<usize> = a.iter().map(|&o| o as usize).collect();
-                self.graph.search(query, k, self.options.ef_search.max(2 * k), Some(&filter))
-            }
+            Some(a) => self.graph.search(&self.vectors, query, k, self.options.ef_search.max(2 * k), Some(a)),
         }
     }
 
     /// Dense top `k` among the node ordinals `ords`.
     pub fn dense_nodes(&self, query: &[f32], k: usize, ords: impl Iterator<Item = u32>) -> Vec<Hit> {
-        let start = self.meta.tools as usize * self.dim();
-        exact_top_k(&self.vectors[start..], self.dim(), query, ords, k)
+        let tools = self.meta.tools;
+        exact_top_k(&self.vectors, query, ords.map(|o| o + tools), k)
+            .into_iter()
+            .map(|h| Hit { ord: h.ord - tools, ..h })
+            .collect()
     }
 
-    /// The stored vector of tool `ord`.
-    pub fn tool_vector(&self, ord: u32) -> &[f32] {
-        let d = self.dim();
-        &self.vectors[ord as usize * d..(ord as usize + 1) * d]
+    /// The stored vector of tool `ord` (f32, from the stored f16).
+    pub fn tool_vector(&self, ord: u32) -> Vec<f32> {
+        self.vectors.to_f32(ord)
     }
 
     /// The stored vector of node `ord`.
-    pub fn node_vector(&self, ord: u32) -> &[f32] {
-        let d = self.dim();
-        let start = (self.meta.tools as usize + ord as usize) * d;
-        &self.vectors[start..start + d]
+    pub fn node_vector(&self, ord: u32) -> Vec<f32> {
+        self.vectors.to_f32(self.meta.tools + ord)
+    }
+
+    /// Cosine of tool `ord`'s stored vector with the unit vector `query`.
+    pub fn tool_score(&self, ord: u32, query: &[f32]) -> f32 {
+        self.vectors.score(ord, query, &mut vec![0f32; self.vectors.dim()])
+    }
+
+    /// Cosine of node `ord`'s stored vector with the unit vector `query`.
+    pub fn node_score(&self, ord: u32, query: &[f32]) -> f32 {
+        self.vectors.score(self.meta.tools + ord, query, &mut vec![0f32; self.vectors.dim()])
+    }
+
+    /// Approximate dense top `k` tools through the graph with breadth `ef`, whatever the
+    /// catalogue's size (benchmarks compare it with [`IndexReader::exact_tools`]).
+    pub fn graph_tools(&self, query: &[f32], k: usize, ef: usize) -> Vec<Hit> {
+        self.graph.search(&self.vectors, query, k, ef, None)
+    }
+
+    /// Exact dense top `k` tools over the stored vectors.
+    pub fn exact_tools(&self, query: &[f32], k: usize) -> Vec<Hit> {
+        exact_top_k(&self.vectors, query, 0..self.meta.tools, k)
     }
 
     /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form),
@@ -211,29 +220,6 @@ impl IndexReader {
     ) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, allowed, view, k)
     }
-}
-
-/// The catalogue, the vectors and the lexical index of a verified index directory.
-fn read_rest(dir: &Path, meta: &IndexMeta) -> Result<(Catalog, Vec<f32>, Lexical), IndexError> {
-    let catalog_path = dir.join(CATALOG_FILE);
-    let bytes = std::fs::read(&catalog_path).map_err(io(&catalog_path))?;
-    let catalog: Catalog =
-        serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupted(catalog_path.clone(), e.to_string()))?;
-    drop(bytes);
-    if catalog.tools.len() != meta.tools as usize || catalog.nodes.len() != meta.nodes as usize {
-        return Err(IndexError::Corrupted(catalog_path, "document counts differ from the metadata".into()));
-    }
-    // The loaders guarantee these; an index opened without checksum verification might not.
-    if let Some(t) = catalog.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
-        return Err(IndexError::Corrupted(catalog_path, format!("tool {:?} has no id or no path", t.id)));
-    }
-    if catalog.nodes.iter().any(|n| n.path.is_empty()) {
-        return Err(IndexError::Corrupted(catalog_path, "a category has an empty path".into()));
-    }
-    let rows = meta.tools as usize + meta.nodes as usize;
-    let vectors = read_vectors(&dir.join(VECTORS_FILE), rows, meta.dimension as usize)?;
-    let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
-    Ok((catalog, vectors, lexical))
 }
 
 fn short(sha: &str) -> &str {

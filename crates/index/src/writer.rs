@@ -9,14 +9,16 @@ use toolsearch_catalog::{display_path, Catalog};
 use toolsearch_embed::Embedder;
 
 use crate::atomic::Staging;
-use crate::dense::{build_hnsw, read_vectors, write_vectors};
 use crate::document::{node_dense_text, node_lexical, tool_dense_text, tool_lexical};
 use crate::error::{io, IndexError};
 use crate::format::{
-    file_sum, text_hash, IndexMeta, CATALOG_FILE, FORMAT_VERSION, LEXICAL_DIR, META_FILE, VECTORS_FILE,
+    file_sum, read_hashes, text_hash, write_hashes, IndexMeta, FORMAT_VERSION, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR,
+    META_FILE, VECTORS_FILE,
 };
+use crate::graph::Graph;
 use crate::lexical::{DocKind, LexicalWriter};
 use crate::progress::Reporter;
+use crate::vectors::Vectors;
 
 /// Texts embedded between two progress updates.
 const EMBED_CHUNK: usize = 256;
@@ -43,6 +45,13 @@ pub struct BuildReport {
     pub reused: usize,
     /// Seconds spent embedding.
     pub embed_seconds: f64,
+    /// Seconds spent building the HNSW graph.
+    pub graph_seconds: f64,
+    /// Whether the previous index's graph was updated (few tools changed) rather than the
+    /// graph built from scratch.
+    pub graph_updated: bool,
+    /// Seconds spent building the BM25 index.
+    pub lexical_seconds: f64,
     /// Seconds in all.
     pub total_seconds: f64,
 }
@@ -67,7 +76,7 @@ pub fn build_index(
     let staging = Staging::new(&target, out)?;
     let mut dense_texts: Vec<String> = catalog.tools.iter().map(tool_dense_text).collect();
     dense_texts.extend(catalog.nodes.iter().map(node_dense_text));
-    let hashes: Vec<String> = dense_texts.iter().map(|t| text_hash(t)).collect();
+    let hashes: Vec<u128> = dense_texts.iter().map(|t| text_hash(t)).collect();
 
     // A calibration fitted to the index being replaced stays with it.
     // So does a query adapter learned for the same model (it maps that model's query vectors).
@@ -76,20 +85,48 @@ pub fn build_index(
     let adapter = old
         .and_then(|m| m.adapter.filter(|_| m.model_sha256 == embedder.model_sha256()))
         .filter(|a| a.fits(embedder.dimension()));
-    let previous = previous_vectors(options.reuse_from.as_deref().unwrap_or(&target), embedder);
-    let mut vectors: Vec<Vec<f32>> = hashes.iter().map(|h| previous.get(h).cloned().unwrap_or_default()).collect();
+    let previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
+    let rows: Vec<Option<u32>> = match &previous {
+        Some(p) => hashes.iter().map(|h| p.rows.get(h).copied()).collect(),
+        None => vec![None; hashes.len()],
+    };
+    let mut vectors: Vec<Vec<f32>> = rows
+        .iter()
+        .map(|r| match (r, &previous) {
+            (Some(r), Some(p)) => p.vectors.to_f32(*r),
+            _ => Vec::new(),
+        })
+        .collect();
     let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
     let embed_start = Instant::now();
     embed_missing(embedder, &dense_texts, &missing, &mut vectors, &options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
 
     let dir = staging.path();
-    let catalog_path = dir.join(CATALOG_FILE);
-    let json = serde_json::to_vec(catalog).map_err(|e| IndexError::Io(catalog_path.clone(), e.into()))?;
-    std::fs::write(&catalog_path, json).map_err(io(&catalog_path))?;
-    write_vectors(&dir.join(VECTORS_FILE), &vectors)?;
-    let hnsw_basename = build_hnsw(dir, &vectors[..catalog.tools.len()])?;
+    crate::store::write(dir, catalog)?;
+    crate::vectors::write(&dir.join(VECTORS_FILE), &vectors)?;
+    write_hashes(&dir.join(HASHES_FILE), &hashes)?;
+    let graph_start = Instant::now();
+    let tools = &vectors[..catalog.tools.len()];
+    let updated = match previous.as_ref().and_then(|p| p.graph.as_ref().map(|g| (p, g))) {
+        Some((p, graph)) => {
+            // A tool keeps its old graph node when its vector is an old tool's, once.
+            let mut claimed = vec![false; p.tools];
+            let old: Vec<Option<u32>> = rows[..tools.len()]
+                .iter()
+                .map(|r| r.filter(|&r| (r as usize) < p.tools && !std::mem::replace(&mut claimed[r as usize], true)))
+                .collect();
+            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, tools)?
+        }
+        None => false,
+    };
+    if !updated {
+        crate::graph_build::write(&dir.join(GRAPH_FILE), tools)?;
+    }
+    let graph_seconds = graph_start.elapsed().as_secs_f64();
+    let lexical_start = Instant::now();
     write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
+    let lexical_seconds = lexical_start.elapsed().as_secs_f64();
 
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
@@ -104,8 +141,6 @@ pub fn build_index(
         generation: random_u64(),
         tools: catalog.tools.len() as u32,
         nodes: catalog.nodes.len() as u32,
-        doc_hashes: hashes,
-        hnsw_basename,
         files,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         calibration,
@@ -118,7 +153,10 @@ pub fn build_index(
         nodes: catalog.nodes.len(),
         embedded: missing.len(),
         reused: vectors.len() - missing.len(),
+        graph_updated: updated,
         embed_seconds,
+        graph_seconds,
+        lexical_seconds,
         total_seconds: start.elapsed().as_secs_f64(),
     })
 }
@@ -135,7 +173,18 @@ fn resolve_target(out: &Path) -> Result<PathBuf, IndexError> {
 }
 
 /// Entries an index of an older format may hold (its file list cannot be read).
-const OLD_FORMAT_ENTRIES: &[&str] = &["catalog.json", "vectors.f32", "lexical", "tools.hnsw.graph", "tools.hnsw.data"];
+const OLD_FORMAT_ENTRIES: &[&str] = &[
+    "catalog.json",
+    "vectors.f32",
+    "lexical",
+    "tools.hnsw.graph",
+    "tools.hnsw.data",
+    "catalog.bin",
+    "tools.json",
+    "vectors.f16",
+    "graph.bin",
+    "hashes.bin",
+];
 
 /// An existing target must be an empty directory, or an index whose metadata verifies and
 /// that holds only what the index wrote. `shown` is the path as the user gave it.
@@ -171,19 +220,42 @@ fn check_target(target: &Path, shown: &Path) -> Result<(), IndexError> {
     }
 }
 
-/// Vectors of a previous index built with the same model, keyed by document text hash.
-fn previous_vectors(dir: &Path, embedder: &dyn Embedder) -> HashMap<String, Vec<f32>> {
-    let Ok(meta) = IndexMeta::read(dir) else {
-        return HashMap::new();
-    };
-    if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
-        return HashMap::new();
+/// What a rebuild takes from the previous index built with the same model: its vectors, by
+/// document text hash (f16 rows come back as f32 and are stored as the same f16 again, so
+/// reuse is lossless), and its graph. Only files whose checksum verifies are used.
+struct Previous {
+    /// Row of each document text hash (the first, for duplicates).
+    rows: HashMap<u128, u32>,
+    vectors: Vectors,
+    /// Tool rows (the first rows).
+    tools: usize,
+    graph: Option<Graph>,
+}
+
+impl Previous {
+    fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
+        let meta = IndexMeta::read(dir).ok()?;
+        if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
+            return None;
+        }
+        let verified = |rel: &str| {
+            let sum = meta.files.iter().find(|f| f.path == rel);
+            sum.is_some_and(|s| file_sum(dir, rel).is_ok_and(|now| now.xxh3 == s.xxh3 && now.len == s.len))
+        };
+        if !verified(HASHES_FILE) || !verified(VECTORS_FILE) {
+            return None;
+        }
+        let count = (meta.tools + meta.nodes) as usize;
+        let hashes = read_hashes(&dir.join(HASHES_FILE), count).ok()?;
+        let vectors = Vectors::open(&dir.join(VECTORS_FILE), count, meta.dimension as usize).ok()?;
+        let mut rows = HashMap::with_capacity(hashes.len());
+        for (row, h) in hashes.into_iter().enumerate() {
+            rows.entry(h).or_insert(row as u32);
+        }
+        let tools = meta.tools as usize;
+        let graph = verified(GRAPH_FILE).then(|| Graph::open(&dir.join(GRAPH_FILE), tools).ok()).flatten();
+        Some(Previous { rows, vectors, tools, graph })
     }
-    let dim = meta.dimension as usize;
-    let Ok(flat) = read_vectors(&dir.join(VECTORS_FILE), meta.doc_hashes.len(), dim) else {
-        return HashMap::new();
-    };
-    meta.doc_hashes.into_iter().zip(flat.chunks_exact(dim).map(<[f32]>::to_vec)).collect()
 }
 
 fn embed_missing(

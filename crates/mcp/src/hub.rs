@@ -105,7 +105,7 @@ impl Hub {
     pub(crate) fn decorate(&self, tool_id: Option<&str>, def: &mut Value) {
         let Some(id) = tool_id else { return };
         let engine = self.live.engine();
-        let Some(tool) = engine.tool(id) else { return };
+        let Ok(Some(tool)) = engine.full_tool(id) else { return };
         if let Some(schema) = &tool.result_schema {
             def["outputSchema"] = schema.clone();
         }

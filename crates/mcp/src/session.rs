@@ -187,7 +187,7 @@ impl ServerHandler for Session {
             Step::Run(pending) => pending,
         };
         let engine = self.hub.live().engine();
-        let Some(tool) = engine.tool(&pending.tool_id).cloned() else {
+        let Ok(Some(tool)) = engine.full_tool(&pending.tool_id) else {
             return Ok(CallToolResult::error(vec![Content::text("the tool left the catalogue")]).into());
         };
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));

@@ -75,7 +75,7 @@ impl Engine {
                 "no executor is registered: the host must call Engine::set_executor",
             ));
         };
-        Ok(match executor.execute(tool, &req.arguments) {
+        Ok(match executor.execute(&tool, &req.arguments) {
             Ok(result) => CallToolResponse { tool_id: tool.id.clone(), result, is_error: false },
             Err(failure) => CallToolResponse {
                 tool_id: tool.id.clone(),
@@ -91,9 +91,9 @@ impl Engine {
         self.checked_tool(who, req).map(|_| ())
     }
 
-    fn checked_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<&Tool, ProtocolError> {
+    fn checked_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<Tool, ProtocolError> {
         let tool = self.usable_tool(who, &req.tool_id)?;
-        validate(tool, &req.arguments)?;
+        validate(&tool, &req.arguments)?;
         Ok(tool)
     }
 }

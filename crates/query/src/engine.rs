@@ -263,30 +263,37 @@ impl Engine {
     pub fn expand_tool(&self, who: &Principal, req: &ExpandToolRequest) -> Result<ExpandToolResponse, ProtocolError> {
         let t = self.usable_tool(who, &req.tool_id)?;
         Ok(ExpandToolResponse {
-            tool_id: t.id.clone(),
-            name: t.name.clone(),
             path: display_path(&t.paths[0]),
             paths: t.paths.iter().map(|p| display_path(p)).collect(),
-            summary: t.summary.clone(),
-            description: t.description.clone(),
-            tags: t.tags.clone(),
-            args_schema: t.args_schema.clone(),
-            result_schema: t.result_schema.clone(),
-            usage_notes: t.usage_notes.clone(),
             title: t.meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_owned),
             annotations: t.meta.as_ref().and_then(|m| m.get("annotations")).filter(|a| a.is_object()).cloned(),
+            tool_id: t.id,
+            name: t.name,
+            summary: t.summary,
+            description: t.description,
+            tags: t.tags,
+            args_schema: t.args_schema,
+            result_schema: t.result_schema,
+            usage_notes: t.usage_notes,
         })
     }
 
     /// The tool with this id if the caller may use it; otherwise the error `expand_tool` and
     /// `call_tool` both give (`TOOL_NOT_FOUND`, or `NOT_AUTHORIZED` for a public catalogue).
-    pub(crate) fn usable_tool(&self, who: &Principal, id: &str) -> Result<&Tool, ProtocolError> {
+    ///
+    /// The tool comes back whole: its record (schemas and all) is read from the index once the
+    /// caller is known to may use it.
+    pub(crate) fn usable_tool(&self, who: &Principal, id: &str) -> Result<Tool, ProtocolError> {
         let Some(t) = self.tool(id.trim()) else {
             return Err(hints::tool_not_found(self, id, &scopes_of(who)));
         };
         let missing = who.missing(t);
         if missing.is_empty() {
-            return Ok(t);
+            return match self.full_tool(&t.id) {
+                Ok(Some(full)) => Ok(full),
+                Ok(None) => Err(hints::tool_not_found(self, id, &scopes_of(who))),
+                Err(e) => Err(ProtocolError::new(ErrorCode::Internal, e.to_string())),
+            };
         }
         if !who.public_catalog() {
             return Err(hints::tool_not_found(self, id, &scopes_of(who)));

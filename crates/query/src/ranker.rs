@@ -176,7 +176,9 @@ impl Ranker {
         &self.index
     }
 
-    /// The catalogue served.
+    /// The catalogue served, lean: tools carry id, name, paths, summary, tags, scopes, group
+    /// and version; [`Ranker::full_tool`] reads the rest of one tool (description, schemas,
+    /// usage notes, examples, metadata) and [`IndexReader::full_catalog`] all of them.
     pub fn catalog(&self) -> &Catalog {
         self.index.catalog()
     }
@@ -191,8 +193,13 @@ impl Ranker {
         &self.embedder
     }
 
-    /// The tool with this id, if any.
+    /// The tool with this id, if any, lean (as in [`Ranker::catalog`]).
     pub fn tool(&self, id: &str) -> Option<&Tool> {
         self.tool_by_id.get(id).map(|&o| &self.catalog().tools[o as usize])
+    }
+
+    /// The full record of the tool with this id, if any, read from the index.
+    pub fn full_tool(&self, id: &str) -> Result<Option<Tool>, IndexError> {
+        self.tool_by_id.get(id).map(|&o| self.index.tool_record(o)).transpose()
     }
 }

@@ -125,31 +125,35 @@ impl Ranker {
             return Ok((None, Vec::new(), Vec::new()));
         }
         let depth = depth.max(self.options().candidates);
-        let qv = match retrieval {
-            Retrieval::Lexical => None,
-            _ => {
-                let s = Instant::now();
-                let v = self.tool_query(query)?;
-                t.embed = s.elapsed().as_secs_f64();
-                Some(v)
-            }
+        let dense_side = |t: &mut StageTimes| -> Result<(Vec<f32>, Vec<Hit>), ProtocolError> {
+            let s = Instant::now();
+            let v = self.tool_query(query)?;
+            t.embed = s.elapsed().as_secs_f64();
+            let s = Instant::now();
+            let d = self.index().dense_tools(&v, depth, allowed.as_deref().map(Vec::as_slice));
+            t.dense = s.elapsed().as_secs_f64();
+            Ok((v, d))
         };
-        let dense = match &qv {
-            Some(v) => {
-                let s = Instant::now();
-                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice));
-                t.dense = s.elapsed().as_secs_f64();
-                d
-            }
-            None => Vec::new(),
+        let lexical_side = || -> Result<(Vec<Hit>, f64), ProtocolError> {
+            let s = Instant::now();
+            let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
+            Ok((l, s.elapsed().as_secs_f64()))
         };
-        let lexical = match retrieval {
-            Retrieval::Dense => Vec::new(),
-            _ => {
-                let s = Instant::now();
-                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
-                t.lexical = s.elapsed().as_secs_f64();
-                l
+        let (qv, dense, lexical) = match retrieval {
+            Retrieval::Lexical => {
+                let (l, secs) = lexical_side()?;
+                t.lexical = secs;
+                (None, Vec::new(), l)
+            }
+            Retrieval::Dense => {
+                let (v, d) = dense_side(t)?;
+                (Some(v), d, Vec::new())
+            }
+            Retrieval::Hybrid => {
+                let (v, d) = dense_side(t)?;
+                let (l, secs) = lexical_side()?;
+                t.lexical = secs;
+                (Some(v), d, l)
             }
         };
         Ok((qv, dense, lexical))
@@ -161,14 +165,14 @@ impl Ranker {
         let (qv, dense, lexical) =
             self.retrieve(query, filter, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
         Ok(match qv {
-            Some(v) => merge(&dense, &lexical, |o| dot(self.index().tool_vector(o), &v)),
+            Some(v) => merge(&dense, &lexical, |o| self.index().tool_score(o, &v)),
             None => Vec::new(),
         })
     }
 
     /// Merges and ranks candidates.
     fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
-        let candidates = merge(dense, lexical, |o| dot(self.index().tool_vector(o), qv));
+        let candidates = merge(dense, lexical, |o| self.index().tool_score(o, qv));
         rank(&candidates, fusion, self.calibration())
     }
 
@@ -231,7 +235,7 @@ impl Ranker {
         sorted.sort_unstable();
         let view = self.node_view(scopes);
         let lexical = self.lexical(query, DocKind::Node, scope, Some(&Arc::new(sorted)), &view, depth)?;
-        let candidates = merge(&dense, &lexical, |o| dot(self.index().node_vector(o), &qv));
+        let candidates = merge(&dense, &lexical, |o| self.index().node_score(o, &qv));
         Ok(rank(&candidates, self.options().fusion, self.calibration()))
     }
 
@@ -252,7 +256,7 @@ impl Ranker {
 
     /// The query vector tool searches use: the embedding, moved by the adapter if one is in
     /// force.
-    pub(crate) fn tool_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
+    pub fn tool_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
         let v = self.embed_query(query)?;
         Ok(match self.adapter() {
             Some(a) => a.apply(&v),
@@ -285,8 +289,6 @@ impl Ranker {
         Ok(v)
     }
 }
-
-pub(crate) use toolsearch_index::dot;
 
 /// A key identifying a caller's scope set (for caching statistics of its view).
 fn scopes_key(scopes: &Option<Vec<String>>) -> u64 {

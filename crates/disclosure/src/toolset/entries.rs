@@ -52,8 +52,8 @@ impl ToolSet {
     pub(super) fn definition(&self, engine: &Engine, entry: &Entry) -> Option<ToolDef> {
         match entry {
             Entry::Tool(id) => {
-                let tool = engine.tool(id)?;
-                Some(tool_definition(tool, self.derived.names.name(id)?))
+                let tool = engine.full_tool(id).ok()??;
+                Some(tool_definition(&tool, self.derived.names.name(id)?))
             }
             Entry::Facade(f) => {
                 let facade = self.derived.facades.get(f)?;

@@ -1,0 +1,169 @@
+//! The catalogue in the index: a lean table read whole on open, and each tool's full record
+//! read on demand.
+//!
+//! Searching, listing and authorising need a tool's id, name, paths, summary, tags, scopes and
+//! group; only `expand_tool`, `call_tool` and tool definitions need its description, schemas,
+//! notes and metadata, which are most of its bytes. So `catalog.bin` holds the lean fields of
+//! every tool (bincode), the categories and groups, and the byte range of each tool's full
+//! JSON record in `tools.json`, which the reader memory-maps and parses one record at a time.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toolsearch_catalog::{Catalog, Group, Node, Tool};
+
+use crate::error::{io, IndexError};
+use crate::format::{CATALOG_FILE, RECORDS_FILE};
+
+/// The fields of a tool every answer may need (no skipped fields: bincode is positional).
+#[derive(Serialize, Deserialize)]
+struct LeanTool {
+    id: String,
+    name: String,
+    paths: Vec<Vec<String>>,
+    summary: String,
+    tags: Vec<String>,
+    requires: Vec<String>,
+    group: Option<String>,
+    version: Option<String>,
+}
+
+/// `catalog.bin`.
+#[derive(Serialize, Deserialize)]
+struct CatalogFile {
+    tools: Vec<LeanTool>,
+    /// `tools + 1` byte offsets of the records in `tools.json`.
+    offsets: Vec<u64>,
+    /// The nodes, as JSON (they carry optional and nested fields bincode cannot skip).
+    nodes: String,
+    /// The groups, as JSON.
+    groups: String,
+}
+
+/// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`.
+pub(crate) fn write(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
+    let records_path = dir.join(RECORDS_FILE);
+    let json_err = |path: &Path, e: serde_json::Error| IndexError::Io(path.to_path_buf(), e.into());
+    let mut records = Vec::new();
+    let mut offsets = vec![0u64];
+    for tool in &catalog.tools {
+        serde_json::to_writer(&mut records, tool).map_err(|e| json_err(&records_path, e))?;
+        records.push(b'\n');
+        offsets.push(records.len() as u64);
+    }
+    std::fs::write(&records_path, records).map_err(io(&records_path))?;
+    let path = dir.join(CATALOG_FILE);
+    let file = CatalogFile {
+        tools: catalog
+            .tools
+            .iter()
+            .map(|t| LeanTool {
+                id: t.id.clone(),
+                name: t.name.clone(),
+                paths: t.paths.clone(),
+                summary: t.summary.clone(),
+                tags: t.tags.clone(),
+                requires: t.requires.clone(),
+                group: t.group.clone(),
+                version: t.version.clone(),
+            })
+            .collect(),
+        offsets,
+        nodes: serde_json::to_string(&catalog.nodes).map_err(|e| json_err(&path, e))?,
+        groups: serde_json::to_string(&catalog.groups).map_err(|e| json_err(&path, e))?,
+    };
+    let bytes = bincode::serde::encode_to_vec(&file, bincode::config::standard())
+        .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
+    std::fs::write(&path, bytes).map_err(io(&path))
+}
+
+/// The opened catalogue of an index.
+pub(crate) struct CatalogStore {
+    lean: Catalog,
+    offsets: Vec<u64>,
+    records: Option<memmap2::Mmap>,
+    records_path: PathBuf,
+}
+
+impl CatalogStore {
+    /// Reads the lean table and maps the records, checking counts, offsets and the invariants
+    /// the engine relies on.
+    pub(crate) fn open(dir: &Path, tools: usize, nodes: usize) -> Result<CatalogStore, IndexError> {
+        let path = dir.join(CATALOG_FILE);
+        let bad = |why: String| IndexError::Corrupted(path.clone(), why);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let (file, _): (CatalogFile, usize) =
+            bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| bad(e.to_string()))?;
+        drop(bytes);
+        let nodes_list: Vec<Node> = serde_json::from_str(&file.nodes).map_err(|e| bad(e.to_string()))?;
+        let groups: Vec<Group> = serde_json::from_str(&file.groups).map_err(|e| bad(e.to_string()))?;
+        if file.tools.len() != tools || nodes_list.len() != nodes || file.offsets.len() != tools + 1 {
+            return Err(bad("document counts differ from the metadata".into()));
+        }
+        // The loaders guarantee these; an index opened without checksum verification might not.
+        if let Some(t) = file.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
+            return Err(bad(format!("tool {:?} has no id or no path", t.id)));
+        }
+        if nodes_list.iter().any(|n| n.path.is_empty()) {
+            return Err(bad("a category has an empty path".into()));
+        }
+        let records_path = dir.join(RECORDS_FILE);
+        let records_file = std::fs::File::open(&records_path).map_err(io(&records_path))?;
+        let len = records_file.metadata().map_err(io(&records_path))?.len();
+        if file.offsets[0] != 0 || file.offsets.windows(2).any(|w| w[0] > w[1]) || file.offsets[tools] != len {
+            return Err(bad(format!("record offsets do not fit {RECORDS_FILE}")));
+        }
+        // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
+        let records = if len == 0 {
+            None
+        } else {
+            Some(unsafe { memmap2::Mmap::map(&records_file) }.map_err(io(&records_path))?)
+        };
+        let lean = Catalog {
+            nodes: nodes_list,
+            tools: file
+                .tools
+                .into_iter()
+                .map(|t| Tool {
+                    id: t.id,
+                    name: t.name,
+                    paths: t.paths,
+                    summary: t.summary,
+                    tags: t.tags,
+                    requires: t.requires,
+                    group: t.group,
+                    version: t.version,
+                    ..Tool::default()
+                })
+                .collect(),
+            groups,
+        };
+        Ok(CatalogStore { lean, offsets: file.offsets, records, records_path })
+    }
+
+    /// The lean catalogue: tools without description, schemas, notes, examples or metadata.
+    pub(crate) fn lean(&self) -> &Catalog {
+        &self.lean
+    }
+
+    /// Tool `ord`'s full record.
+    pub(crate) fn tool(&self, ord: u32) -> Result<Tool, IndexError> {
+        let i = ord as usize;
+        let (Some(records), Some(&from), Some(&to)) = (&self.records, self.offsets.get(i), self.offsets.get(i + 1))
+        else {
+            return Err(IndexError::Corrupted(self.records_path.clone(), format!("no record for tool {ord}")));
+        };
+        let tool: Tool = serde_json::from_slice(&records[from as usize..to as usize])
+            .map_err(|e| IndexError::Corrupted(self.records_path.clone(), format!("record {ord}: {e}")))?;
+        if tool.id != self.lean.tools[i].id {
+            return Err(IndexError::Corrupted(self.records_path.clone(), format!("record {ord} is another tool")));
+        }
+        Ok(tool)
+    }
+
+    /// The whole catalogue, every record parsed.
+    pub(crate) fn full(&self) -> Result<Catalog, IndexError> {
+        let tools = (0..self.lean.tools.len() as u32).map(|o| self.tool(o)).collect::<Result<_, _>>()?;
+        Ok(Catalog { nodes: self.lean.nodes.clone(), tools, groups: self.lean.groups.clone() })
+    }
+}
