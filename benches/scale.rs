@@ -39,16 +39,30 @@ impl VariantEmbedder {
     fn key(text: &str) -> String {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|w| {
-                !w.is_empty() && !REGIONS.contains(w) && *w != "edition" && !w.chars().all(|c| c.is_ascii_digit())
+                !w.is_empty()
+                    && !REGIONS.iter().any(|r| r.eq_ignore_ascii_case(w))
+                    && !w.eq_ignore_ascii_case("edition")
+                    && !w.chars().all(|c| c.is_ascii_digit())
             })
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The text's words, lowercased, without digits-only words: equal to its key unless it
+    /// names a region (or "edition"), i.e. unless it is a variant's.
+    fn plain(text: &str) -> String {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && !w.chars().all(|c| c.is_ascii_digit()))
+            .map(str::to_lowercase)
             .collect::<Vec<_>>()
             .join(" ")
     }
 
     /// The vector of `text`: its base's, perturbed by a hash of the whole text when it is a
-    /// variant's (its description ends in "(REGION edition N)").
+    /// variant's.
     fn vector(&self, text: &str, base: &[f32]) -> Vec<f32> {
-        if !REGIONS.iter().any(|r| text.contains(&format!("({r} edition "))) {
+        if Self::key(text) == Self::plain(text) {
             return base.to_vec();
         }
         let mut state = seed(text) | 1;
