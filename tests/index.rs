@@ -92,6 +92,28 @@ fn rebuilding_reuses_vectors_and_one_changed_tool_is_embedded_alone() {
 }
 
 #[test]
+fn a_rebuild_that_changed_few_tools_updates_the_graph_and_finds_the_changed_tool() {
+    let mut catalog = load_path(&common::sample_catalog(), None).unwrap();
+    let out = common::scratch().join("graph-update");
+    let e = common::embedder();
+    let first = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
+    assert!(!first.graph_updated);
+    let id = catalog.tools[7].id.clone();
+    catalog.tools[7].description = "Waters the office plants on a schedule and reports soil moisture.".into();
+    let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
+    assert!(changed.graph_updated, "one changed tool of {} updates the graph", catalog.tools.len());
+    // Through the graph, not the exact scan: the changed tool was inserted and is found.
+    let options =
+        EngineOptions { open: OpenOptions { exact_scan_max: 0, ..OpenOptions::default() }, ..EngineOptions::default() };
+    let engine = Engine::with_embedder(&out, common::embedder(), options).unwrap();
+    assert_eq!(top(&engine, "water the office plants and check soil moisture"), id);
+    let q = engine.tool_query("water the office plants and check soil moisture").unwrap();
+    let graph: Vec<u32> = engine.index().graph_tools(&q, 10, 64).iter().map(|h| h.ord).collect();
+    let exact: Vec<u32> = engine.index().exact_tools(&q, 10).iter().map(|h| h.ord).collect();
+    assert_eq!(graph[0], exact[0]);
+}
+
+#[test]
 fn a_corrupted_file_is_refused_with_its_name() {
     let dir = common::scratch().join("corrupt");
     copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"), &dir);
@@ -113,6 +135,39 @@ fn a_truncated_catalogue_file_is_refused() {
     std::fs::OpenOptions::new().write(true).open(&f).unwrap().set_len(len / 2).unwrap();
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
     assert!(err.to_string().contains("catalog.bin"), "{err}");
+}
+
+#[test]
+fn a_damaged_tool_record_is_refused_by_its_size_or_named_when_read() {
+    let dir = common::scratch().join("bad-record");
+    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-damage-record"), &dir);
+    let records = dir.join("tools.json");
+    let mut bytes = std::fs::read(&records).unwrap();
+    let keep = bytes.clone();
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(&records, &bytes).unwrap();
+    let err = toolsearch::IndexReader::open(&dir).unwrap_err();
+    assert!(err.to_string().contains("tools.json"), "{err}");
+
+    // Same length, one record's JSON broken, opened without checksums: searching still works
+    // (it reads only the lean table) and expanding that tool is an error naming the file,
+    // never a panic or a wrong schema.
+    let mut bytes = keep;
+    let at = bytes.iter().position(|&b| b == b'{').unwrap();
+    bytes[at] = b'#';
+    std::fs::write(&records, &bytes).unwrap();
+    let options = EngineOptions {
+        open: OpenOptions { verify_checksums: false, ..OpenOptions::default() },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::with_embedder(&dir, common::embedder(), options).unwrap();
+    let first = engine.catalog().tools[0].id.clone();
+    let err = engine
+        .expand_tool(&Principal::trusted(), &toolsearch::ExpandToolRequest { tool_id: first.clone() })
+        .unwrap_err();
+    assert!(err.message.contains("tools.json"), "{}", err.message);
+    let second = engine.catalog().tools[1].id.clone();
+    assert!(engine.expand_tool(&Principal::trusted(), &toolsearch::ExpandToolRequest { tool_id: second }).is_ok());
 }
 
 #[test]
