@@ -33,6 +33,13 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A scratch copy, named `name`, of an index of tests/data/tools.jsonl (to damage).
+fn index_copy(name: &str) -> std::path::PathBuf {
+    let dir = common::scratch().join(name);
+    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), &format!("{name}-source")), &dir);
+    dir
+}
+
 #[test]
 fn a_json_lines_catalogue_indexes_and_answers_with_scopes() {
     let dir = common::build(&common::repo().join("tests/data/tools.jsonl"), "jsonl");
@@ -115,8 +122,7 @@ fn a_rebuild_that_changed_few_tools_updates_the_graph_and_finds_the_changed_tool
 
 #[test]
 fn a_corrupted_file_is_refused_with_its_name() {
-    let dir = common::scratch().join("corrupt");
-    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-corrupt"), &dir);
+    let dir = index_copy("corrupt");
     let vectors = dir.join("vectors.f16");
     let mut bytes = std::fs::read(&vectors).unwrap();
     bytes[100] ^= 0xff;
@@ -128,8 +134,7 @@ fn a_corrupted_file_is_refused_with_its_name() {
 
 #[test]
 fn a_truncated_catalogue_file_is_refused() {
-    let dir = common::scratch().join("truncated");
-    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-truncate"), &dir);
+    let dir = index_copy("truncated");
     let f = dir.join("catalog.bin");
     let len = std::fs::metadata(&f).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&f).unwrap().set_len(len / 2).unwrap();
@@ -139,8 +144,7 @@ fn a_truncated_catalogue_file_is_refused() {
 
 #[test]
 fn a_damaged_tool_record_is_refused_by_its_size_or_named_when_read() {
-    let dir = common::scratch().join("bad-record");
-    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-damage-record"), &dir);
+    let dir = index_copy("bad-record");
     let records = dir.join("tools.json");
     let mut bytes = std::fs::read(&records).unwrap();
     let keep = bytes.clone();
@@ -172,8 +176,7 @@ fn a_damaged_tool_record_is_refused_by_its_size_or_named_when_read() {
 
 #[test]
 fn an_index_of_another_format_version_is_refused() {
-    let dir = common::scratch().join("old-format");
-    copy_dir(&common::build(&common::repo().join("tests/data/tools.jsonl"), "to-age"), &dir);
+    let dir = index_copy("old-format");
     let meta = dir.join("meta.bin");
     let mut bytes = std::fs::read(&meta).unwrap();
     bytes[8..12].copy_from_slice(&0u32.to_le_bytes());
