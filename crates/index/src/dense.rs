@@ -14,8 +14,7 @@ pub struct Hit {
 
 /// Exact top `k` by cosine over the rows `ords` of `vectors`.
 pub(crate) fn exact_top_k(vectors: &Vectors, query: &[f32], ords: impl Iterator<Item = u32>, k: usize) -> Vec<Hit> {
-    let mut scratch = vec![0f32; vectors.dim()];
-    let mut hits: Vec<Hit> = ords.map(|o| Hit { ord: o, score: vectors.score(o, query, &mut scratch) }).collect();
+    let mut hits: Vec<Hit> = ords.map(|o| Hit { ord: o, score: vectors.score(o, query) }).collect();
     top_k(&mut hits, k);
     hits
 }

@@ -162,8 +162,7 @@ impl Graph {
         if self.n == 0 || k == 0 {
             return Vec::new();
         }
-        let mut scratch = vec![0f32; vectors.dim()];
-        let mut score = |o: u32| vectors.score(o, query, &mut scratch);
+        let mut score = |o: u32| vectors.score(o, query);
         let start = descend(self, &mut score, self.entry, self.layers.len().saturating_sub(1), 0);
         let ok = |o: u32| allowed.is_none_or(|a| a.binary_search(&o).is_ok());
         let found = search_layer(self, &mut score, start, ef.max(k), 0, ok, |o| vectors.prefetch(o));

@@ -187,12 +187,12 @@ impl IndexReader {
 
     /// Cosine of tool `ord`'s stored vector with the unit vector `query`.
     pub fn tool_score(&self, ord: u32, query: &[f32]) -> f32 {
-        self.vectors.score(ord, query, &mut vec![0f32; self.vectors.dim()])
+        self.vectors.score(ord, query)
     }
 
     /// Cosine of node `ord`'s stored vector with the unit vector `query`.
     pub fn node_score(&self, ord: u32, query: &[f32]) -> f32 {
-        self.vectors.score(self.meta.tools + ord, query, &mut vec![0f32; self.vectors.dim()])
+        self.vectors.score(self.meta.tools + ord, query)
     }
 
     /// Approximate dense top `k` tools through the graph with breadth `ef`, whatever the

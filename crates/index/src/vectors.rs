@@ -46,11 +46,6 @@ impl Vectors {
         Ok(Vectors { map, rows, dim })
     }
 
-    /// Columns per row.
-    pub(crate) fn dim(&self) -> usize {
-        self.dim
-    }
-
     /// Row `i`.
     pub(crate) fn row(&self, i: u32) -> &[f16] {
         let Some(map) = &self.map else { return &[] };
@@ -90,14 +85,14 @@ impl Vectors {
     }
 
     /// Cosine of row `i` with the unit vector `query`: converted and multiplied in one pass
-    /// where the CPU has F16C, AVX2 and FMA, else converted through `scratch` (`dim` long).
-    pub(crate) fn score(&self, i: u32, query: &[f32], scratch: &mut [f32]) -> f32 {
-        dot_f16(self.row(i), query, scratch)
+    /// where the CPU has F16C, AVX2 and FMA, else converted a block at a time.
+    pub(crate) fn score(&self, i: u32, query: &[f32]) -> f32 {
+        dot_f16(self.row(i), query)
     }
 }
 
 /// Dot product of an f16 row with an f32 vector.
-fn dot_f16(row: &[f16], query: &[f32], scratch: &mut [f32]) -> f32 {
+fn dot_f16(row: &[f16], query: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
         static F16C: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -109,9 +104,15 @@ fn dot_f16(row: &[f16], query: &[f32], scratch: &mut [f32]) -> f32 {
             return unsafe { dot_f16_avx2(row, query) };
         }
     }
-    let n = row.len().min(query.len()).min(scratch.len());
-    row[..n].convert_to_f32_slice(&mut scratch[..n]);
-    dot(&scratch[..n], &query[..n])
+    let mut block = [0f32; 64];
+    row.chunks(64)
+        .zip(query.chunks(64))
+        .map(|(r, q)| {
+            let n = r.len().min(q.len());
+            r[..n].convert_to_f32_slice(&mut block[..n]);
+            dot(&block[..n], &q[..n])
+        })
+        .sum()
 }
 
 /// [`dot_f16`] with F16C conversion and fused multiply-adds, 32 columns a step in four
@@ -157,8 +158,7 @@ mod tests {
             let row: Vec<f16> = (0..n).map(|i| f16::from_f32((i as f32 * 0.37).sin())).collect();
             let q: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
             let plain: f32 = row.iter().zip(&q).map(|(x, y)| x.to_f32() * y).sum();
-            let mut scratch = vec![0f32; n];
-            assert!((dot_f16(&row, &q, &mut scratch) - plain).abs() < 1e-3, "{n}");
+            assert!((dot_f16(&row, &q) - plain).abs() < 1e-3, "{n}");
         }
     }
 }

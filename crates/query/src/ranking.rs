@@ -125,35 +125,31 @@ impl Ranker {
             return Ok((None, Vec::new(), Vec::new()));
         }
         let depth = depth.max(self.options().candidates);
-        let dense_side = |t: &mut StageTimes| -> Result<(Vec<f32>, Vec<Hit>), ProtocolError> {
-            let s = Instant::now();
-            let v = self.tool_query(query)?;
-            t.embed = s.elapsed().as_secs_f64();
-            let s = Instant::now();
-            let d = self.index().dense_tools(&v, depth, allowed.as_deref().map(Vec::as_slice));
-            t.dense = s.elapsed().as_secs_f64();
-            Ok((v, d))
-        };
-        let lexical_side = || -> Result<(Vec<Hit>, f64), ProtocolError> {
-            let s = Instant::now();
-            let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
-            Ok((l, s.elapsed().as_secs_f64()))
-        };
-        let (qv, dense, lexical) = match retrieval {
-            Retrieval::Lexical => {
-                let (l, secs) = lexical_side()?;
-                t.lexical = secs;
-                (None, Vec::new(), l)
+        let qv = match retrieval {
+            Retrieval::Lexical => None,
+            _ => {
+                let s = Instant::now();
+                let v = self.tool_query(query)?;
+                t.embed = s.elapsed().as_secs_f64();
+                Some(v)
             }
-            Retrieval::Dense => {
-                let (v, d) = dense_side(t)?;
-                (Some(v), d, Vec::new())
+        };
+        let dense = match &qv {
+            Some(v) => {
+                let s = Instant::now();
+                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice));
+                t.dense = s.elapsed().as_secs_f64();
+                d
             }
-            Retrieval::Hybrid => {
-                let (v, d) = dense_side(t)?;
-                let (l, secs) = lexical_side()?;
-                t.lexical = secs;
-                (Some(v), d, l)
+            None => Vec::new(),
+        };
+        let lexical = match retrieval {
+            Retrieval::Dense => Vec::new(),
+            _ => {
+                let s = Instant::now();
+                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
+                t.lexical = s.elapsed().as_secs_f64();
+                l
             }
         };
         Ok((qv, dense, lexical))
