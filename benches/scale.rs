@@ -117,6 +117,9 @@ impl Embedder for VariantEmbedder {
         }
         Ok(texts.iter().zip(&keys).map(|(t, k)| self.vector(t, &base[k])).collect())
     }
+    fn release(&self) {
+        self.inner.release()
+    }
 }
 
 /// Peak RSS (KB) and wall seconds of `toolsearch search INDEX QUERY` in a fresh process (the

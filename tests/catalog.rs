@@ -21,7 +21,7 @@ fn the_sample_catalogue_is_valid_and_large_enough() {
         toolsearch::load_path(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample-catalog.json"), None).unwrap();
     assert!(c.tools.len() >= 150, "{}", c.tools.len());
     assert!(c.nodes.iter().any(|n| n.path.len() == 3));
-    assert!(c.tools.iter().all(|t| t.args_schema["type"] == "object"));
+    assert!(c.tools.iter().all(|t| t.args_schema.value()["type"] == "object"));
     assert!(c.tools.iter().any(|t| t.paths.len() > 1), "some tool sits under two paths");
 }
 
@@ -114,7 +114,7 @@ fn json_lines_bench_format_loads_with_ignored_extra_fields() {
     assert_eq!(c.tools.len(), 2);
     assert_eq!(c.tools[0].paths, vec![vec!["Data".to_string(), "T".to_string()]]);
     assert_eq!(c.tools[1].paths, vec![Vec::<String>::new()]);
-    assert_eq!(c.tools[1].args_schema["type"], "object");
+    assert_eq!(c.tools[1].args_schema.value()["type"], "object");
 }
 
 #[test]

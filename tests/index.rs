@@ -305,3 +305,18 @@ fn concurrent_builds_of_one_target_both_succeed_and_leave_a_whole_index() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+#[test]
+fn a_released_model_loads_again_and_embeds_the_same() {
+    // Its own embedder: the shared one serves the other tests concurrently.
+    let files = toolsearch::ModelFiles::locate(None).unwrap();
+    let embedder = toolsearch::OnnxEmbedder::load(&files, Default::default()).unwrap();
+    let before = embedder.embed_one("convert an amount between two currencies").unwrap();
+    embedder.release();
+    let after = embedder.embed_one("convert an amount between two currencies").unwrap();
+    assert_eq!(before.len(), 384);
+    assert!(before.iter().zip(&after).all(|(a, b)| (a - b).abs() < 1e-6));
+    let many = embedder.embed(&["one", "two words", "and three words"]).unwrap();
+    embedder.release();
+    assert_eq!(embedder.embed(&["one", "two words", "and three words"]).unwrap(), many);
+}

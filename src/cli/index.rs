@@ -53,7 +53,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     .map_err(|e| Problem::InvalidCatalogue.because(e))?;
     let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?;
-    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None };
+    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None, release_model: true };
     let report = build_index(&catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;
     emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
 }

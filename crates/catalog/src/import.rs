@@ -15,6 +15,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::CatalogError;
+use crate::json::Json;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::normalize::{Origin, RawCatalog};
 use crate::path::PathSpec;
@@ -222,9 +223,9 @@ fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
         name,
         description: string(def, "description"),
         tags,
-        args_schema: def.get(schema_key).cloned(),
-        result_schema: result_key.and_then(|k| def.get(k)).cloned(),
-        meta: extras(def, &known),
+        args_schema: def.get(schema_key).map(Json::new),
+        result_schema: result_key.and_then(|k| def.get(k)).map(Json::new),
+        meta: extras(def, &known).map(Json::from),
         ..RawTool::default()
     }
 }

@@ -13,6 +13,7 @@
 mod error;
 mod facade;
 mod import;
+mod json;
 mod jsonl;
 pub mod limits;
 mod load;
@@ -27,6 +28,7 @@ pub use error::{CatalogError, Location};
 pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
+pub use json::Json;
 pub use load::{load_path, load_path_as, parse_str, parse_str_as, Format};
 pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};

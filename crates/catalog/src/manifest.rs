@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::json::Json;
 use crate::path::PathSpec;
 
 /// A tool as written in input.
@@ -19,9 +20,9 @@ pub(crate) struct RawTool {
     #[serde(default)]
     pub tags: Vec<String>,
     #[serde(alias = "parameters", alias = "input_schema")]
-    pub args_schema: Option<Value>,
+    pub args_schema: Option<Json>,
     #[serde(alias = "output_schema")]
-    pub result_schema: Option<Value>,
+    pub result_schema: Option<Json>,
     pub usage_notes: Option<String>,
     #[serde(default)]
     pub examples: Vec<String>,
@@ -29,7 +30,7 @@ pub(crate) struct RawTool {
     pub requires: Vec<String>,
     pub group: Option<String>,
     pub version: Option<String>,
-    pub meta: Option<Value>,
+    pub meta: Option<Json>,
 }
 
 /// Fields a native manifest tool may carry (aliases included).

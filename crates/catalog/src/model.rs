@@ -1,10 +1,10 @@
 //! The normalised catalogue: what every loader produces and the indexer consumes.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::facade::FacadeSettings;
+use crate::json::Json;
 use crate::path::CategoryPath;
 
 /// A whole catalogue: category nodes, tools and availability groups, normalised.
@@ -65,10 +65,10 @@ pub struct Tool {
     #[serde(default)]
     pub tags: Vec<String>,
     /// JSON Schema of the arguments (an object schema).
-    pub args_schema: Value,
+    pub args_schema: Json,
     /// JSON Schema of the result, if declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_schema: Option<Value>,
+    pub result_schema: Option<Json>,
     /// Guidance revealed with the full schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_notes: Option<String>,
@@ -86,15 +86,14 @@ pub struct Tool {
     pub version: Option<String>,
     /// Free-form metadata from the source, kept verbatim and never indexed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    pub meta: Option<Json>,
 }
 
 impl Tool {
     /// A stable content hash of everything about the tool (sha256, hex). Two tools with the
     /// same hash produce the same index documents.
     pub fn content_hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        hex(&Sha256::digest(bytes))
+        sha256_of_json(self)
     }
 
     /// True if the tool sits at or below `prefix` through any of its paths.
@@ -136,14 +135,32 @@ pub struct Group {
 impl Catalog {
     /// A content hash of the whole catalogue (sha256, hex).
     pub fn content_hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        hex(&Sha256::digest(bytes))
+        sha256_of_json(self)
     }
 
     /// The node at exactly `path`, if any.
     pub fn node(&self, path: &[String]) -> Option<&Node> {
         self.nodes.binary_search_by(|n| n.path.as_slice().cmp(path)).ok().map(|i| &self.nodes[i])
     }
+}
+
+/// The sha256 (hex) of `value`'s JSON, hashed as it is written rather than from a copy (a
+/// 100k-tool catalogue's JSON is ~100 MB).
+fn sha256_of_json(value: &impl Serialize) -> String {
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    // Serialising the catalogue's types to JSON cannot fail (string keys only).
+    let _ = serde_json::to_writer(&mut h, value);
+    hex(&h.0.finalize())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -3,10 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::error::CatalogError;
 use crate::facade::{check_unique_names, FacadeSettings};
+use crate::json::Json;
 use crate::limits::*;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::model::{Catalog, Group, Node, Tool, Visibility};
@@ -175,12 +176,12 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
         None => first_sentence(&description).unwrap_or_else(|| name.clone()),
     };
     let args_schema = match rt.args_schema {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(s) => checked_schema(file, origin, "args_schema", s)?,
+        Some(s) if !s.is_null() => checked_schema(file, origin, "args_schema", s)?,
+        _ => Json::new(&json!({"type": "object", "properties": {}})),
     };
     let result_schema = match rt.result_schema {
-        None | Some(Value::Null) => None,
-        Some(s) => Some(checked_schema(file, origin, "result_schema", s)?),
+        Some(s) if !s.is_null() => Some(checked_schema(file, origin, "result_schema", s)?),
+        _ => None,
     };
     let group = rt.group.filter(|g| !g.trim().is_empty());
     if let Some(g) = &group {
@@ -207,11 +208,11 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
     })
 }
 
-fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Value) -> Result<Value, CatalogError> {
-    if let Err((at, msg)) = check_schema(&schema) {
+fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Json) -> Result<Json, CatalogError> {
+    if let Err((at, msg)) = check_schema(&schema.value()) {
         return Err(origin.error(file, &format!("{field}{at}"), format!("invalid JSON Schema: {msg}")));
     }
-    let size = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = schema.text().len();
     if size > MAX_SCHEMA_BYTES {
         return Err(origin.error(file, field, format!("schema is {size} bytes, over the limit of {MAX_SCHEMA_BYTES}")));
     }
@@ -273,9 +274,9 @@ fn bounded_list(
 }
 
 /// `meta` is kept verbatim but bounded: it is stored in the index and read on every open.
-fn checked_meta(file: &Path, origin: &Origin, meta: Option<Value>) -> Result<Option<Value>, CatalogError> {
+fn checked_meta(file: &Path, origin: &Origin, meta: Option<Json>) -> Result<Option<Json>, CatalogError> {
     let Some(meta) = meta else { return Ok(None) };
-    let size = serde_json::to_vec(&meta).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = meta.text().len();
     if size > MAX_META_BYTES {
         return Err(origin.error(file, "meta", format!("is {size} bytes, over the limit of {MAX_META_BYTES}")));
     }

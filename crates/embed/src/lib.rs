@@ -34,6 +34,10 @@ pub trait Embedder: Send + Sync {
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed(&[text])?.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
     }
+    /// Frees the model's memory until the next call, which loads it again (a one-shot index
+    /// build asks for this once it has embedded everything, so the rest of the build does not
+    /// carry the model). Does nothing by default.
+    fn release(&self) {}
 }
 
 /// Scales `v` to unit length in place (a zero vector stays zero).

@@ -1,7 +1,7 @@
 //! [`OnnxEmbedder`]: all-MiniLM-L6-v2 on ONNX Runtime through fastembed.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use sha2::{Digest, Sha256};
@@ -45,9 +45,13 @@ impl Default for EmbedderOptions {
 /// session on every core matched two single-threaded sessions at half their memory.
 pub const BATCH_TOKENS: usize = 512;
 
-/// The ONNX embedder. `Send + Sync`: calls are spread over a pool of sessions.
+/// The ONNX embedder. `Send + Sync`: calls are spread over a pool of sessions. A session
+/// released by [`Embedder::release`] is loaded again (and its weights checked against the
+/// same sha256) when next needed.
 pub struct OnnxEmbedder {
-    sessions: Vec<Mutex<TextEmbedding>>,
+    sessions: Vec<Mutex<Option<TextEmbedding>>>,
+    files: ModelFiles,
+    options: EmbedderOptions,
     next: AtomicUsize,
     sha256: String,
     dimension: usize,
@@ -67,44 +71,37 @@ impl std::fmt::Debug for OnnxEmbedder {
 impl OnnxEmbedder {
     /// Loads the runtime and the model from `files`.
     pub fn load(files: &ModelFiles, options: EmbedderOptions) -> Result<OnnxEmbedder, EmbedError> {
-        let env = environment(&files.ort_library)?;
-        let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
-            let p = files.model_file(name)?;
-            std::fs::read(&p).map_err(|e| EmbedError::Io(p, e))
-        };
-        let onnx = read("model.onnx")?;
-        let sha256: String = Sha256::digest(&onnx).iter().map(|b| format!("{b:02x}")).collect();
-        let tokenizer = TokenizerFiles {
-            tokenizer_file: read("tokenizer.json")?,
-            config_file: read("config.json")?,
-            special_tokens_map_file: read("special_tokens_map.json")?,
-            tokenizer_config_file: read("tokenizer_config.json")?,
-        };
-        let mut sessions = Vec::new();
-        for _ in 0..options.sessions.max(1) {
-            let model = UserDefinedEmbeddingModel::new(onnx.clone(), tokenizer.clone()).with_pooling(Pooling::Mean);
-            let mut init =
-                InitOptionsUserDefined::new().with_environment(env.clone()).with_max_length(options.max_length);
-            if let Some(t) = options.intra_threads {
-                init = init.with_intra_threads(t);
-            }
-            let session = TextEmbedding::try_new_from_user_defined(model, init)
-                .map_err(|e| EmbedError::Runtime(e.to_string()))?;
-            sessions.push(Mutex::new(session));
+        let (first, sha256) = open_session(files, &options, None)?;
+        let mut sessions = vec![Mutex::new(Some(first))];
+        for _ in 1..options.sessions.max(1) {
+            sessions.push(Mutex::new(Some(open_session(files, &options, Some(&sha256))?.0)));
         }
         let mut embedder = OnnxEmbedder {
             sessions,
+            files: files.clone(),
             next: AtomicUsize::new(0),
             sha256,
             dimension: 0,
             batch_size: options.batch_size.max(1),
             batch_tokens: options.batch_tokens.max(options.max_length),
+            options,
         };
         embedder.dimension = embedder.run(&["dimension probe"])?.first().map_or(0, Vec::len);
         if embedder.dimension == 0 {
             return Err(EmbedError::Runtime("the model produced an empty vector".into()));
         }
         Ok(embedder)
+    }
+
+    /// Session `i`, loaded again if it was released.
+    fn loaded<'a>(
+        &self,
+        guard: &'a mut MutexGuard<'_, Option<TextEmbedding>>,
+    ) -> Result<&'a mut TextEmbedding, EmbedError> {
+        if guard.is_none() {
+            **guard = Some(open_session(&self.files, &self.options, Some(&self.sha256))?.0);
+        }
+        Ok(guard.as_mut().expect("a session was just loaded"))
     }
 
     /// Runs one model call on a free session (or waits for one).
@@ -115,7 +112,8 @@ impl OnnxEmbedder {
         if guard.is_none() {
             guard = Some(self.sessions[start % n].lock().unwrap_or_else(|p| p.into_inner()));
         }
-        let mut session = guard.expect("a session guard was just taken");
+        let mut guard = guard.expect("a session guard was just taken");
+        let session = self.loaded(&mut guard)?;
         let mut out = session.embed(texts, Some(texts.len().max(1))).map_err(|e| EmbedError::Runtime(e.to_string()))?;
         out.iter_mut().for_each(|v| normalize(v));
         Ok(out)
@@ -123,7 +121,8 @@ impl OnnxEmbedder {
 
     /// Tokens the model reads of each text (after truncation to `max_length`).
     fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>, EmbedError> {
-        let session = self.sessions[0].lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.sessions[0].lock().unwrap_or_else(|p| p.into_inner());
+        let session = self.loaded(&mut guard)?;
         texts
             .iter()
             .map(|t| {
@@ -131,6 +130,42 @@ impl OnnxEmbedder {
             })
             .collect()
     }
+}
+
+/// Loads one session from `files`, with the weights' sha256; with `expect`, weights of
+/// another sha256 (the files changed since the first load) are refused.
+fn open_session(
+    files: &ModelFiles,
+    options: &EmbedderOptions,
+    expect: Option<&str>,
+) -> Result<(TextEmbedding, String), EmbedError> {
+    let env = environment(&files.ort_library)?;
+    let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
+        let p = files.model_file(name)?;
+        std::fs::read(&p).map_err(|e| EmbedError::Io(p, e))
+    };
+    let onnx = read("model.onnx")?;
+    let sha256: String = Sha256::digest(&onnx).iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(want) = expect.filter(|w| *w != sha256) {
+        return Err(EmbedError::Runtime(format!(
+            "{}: the model changed while in use (sha256 {sha256}, loaded as {want})",
+            files.model_file("model.onnx").map(|p| p.display().to_string()).unwrap_or_default()
+        )));
+    }
+    let tokenizer = TokenizerFiles {
+        tokenizer_file: read("tokenizer.json")?,
+        config_file: read("config.json")?,
+        special_tokens_map_file: read("special_tokens_map.json")?,
+        tokenizer_config_file: read("tokenizer_config.json")?,
+    };
+    let model = UserDefinedEmbeddingModel::new(onnx, tokenizer).with_pooling(Pooling::Mean);
+    let mut init = InitOptionsUserDefined::new().with_environment(env).with_max_length(options.max_length);
+    if let Some(t) = options.intra_threads {
+        init = init.with_intra_threads(t);
+    }
+    let session =
+        TextEmbedding::try_new_from_user_defined(model, init).map_err(|e| EmbedError::Runtime(e.to_string()))?;
+    Ok((session, sha256))
 }
 
 /// Vectors of a worker's batches, by the index of their text.
@@ -203,6 +238,13 @@ impl Embedder for OnnxEmbedder {
             }
         }
         Ok(out)
+    }
+
+    /// Drops every session; the next call loads them again.
+    fn release(&self) {
+        for s in &self.sessions {
+            s.lock().unwrap_or_else(|p| p.into_inner()).take();
+        }
     }
 }
 

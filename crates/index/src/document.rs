@@ -108,7 +108,7 @@ pub fn tool_dense_text(tool: &Tool) -> String {
         out.push_str(" Example: ");
         out.push_str(ex);
     }
-    let params = param_phrases(&tool.args_schema);
+    let params = param_phrases(&tool.args_schema.value());
     if !params.is_empty() {
         out.push_str(" Parameters: ");
         out.push_str(&params.join("; "));
@@ -136,7 +136,7 @@ pub fn tool_lexical(tool: &Tool) -> LexicalFields {
         name,
         path: path_phrases(&tool.paths),
         body,
-        params: param_text(&tool.args_schema),
+        params: param_text(&tool.args_schema.value()),
         tags: tool.tags.join(" "),
     }
 }

@@ -1,9 +1,9 @@
 //! The HNSW graph over the tool vectors, in the index's own flat layout.
 //!
-//! hnsw_rs builds the graph; its neighbour lists are then written as plain `u32` arrays that
-//! refer to the vector file by row, so the vectors are stored once (hnsw_rs' own dump repeats
-//! them). The reader memory-maps the file and searches it in place: opening costs a check of
-//! its structure, not a load.
+//! [`crate::graph_build`] builds the graph over the vector file and writes its neighbour lists
+//! as plain `u32` arrays that refer to that file by row, so the vectors are stored once. The
+//! reader memory-maps the file and searches it in place: opening costs a check of its
+//! structure, not a load.
 //!
 //! Layout, little-endian `u32` words after the 8-byte magic: `n`, `levels`, `entry`; then for
 //! each layer `l` from 0: its member count `m`, the `m` members (sorted tool ordinals; layer 0
@@ -22,7 +22,7 @@ use crate::vectors::Vectors;
 compile_error!("the index's memory-mapped files are little-endian");
 
 pub(crate) const MAGIC: &[u8; 8] = b"TSGRAPH\0";
-/// Most layers a graph may have (hnsw_rs' limit).
+/// Most layers a graph may have.
 pub(crate) const MAX_LAYERS: usize = 16;
 
 /// Where one layer's arrays start, in words.
@@ -141,7 +141,7 @@ impl Graph {
     }
 
     /// The neighbours of `ord` on `layer` (empty when it is not on that layer).
-    fn layer_neighbours(&self, layer: usize, ord: u32) -> &[u32] {
+    pub(crate) fn layer_neighbours(&self, layer: usize, ord: u32) -> &[u32] {
         let words = self.words();
         let Some(l) = self.layers.get(layer) else { return &[] };
         let Some(i) = graph_member(words, l, ord) else { return &[] };
@@ -150,7 +150,7 @@ impl Graph {
     }
 
     /// Approximate top `k` by cosine with breadth `ef`; `allowed` (sorted ordinals) restricts
-    /// the answer (the walk still passes through other points, as hnsw_rs' filter does).
+    /// the answer (the walk still passes through other points).
     pub(crate) fn search(
         &self,
         vectors: &Vectors,
@@ -165,7 +165,8 @@ impl Graph {
         let mut score = |o: u32| vectors.score(o, query);
         let start = descend(self, &mut score, self.entry, self.layers.len().saturating_sub(1), 0);
         let ok = |o: u32| allowed.is_none_or(|a| a.binary_search(&o).is_ok());
-        let found = search_layer(self, &mut score, start, ef.max(k), 0, ok, |o| vectors.prefetch(o));
+        let mut visited = Visited::new(self.n);
+        let found = search_layer(self, &mut score, start, ef.max(k), 0, &mut visited, ok, |o| vectors.prefetch(o));
         let mut hits: Vec<Hit> = found.into_iter().map(|s| Hit { ord: s.1, score: s.0 }).collect();
         top_k(&mut hits, k);
         hits
@@ -177,17 +178,51 @@ impl Layers for Graph {
         self.n
     }
 
-    fn neighbours(&self, layer: usize, ord: u32) -> &[u32] {
-        self.layer_neighbours(layer, ord)
+    fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
+        f(self.layer_neighbours(layer, ord))
     }
 }
 
-/// A layered proximity graph a walk can follow.
+/// A layered proximity graph a walk can follow: the mapped file, or lists being built.
 pub(crate) trait Layers {
     /// Points in the graph.
     fn points(&self) -> usize;
-    /// The neighbours of `ord` on `layer` (empty when it is not on that layer).
-    fn neighbours(&self, layer: usize, ord: u32) -> &[u32];
+    /// Calls `f` with the neighbours of `ord` on `layer` (empty when it is not on that
+    /// layer). `f` must not look at the graph again (a list being built is locked meanwhile).
+    fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R;
+}
+
+/// The points a beam search has seen: a bit per point, cleared word by word after each search
+/// so a builder can reuse it for every insertion.
+pub(crate) struct Visited {
+    bits: Vec<u64>,
+    touched: Vec<u32>,
+}
+
+impl Visited {
+    /// Room for `points` points.
+    pub(crate) fn new(points: usize) -> Visited {
+        Visited { bits: vec![0; points.div_ceil(64)], touched: Vec::new() }
+    }
+
+    /// Marks `o`; true if it was marked before.
+    fn see(&mut self, o: u32) -> bool {
+        let (w, b) = (o as usize / 64, 1u64 << (o % 64));
+        let word = &mut self.bits[w];
+        if *word == 0 {
+            self.touched.push(w as u32);
+        }
+        let was = *word & b != 0;
+        *word |= b;
+        was
+    }
+
+    /// Forgets every mark.
+    fn clear(&mut self) {
+        for w in self.touched.drain(..) {
+            self.bits[w as usize] = 0;
+        }
+    }
 }
 
 /// Greedy descent from `entry` on layer `from` down to layer `to + 1`: on each layer, move to
@@ -200,10 +235,15 @@ pub(crate) fn descend(
     to: usize,
 ) -> Scored {
     let (mut at, mut best) = (entry, score(entry));
+    let mut list: Vec<u32> = Vec::new();
     for layer in (to + 1..=from).rev() {
         loop {
             let mut moved = false;
-            for &nb in graph.neighbours(layer, at) {
+            graph.with_neighbours(layer, at, |n| {
+                list.clear();
+                list.extend_from_slice(n);
+            });
+            for &nb in &list {
                 let s = score(nb);
                 if s > best {
                     (best, at, moved) = (s, nb, true);
@@ -219,23 +259,19 @@ pub(crate) fn descend(
 
 /// The beam search of one layer from `start` with breadth `ef`: the (at most `ef`) best points
 /// for which `ok` holds, unordered. `prefetch` is told each batch of rows about to be scored.
+/// `visited` is clear on entry and on return.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn search_layer(
     graph: &impl Layers,
     score: &mut impl FnMut(u32) -> f32,
     start: Scored,
     ef: usize,
     layer: usize,
+    visited: &mut Visited,
     ok: impl Fn(u32) -> bool,
     prefetch: impl Fn(u32),
 ) -> Vec<Scored> {
-    let mut visited = vec![0u64; graph.points().div_ceil(64)];
-    let mut seen = |o: u32| {
-        let (w, b) = (o as usize / 64, 1u64 << (o % 64));
-        let was = visited[w] & b != 0;
-        visited[w] |= b;
-        was
-    };
-    seen(start.1);
+    visited.see(start.1);
     let mut candidates = BinaryHeap::from([start]);
     let mut results: BinaryHeap<Reverse<Scored>> = BinaryHeap::new();
     if ok(start.1) {
@@ -249,7 +285,7 @@ pub(crate) fn search_layer(
         // The rows to score are scattered over the file: ask for all of them before scoring
         // the first, so their loads overlap instead of queueing.
         fresh.clear();
-        fresh.extend(graph.neighbours(layer, c).iter().copied().filter(|&nb| !seen(nb)));
+        graph.with_neighbours(layer, c, |n| fresh.extend(n.iter().copied().filter(|&nb| !visited.see(nb))));
         for &nb in &fresh {
             prefetch(nb);
         }
@@ -266,6 +302,7 @@ pub(crate) fn search_layer(
             }
         }
     }
+    visited.clear();
     results.into_iter().map(|r| r.0).collect()
 }
 
@@ -321,11 +358,16 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// `rows` written to a vector file at `path`, mapped.
+    pub(crate) fn mapped(path: &Path, rows: &[Vec<f32>]) -> Vectors {
+        crate::vectors::write(path, rows).unwrap();
+        Vectors::open(path, rows.len(), rows.first().map_or(0, Vec::len)).unwrap()
+    }
+
     fn written(dir: &Path, rows: &[Vec<f32>]) -> (Graph, Vectors) {
-        crate::vectors::write(&dir.join("v"), rows).unwrap();
-        crate::graph_build::write(&dir.join("g"), rows).unwrap();
-        let dim = rows.first().map_or(0, Vec::len);
-        (Graph::open(&dir.join("g"), rows.len()).unwrap(), Vectors::open(&dir.join("v"), rows.len(), dim).unwrap())
+        let vectors = mapped(&dir.join("v"), rows);
+        crate::graph_build::write(&dir.join("g"), &vectors, rows.len()).unwrap();
+        (Graph::open(&dir.join("g"), rows.len()).unwrap(), vectors)
     }
 
     #[test]
@@ -367,8 +409,7 @@ pub(crate) mod tests {
     #[test]
     fn a_neighbour_out_of_range_is_refused_on_open() {
         let dir = tempfile::tempdir().unwrap();
-        let rows = unit_vectors(200, 8);
-        crate::graph_build::write(&dir.path().join("g"), &rows).unwrap();
+        written(dir.path(), &unit_vectors(200, 8));
         let mut bytes = std::fs::read(dir.path().join("g")).unwrap();
         // Layer 0's first neighbour: after the magic, the header, the member count and 201 offsets.
         let at = 8 + 4 * (3 + 1 + 201);

@@ -1,20 +1,27 @@
-//! Writing the HNSW graph: a full build with hnsw_rs, or an update of the previous index's
-//! graph when a rebuild changed few tools.
+//! Building the HNSW graph over the vector file: from scratch, or by updating the previous
+//! index's graph when a rebuild changed few tools.
 //!
-//! A full build costs most of a rebuild that embeds little (hnsw_rs takes ~43 s for 100k tools
-//! on 2 cores), so when at most [`UPDATE_MAX_FRESH`] of the tools are new or changed, the
-//! previous graph is kept: unchanged tools keep their neighbour lists (renumbered, with links
-//! to removed tools dropped) and each new or changed tool is inserted the HNSW way (descend,
-//! beam search with breadth [`EF_CONSTRUCTION`] on each of its layers, neighbours chosen by
-//! the diversity heuristic, links made both ways and pruned to the layer's degree).
+//! The builder reads the tool rows from the memory-mapped f16 vector file the build has just
+//! written and keeps only neighbour lists (about 230 bytes a tool), so its memory does not
+//! hold a second copy of the vectors; two threads insert at once, each list behind its own
+//! lock. Insertion is HNSW's: a point gets a level from a geometric distribution, descends
+//! greedily from the entry point to its level, then on each of its layers runs a beam search
+//! of breadth [`EF_CONSTRUCTION`], keeps neighbours by the diversity heuristic and links them
+//! both ways, pruning a list that grows past the layer's degree.
+//!
+//! When at most [`UPDATE_MAX_FRESH`] of the tools are new or changed, the previous graph is
+//! kept instead: unchanged tools keep their lists (renumbered, links to removed tools dropped)
+//! and only the new or changed tools are inserted.
 
+use std::io::Write;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
-use hnsw_rs::prelude::{DistDot, Hnsw};
+use rayon::prelude::*;
 
-use crate::dense::dot;
 use crate::error::{io, IndexError};
-use crate::graph::{descend, search_layer, Graph, Layers, Scored, MAGIC, MAX_LAYERS};
+use crate::graph::{descend, search_layer, Graph, Layers, Scored, Visited, MAGIC, MAX_LAYERS};
+use crate::vectors::Vectors;
 
 /// Neighbours per point on the upper layers (twice as many on layer 0).
 const MAX_CONNECTIONS: usize = 24;
@@ -24,106 +31,179 @@ const EF_CONSTRUCTION: usize = 200;
 /// than rebuilt.
 pub(crate) const UPDATE_MAX_FRESH: f64 = 0.10;
 
-/// Neighbour lists in memory: per point, per layer it is on (0 to its level).
-struct Lists {
-    per: Vec<Vec<Vec<u32>>>,
+/// Neighbour lists being built: per point, one per layer it is on (0 to its level), each
+/// behind its own lock so that concurrent insertions only wait for the lists they touch.
+struct Lists<'v> {
+    vectors: &'v Vectors,
+    per: Vec<Box<[Mutex<Vec<u32>>]>>,
     entry: u32,
 }
 
-impl Layers for Lists {
+impl Layers for Lists<'_> {
     fn points(&self) -> usize {
         self.per.len()
     }
 
-    fn neighbours(&self, layer: usize, ord: u32) -> &[u32] {
-        self.per[ord as usize].get(layer).map_or(&[], Vec::as_slice)
+    fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
+        match self.per[ord as usize].get(layer) {
+            Some(list) => f(&lock(list)),
+            None => f(&[]),
+        }
     }
 }
 
-impl Lists {
+/// A list's lock (a panic elsewhere cannot leave a list half-written: it is replaced whole).
+fn lock(list: &Mutex<Vec<u32>>) -> MutexGuard<'_, Vec<u32>> {
+    list.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn degree(layer: usize) -> usize {
+    if layer == 0 {
+        2 * MAX_CONNECTIONS
+    } else {
+        MAX_CONNECTIONS
+    }
+}
+
+impl<'v> Lists<'v> {
+    /// Empty lists for points of the given levels.
+    fn empty(vectors: &'v Vectors, levels: &[usize]) -> Lists<'v> {
+        let per = levels
+            .iter()
+            .map(|&level| (0..=level).map(|l| Mutex::new(Vec::with_capacity(degree(l) + 1))).collect())
+            .collect();
+        Lists { vectors, per, entry: 0 }
+    }
+
+    fn level(&self, ord: u32) -> usize {
+        self.per[ord as usize].len().saturating_sub(1)
+    }
+
     fn top(&self) -> usize {
         self.per.get(self.entry as usize).map_or(0, |l| l.len().saturating_sub(1))
     }
 
-    /// The graph file's bytes (layout in [`crate::graph`]).
-    fn encode(&self) -> Vec<u8> {
+    /// Inserts every point of `points` (whose lists are empty), two threads at a time. Every
+    /// point's level must be at most the entry point's.
+    fn insert_all(&self, points: &[u32]) {
+        let n = self.per.len();
+        points.par_iter().for_each_init(|| Visited::new(n), |visited, &p| self.insert(p, visited));
+    }
+
+    /// Inserts point `p` on layers 0 to its level.
+    fn insert(&self, p: u32, visited: &mut Visited) {
+        let q = self.vectors.to_f32(p);
+        let mut score = |o: u32| self.vectors.score(o, &q);
+        let (level, top) = (self.level(p), self.top());
+        let mut at = descend(self, &mut score, self.entry, top, level.min(top));
+        for layer in (0..=level.min(top)).rev() {
+            let mut found = search_layer(self, &mut score, at, EF_CONSTRUCTION, layer, visited, |o| o != p, |_| {});
+            found.sort_by(|a, b| b.cmp(a));
+            if let Some(&best) = found.first() {
+                at = best;
+            }
+            let chosen = self.diverse(&found, degree(layer));
+            for &nb in &chosen {
+                self.link(nb, p, layer);
+            }
+            *lock(&self.per[p as usize][layer]) = chosen;
+        }
+    }
+
+    /// Adds `p` to `nb`'s list on `layer`, pruning it back to the layer's degree.
+    fn link(&self, nb: u32, p: u32, layer: usize) {
+        let mut list = lock(&self.per[nb as usize][layer]);
+        list.push(p);
+        if list.len() > degree(layer) {
+            let anchor = self.vectors.to_f32(nb);
+            let mut scored: Vec<Scored> = list.iter().map(|&x| Scored(self.vectors.score(x, &anchor), x)).collect();
+            scored.sort_by(|a, b| b.cmp(a));
+            *list = self.diverse(&scored, degree(layer));
+        }
+    }
+
+    /// HNSW's neighbour heuristic: from `candidates` (best first, scored against the point
+    /// being linked), keep one only if it is closer to that point than to every one already
+    /// kept, up to `degree`. The others are not kept (as in hnswlib and hnsw_rs): filling the
+    /// list up with them gave 2.5 times the links, a graph file that much larger and more rows
+    /// scored per search, for recall the diverse links already reach.
+    fn diverse(&self, candidates: &[Scored], degree: usize) -> Vec<u32> {
+        let mut kept: Vec<u32> = Vec::with_capacity(degree + 1);
+        for c in candidates {
+            if kept.len() == degree {
+                break;
+            }
+            let row = self.vectors.to_f32(c.1);
+            if kept.iter().all(|&k| self.vectors.score(k, &row) < c.0) {
+                kept.push(c.1);
+            }
+        }
+        kept
+    }
+
+    /// Writes the graph file (layout in [`crate::graph`]).
+    fn write(&self, path: &Path) -> Result<(), IndexError> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io(path))?);
+        self.encode(&mut out).and_then(|()| out.flush()).map_err(io(path))
+    }
+
+    fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(MAGIC)?;
+        let mut put = |w: u32| out.write_all(&w.to_le_bytes());
         let n = self.per.len();
         let levels = if n == 0 { 0 } else { self.top() + 1 };
-        let mut words: Vec<u32> = vec![n as u32, levels as u32, if n == 0 { 0 } else { self.entry }];
+        let mut words = vec![n as u32, levels as u32, if n == 0 { 0 } else { self.entry }];
         for layer in 0..levels {
-            let members: Vec<u32> = (0..n as u32).filter(|&o| self.per[o as usize].len() > layer).collect();
+            let members: Vec<u32> = (0..n as u32).filter(|&o| self.level(o) >= layer).collect();
             words.push(members.len() as u32);
             if layer > 0 {
                 words.extend(&members);
             }
-            let mut offset = 0u32;
             words.push(0);
+            let mut offset = 0u32;
             for &m in &members {
-                offset += self.per[m as usize][layer].len() as u32;
+                offset += lock(&self.per[m as usize][layer]).len() as u32;
                 words.push(offset);
             }
+            for w in words.drain(..) {
+                put(w)?;
+            }
             for &m in &members {
-                words.extend(&self.per[m as usize][layer]);
+                for &x in lock(&self.per[m as usize][layer]).iter() {
+                    put(x)?;
+                }
             }
         }
-        let mut bytes = Vec::with_capacity(8 + words.len() * 4);
-        bytes.extend_from_slice(MAGIC);
-        for w in words {
-            bytes.extend_from_slice(&w.to_le_bytes());
-        }
-        bytes
+        words.into_iter().try_for_each(put)
     }
 }
 
-/// Builds the graph over `vectors` (tool rows) with hnsw_rs.
-fn build(vectors: &[Vec<f32>]) -> Lists {
-    let n = vectors.len();
-    if n == 0 {
-        return Lists { per: Vec::new(), entry: 0 };
+/// Writes the graph of the first `tools` rows of `vectors` to `path`, built from scratch.
+pub(crate) fn write(path: &Path, vectors: &Vectors, tools: usize) -> Result<(), IndexError> {
+    let scale = 1.0 / (MAX_CONNECTIONS as f64).ln();
+    let levels: Vec<usize> = (0..tools as u32).map(|o| random_level(o, scale)).collect();
+    let mut lists = Lists::empty(vectors, &levels);
+    // The entry is the first point of the highest level, inserted first; no point is above it.
+    if let Some(entry) = (0..tools).max_by_key(|&o| (levels[o], usize::MAX - o)) {
+        lists.entry = entry as u32;
+        let rest: Vec<u32> = (0..tools as u32).filter(|&o| o != lists.entry).collect();
+        lists.insert_all(&rest);
     }
-    let hnsw: Hnsw<f32, DistDot> = Hnsw::new(MAX_CONNECTIONS, n, MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
-    let data: Vec<(&Vec<f32>, usize)> = vectors.iter().zip(0..).collect();
-    hnsw.parallel_insert(&data);
-    let mut per: Vec<Vec<Vec<u32>>> = vec![Vec::new(); n];
-    let (mut top, mut entry) = (0usize, 0u32);
-    for point in hnsw.get_point_indexation() {
-        let ord = point.get_origin_id();
-        let level = point.get_point_id().0 as usize;
-        let neighbours = point.get_neighborhood_id();
-        per[ord] = (0..=level)
-            .map(|l| neighbours.get(l).map_or_else(Vec::new, |v| v.iter().map(|nb| nb.d_id as u32).collect()))
-            .collect();
-        if level > top || (level == top && (ord as u32) < entry) {
-            (top, entry) = (level, ord as u32);
-        }
-    }
-    // hnsw_rs may list, on an upper layer, a neighbour that is not on that layer: a walk of
-    // that layer could not go on from it, so such links are dropped.
-    let levels: Vec<usize> = per.iter().map(Vec::len).collect();
-    for lists in &mut per {
-        for (layer, list) in lists.iter_mut().enumerate().skip(1) {
-            list.retain(|&x| levels[x as usize] > layer);
-        }
-    }
-    Lists { per, entry }
+    lists.write(path)
 }
 
-/// Writes the graph of `vectors` to `path`, built from scratch.
-pub(crate) fn write(path: &Path, vectors: &[Vec<f32>]) -> Result<(), IndexError> {
-    std::fs::write(path, build(vectors).encode()).map_err(io(path))
-}
-
-/// Writes the graph of `vectors` to `path` by updating `old`, the previous index's graph.
-/// `previous[i]` is the old ordinal of tool `i` when its vector is unchanged (each old
-/// ordinal at most once). Returns `false`, writing nothing, when too much changed for an
-/// update to be worth it (the caller then builds from scratch).
+/// Writes the graph of the first `previous.len()` rows of `vectors` (the tools) to `path` by
+/// updating `old`, the previous index's graph. `previous[i]` is the old ordinal of tool `i`
+/// when its vector is unchanged (each old ordinal at most once). Returns `false`, writing
+/// nothing, when too much changed for an update to be worth it (the caller then builds from
+/// scratch).
 pub(crate) fn write_updated(
     path: &Path,
     old: &Graph,
     previous: &[Option<u32>],
-    vectors: &[Vec<f32>],
+    vectors: &Vectors,
 ) -> Result<bool, IndexError> {
-    let n = vectors.len();
+    let n = previous.len();
     let fresh: Vec<u32> = (0..n as u32).filter(|&i| previous[i as usize].is_none()).collect();
     let mut new_of_old = vec![u32::MAX; old.points()];
     for (i, p) in previous.iter().enumerate() {
@@ -135,29 +215,37 @@ pub(crate) fn write_updated(
     if kept == 0 || fresh.len() as f64 > UPDATE_MAX_FRESH * n as f64 {
         return Ok(false);
     }
-    // Unchanged tools keep their lists, renumbered; links to removed tools are dropped.
-    let mut per: Vec<Vec<Vec<u32>>> = vec![Vec::new(); n];
+    // Unchanged tools keep their levels and lists, renumbered; links to removed tools are
+    // dropped. New ones draw a level, at most the kept graph's top so the entry stays valid.
+    let old_level = |o: u32| (0..old.levels()).take_while(|&l| old.on_layer(l, o)).count().saturating_sub(1);
+    let top = previous.iter().flatten().map(|&o| old_level(o)).max().unwrap_or(0);
+    let scale = 1.0 / (MAX_CONNECTIONS as f64).ln();
+    let levels: Vec<usize> = previous
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p {
+            Some(o) => old_level(*o),
+            None => random_level(i as u32, scale).min(top),
+        })
+        .collect();
+    let mut lists = Lists::empty(vectors, &levels);
     for (i, p) in previous.iter().enumerate() {
         let Some(o) = *p else { continue };
-        per[i] = (0..old.levels())
-            .take_while(|&l| old.on_layer(l, o))
-            .map(|l| old.neighbours(l, o).iter().map(|&x| new_of_old[x as usize]).filter(|&x| x != u32::MAX).collect())
-            .collect();
+        for (l, list) in lists.per[i].iter_mut().enumerate() {
+            let list = list.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+            list.extend(old.layer_neighbours(l, o).iter().map(|&x| new_of_old[x as usize]).filter(|&x| x != u32::MAX));
+        }
     }
     // The entry: the old one if kept, else a kept point of the highest level.
-    let entry = match new_of_old.get(old.entry() as usize) {
+    lists.entry = match new_of_old.get(old.entry() as usize) {
         Some(&e) if e != u32::MAX => e,
         _ => (0..n as u32)
-            .filter(|&i| !per[i as usize].is_empty())
-            .max_by_key(|&i| (per[i as usize].len(), u32::MAX - i))
+            .filter(|&i| previous[i as usize].is_some())
+            .max_by_key(|&i| (levels[i as usize], u32::MAX - i))
             .unwrap_or(0),
     };
-    let mut lists = Lists { per, entry };
-    let level_scale = 1.0 / (MAX_CONNECTIONS as f64).ln();
-    for &p in &fresh {
-        insert(&mut lists, vectors, p, random_level(p, level_scale));
-    }
-    std::fs::write(path, lists.encode()).map_err(io(path))?;
+    lists.insert_all(&fresh);
+    lists.write(path)?;
     Ok(true)
 }
 
@@ -172,77 +260,17 @@ fn random_level(ord: u32, scale: f64) -> usize {
     ((-u.ln() * scale) as usize).min(MAX_LAYERS - 1)
 }
 
-/// Inserts point `p` (whose lists are empty) on layers 0 to `level`.
-fn insert(lists: &mut Lists, vectors: &[Vec<f32>], p: u32, level: usize) {
-    let q = &vectors[p as usize];
-    let mut score = |o: u32| dot(&vectors[o as usize], q);
-    let top = lists.top();
-    let mut at = descend(lists, &mut score, lists.entry, top, level.min(top));
-    lists.per[p as usize] = vec![Vec::new(); level + 1];
-    for layer in (0..=level.min(top)).rev() {
-        let mut found = search_layer(lists, &mut score, at, EF_CONSTRUCTION, layer, |o| o != p, |_| {});
-        found.sort_by(|a, b| b.cmp(a));
-        if let Some(&best) = found.first() {
-            at = best;
-        }
-        let degree = if layer == 0 { 2 * MAX_CONNECTIONS } else { MAX_CONNECTIONS };
-        let chosen = diverse(vectors, &found, degree);
-        for &nb in &chosen {
-            let list = &mut lists.per[nb as usize][layer];
-            list.push(p);
-            if list.len() > degree {
-                let anchor = &vectors[nb as usize];
-                let mut scored: Vec<Scored> =
-                    list.iter().map(|&x| Scored(dot(&vectors[x as usize], anchor), x)).collect();
-                scored.sort_by(|a, b| b.cmp(a));
-                *list = diverse(vectors, &scored, degree);
-            }
-        }
-        lists.per[p as usize][layer] = chosen;
-    }
-    if level > top {
-        lists.entry = p;
-    }
-}
-
-/// HNSW's neighbour heuristic: from `candidates` (best first, scored against the point being
-/// linked), keep one only if it is closer to that point than to every one already kept, up to
-/// `degree`; then fill up with the closest of the rest.
-fn diverse(vectors: &[Vec<f32>], candidates: &[Scored], degree: usize) -> Vec<u32> {
-    let mut kept: Vec<u32> = Vec::with_capacity(degree);
-    let mut rest: Vec<u32> = Vec::new();
-    for c in candidates {
-        if kept.len() == degree {
-            break;
-        }
-        let row = &vectors[c.1 as usize];
-        if kept.iter().all(|&k| dot(row, &vectors[k as usize]) < c.0) {
-            kept.push(c.1);
-        } else {
-            rest.push(c.1);
-        }
-    }
-    for r in rest {
-        if kept.len() == degree {
-            break;
-        }
-        kept.push(r);
-    }
-    kept
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::tests::unit_vectors;
-    use crate::vectors::Vectors;
+    use crate::graph::tests::{mapped, unit_vectors};
 
     #[test]
     fn an_updated_graph_finds_what_an_exact_scan_finds() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut rows = unit_vectors(3000, 24);
-        write(&d.join("old"), &rows).unwrap();
+        write(&d.join("old"), &mapped(&d.join("v0"), &rows), 3000).unwrap();
         let old = Graph::open(&d.join("old"), 3000).unwrap();
         // 5% of the tools change; the new catalogue also drops the first ten and adds ten.
         let replacement = unit_vectors(3160, 24);
@@ -253,10 +281,9 @@ mod tests {
         }
         let rows: Vec<Vec<f32>> = rows[10..].iter().cloned().chain(replacement[..10].iter().cloned()).collect();
         let previous: Vec<Option<u32>> = previous[10..].iter().copied().chain([None; 10]).collect();
-        assert!(write_updated(&d.join("new"), &old, &previous, &rows).unwrap(), "5% changed: updated");
+        let vectors = mapped(&d.join("v"), &rows);
+        assert!(write_updated(&d.join("new"), &old, &previous, &vectors).unwrap(), "5% changed: updated");
         let graph = Graph::open(&d.join("new"), rows.len()).unwrap();
-        crate::vectors::write(&d.join("v"), &rows).unwrap();
-        let vectors = Vectors::open(&d.join("v"), rows.len(), 24).unwrap();
         let mut found = 0;
         for q in unit_vectors(3200, 24).iter().skip(3180) {
             let exact = crate::dense::exact_top_k(&vectors, q, 0..rows.len() as u32, 10);
@@ -273,11 +300,11 @@ mod tests {
     #[test]
     fn too_many_changes_rebuild_from_scratch() {
         let dir = tempfile::tempdir().unwrap();
-        let rows = unit_vectors(500, 8);
-        write(&dir.path().join("old"), &rows).unwrap();
+        let vectors = mapped(&dir.path().join("v"), &unit_vectors(500, 8));
+        write(&dir.path().join("old"), &vectors, 500).unwrap();
         let old = Graph::open(&dir.path().join("old"), 500).unwrap();
         let previous: Vec<Option<u32>> = (0..500).map(|i| (i % 5 != 0).then_some(i)).collect();
-        assert!(!write_updated(&dir.path().join("new"), &old, &previous, &rows).unwrap());
+        assert!(!write_updated(&dir.path().join("new"), &old, &previous, &vectors).unwrap());
         assert!(!dir.path().join("new").exists());
     }
 }

@@ -116,13 +116,18 @@ fn part_dir(dir: &Path, kind: DocKind) -> std::path::PathBuf {
 
 impl LexicalWriter {
     pub(crate) fn create(dir: &Path) -> Result<LexicalWriter, IndexError> {
+        // Tantivy's smallest budget for the nodes (fewer, shorter documents).
         let writer = |kind: DocKind| -> Result<IndexWriter, IndexError> {
             let dir = part_dir(dir, kind);
             let err = |e: tantivy::TantivyError| IndexError::Lexical(dir.clone(), e.to_string());
             std::fs::create_dir_all(&dir).map_err(crate::error::io(&dir))?;
             let index = Index::create_in_dir(&dir, schema().0).map_err(err)?;
             index.tokenizers().register(ANALYZER, analyzer());
-            index.writer_with_num_threads(1, 32 * 1024 * 1024).map_err(err)
+            let budget = match kind {
+                DocKind::Tool => 32 << 20,
+                DocKind::Node => 15 << 20,
+            };
+            index.writer_with_num_threads(1, budget).map_err(err)
         };
         Ok(LexicalWriter {
             tools: writer(DocKind::Tool)?,

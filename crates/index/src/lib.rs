@@ -2,8 +2,8 @@
 //! into a hybrid index, and the [`IndexReader`] that serves it.
 //!
 //! An index directory holds one f16 vector per tool and per category node (`vectors.f16`),
-//! an HNSW graph over the tool rows that refers to them by row (`graph.bin`; built with
-//! hnsw_rs, searched in place), a BM25 index of the same documents (tantivy, with an English
+//! an HNSW graph over the tool rows that refers to them by row (`graph.bin`; built by our own
+//! parallel HNSW builder over the mapped rows, searched in place), a BM25 index of the same documents (tantivy, with an English
 //! stemming analyser), the catalogue as a lean table (`catalog.bin`) plus one full JSON record
 //! per tool (`tools.json`), the hash of every embedded text (`hashes.bin`), and a metadata
 //! file (`meta.bin`) holding the format version, the model and each file's size and XXH3.
@@ -15,6 +15,10 @@
 //! and a build is staged in a sibling directory and swapped in with one atomic rename, so a
 //! reader can never observe a half-written index (nor have a mapped file change under it)
 //! and a failed or interrupted build leaves the previous index untouched.
+//! A build holds no vectors and no copy of the catalogue: each vector goes to its row of the
+//! file as it is embedded, the graph is built over the mapped file, and the table and records
+//! are streamed, so its memory is the model, the input catalogue and ~230 bytes of graph
+//! lists per tool.
 //! [`IndexReader::open`] refuses a wrong format version ("rebuild the index"), a different
 //! embedding model or a corrupted file, naming the file.
 #![deny(missing_docs)]

@@ -40,41 +40,91 @@ struct CatalogFile {
     groups: String,
 }
 
-/// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`.
+/// A tool's lean fields, borrowed, for writing: serialised exactly as a [`LeanTool`].
+#[derive(Serialize)]
+struct LeanToolRef<'a> {
+    id: &'a str,
+    name: &'a str,
+    paths: &'a [Vec<String>],
+    summary: &'a str,
+    tags: &'a [String],
+    requires: &'a [String],
+    group: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
+/// Every tool's lean fields, serialised as a sequence without first copying them.
+struct LeanTools<'a>(&'a [Tool]);
+
+impl Serialize for LeanTools<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|t| LeanToolRef {
+            id: &t.id,
+            name: &t.name,
+            paths: &t.paths,
+            summary: &t.summary,
+            tags: &t.tags,
+            requires: &t.requires,
+            group: t.group.as_deref(),
+            version: t.version.as_deref(),
+        }))
+    }
+}
+
+/// `catalog.bin` as written: serialised exactly as a [`CatalogFile`].
+#[derive(Serialize)]
+struct CatalogFileRef<'a> {
+    tools: LeanTools<'a>,
+    offsets: &'a [u64],
+    nodes: String,
+    groups: String,
+}
+
+/// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`, streaming both (a build holds
+/// no copy of the catalogue).
 pub(crate) fn write(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
+    use std::io::Write;
     let records_path = dir.join(RECORDS_FILE);
     let json_err = |path: &Path, e: serde_json::Error| IndexError::Io(path.to_path_buf(), e.into());
-    let mut records = Vec::new();
-    let mut offsets = vec![0u64];
+    let mut records = std::io::BufWriter::new(std::fs::File::create(&records_path).map_err(io(&records_path))?);
+    let mut offsets = Vec::with_capacity(catalog.tools.len() + 1);
+    offsets.push(0u64);
+    let mut counted = Counted { inner: &mut records, bytes: 0 };
     for tool in &catalog.tools {
-        serde_json::to_writer(&mut records, tool).map_err(|e| json_err(&records_path, e))?;
-        records.push(b'\n');
-        offsets.push(records.len() as u64);
+        serde_json::to_writer(&mut counted, tool).map_err(|e| json_err(&records_path, e))?;
+        counted.write_all(b"\n").map_err(io(&records_path))?;
+        offsets.push(counted.bytes);
     }
-    std::fs::write(&records_path, records).map_err(io(&records_path))?;
+    records.flush().map_err(io(&records_path))?;
     let path = dir.join(CATALOG_FILE);
-    let file = CatalogFile {
-        tools: catalog
-            .tools
-            .iter()
-            .map(|t| LeanTool {
-                id: t.id.clone(),
-                name: t.name.clone(),
-                paths: t.paths.clone(),
-                summary: t.summary.clone(),
-                tags: t.tags.clone(),
-                requires: t.requires.clone(),
-                group: t.group.clone(),
-                version: t.version.clone(),
-            })
-            .collect(),
-        offsets,
+    let file = CatalogFileRef {
+        tools: LeanTools(&catalog.tools),
+        offsets: &offsets,
         nodes: serde_json::to_string(&catalog.nodes).map_err(|e| json_err(&path, e))?,
         groups: serde_json::to_string(&catalog.groups).map_err(|e| json_err(&path, e))?,
     };
-    let bytes = bincode::serde::encode_to_vec(&file, bincode::config::standard())
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
+    bincode::serde::encode_into_std_write(&file, &mut out, bincode::config::standard())
         .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
-    std::fs::write(&path, bytes).map_err(io(&path))
+    out.flush().map_err(io(&path))
+}
+
+/// A writer that counts the bytes through it.
+struct Counted<'a, W> {
+    inner: &'a mut W,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The opened catalogue of an index.

@@ -4,8 +4,8 @@
 //! f16 halves the file and the pages a search touches; scores are computed in f32 from the
 //! converted row, and the recall@10 of f16 against f32 is measured in docs/scaling.md.
 
-use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -13,15 +13,64 @@ use half::slice::HalfFloatSliceExt;
 use crate::dense::dot;
 use crate::error::{io, IndexError};
 
-/// Writes `rows` as little-endian f16.
-pub(crate) fn write(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io(path))?);
-    for row in rows {
-        for x in row {
-            f.write_all(&f16::from_f32(*x).to_le_bytes()).map_err(io(path))?;
-        }
+/// A vector file being written a row at a time, in any order: it is sized up front and each
+/// row is written in its place, so a build never holds the vectors in memory.
+pub(crate) struct VectorFile {
+    file: std::fs::File,
+    path: PathBuf,
+    dim: usize,
+}
+
+impl VectorFile {
+    /// Creates `path` with room for `rows` rows of `dim` columns (zero until written).
+    pub(crate) fn create(path: &Path, rows: usize, dim: usize) -> Result<VectorFile, IndexError> {
+        let file = std::fs::File::create(path).map_err(io(path))?;
+        file.set_len((rows * dim * 2) as u64).map_err(io(path))?;
+        Ok(VectorFile { file, path: path.to_path_buf(), dim })
     }
-    f.flush().map_err(io(path))
+
+    /// Writes row `i` from f32.
+    pub(crate) fn put(&self, i: usize, row: &[f32]) -> Result<(), IndexError> {
+        let mut half = vec![f16::ZERO; self.dim];
+        half.convert_from_f32_slice(&row[..self.dim.min(row.len())]);
+        let bytes: Vec<u8> = half.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.file.write_all_at(&bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
+    }
+
+    /// Writes row `i` as row `from` of another index's vector file (lossless).
+    pub(crate) fn copy_row(&self, i: usize, old: &OldVectors, from: u32) -> Result<(), IndexError> {
+        let mut bytes = vec![0u8; self.dim * 2];
+        let at = u64::from(from) * bytes.len() as u64;
+        old.file.read_exact_at(&mut bytes, at).map_err(io(&old.path))?;
+        self.file.write_all_at(&bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
+    }
+}
+
+/// The previous index's vector file, whose rows a rebuild copies by reading them (not mapping
+/// them: a build's memory should not grow with the old file).
+pub(crate) struct OldVectors {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl OldVectors {
+    /// Opens `path` if it holds exactly `rows x dim` vectors.
+    pub(crate) fn open(path: &Path, rows: usize, dim: usize) -> Option<OldVectors> {
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        (len == (rows * dim * 2) as u64).then(|| OldVectors { file, path: path.to_path_buf() })
+    }
+}
+
+/// Writes `rows` as little-endian f16 (tests build small files this way).
+#[cfg(test)]
+pub(crate) fn write(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
+    let dim = rows.first().map_or(0, Vec::len);
+    let file = VectorFile::create(path, rows.len(), dim)?;
+    for (i, row) in rows.iter().enumerate() {
+        file.put(i, row)?;
+    }
+    Ok(())
 }
 
 /// The memory-mapped vectors of an index.

@@ -18,7 +18,7 @@ use crate::format::{
 use crate::graph::Graph;
 use crate::lexical::{DocKind, LexicalWriter};
 use crate::progress::Reporter;
-use crate::vectors::Vectors;
+use crate::vectors::{OldVectors, VectorFile, Vectors};
 
 /// Texts embedded between two progress updates.
 const EMBED_CHUNK: usize = 256;
@@ -30,6 +30,10 @@ pub struct BuildOptions {
     pub progress: Reporter,
     /// An index to take vectors from (by document text hash); default: the output itself.
     pub reuse_from: Option<PathBuf>,
+    /// Release the embedder's model ([`Embedder::release`]) once every document is embedded,
+    /// so the graph and BM25 phases run without it: for a one-shot build (the CLI), not for a
+    /// server that goes on answering queries with the same embedder.
+    pub release_model: bool,
 }
 
 /// What a build did.
@@ -74,9 +78,13 @@ pub fn build_index(
     check_target(&target, out)?;
     // Created first: an unwritable destination is reported before any embedding.
     let staging = Staging::new(&target, out)?;
-    let mut dense_texts: Vec<String> = catalog.tools.iter().map(tool_dense_text).collect();
-    dense_texts.extend(catalog.nodes.iter().map(node_dense_text));
-    let hashes: Vec<u128> = dense_texts.iter().map(|t| text_hash(t)).collect();
+    // Texts are made again when embedded rather than held: only their hashes and lengths stay.
+    let (hashes, lengths): (Vec<u128>, Vec<u32>) = (0..documents(catalog))
+        .map(|i| {
+            let text = dense_text(catalog, i);
+            (text_hash(&text), text.len() as u32)
+        })
+        .unzip();
 
     // A calibration fitted to the index being replaced stays with it.
     // So does a query adapter learned for the same model (it maps that model's query vectors).
@@ -85,49 +93,60 @@ pub fn build_index(
     let adapter = old
         .and_then(|m| m.adapter.filter(|_| m.model_sha256 == embedder.model_sha256()))
         .filter(|a| a.fits(embedder.dimension()));
-    let previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
+    let mut previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
     let rows: Vec<Option<u32>> = match &previous {
         Some(p) => hashes.iter().map(|h| p.rows.get(h).copied()).collect(),
         None => vec![None; hashes.len()],
     };
-    let mut vectors: Vec<Vec<f32>> = rows
-        .iter()
-        .map(|r| match (r, &previous) {
-            (Some(r), Some(p)) => p.vectors.to_f32(*r),
-            _ => Vec::new(),
-        })
-        .collect();
-    let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_empty()).collect();
-    let embed_start = Instant::now();
-    embed_missing(embedder, &dense_texts, &missing, &mut vectors, &options.progress)?;
-    let embed_seconds = embed_start.elapsed().as_secs_f64();
-
     let dir = staging.path();
+    // Vectors go straight to their file, reused rows as they are; the graph then reads them
+    // from there, so no copy of the vectors is ever held in memory.
+    let vectors_path = dir.join(VECTORS_FILE);
+    let file = VectorFile::create(&vectors_path, hashes.len(), embedder.dimension())?;
+    let mut missing: Vec<usize> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        match (row, &previous) {
+            (Some(r), Some(p)) => file.copy_row(i, &p.vectors, *r)?,
+            _ => missing.push(i),
+        }
+    }
+    // Done with the old vectors and their hashes.
+    let old_graph = previous.as_mut().and_then(|p| p.graph.take().map(|g| (p.tools, g)));
+    drop(previous);
+    let embed_start = Instant::now();
+    embed_missing(embedder, catalog, &lengths, &missing, &file, &options.progress)?;
+    let embed_seconds = embed_start.elapsed().as_secs_f64();
+    if options.release_model {
+        embedder.release();
+    }
+    drop(file);
+
     crate::store::write(dir, catalog)?;
-    crate::vectors::write(&dir.join(VECTORS_FILE), &vectors)?;
     write_hashes(&dir.join(HASHES_FILE), &hashes)?;
     let graph_start = Instant::now();
-    let tools = &vectors[..catalog.tools.len()];
-    let updated = match previous.as_ref().and_then(|p| p.graph.as_ref().map(|g| (p, g))) {
-        Some((p, graph)) => {
+    let vectors = Vectors::open(&vectors_path, hashes.len(), embedder.dimension())?;
+    let tools = catalog.tools.len();
+    let updated = match &old_graph {
+        Some((old_tools, graph)) => {
             // A tool keeps its old graph node when its vector is an old tool's, once.
-            let mut claimed = vec![false; p.tools];
-            let old: Vec<Option<u32>> = rows[..tools.len()]
+            let mut claimed = vec![false; *old_tools];
+            let old: Vec<Option<u32>> = rows[..tools]
                 .iter()
-                .map(|r| r.filter(|&r| (r as usize) < p.tools && !std::mem::replace(&mut claimed[r as usize], true)))
+                .map(|r| r.filter(|&r| (r as usize) < *old_tools && !std::mem::replace(&mut claimed[r as usize], true)))
                 .collect();
-            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, tools)?
+            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, &vectors)?
         }
         None => false,
     };
+    drop(old_graph);
     if !updated {
-        crate::graph_build::write(&dir.join(GRAPH_FILE), tools)?;
+        crate::graph_build::write(&dir.join(GRAPH_FILE), &vectors, tools)?;
     }
+    drop(vectors);
     let graph_seconds = graph_start.elapsed().as_secs_f64();
     let lexical_start = Instant::now();
     write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
     let lexical_seconds = lexical_start.elapsed().as_secs_f64();
-
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
         files.push(file_sum(dir, &rel)?);
@@ -152,7 +171,7 @@ pub fn build_index(
         tools: catalog.tools.len(),
         nodes: catalog.nodes.len(),
         embedded: missing.len(),
-        reused: vectors.len() - missing.len(),
+        reused: hashes.len() - missing.len(),
         graph_updated: updated,
         embed_seconds,
         graph_seconds,
@@ -226,7 +245,7 @@ fn check_target(target: &Path, shown: &Path) -> Result<(), IndexError> {
 struct Previous {
     /// Row of each document text hash (the first, for duplicates).
     rows: HashMap<u128, u32>,
-    vectors: Vectors,
+    vectors: OldVectors,
     /// Tool rows (the first rows).
     tools: usize,
     graph: Option<Graph>,
@@ -247,7 +266,7 @@ impl Previous {
         }
         let count = (meta.tools + meta.nodes) as usize;
         let hashes = read_hashes(&dir.join(HASHES_FILE), count).ok()?;
-        let vectors = Vectors::open(&dir.join(VECTORS_FILE), count, meta.dimension as usize).ok()?;
+        let vectors = OldVectors::open(&dir.join(VECTORS_FILE), count, meta.dimension as usize)?;
         let mut rows = HashMap::with_capacity(hashes.len());
         for (row, h) in hashes.into_iter().enumerate() {
             rows.entry(h).or_insert(row as u32);
@@ -258,36 +277,53 @@ impl Previous {
     }
 }
 
+/// Tool documents, then node documents.
+fn documents(catalog: &Catalog) -> usize {
+    catalog.tools.len() + catalog.nodes.len()
+}
+
+/// The embedded text of document `i` (tools first, then nodes).
+fn dense_text(catalog: &Catalog, i: usize) -> String {
+    match catalog.tools.get(i) {
+        Some(tool) => tool_dense_text(tool),
+        None => node_dense_text(&catalog.nodes[i - catalog.tools.len()]),
+    }
+}
+
 fn embed_missing(
     embedder: &dyn Embedder,
-    texts: &[String],
+    catalog: &Catalog,
+    lengths: &[u32],
     missing: &[usize],
-    vectors: &mut [Vec<f32>],
+    file: &VectorFile,
     progress: &Reporter,
 ) -> Result<(), IndexError> {
     if missing.is_empty() {
         return Ok(());
     }
     progress.start("embedding documents", missing.len() as u64);
-    let result = embed_in_chunks(embedder, texts, missing, vectors, progress);
+    let result = embed_in_chunks(embedder, catalog, lengths, missing, file, progress);
     progress.finish();
     result
 }
 
 fn embed_in_chunks(
     embedder: &dyn Embedder,
-    texts: &[String],
+    catalog: &Catalog,
+    lengths: &[u32],
     missing: &[usize],
-    vectors: &mut [Vec<f32>],
+    file: &VectorFile,
     progress: &Reporter,
 ) -> Result<(), IndexError> {
-    // Long texts last within each chunk is the embedder's job; chunking only paces progress.
+    // Chunks of similar length, so the embedder's token-budgeted batches pad little; chunking
+    // also paces progress and bounds the texts held at once.
     let mut order = missing.to_vec();
-    order.sort_by_key(|&i| texts[i].len());
+    order.sort_by_key(|&i| lengths[i]);
     for chunk in order.chunks(EMBED_CHUNK) {
-        let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_str()).collect();
+        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(catalog, i)).collect();
+        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
         for (&i, v) in chunk.iter().zip(embedder.embed(&batch)?) {
-            vectors[i] = v;
+            file.put(i, &v)?;
         }
         progress.advance(chunk.len() as u64);
     }

@@ -107,9 +107,9 @@ impl Hub {
         let engine = self.live.engine();
         let Ok(Some(tool)) = engine.full_tool(id) else { return };
         if let Some(schema) = &tool.result_schema {
-            def["outputSchema"] = schema.clone();
+            def["outputSchema"] = schema.value();
         }
-        if let Some(meta) = &tool.meta {
+        if let Some(meta) = tool.meta.as_ref().map(|m| m.value()) {
             if let Some(title) = meta.get("title").filter(|t| t.is_string()) {
                 def["title"] = title.clone();
             }

@@ -364,8 +364,8 @@ impl ToolRunner for Arc<UpstreamRunner> {
                 .meta
                 .as_ref()
                 .and_then(|m| m.get("upstream_name"))
-                .and_then(Value::as_str)
-                .map_or_else(|| tool.name.clone(), str::to_owned);
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| tool.name.clone());
             up.call(name, arguments, cx, this.timeout, &this.progress).await
         })
     }

@@ -101,7 +101,7 @@ impl Engine {
 /// Checks `arguments` against the tool's schema; `INVALID_ARGUMENT` lists each failing JSON
 /// pointer.
 fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolError> {
-    let validator = jsonschema::validator_for(&tool.args_schema).map_err(|e| {
+    let validator = jsonschema::validator_for(&tool.args_schema.value()).map_err(|e| {
         ProtocolError::new(ErrorCode::Internal, format!("tool {:?} has an unusable args_schema: {e}", tool.id))
     })?;
     let problems: Vec<String> = validator

@@ -265,15 +265,15 @@ impl Engine {
         Ok(ExpandToolResponse {
             path: display_path(&t.paths[0]),
             paths: t.paths.iter().map(|p| display_path(p)).collect(),
-            title: t.meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_owned),
-            annotations: t.meta.as_ref().and_then(|m| m.get("annotations")).filter(|a| a.is_object()).cloned(),
+            title: t.meta.as_ref().and_then(|m| m.get("title")).and_then(|v| v.as_str().map(str::to_owned)),
+            annotations: t.meta.as_ref().and_then(|m| m.get("annotations")).filter(Value::is_object),
             tool_id: t.id,
             name: t.name,
             summary: t.summary,
             description: t.description,
             tags: t.tags,
-            args_schema: t.args_schema,
-            result_schema: t.result_schema,
+            args_schema: t.args_schema.value(),
+            result_schema: t.result_schema.map(|s| s.value()),
             usage_notes: t.usage_notes,
         })
     }

@@ -92,5 +92,5 @@ pub(super) fn tool_definition(tool: &Tool, name: &str) -> ToolDef {
         description.push_str("\n\nUsage notes: ");
         description.push_str(notes.trim());
     }
-    ToolDef { name: name.to_owned(), description, input_schema: input_schema(&tool.args_schema) }
+    ToolDef { name: name.to_owned(), description, input_schema: input_schema(&tool.args_schema.value()) }
 }
