@@ -93,7 +93,7 @@ impl OnnxEmbedder {
         Ok(embedder)
     }
 
-    /// Session `i`, loaded again if it was released.
+    /// The session behind `guard`, loaded again if it was released.
     fn loaded<'a>(
         &self,
         guard: &'a mut MutexGuard<'_, Option<TextEmbedding>>,

@@ -130,6 +130,11 @@ impl Graph {
         self.entry
     }
 
+    /// Points in the graph.
+    pub(crate) fn points(&self) -> usize {
+        self.n
+    }
+
     /// Layers (0 for an empty graph).
     pub(crate) fn levels(&self) -> usize {
         self.layers.len()
@@ -174,10 +179,6 @@ impl Graph {
 }
 
 impl Layers for Graph {
-    fn points(&self) -> usize {
-        self.n
-    }
-
     fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
         f(self.layer_neighbours(layer, ord))
     }
@@ -185,8 +186,6 @@ impl Layers for Graph {
 
 /// A layered proximity graph a walk can follow: the mapped file, or lists being built.
 pub(crate) trait Layers {
-    /// Points in the graph.
-    fn points(&self) -> usize;
     /// Calls `f` with the neighbours of `ord` on `layer` (empty when it is not on that
     /// layer). `f` must not look at the graph again (a list being built is locked meanwhile).
     fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R;

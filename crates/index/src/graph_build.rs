@@ -40,10 +40,6 @@ struct Lists<'v> {
 }
 
 impl Layers for Lists<'_> {
-    fn points(&self) -> usize {
-        self.per.len()
-    }
-
     fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
         match self.per[ord as usize].get(layer) {
             Some(list) => f(&lock(list)),

@@ -262,11 +262,12 @@ impl Engine {
     /// ([`Principal::with_public_catalog`]): then `NOT_AUTHORIZED` names the missing scopes.
     pub fn expand_tool(&self, who: &Principal, req: &ExpandToolRequest) -> Result<ExpandToolResponse, ProtocolError> {
         let t = self.usable_tool(who, &req.tool_id)?;
+        let meta = t.meta.as_ref().map(|m| m.value());
         Ok(ExpandToolResponse {
             path: display_path(&t.paths[0]),
             paths: t.paths.iter().map(|p| display_path(p)).collect(),
-            title: t.meta.as_ref().and_then(|m| m.get("title")).and_then(|v| v.as_str().map(str::to_owned)),
-            annotations: t.meta.as_ref().and_then(|m| m.get("annotations")).filter(Value::is_object),
+            title: meta.as_ref().and_then(|m| m.get("title")).and_then(Value::as_str).map(str::to_owned),
+            annotations: meta.as_ref().and_then(|m| m.get("annotations")).filter(|a| a.is_object()).cloned(),
             tool_id: t.id,
             name: t.name,
             summary: t.summary,
