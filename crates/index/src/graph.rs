@@ -5,7 +5,8 @@
 //! reader memory-maps the file and searches it in place: opening costs a check of its
 //! structure, not a load.
 //!
-//! Layout, little-endian `u32` words after the 8-byte magic: `n`, `levels`, `entry`; then for
+//! Layout, little-endian `u32` words after the 8-byte magic: `n`, `levels`, `entry`, `churn`
+//! (tools inserted or removed by updates since the graph was last built from scratch); then for
 //! each layer `l` from 0: its member count `m`, the `m` members (sorted tool ordinals; layer 0
 //! omits them, its members are all `n` tools), `m + 1` offsets into the neighbour words that
 //! follow, and the neighbour words (tool ordinals).
@@ -22,6 +23,8 @@ use crate::vectors::Vectors;
 compile_error!("the index's memory-mapped files are little-endian");
 
 pub(crate) const MAGIC: &[u8; 8] = b"TSGRAPH\0";
+/// Words of the header after the magic: `n`, `levels`, `entry`, `churn`.
+pub(crate) const HEADER_WORDS: usize = 4;
 /// Most layers a graph may have.
 pub(crate) const MAX_LAYERS: usize = 16;
 
@@ -43,6 +46,7 @@ pub(crate) struct Graph {
     map: memmap2::Mmap,
     n: usize,
     entry: u32,
+    churn: usize,
     layers: Vec<Layer>,
 }
 
@@ -55,12 +59,12 @@ impl Graph {
         // swaps it in by rename, so the mapped inode keeps its content while it is mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io(path))?;
         let bad = |why: &str| IndexError::Corrupted(path.to_path_buf(), why.to_owned());
-        if map.len() < 20 || &map[..8] != MAGIC || map.len() % 4 != 0 {
+        if map.len() < 8 + 4 * HEADER_WORDS || &map[..8] != MAGIC || map.len() % 4 != 0 {
             return Err(bad("not a graph file"));
         }
-        let mut graph = Graph { map, n: 0, entry: 0, layers: Vec::new() };
+        let mut graph = Graph { map, n: 0, entry: 0, churn: 0, layers: Vec::new() };
         let words = graph.words();
-        let (n, levels, entry) = (words[0] as usize, words[1] as usize, words[2]);
+        let (n, levels, entry, churn) = (words[0] as usize, words[1] as usize, words[2], words[3] as usize);
         if n != tools {
             return Err(bad("point count differs from the metadata"));
         }
@@ -68,7 +72,7 @@ impl Graph {
             return Err(bad("bad header"));
         }
         let mut layers = Vec::with_capacity(levels);
-        let mut at = 3usize;
+        let mut at = HEADER_WORDS;
         let word = |i: usize| words.get(i).copied().map(|w| w as usize).ok_or_else(|| bad("truncated"));
         for l in 0..levels {
             let len = word(at)?;
@@ -113,7 +117,7 @@ impl Graph {
                 return Err(bad("entry point is not on the top layer"));
             }
         }
-        (graph.n, graph.entry, graph.layers) = (n, entry, layers);
+        (graph.n, graph.entry, graph.churn, graph.layers) = (n, entry, churn, layers);
         Ok(graph)
     }
 
@@ -128,6 +132,13 @@ impl Graph {
     /// The entry point (on the top layer).
     pub(crate) fn entry(&self) -> u32 {
         self.entry
+    }
+
+    /// Tools inserted or removed by updates since the graph was last built from scratch: the
+    /// links an update drops with a removed tool are never repaired, so past a share of this
+    /// the builder starts over.
+    pub(crate) fn churn(&self) -> usize {
+        self.churn
     }
 
     /// Points in the graph.
@@ -411,7 +422,7 @@ pub(crate) mod tests {
         written(dir.path(), &unit_vectors(200, 8));
         let mut bytes = std::fs::read(dir.path().join("g")).unwrap();
         // Layer 0's first neighbour: after the magic, the header, the member count and 201 offsets.
-        let at = 8 + 4 * (3 + 1 + 201);
+        let at = 8 + 4 * (HEADER_WORDS + 1 + 201);
         bytes[at..at + 4].copy_from_slice(&500u32.to_le_bytes());
         std::fs::write(dir.path().join("g"), bytes).unwrap();
         let err = Graph::open(&dir.path().join("g"), 200).err().expect("refused");

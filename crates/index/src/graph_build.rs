@@ -11,7 +11,9 @@
 //!
 //! When at most [`UPDATE_MAX_FRESH`] of the tools are new or changed, the previous graph is
 //! kept instead: unchanged tools keep their lists (renumbered, links to removed tools dropped)
-//! and only the new or changed tools are inserted.
+//! and only the new or changed tools are inserted. Dropped links are never repaired, so the
+//! graph counts the tools its updates inserted or removed since it was last built from scratch
+//! (its churn); once that passes [`CHURN_MAX`] of the tools, the next build starts over.
 
 use std::io::Write;
 use std::path::Path;
@@ -30,6 +32,9 @@ const EF_CONSTRUCTION: usize = 200;
 /// The largest share of new or changed tools for which the previous graph is updated rather
 /// than rebuilt.
 pub(crate) const UPDATE_MAX_FRESH: f64 = 0.10;
+/// The largest share of the tools that updates may have inserted or removed, together, since
+/// the graph was last built from scratch.
+pub(crate) const CHURN_MAX: f64 = 0.25;
 
 /// Neighbour lists being built: per point, one per layer it is on (0 to its level), each
 /// behind its own lock so that concurrent insertions only wait for the lists they touch.
@@ -37,6 +42,8 @@ struct Lists<'v> {
     vectors: &'v Vectors,
     per: Vec<Box<[Mutex<Vec<u32>>]>>,
     entry: u32,
+    /// Written to the header: see [`Graph::churn`].
+    churn: u32,
 }
 
 impl Layers for Lists<'_> {
@@ -68,7 +75,7 @@ impl<'v> Lists<'v> {
             .iter()
             .map(|&level| (0..=level).map(|l| Mutex::new(Vec::with_capacity(degree(l) + 1))).collect())
             .collect();
-        Lists { vectors, per, entry: 0 }
+        Lists { vectors, per, entry: 0, churn: 0 }
     }
 
     fn level(&self, ord: u32) -> usize {
@@ -148,7 +155,7 @@ impl<'v> Lists<'v> {
         let mut put = |w: u32| out.write_all(&w.to_le_bytes());
         let n = self.per.len();
         let levels = if n == 0 { 0 } else { self.top() + 1 };
-        let mut words = vec![n as u32, levels as u32, if n == 0 { 0 } else { self.entry }];
+        let mut words = vec![n as u32, levels as u32, if n == 0 { 0 } else { self.entry }, self.churn];
         for layer in 0..levels {
             let members: Vec<u32> = (0..n as u32).filter(|&o| self.level(o) >= layer).collect();
             words.push(members.len() as u32);
@@ -191,8 +198,8 @@ pub(crate) fn write(path: &Path, vectors: &Vectors, tools: usize) -> Result<(), 
 /// Writes the graph of the first `previous.len()` rows of `vectors` (the tools) to `path` by
 /// updating `old`, the previous index's graph. `previous[i]` is the old ordinal of tool `i`
 /// when its vector is unchanged (each old ordinal at most once). Returns `false`, writing
-/// nothing, when too much changed for an update to be worth it (the caller then builds from
-/// scratch).
+/// nothing, when too much changed for an update to be worth it, in this build or in all the
+/// updates since `old` was built from scratch (the caller then builds from scratch).
 pub(crate) fn write_updated(
     path: &Path,
     old: &Graph,
@@ -208,7 +215,9 @@ pub(crate) fn write_updated(
         }
     }
     let kept = n - fresh.len();
-    if kept == 0 || fresh.len() as f64 > UPDATE_MAX_FRESH * n as f64 {
+    let removed = old.points().saturating_sub(kept);
+    let churn = old.churn() + fresh.len() + removed;
+    if kept == 0 || fresh.len() as f64 > UPDATE_MAX_FRESH * n as f64 || churn as f64 > CHURN_MAX * n as f64 {
         return Ok(false);
     }
     // Unchanged tools keep their levels and lists, renumbered; links to removed tools are
@@ -240,6 +249,7 @@ pub(crate) fn write_updated(
             .max_by_key(|&i| (levels[i as usize], u32::MAX - i))
             .unwrap_or(0),
     };
+    lists.churn = u32::try_from(churn).unwrap_or(u32::MAX);
     lists.insert_all(&fresh);
     lists.write(path)?;
     Ok(true)
@@ -291,6 +301,36 @@ mod tests {
         for i in (0..rows.len()).filter(|&i| previous[i].is_none()) {
             assert_eq!(graph.search(&vectors, &rows[i], 1, 64, None)[0].ord, i as u32, "point {i}");
         }
+    }
+
+    #[test]
+    fn updates_add_up_until_the_graph_is_built_from_scratch_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let n = 2000;
+        let mut rows = unit_vectors(n, 16);
+        let spare = unit_vectors(n + 1000, 16);
+        write(&d.join("g0"), &mapped(&d.join("v0"), &rows), n).unwrap();
+        assert_eq!(Graph::open(&d.join("g0"), n).unwrap().churn(), 0, "a fresh graph");
+        // Each round changes 5% of the tools (each a removal and an insertion: a churn of 10%),
+        // well inside one update's limit; the third round would take the total past 25%.
+        let mut updated = Vec::new();
+        for round in 1..=3 {
+            let old = Graph::open(&d.join(format!("g{}", round - 1)), n).unwrap();
+            let mut previous: Vec<Option<u32>> = (0..n as u32).map(Some).collect();
+            for i in (round..n).step_by(20) {
+                rows[i] = spare[n + round * 300 + i / 20].clone();
+                previous[i] = None;
+            }
+            let vectors = mapped(&d.join(format!("v{round}")), &rows);
+            let path = d.join(format!("g{round}"));
+            let update = write_updated(&path, &old, &previous, &vectors).unwrap();
+            if !update {
+                write(&path, &vectors, n).unwrap();
+            }
+            updated.push((update, Graph::open(&path, n).unwrap().churn()));
+        }
+        assert_eq!(updated, [(true, 200), (true, 400), (false, 0)]);
     }
 
     #[test]
