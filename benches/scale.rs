@@ -135,14 +135,31 @@ fn fresh_search(index: &Path) -> (f64, u64) {
             .expect("/usr/bin/time runs");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let err = String::from_utf8_lossy(&out.stderr);
-        let field = |name: &str| {
-            err.lines().find(|l| l.contains(name)).and_then(|l| l.rsplit(' ').next()).unwrap_or("0").to_owned()
-        };
+        let field = |name: &str| time_field(&err, name);
         let wall = field("Elapsed (wall clock)");
         let secs = wall.split(':').fold(0.0, |acc, part| acc * 60.0 + part.parse::<f64>().unwrap_or(0.0));
         last = (secs, field("Maximum resident set size").parse().unwrap_or(0));
     }
     last
+}
+
+/// A figure from the report of `/usr/bin/time -v` ("0" where there is none).
+fn time_field(report: &str, name: &str) -> String {
+    report.lines().find(|l| l.contains(name)).and_then(|l| l.rsplit(' ').next()).unwrap_or("0").to_owned()
+}
+
+/// The argument that makes this bench the build process of one size: `BUILD_CHILD CAT DIR`.
+const BUILD_CHILD: &str = "--build-child";
+
+/// Builds the index of the catalogue file `cat` into `dir` as the CLI does, and prints the
+/// report as `built EMBEDDED EMBED_S GRAPH_S LEXICAL_S`.
+fn build_child(cat: &Path, dir: &Path) {
+    let variants = VariantEmbedder { inner: embedder(), base: Mutex::new(HashMap::new()) };
+    let catalog = toolsearch::load_path(cat, None).expect("the bench catalogue loads");
+    let options =
+        BuildOptions { reuse_from: Some(PathBuf::from("/nonexistent")), release_model: true, ..Default::default() };
+    let report = build_index(&catalog, &variants, dir, &options).unwrap();
+    println!("built {} {} {} {}", report.embedded, report.embed_seconds, report.graph_seconds, report.lexical_seconds);
 }
 
 fn disk_bytes(dir: &Path) -> u64 {
@@ -176,15 +193,39 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
     let dir = repo().join(format!("target/scale-indexes/{n}"));
     let variants = VariantEmbedder { inner: model.clone(), base: Mutex::new(HashMap::new()) };
     let catalog = catalogue(n);
+    // The build runs as the CLI's would, in a process of its own that loads the catalogue from
+    // a JSONL file, builds and releases the model once everything is embedded; its peak RSS is
+    // the build's (catalogue, model, graph), not this bench's.
+    let file = repo().join(format!("target/scale-indexes/{n}.jsonl"));
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        for t in &catalog.tools {
+            serde_json::to_writer(&mut out, t).unwrap();
+            out.write_all(b"\n").unwrap();
+        }
+        out.flush().unwrap();
+    }
     let start = Instant::now();
-    let report = build_index(
-        &catalog,
-        &variants,
-        &dir,
-        &BuildOptions { reuse_from: Some(PathBuf::from("/nonexistent")), ..Default::default() },
-    )
-    .unwrap();
+    let child = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(std::env::current_exe().unwrap())
+        .args([BUILD_CHILD, file.to_str().unwrap(), dir.to_str().unwrap()])
+        .output()
+        .expect("/usr/bin/time runs");
     let build = start.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(child.status.success(), "{err}");
+    let _ = std::fs::remove_file(&file);
+    let build_peak: u64 = time_field(&err, "Maximum resident set size").parse().unwrap_or(0);
+    let report: Vec<f64> = String::from_utf8_lossy(&child.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("built "))
+        .expect("the build reports")
+        .split(' ')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    println!("{n} tools: build peak RSS {} MB (a process of its own: load, embed, graph, BM25)", build_peak / 1024);
     let disk = disk_bytes(&dir);
     let (open_search, rss) = fresh_search(&dir);
 
@@ -219,10 +260,7 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
     let m = recall_queries.len() as f64;
     println!(
         "{n} tools: build {build:.1} s (embedded {} documents in {:.1} s, graph {:.1} s, BM25 {:.1} s); disk {:.0} MB = {:.0} B/tool; fresh open + search {open_search:.2} s, RSS {} MB = {:.0} B/tool beyond the model's {} MB",
-        report.embedded,
-        report.embed_seconds,
-        report.graph_seconds,
-        report.lexical_seconds,
+        report[0], report[1], report[2], report[3],
         disk as f64 / 1e6,
         disk as f64 / n as f64,
         rss / 1024,
@@ -237,6 +275,10 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(BUILD_CHILD) {
+        return build_child(Path::new(&args[2]), Path::new(&args[3]));
+    }
     let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![1_000, 10_000] } else { sizes };
     let model = embedder();
