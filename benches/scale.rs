@@ -158,7 +158,7 @@ fn build_child(cat: &Path, dir: &Path) {
     let catalog = toolsearch::load_path(cat, None).expect("the bench catalogue loads");
     let options =
         BuildOptions { reuse_from: Some(PathBuf::from("/nonexistent")), release_model: true, ..Default::default() };
-    let report = build_index(&catalog, &variants, dir, &options).unwrap();
+    let report = toolsearch::build_index_owned(catalog, &variants, dir, &options).unwrap();
     println!("built {} {} {} {}", report.embedded, report.embed_seconds, report.graph_seconds, report.lexical_seconds);
 }
 

@@ -320,3 +320,25 @@ fn a_released_model_loads_again_and_embeds_the_same() {
     embedder.release();
     assert_eq!(embedder.embed(&["one", "two words", "and three words"]).unwrap(), many);
 }
+
+#[test]
+fn a_build_that_owns_its_catalogue_writes_the_same_index() {
+    // The CLI's path: the catalogue is handed over and dropped before the graph is built.
+    let catalog = toolsearch::load_path(&common::sample_catalog(), None).unwrap();
+    let borrowed = common::build(&common::sample_catalog(), "sample-borrowed");
+    let owned = common::scratch().join("sample-owned");
+    let report =
+        toolsearch::build_index_owned(catalog.clone(), common::embedder().as_ref(), &owned, &Default::default())
+            .unwrap();
+    assert_eq!((report.tools, report.nodes), (catalog.tools.len(), catalog.nodes.len()));
+    let (a, b) = (toolsearch::IndexReader::open(&borrowed).unwrap(), toolsearch::IndexReader::open(&owned).unwrap());
+    assert_eq!(a.meta().catalog_hash, b.meta().catalog_hash);
+    assert_eq!((a.meta().tools, a.meta().nodes), (b.meta().tools, b.meta().nodes));
+    for file in ["catalog.bin", "tools.json", "vectors.f16", "hashes.bin"] {
+        assert_eq!(std::fs::read(borrowed.join(file)).unwrap(), std::fs::read(owned.join(file)).unwrap(), "{file}");
+    }
+    let (a, b) = (common::open(&borrowed), common::open(&owned));
+    for q in ["rename a function", "refund a payment", "crop an image"] {
+        assert_eq!(top(&a, q), top(&b, q), "{q}");
+    }
+}

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::{build_index, BuildOptions};
+use toolsearch::{build_index_owned, BuildOptions};
 
 use super::common::{emit, model_failure, progress, FormatArg, Global};
 use super::failure::{Failure, Problem};
@@ -54,6 +54,6 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?;
     let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None, release_model: true };
-    let report = build_index(&catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;
+    let report = build_index_owned(catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;
     emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
 }

@@ -84,6 +84,14 @@ pub fn load_path_as(file: &Path, format: Option<Format>, namespace: Option<&str>
         return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
     }
     let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+    // JSON Lines is parsed as it is read: its text is never held whole.
+    let by_name = matches!(
+        file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        Some("jsonl" | "ndjson")
+    );
+    if format == Some(Format::Jsonl) || (format.is_none() && by_name) {
+        return normalize(file, jsonl::parse_reader(file, f, MAX_FILE_BYTES)?);
+    }
     let text = read_bounded(f, MAX_FILE_BYTES).map_err(|e| CatalogError::file(file, e))?;
     parse_str_as(file, &text, format, namespace)
 }

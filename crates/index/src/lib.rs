@@ -47,4 +47,4 @@ pub use format::{IndexMeta, FORMAT_VERSION};
 pub use lexical::{DocKind, View};
 pub use progress::{Progress, Reporter, Silent};
 pub use reader::{IndexReader, OpenOptions};
-pub use writer::{build_index, BuildOptions, BuildReport};
+pub use writer::{build_index, build_index_owned, BuildOptions, BuildReport};

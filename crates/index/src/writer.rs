@@ -1,5 +1,6 @@
 //! The offline indexer: catalogue in, index directory out.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -73,7 +74,29 @@ pub fn build_index(
     out: &Path,
     options: &BuildOptions,
 ) -> Result<BuildReport, IndexError> {
+    build(Cow::Borrowed(catalog), embedder, out, options)
+}
+
+/// [`build_index`] that takes the catalogue and drops it once it is written, before the graph
+/// is built: a one-shot build (the CLI) then never holds the catalogue and the graph's working
+/// set at once, which at a million tools is over a gigabyte less.
+pub fn build_index_owned(
+    catalog: Catalog,
+    embedder: &dyn Embedder,
+    out: &Path,
+    options: &BuildOptions,
+) -> Result<BuildReport, IndexError> {
+    build(Cow::Owned(catalog), embedder, out, options)
+}
+
+fn build(
+    held: Cow<'_, Catalog>,
+    embedder: &dyn Embedder,
+    out: &Path,
+    options: &BuildOptions,
+) -> Result<BuildReport, IndexError> {
     let start = Instant::now();
+    let catalog: &Catalog = &held;
     let target = resolve_target(out)?;
     check_target(&target, out)?;
     // Created first: an unwritable destination is reported before any embedding.
@@ -123,9 +146,14 @@ pub fn build_index(
 
     crate::store::write(dir, catalog)?;
     write_hashes(&dir.join(HASHES_FILE), &hashes)?;
+    let lexical_start = Instant::now();
+    write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
+    let lexical_seconds = lexical_start.elapsed().as_secs_f64();
+    // Everything else the build needs of the catalogue, before an owned one is dropped.
+    let (tools, nodes, catalog_hash) = (catalog.tools.len(), catalog.nodes.len(), catalog.content_hash());
+    drop(held);
     let graph_start = Instant::now();
     let vectors = Vectors::open(&vectors_path, hashes.len(), embedder.dimension())?;
-    let tools = catalog.tools.len();
     let updated = match &old_graph {
         Some((old_tools, graph)) => {
             // A tool keeps its old graph node when its vector is an old tool's, once.
@@ -144,9 +172,6 @@ pub fn build_index(
     }
     drop(vectors);
     let graph_seconds = graph_start.elapsed().as_secs_f64();
-    let lexical_start = Instant::now();
-    write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
-    let lexical_seconds = lexical_start.elapsed().as_secs_f64();
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
         files.push(file_sum(dir, &rel)?);
@@ -156,10 +181,10 @@ pub fn build_index(
         model_id: embedder.model_id().to_owned(),
         model_sha256: embedder.model_sha256().to_owned(),
         dimension: embedder.dimension() as u32,
-        catalog_hash: catalog.content_hash(),
+        catalog_hash,
         generation: random_u64(),
-        tools: catalog.tools.len() as u32,
-        nodes: catalog.nodes.len() as u32,
+        tools: tools as u32,
+        nodes: nodes as u32,
         files,
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         calibration,
@@ -168,8 +193,8 @@ pub fn build_index(
     meta.write(dir)?;
     staging.commit()?;
     Ok(BuildReport {
-        tools: catalog.tools.len(),
-        nodes: catalog.nodes.len(),
+        tools,
+        nodes,
         embedded: missing.len(),
         reused: hashes.len() - missing.len(),
         graph_updated: updated,
