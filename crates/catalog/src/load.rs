@@ -42,14 +42,22 @@ impl Format {
         }
     }
 
+    /// JSON Lines or a JSON document by the file extension alone (`None` when it does not say).
+    fn by_extension(file: &Path) -> Option<Format> {
+        match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("jsonl" | "ndjson") => Some(Format::Jsonl),
+            Some("json") => Some(Format::Manifest),
+            _ => None,
+        }
+    }
+
     /// Picks JSON Lines or a JSON document from the file extension, then from the content. A
     /// JSON document's exact format (manifest, MCP, OpenAI, Anthropic) is decided from its
     /// shape by [`parse_str`] when no format is given.
     pub fn detect(file: &Path, text: &str) -> Format {
-        match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-            Some("jsonl" | "ndjson") => Format::Jsonl,
-            Some("json") => Format::Manifest,
-            _ => {
+        match Format::by_extension(file) {
+            Some(format) => format,
+            None => {
                 // A manifest is one document; JSON Lines has an object on each of several lines.
                 let mut lines = text.lines().filter(|l| !l.trim().is_empty());
                 let first = lines.next().unwrap_or("");
@@ -85,11 +93,7 @@ pub fn load_path_as(file: &Path, format: Option<Format>, namespace: Option<&str>
     }
     let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     // JSON Lines is parsed as it is read: its text is never held whole.
-    let by_name = matches!(
-        file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref(),
-        Some("jsonl" | "ndjson")
-    );
-    if format == Some(Format::Jsonl) || (format.is_none() && by_name) {
+    if format.or_else(|| Format::by_extension(file)) == Some(Format::Jsonl) {
         return normalize(file, jsonl::parse_reader(file, f, MAX_FILE_BYTES)?);
     }
     let text = read_bounded(f, MAX_FILE_BYTES).map_err(|e| CatalogError::file(file, e))?;
