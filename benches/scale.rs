@@ -3,7 +3,10 @@
 //! and the recall@10 of the stored f16 vectors and of the HNSW graph against exact f32.
 //!
 //! `cargo bench --bench scale` runs 1k and 10k; `cargo bench --bench scale -- 100000 1000000`
-//! runs the sizes given. Indexes are kept under target/scale-indexes between runs.
+//! runs the sizes given. Indexes are kept under target/scale-indexes between runs. Each build
+//! runs in a process of its own, as the CLI's would; to measure one by hand, the bench binary
+//! writes a size's catalogue (`--write-catalogue N FILE`) and builds it (`--build-child FILE
+//! DIR`, under `/usr/bin/time -v`).
 //!
 //! Embedding a million documents would take this machine two days, so variant documents reuse
 //! vectors: [`VariantEmbedder`] embeds each base tool's text once with the real model, and
@@ -25,6 +28,7 @@ use toolsearch::embed::{EmbedError, OnnxEmbedder};
 use toolsearch::eval::Percentiles;
 use toolsearch::index::document::tool_dense_text;
 use toolsearch::index::dot;
+use toolsearch::index::{Progress, Reporter};
 use toolsearch::{build_index, BuildOptions, Embedder, Engine, EngineOptions, Filter, Retrieval};
 
 /// The real model, with the vectors of variant documents derived from their base's.
@@ -148,18 +152,59 @@ fn time_field(report: &str, name: &str) -> String {
     report.lines().find(|l| l.contains(name)).and_then(|l| l.rsplit(' ').next()).unwrap_or("0").to_owned()
 }
 
+/// Writes the tools of `catalog` to `file` as JSON Lines.
+fn write_catalogue(catalog: &toolsearch::Catalog, file: &Path) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(file).unwrap());
+    for t in &catalog.tools {
+        serde_json::to_writer(&mut out, t).unwrap();
+        out.write_all(b"\n").unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// The argument that writes one size's catalogue and stops: `WRITE_CATALOGUE N FILE` (to
+/// measure a build by hand: `/usr/bin/time -v BENCH --build-child FILE DIR`).
+const WRITE_CATALOGUE: &str = "--write-catalogue";
+
 /// The argument that makes this bench the build process of one size: `BUILD_CHILD CAT DIR`.
 const BUILD_CHILD: &str = "--build-child";
 
-/// Builds the index of the catalogue file `cat` into `dir` as the CLI does, and prints the
-/// report as `built EMBEDDED EMBED_S GRAPH_S LEXICAL_S`.
+/// Builds the index of the JSON Lines catalogue `cat` into `dir` as the CLI does (streamed, never
+/// held whole), and prints the report as `built EMBEDDED EMBED_S GRAPH_S LEXICAL_S`.
 fn build_child(cat: &Path, dir: &Path) {
     let variants = VariantEmbedder { inner: embedder(), base: Mutex::new(HashMap::new()) };
-    let catalog = toolsearch::load_path(cat, None).expect("the bench catalogue loads");
-    let options =
-        BuildOptions { reuse_from: Some(PathBuf::from("/nonexistent")), release_model: true, ..Default::default() };
-    let report = toolsearch::build_index_owned(catalog, &variants, dir, &options).unwrap();
+    let options = BuildOptions {
+        reuse_from: Some(PathBuf::from("/nonexistent")),
+        release_model: true,
+        progress: Reporter::new(PhaseMemory),
+    };
+    let report = toolsearch::build_index_jsonl(cat, &variants, dir, &options).unwrap();
+    memory("built");
     println!("built {} {} {} {}", report.embedded, report.embed_seconds, report.graph_seconds, report.lexical_seconds);
+}
+
+/// Prints the process's RSS and its peak so far, in MB, at a point of the build.
+fn memory(at: &str) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap_or("");
+        line.split_whitespace().nth(1).and_then(|kb| kb.parse().ok()).unwrap_or(0) / 1024
+    };
+    println!("memory {at}: RSS {} MB, peak so far {} MB", field("VmRSS:"), field("VmHWM:"));
+}
+
+/// Reports the memory when embedding starts and ends.
+struct PhaseMemory;
+
+impl Progress for PhaseMemory {
+    fn start(&self, what: &str, _total: u64) {
+        memory(&format!("{what} starts"));
+    }
+    fn advance(&self, _n: u64) {}
+    fn finish(&self) {
+        memory("embedding done");
+    }
 }
 
 fn disk_bytes(dir: &Path) -> u64 {
@@ -197,15 +242,7 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
     // a JSONL file, builds and releases the model once everything is embedded; its peak RSS is
     // the build's (catalogue, model, graph), not this bench's.
     let file = repo().join(format!("target/scale-indexes/{n}.jsonl"));
-    {
-        use std::io::Write;
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
-        for t in &catalog.tools {
-            serde_json::to_writer(&mut out, t).unwrap();
-            out.write_all(b"\n").unwrap();
-        }
-        out.flush().unwrap();
-    }
+    write_catalogue(&catalog, &file);
     let start = Instant::now();
     let child = Command::new("/usr/bin/time")
         .arg("-v")
@@ -226,6 +263,9 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
         .map(|x| x.parse().unwrap())
         .collect();
     println!("{n} tools: build peak RSS {} MB (a process of its own: load, embed, graph, BM25)", build_peak / 1024);
+    for line in String::from_utf8_lossy(&child.stdout).lines().filter(|l| l.starts_with("memory ")) {
+        println!("{n} tools: build {line}");
+    }
     let disk = disk_bytes(&dir);
     let (open_search, rss) = fresh_search(&dir);
 
@@ -278,6 +318,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some(BUILD_CHILD) {
         return build_child(Path::new(&args[2]), Path::new(&args[3]));
+    }
+    if args.get(1).map(String::as_str) == Some(WRITE_CATALOGUE) {
+        return write_catalogue(&catalogue(args[2].parse().expect("a size")), Path::new(&args[3]));
     }
     let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![1_000, 10_000] } else { sizes };

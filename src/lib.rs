@@ -35,5 +35,5 @@ pub use toolsearch_query as query;
 
 pub use toolsearch_catalog::{load_path, Catalog, CatalogError, Format, PathSpec, Tool};
 pub use toolsearch_embed::{Embedder, ModelFiles, OnnxEmbedder};
-pub use toolsearch_index::{build_index, build_index_owned, BuildOptions, BuildReport, IndexReader};
+pub use toolsearch_index::{build_index, build_index_jsonl, build_index_owned, BuildOptions, BuildReport, IndexReader};
 pub use toolsearch_query::*;

@@ -342,3 +342,69 @@ fn a_build_that_owns_its_catalogue_writes_the_same_index() {
         assert_eq!(top(&a, q), top(&b, q), "{q}");
     }
 }
+
+/// The sample catalogue's tools as a JSON Lines file (without their groups, which a line cannot
+/// declare), for the streamed build.
+fn sample_as_jsonl(name: &str) -> std::path::PathBuf {
+    let catalog = toolsearch::load_path(&common::sample_catalog(), None).unwrap();
+    let file = common::scratch().join(name);
+    let lines: Vec<String> = catalog
+        .tools
+        .into_iter()
+        .map(|mut t| {
+            t.group = None;
+            serde_json::to_string(&t).unwrap()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    file
+}
+
+#[test]
+fn a_json_lines_catalogue_streamed_through_the_build_writes_the_same_index() {
+    // The CLI's path for JSON Lines: no catalogue in memory, each tool written as it is read.
+    let file = sample_as_jsonl("sample-streamed.jsonl");
+    let loaded = common::build(&file, "sample-loaded");
+    let streamed = common::scratch().join("sample-streamed");
+    let _ = std::fs::remove_dir_all(&streamed);
+    let report =
+        toolsearch::build_index_jsonl(&file, common::embedder().as_ref(), &streamed, &Default::default()).unwrap();
+    let catalog = toolsearch::load_path(&file, None).unwrap();
+    assert_eq!((report.tools, report.nodes), (catalog.tools.len(), catalog.nodes.len()));
+    let (a, b) = (toolsearch::IndexReader::open(&loaded).unwrap(), toolsearch::IndexReader::open(&streamed).unwrap());
+    assert_eq!(a.meta().catalog_hash, catalog.content_hash());
+    assert_eq!(a.meta().catalog_hash, b.meta().catalog_hash);
+    for file in ["catalog.bin", "tools.json", "vectors.f16", "hashes.bin"] {
+        assert_eq!(std::fs::read(loaded.join(file)).unwrap(), std::fs::read(streamed.join(file)).unwrap(), "{file}");
+    }
+    let (a, b) = (common::open(&loaded), common::open(&streamed));
+    for q in ["rename a function", "refund a payment", "crop an image"] {
+        assert_eq!(top(&a, q), top(&b, q), "{q}");
+    }
+}
+
+#[test]
+fn a_bad_line_in_a_streamed_catalogue_is_named_and_leaves_nothing_behind() {
+    let dir = common::scratch().join("streamed-bad");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.jsonl");
+    let good = r#"{"id": "a", "name": "a", "description": "first"}"#;
+    let bad = r#"{"id": "b", "name": "b", "parameters": {"type": "int"}}"#;
+    std::fs::write(&file, format!("{good}\n\n{bad}\n")).unwrap();
+    let out = dir.join("index");
+    let err = toolsearch::build_index_jsonl(&file, common::embedder().as_ref(), &out, &Default::default()).unwrap_err();
+    let toolsearch::index::IndexError::Catalog(e) = &err else { panic!("not a catalogue error: {err}") };
+    assert_eq!(e.location, toolsearch::catalog::Location::Line { line: 3, column: 0 }, "{e}");
+    assert!(e.to_string().contains("args_schema/type"), "{e}");
+    // Nothing was written: no index, no staging directory beside it.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("tools.jsonl")]);
+    // A duplicate id is found across lines too, naming both.
+    std::fs::write(&file, format!("{good}\n{good}\n")).unwrap();
+    let err = toolsearch::build_index_jsonl(&file, common::embedder().as_ref(), &out, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("duplicate tool id \"a\" (first defined at line 1)"), "{err}");
+    assert!(!out.exists());
+}

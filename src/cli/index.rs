@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::{build_index_owned, BuildOptions};
+use toolsearch::index::IndexError;
+use toolsearch::{build_index_jsonl, build_index_owned, BuildOptions, Format};
 
 use super::common::{emit, model_failure, progress, FormatArg, Global};
 use super::failure::{Failure, Problem};
@@ -47,13 +48,35 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             None => everywhere = Some(n.as_str()),
         }
     }
+    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None, release_model: true };
+    // One JSON Lines file is read a tool at a time as the index is built, never held whole.
+    if let [file] = args.catalogue.as_slice() {
+        let format = args.format.map(Format::from).or_else(|| Format::by_extension(file));
+        if format == Some(Format::Jsonl) {
+            let embedder = load_model(global)?;
+            let report = build_index_jsonl(file, &embedder, &args.out, &options).map_err(index_failure)?;
+            return emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report));
+        }
+    }
     let catalog = toolsearch::catalog::load_paths_as(&args.catalogue, args.format.map(Into::into), |f| {
         per_file.iter().find(|(p, _)| *p == f).map(|(_, n)| *n).or(everywhere)
     })
     .map_err(|e| Problem::InvalidCatalogue.because(e))?;
-    let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
-    let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?;
-    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None, release_model: true };
-    let report = build_index_owned(catalog, &embedder, &args.out, &options).map_err(|e| Problem::Index.because(e))?;
+    let embedder = load_model(global)?;
+    let report = build_index_owned(catalog, &embedder, &args.out, &options).map_err(index_failure)?;
     emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
+}
+
+fn load_model(global: &Global) -> Result<OnnxEmbedder, Failure> {
+    let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
+    OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))
+}
+
+/// A build's failure: an invalid catalogue (found as a JSON Lines file is read) is the
+/// catalogue's, anything else the index's.
+fn index_failure(e: IndexError) -> Failure {
+    match e {
+        IndexError::Catalog(e) => Problem::InvalidCatalogue.because(e),
+        e => Problem::Index.because(e),
+    }
 }

@@ -3,61 +3,128 @@
 //! producers may add their own; blank lines are skipped.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::error::CatalogError;
+use crate::limits::MAX_FILE_BYTES;
 use crate::manifest::RawTool;
-use crate::normalize::{Origin, RawCatalog};
+use crate::model::{Catalog, Tool};
+use crate::normalize::{Normalizer, Origin};
 
-pub(crate) fn parse(file: &Path, text: &str) -> Result<RawCatalog, CatalogError> {
-    let mut raw = RawCatalog::default();
+/// The catalogue of the JSON Lines `text`, each tool normalised as its line is read.
+pub(crate) fn parse(file: &Path, text: &str) -> Result<Catalog, CatalogError> {
+    let mut out = Normalizer::new(file, Vec::new(), Vec::new())?;
+    let mut tools = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        parse_line(file, i + 1, line, &mut raw)?;
+        tools.extend(parse_line(file, i + 1, line, &mut out)?);
     }
-    finish(file, raw)
+    finish(file, out, tools)
 }
 
-/// [`parse`] reading `input` a line at a time, so the file's text is never held whole (a
-/// million-tool catalogue is over a gigabyte of it). The checks are those of the whole-file
-/// reader: at most `max` bytes, no NUL byte, UTF-8 only, each failing at the line it is seen.
-pub(crate) fn parse_reader(file: &Path, input: impl Read, max: u64) -> Result<RawCatalog, CatalogError> {
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let mut raw = RawCatalog::default();
-    let (mut buf, mut total, mut n, mut blank) = (Vec::new(), 0u64, 0usize, true);
-    loop {
-        buf.clear();
-        // One byte past the limit is enough to know it is passed.
-        let read = Read::take(&mut reader, max - total + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
-        if read == 0 {
-            break;
-        }
-        total += read as u64;
-        n += 1;
-        if total > max {
-            return Err(CatalogError::file(file, format!("is over the limit of {max} bytes")));
-        }
-        if buf.contains(&0) {
-            return Err(CatalogError::file(file, "contains a NUL byte: not a text catalogue"));
-        }
-        let line = std::str::from_utf8(&buf).map_err(|_| CatalogError::file(file, "is not UTF-8 text"))?;
-        let line = if n == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
-        blank &= line.trim().is_empty();
-        parse_line(file, n, line, &mut raw)?;
+/// [`parse`] reading `input` a line at a time, so neither the file's text nor its raw records
+/// are ever held whole (a million-tool catalogue is over a gigabyte of each).
+pub(crate) fn parse_reader(file: &Path, input: impl Read, max: u64) -> Result<Catalog, CatalogError> {
+    let mut reader = JsonlTools::new(file, input, max)?;
+    let mut tools = Vec::new();
+    while let Some(tool) = reader.next_tool()? {
+        tools.push(tool);
     }
-    if blank {
-        return Err(CatalogError::file(file, "is empty"));
-    }
-    finish(file, raw)
+    let mut catalog = reader.finish()?;
+    catalog.tools = tools;
+    Ok(catalog)
 }
 
-/// Adds line `n` (1-based) to `raw`; a blank line adds nothing.
-fn parse_line(file: &Path, n: usize, line: &str, raw: &mut RawCatalog) -> Result<(), CatalogError> {
+/// A JSON Lines catalogue read a tool at a time, for a build that streams its tools to disk
+/// rather than hold them: [`JsonlTools::next_tool`] hands over each tool, validated, in file
+/// order, and [`JsonlTools::finish`] the rest of the catalogue. The checks are those of
+/// [`crate::load_path`]: at most [`MAX_FILE_BYTES`], no NUL byte, UTF-8 only, every tool
+/// valid and its id unique, each error reported at its line.
+pub struct JsonlTools<R> {
+    file: PathBuf,
+    reader: BufReader<R>,
+    buf: Vec<u8>,
+    /// Bytes read, the most allowed, lines read.
+    total: u64,
+    max: u64,
+    line: usize,
+    /// Whether every line so far was blank.
+    blank: bool,
+    out: Normalizer,
+}
+
+impl JsonlTools<std::fs::File> {
+    /// Opens the JSON Lines catalogue at `file`.
+    pub fn open(file: &Path) -> Result<JsonlTools<std::fs::File>, CatalogError> {
+        let meta = std::fs::metadata(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+        if meta.is_dir() {
+            return Err(CatalogError::file(file, "is a directory, expected a catalogue file"));
+        }
+        let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+        JsonlTools::new(file, f, MAX_FILE_BYTES)
+    }
+}
+
+impl<R: Read> JsonlTools<R> {
+    /// Reads `input`, at most `max` bytes of it, as the JSON Lines catalogue `file`.
+    pub(crate) fn new(file: &Path, input: R, max: u64) -> Result<JsonlTools<R>, CatalogError> {
+        Ok(JsonlTools {
+            file: file.to_path_buf(),
+            reader: BufReader::with_capacity(64 * 1024, input),
+            buf: Vec::new(),
+            total: 0,
+            max,
+            line: 0,
+            blank: true,
+            out: Normalizer::new(file, Vec::new(), Vec::new())?,
+        })
+    }
+
+    /// The next tool, validated, or `None` after the last.
+    pub fn next_tool(&mut self) -> Result<Option<Tool>, CatalogError> {
+        let file = self.file.as_path();
+        loop {
+            self.buf.clear();
+            // One byte past the limit is enough to know it is passed.
+            let read = Read::take(&mut self.reader, self.max - self.total + 1)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.total += read as u64;
+            self.line += 1;
+            if self.total > self.max {
+                return Err(CatalogError::file(file, format!("is over the limit of {} bytes", self.max)));
+            }
+            if self.buf.contains(&0) {
+                return Err(CatalogError::file(file, "contains a NUL byte: not a text catalogue"));
+            }
+            let line = std::str::from_utf8(&self.buf).map_err(|_| CatalogError::file(file, "is not UTF-8 text"))?;
+            let line = if self.line == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
+            self.blank &= line.trim().is_empty();
+            if let Some(tool) = parse_line(file, self.line, line, &mut self.out)? {
+                return Ok(Some(tool));
+            }
+        }
+    }
+
+    /// The catalogue without its tools, once every tool was read: its categories (every
+    /// ancestor of every tool's paths) and groups (none: a line is a tool). Fails if the file
+    /// held no tool.
+    pub fn finish(self) -> Result<Catalog, CatalogError> {
+        if self.blank {
+            return Err(CatalogError::file(&self.file, "is empty"));
+        }
+        finish(&self.file, self.out, Vec::new())
+    }
+}
+
+/// The tool on line `n` (1-based), validated by `out`; none on a blank line.
+fn parse_line(file: &Path, n: usize, line: &str, out: &mut Normalizer) -> Result<Option<Tool>, CatalogError> {
     if line.trim().is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let value: Value = serde_json::from_str(line).map_err(|e| {
         let mut err = CatalogError::from_json(file, &e);
@@ -69,23 +136,24 @@ fn parse_line(file: &Path, n: usize, line: &str, raw: &mut RawCatalog) -> Result
     }
     let tool: RawTool =
         serde_json::from_value(value).map_err(|e| CatalogError::line(file, n, 0, None, e.to_string()))?;
-    raw.tools.push((Origin::Line(n), tool));
-    Ok(())
+    out.tool(Origin::Line(n), tool).map(Some)
 }
 
-fn finish(file: &Path, raw: RawCatalog) -> Result<RawCatalog, CatalogError> {
-    if raw.tools.is_empty() {
+fn finish(file: &Path, out: Normalizer, tools: Vec<Tool>) -> Result<Catalog, CatalogError> {
+    if out.tools() == 0 {
         return Err(CatalogError::file(file, "no tools: the file has no JSON object lines"));
     }
-    Ok(raw)
+    let mut catalog = out.finish()?;
+    catalog.tools = tools;
+    Ok(catalog)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn normalised(raw: RawCatalog) -> String {
-        serde_json::to_string(&crate::normalize::normalize(Path::new("t.jsonl"), raw).unwrap()).unwrap()
+    fn normalised(catalog: Catalog) -> String {
+        serde_json::to_string(&catalog).unwrap()
     }
 
     #[test]

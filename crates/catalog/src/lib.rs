@@ -29,6 +29,7 @@ pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
 pub use json::Json;
+pub use jsonl::JsonlTools;
 pub use load::{load_path, load_path_as, parse_str, parse_str_as, Format};
 pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};

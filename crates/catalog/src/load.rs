@@ -43,7 +43,7 @@ impl Format {
     }
 
     /// JSON Lines or a JSON document by the file extension alone (`None` when it does not say).
-    fn by_extension(file: &Path) -> Option<Format> {
+    pub fn by_extension(file: &Path) -> Option<Format> {
         match file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("jsonl" | "ndjson") => Some(Format::Jsonl),
             Some("json") => Some(Format::Manifest),
@@ -94,7 +94,7 @@ pub fn load_path_as(file: &Path, format: Option<Format>, namespace: Option<&str>
     let f = std::fs::File::open(file).map_err(|e| CatalogError::file(file, format!("cannot read: {e}")))?;
     // JSON Lines is parsed as it is read: its text is never held whole.
     if format.or_else(|| Format::by_extension(file)) == Some(Format::Jsonl) {
-        return normalize(file, jsonl::parse_reader(file, f, MAX_FILE_BYTES)?);
+        return jsonl::parse_reader(file, f, MAX_FILE_BYTES);
     }
     let text = read_bounded(f, MAX_FILE_BYTES).map_err(|e| CatalogError::file(file, e))?;
     parse_str_as(file, &text, format, namespace)
@@ -152,7 +152,7 @@ pub fn parse_str_as(
         return Err(CatalogError::file(file, "is empty"));
     }
     let raw = match format.unwrap_or_else(|| Format::detect(file, text)) {
-        Format::Jsonl => jsonl::parse(file, text)?,
+        Format::Jsonl => return jsonl::parse(file, text),
         document => {
             let value: Value = serde_json::from_str(text).map_err(|e| CatalogError::from_json(file, &e))?;
             let foreign = match (format, document) {

@@ -138,6 +138,30 @@ impl Catalog {
         sha256_of_json(self)
     }
 
+    /// [`Catalog::content_hash`] of this catalogue with the tools whose JSON `tools` reads, one
+    /// compact object a line, in place of its own: for a build that streams the tools to a
+    /// file rather than hold them. Equal to the hash of the catalogue holding those tools.
+    pub fn content_hash_with_tools(&self, tools: impl std::io::BufRead) -> std::io::Result<String> {
+        use std::io::Write;
+        let mut h = Hashing(Sha256::new());
+        write!(h, "{{\"nodes\":")?;
+        serde_json::to_writer(&mut h, &self.nodes)?;
+        write!(h, ",\"tools\":[")?;
+        let mut first = true;
+        for line in tools.split(b'\n') {
+            let line = line?;
+            if !line.is_empty() {
+                h.write_all(if first { b"" } else { b"," })?;
+                h.write_all(&line)?;
+                first = false;
+            }
+        }
+        write!(h, "],\"groups\":")?;
+        serde_json::to_writer(&mut h, &self.groups)?;
+        write!(h, "}}")?;
+        Ok(hex(&h.0.finalize()))
+    }
+
     /// The node at exactly `path`, if any.
     pub fn node(&self, path: &[String]) -> Option<&Node> {
         self.nodes.binary_search_by(|n| n.path.as_slice().cmp(path)).ok().map(|i| &self.nodes[i])
@@ -147,20 +171,23 @@ impl Catalog {
 /// The sha256 (hex) of `value`'s JSON, hashed as it is written rather than from a copy (a
 /// 100k-tool catalogue's JSON is ~100 MB).
 fn sha256_of_json(value: &impl Serialize) -> String {
-    struct Hashing(Sha256);
-    impl std::io::Write for Hashing {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.update(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let mut h = Hashing(Sha256::new());
     // Serialising the catalogue's types to JSON cannot fail (string keys only).
     let _ = serde_json::to_writer(&mut h, value);
     hex(&h.0.finalize())
+}
+
+/// A writer into a sha256.
+struct Hashing(Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

@@ -1,7 +1,8 @@
 //! Normalisation and validation: raw records in, a [`Catalog`] that keeps every invariant out.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::hash::{BuildHasher, RandomState};
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -56,37 +57,123 @@ pub(crate) struct RawCatalog {
 
 /// Validates and normalises `raw`, read from `file`.
 pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, CatalogError> {
-    let file = file.to_path_buf();
     if raw.tools.len() > MAX_TOOLS {
-        return Err(CatalogError::file(&file, format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len())));
+        return Err(CatalogError::file(file, format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len())));
     }
-    let groups = normalize_groups(&file, raw.groups)?;
-    let mut nodes: BTreeMap<CategoryPath, Node> = BTreeMap::new();
-    for (origin, rn) in raw.nodes {
-        let node = normalize_node(&file, &origin, rn)?;
-        if nodes.contains_key(&node.path) {
-            return Err(origin.error(&file, "path", format!("duplicate category path {:?}", node.path.join("/"))));
-        }
-        nodes.insert(node.path.clone(), node);
-    }
-    let mut seen: HashMap<String, Origin> = HashMap::new();
+    let mut out = Normalizer::new(file, raw.groups, raw.nodes)?;
     let mut tools = Vec::with_capacity(raw.tools.len());
     for (origin, rt) in raw.tools {
-        let tool = normalize_tool(&file, &origin, rt, &groups)?;
-        if let Some(first) = seen.get(&tool.id) {
+        tools.push(out.tool(origin, rt)?);
+    }
+    let mut catalog = out.finish()?;
+    catalog.tools = tools;
+    Ok(catalog)
+}
+
+/// A catalogue being normalised a tool at a time. It hands each tool back rather than keep
+/// it, so a reader can pass tools on as they are parsed and neither the raw records nor the
+/// tools of the whole file need be held (at a million tools, each is over a gigabyte); what it
+/// keeps is the categories and a hash of each id.
+pub(crate) struct Normalizer {
+    file: PathBuf,
+    groups: Vec<Group>,
+    nodes: BTreeMap<CategoryPath, Node>,
+    tools: usize,
+    /// Where each id was first seen (see [`Normalizer::origin`]), by a 128-bit hash of the id.
+    /// The hash is keyed at random, so no file can make two ids collide on purpose, and two
+    /// of a million ids collide by chance with a probability of about 10^-27.
+    seen: HashMap<[u64; 2], u64>,
+    keys: [RandomState; 2],
+    /// The origins that are JSON pointers (a line number needs no string).
+    pointers: Vec<String>,
+}
+
+/// The high bit of a packed origin: an index into `pointers` rather than a line number.
+const POINTER: u64 = 1 << 63;
+
+impl Normalizer {
+    /// Starts a catalogue with its groups and declared nodes.
+    pub(crate) fn new(
+        file: &Path,
+        groups: Vec<(Origin, RawGroup)>,
+        raw_nodes: Vec<(Origin, RawNode)>,
+    ) -> Result<Normalizer, CatalogError> {
+        let groups = normalize_groups(file, groups)?;
+        let mut nodes: BTreeMap<CategoryPath, Node> = BTreeMap::new();
+        for (origin, rn) in raw_nodes {
+            let node = normalize_node(file, &origin, rn)?;
+            if nodes.contains_key(&node.path) {
+                return Err(origin.error(file, "path", format!("duplicate category path {:?}", node.path.join("/"))));
+            }
+            nodes.insert(node.path.clone(), node);
+        }
+        // Every ancestor of a declared node is a node too.
+        let declared: Vec<CategoryPath> = nodes.keys().cloned().collect();
+        for path in &declared {
+            add_ancestors(&mut nodes, path);
+        }
+        let keys = [RandomState::new(), RandomState::new()];
+        Ok(Normalizer {
+            file: file.to_path_buf(),
+            groups,
+            nodes,
+            tools: 0,
+            seen: HashMap::new(),
+            keys,
+            pointers: Vec::new(),
+        })
+    }
+
+    /// Tools validated so far.
+    pub(crate) fn tools(&self) -> usize {
+        self.tools
+    }
+
+    /// Validates one tool, the next in the catalogue's order, and hands it back.
+    pub(crate) fn tool(&mut self, origin: Origin, rt: RawTool) -> Result<Tool, CatalogError> {
+        let file = &self.file;
+        if self.tools == MAX_TOOLS {
+            return Err(CatalogError::file(file, format!("more than {MAX_TOOLS} tools: over the limit")));
+        }
+        let tool = normalize_tool(file, &origin, rt, &self.groups)?;
+        let key = [self.keys[0].hash_one(&tool.id), self.keys[1].hash_one(&tool.id)];
+        if let Some(&first) = self.seen.get(&key) {
             return Err(origin.error(
-                &file,
+                file,
                 "id",
-                format!("duplicate tool id {:?} (first defined at {})", tool.id, first.describe()),
+                format!("duplicate tool id {:?} (first defined at {})", tool.id, self.origin(first).describe()),
             ));
         }
-        seen.insert(tool.id.clone(), origin);
-        tools.push(tool);
+        let packed = match origin {
+            Origin::Line(n) => n as u64,
+            Origin::Pointer(p) => {
+                self.pointers.push(p);
+                POINTER | (self.pointers.len() - 1) as u64
+            }
+        };
+        self.seen.insert(key, packed);
+        for path in &tool.paths {
+            add_ancestors(&mut self.nodes, path);
+        }
+        self.tools += 1;
+        Ok(tool)
     }
-    add_implicit_ancestors(&mut nodes, tools.iter().flat_map(|t| t.paths.iter()).cloned().collect());
-    let nodes: Vec<Node> = nodes.into_values().collect();
-    check_unique_names(&nodes, &file)?;
-    Ok(Catalog { nodes, tools, groups })
+
+    /// A packed origin, unpacked.
+    fn origin(&self, packed: u64) -> Origin {
+        match packed & POINTER {
+            0 => Origin::Line(packed as usize),
+            _ => Origin::Pointer(self.pointers[(packed & !POINTER) as usize].clone()),
+        }
+    }
+
+    /// The catalogue without its tools (the caller has them): every category, the implicit
+    /// ancestors of every path included, with node names checked, and the groups.
+    pub(crate) fn finish(self) -> Result<Catalog, CatalogError> {
+        let nodes: Vec<Node> = self.nodes.into_values().collect();
+        check_unique_names(&nodes, &self.file)?;
+        Ok(Catalog { nodes, tools: Vec::new(), groups: self.groups })
+    }
 }
 
 fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Group>, CatalogError> {
@@ -294,19 +381,16 @@ fn clean_list(items: Vec<String>) -> Vec<String> {
     out
 }
 
-/// Creates a node for every missing ancestor of every declared path.
-fn add_implicit_ancestors(nodes: &mut BTreeMap<CategoryPath, Node>, tool_paths: Vec<CategoryPath>) {
-    let declared: Vec<CategoryPath> = nodes.keys().cloned().collect();
-    for path in declared.into_iter().chain(tool_paths) {
-        for depth in 1..=path.len() {
-            let prefix = &path[..depth];
-            if !nodes.contains_key(prefix) {
-                let name = prefix[depth - 1].clone();
-                nodes.insert(
-                    prefix.to_vec(),
-                    Node { path: prefix.to_vec(), summary: name, implicit: true, ..Node::default() },
-                );
-            }
+/// Creates a node for every missing ancestor of `path` (itself included).
+fn add_ancestors(nodes: &mut BTreeMap<CategoryPath, Node>, path: &[String]) {
+    for depth in 1..=path.len() {
+        let prefix = &path[..depth];
+        if !nodes.contains_key(prefix) {
+            let name = prefix[depth - 1].clone();
+            nodes.insert(
+                prefix.to_vec(),
+                Node { path: prefix.to_vec(), summary: name, implicit: true, ..Node::default() },
+            );
         }
     }
 }

@@ -41,6 +41,10 @@ pub enum IndexError {
     /// The index cannot be written where it was asked to go (checked before any work).
     #[error("{path}: cannot write the index there: {source}", path = .0.display(), source = .1)]
     Unwritable(PathBuf, std::io::Error),
+    /// The catalogue a build reads from its file as it goes is invalid (one built from memory
+    /// was validated when it was loaded).
+    #[error(transparent)]
+    Catalog(#[from] toolsearch_catalog::CatalogError),
     /// The embedder failed.
     #[error(transparent)]
     Embed(#[from] toolsearch_embed::EmbedError),

@@ -28,7 +28,7 @@ use crate::vectors::Vectors;
 /// Neighbours per point on the upper layers (twice as many on layer 0).
 const MAX_CONNECTIONS: usize = 24;
 /// Beam breadth while building.
-const EF_CONSTRUCTION: usize = 200;
+pub(crate) const EF_CONSTRUCTION: usize = 200;
 /// The largest share of new or changed tools for which the previous graph is updated rather
 /// than rebuilt.
 pub(crate) const UPDATE_MAX_FRESH: f64 = 0.10;
@@ -38,10 +38,12 @@ pub(crate) const CHURN_MAX: f64 = 0.25;
 
 /// Neighbour lists being built: per point, one per layer it is on (0 to its level), each
 /// behind its own lock so that concurrent insertions only wait for the lists they touch.
-struct Lists<'v> {
+pub(crate) struct Lists<'v> {
     vectors: &'v Vectors,
     per: Vec<Box<[Mutex<Vec<u32>>]>>,
     entry: u32,
+    /// Beam breadth of an insertion.
+    ef: usize,
     /// Written to the header: see [`Graph::churn`].
     churn: u32,
 }
@@ -56,11 +58,11 @@ impl Layers for Lists<'_> {
 }
 
 /// A list's lock (a panic elsewhere cannot leave a list half-written: it is replaced whole).
-fn lock(list: &Mutex<Vec<u32>>) -> MutexGuard<'_, Vec<u32>> {
+pub(crate) fn lock(list: &Mutex<Vec<u32>>) -> MutexGuard<'_, Vec<u32>> {
     list.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn degree(layer: usize) -> usize {
+pub(crate) fn degree(layer: usize) -> usize {
     if layer == 0 {
         2 * MAX_CONNECTIONS
     } else {
@@ -75,11 +77,44 @@ impl<'v> Lists<'v> {
             .iter()
             .map(|&level| (0..=level).map(|l| Mutex::new(Vec::with_capacity(degree(l) + 1))).collect())
             .collect();
-        Lists { vectors, per, entry: 0, churn: 0 }
+        Lists { vectors, per, entry: 0, churn: 0, ef: EF_CONSTRUCTION }
+    }
+
+    /// The lists of the first `levels.len()` points of `vectors`, point `i` of level
+    /// `levels[i]`, built from scratch with beam breadth `ef`.
+    pub(crate) fn build(vectors: &'v Vectors, levels: &[usize], ef: usize) -> Lists<'v> {
+        let mut lists = Lists::empty(vectors, levels);
+        lists.ef = ef;
+        // The entry is the first point of the highest level, inserted first; no point is above it.
+        if let Some(entry) = (0..levels.len()).max_by_key(|&o| (levels[o], usize::MAX - o)) {
+            lists.entry = entry as u32;
+            let rest: Vec<u32> = (0..levels.len() as u32).filter(|&o| o != lists.entry).collect();
+            lists.insert_all(&rest);
+        }
+        lists
+    }
+
+    /// The entry point (on the top layer).
+    pub(crate) fn entry(&self) -> u32 {
+        self.entry
+    }
+
+    /// The number of layers (0 when there are no points).
+    pub(crate) fn levels(&self) -> usize {
+        if self.per.is_empty() {
+            0
+        } else {
+            self.top() + 1
+        }
     }
 
     fn level(&self, ord: u32) -> usize {
         self.per[ord as usize].len().saturating_sub(1)
+    }
+
+    /// Point `ord`'s list on `layer` (locked).
+    pub(crate) fn list(&self, ord: u32, layer: usize) -> MutexGuard<'_, Vec<u32>> {
+        lock(&self.per[ord as usize][layer])
     }
 
     fn top(&self) -> usize {
@@ -100,7 +135,7 @@ impl<'v> Lists<'v> {
         let (level, top) = (self.level(p), self.top());
         let mut at = descend(self, &mut score, self.entry, top, level.min(top));
         for layer in (0..=level.min(top)).rev() {
-            let mut found = search_layer(self, &mut score, at, EF_CONSTRUCTION, layer, visited, |o| o != p, |_| {});
+            let mut found = search_layer(self, &mut score, at, self.ef, layer, visited, |o| o != p, |_| {});
             found.sort_by(|a, b| b.cmp(a));
             if let Some(&best) = found.first() {
                 at = best;
@@ -152,47 +187,51 @@ impl<'v> Lists<'v> {
 
     fn encode(&self, out: &mut impl Write) -> std::io::Result<()> {
         out.write_all(MAGIC)?;
-        let mut put = |w: u32| out.write_all(&w.to_le_bytes());
         let n = self.per.len();
-        let levels = if n == 0 { 0 } else { self.top() + 1 };
-        let mut words = vec![n as u32, levels as u32, if n == 0 { 0 } else { self.entry }, self.churn];
+        let levels = self.levels();
+        let header = [n as u32, levels as u32, if n == 0 { 0 } else { self.entry }, self.churn];
+        header.iter().try_for_each(|w| out.write_all(&w.to_le_bytes()))?;
         for layer in 0..levels {
-            let members: Vec<u32> = (0..n as u32).filter(|&o| self.level(o) >= layer).collect();
-            words.push(members.len() as u32);
-            if layer > 0 {
-                words.extend(&members);
-            }
-            words.push(0);
-            let mut offset = 0u32;
-            for &m in &members {
-                offset += lock(&self.per[m as usize][layer]).len() as u32;
-                words.push(offset);
-            }
-            for w in words.drain(..) {
-                put(w)?;
-            }
-            for &m in &members {
-                for &x in lock(&self.per[m as usize][layer]).iter() {
-                    put(x)?;
-                }
+            self.encode_layer(out, layer, layer > 0, |o| o)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `layer` as a layer of the graph file: member count, members (when `listed`),
+    /// offsets and neighbours, each ordinal passed through `global`, which must keep their
+    /// order.
+    pub(crate) fn encode_layer(
+        &self,
+        out: &mut impl Write,
+        layer: usize,
+        listed: bool,
+        global: impl Fn(u32) -> u32,
+    ) -> std::io::Result<()> {
+        let mut put = |w: u32| out.write_all(&w.to_le_bytes());
+        let members: Vec<u32> = (0..self.per.len() as u32).filter(|&o| self.level(o) >= layer).collect();
+        put(members.len() as u32)?;
+        if listed {
+            members.iter().try_for_each(|&m| put(global(m)))?;
+        }
+        put(0)?;
+        let mut offset = 0u32;
+        for &m in &members {
+            offset += lock(&self.per[m as usize][layer]).len() as u32;
+            put(offset)?;
+        }
+        for &m in &members {
+            for &x in lock(&self.per[m as usize][layer]).iter() {
+                put(global(x))?;
             }
         }
-        words.into_iter().try_for_each(put)
+        Ok(())
     }
 }
 
 /// Writes the graph of the first `tools` rows of `vectors` to `path`, built from scratch.
 pub(crate) fn write(path: &Path, vectors: &Vectors, tools: usize) -> Result<(), IndexError> {
-    let scale = 1.0 / (MAX_CONNECTIONS as f64).ln();
-    let levels: Vec<usize> = (0..tools as u32).map(|o| random_level(o, scale)).collect();
-    let mut lists = Lists::empty(vectors, &levels);
-    // The entry is the first point of the highest level, inserted first; no point is above it.
-    if let Some(entry) = (0..tools).max_by_key(|&o| (levels[o], usize::MAX - o)) {
-        lists.entry = entry as u32;
-        let rest: Vec<u32> = (0..tools as u32).filter(|&o| o != lists.entry).collect();
-        lists.insert_all(&rest);
-    }
-    lists.write(path)
+    let levels: Vec<usize> = (0..tools as u32).map(level_of).collect();
+    Lists::build(vectors, &levels, EF_CONSTRUCTION).write(path)
 }
 
 /// Writes the graph of the first `previous.len()` rows of `vectors` (the tools) to `path` by
@@ -253,6 +292,11 @@ pub(crate) fn write_updated(
     lists.insert_all(&fresh);
     lists.write(path)?;
     Ok(true)
+}
+
+/// Tool `ord`'s level in a graph built from scratch.
+pub(crate) fn level_of(ord: u32) -> usize {
+    random_level(ord, 1.0 / (MAX_CONNECTIONS as f64).ln())
 }
 
 /// A point's level, drawn from HNSW's geometric distribution by a hash of its ordinal (so a

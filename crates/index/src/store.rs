@@ -7,6 +7,9 @@
 //! every tool (bincode), the categories and groups, and the byte range of each tool's full
 //! JSON record in `tools.json`, which the reader memory-maps and parses one record at a time.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -53,28 +56,38 @@ struct LeanToolRef<'a> {
     version: Option<&'a str>,
 }
 
-/// Every tool's lean fields, serialised as a sequence without first copying them.
-struct LeanTools<'a>(&'a [Tool]);
+/// Every tool's lean fields, serialised as a sequence as `tools` yields them (from memory, or
+/// read back from the records file one at a time), without a copy of the table.
+struct LeanTools<'a, I>(RefCell<I>, usize, PhantomData<&'a Tool>);
 
-impl Serialize for LeanTools<'_> {
+impl<'a, I: Iterator<Item = Result<Cow<'a, Tool>, IndexError>>> Serialize for LeanTools<'a, I> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|t| LeanToolRef {
-            id: &t.id,
-            name: &t.name,
-            paths: &t.paths,
-            summary: &t.summary,
-            tags: &t.tags,
-            requires: &t.requires,
-            group: t.group.as_deref(),
-            version: t.version.as_deref(),
-        }))
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.1))?;
+        let mut tools = self.0.borrow_mut();
+        for _ in 0..self.1 {
+            let t = tools.next().ok_or_else(|| S::Error::custom("fewer tools than counted"))?;
+            let t = t.map_err(S::Error::custom)?;
+            seq.serialize_element(&LeanToolRef {
+                id: &t.id,
+                name: &t.name,
+                paths: &t.paths,
+                summary: &t.summary,
+                tags: &t.tags,
+                requires: &t.requires,
+                group: t.group.as_deref(),
+                version: t.version.as_deref(),
+            })?;
+        }
+        seq.end()
     }
 }
 
 /// `catalog.bin` as written: serialised exactly as a [`CatalogFile`].
 #[derive(Serialize)]
-struct CatalogFileRef<'a> {
-    tools: LeanTools<'a>,
+#[serde(bound = "")]
+struct CatalogFileRef<'a, I: Iterator<Item = Result<Cow<'a, Tool>, IndexError>>> {
+    tools: LeanTools<'a, I>,
     offsets: &'a [u64],
     nodes: String,
     groups: String,
@@ -83,30 +96,72 @@ struct CatalogFileRef<'a> {
 /// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`, streaming both (a build holds
 /// no copy of the catalogue).
 pub(crate) fn write(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
-    use std::io::Write;
-    let records_path = dir.join(RECORDS_FILE);
-    let json_err = |path: &Path, e: serde_json::Error| IndexError::Io(path.to_path_buf(), e.into());
-    let mut records = std::io::BufWriter::new(std::fs::File::create(&records_path).map_err(io(&records_path))?);
-    let mut offsets = Vec::with_capacity(catalog.tools.len() + 1);
-    offsets.push(0u64);
-    let mut counted = Counted { inner: &mut records, bytes: 0 };
+    let mut records = Records::create(dir)?;
     for tool in &catalog.tools {
-        serde_json::to_writer(&mut counted, tool).map_err(|e| json_err(&records_path, e))?;
-        counted.write_all(b"\n").map_err(io(&records_path))?;
-        offsets.push(counted.bytes);
+        records.add(tool)?;
     }
-    records.flush().map_err(io(&records_path))?;
+    let offsets = records.finish()?;
+    let tools = catalog.tools.iter().map(|t| Ok(Cow::Borrowed(t)));
+    write_table(dir, tools, &offsets, &catalog.nodes, &catalog.groups)
+}
+
+/// Writes `catalog.bin`: the lean fields of the `offsets.len() - 1` tools `tools` yields, the
+/// records' `offsets`, the nodes and the groups.
+pub(crate) fn write_table<'a>(
+    dir: &Path,
+    tools: impl Iterator<Item = Result<Cow<'a, Tool>, IndexError>>,
+    offsets: &'a [u64],
+    nodes: &[Node],
+    groups: &[Group],
+) -> Result<(), IndexError> {
+    use std::io::Write;
     let path = dir.join(CATALOG_FILE);
+    let json_err = |e: serde_json::Error| IndexError::Io(path.clone(), e.into());
     let file = CatalogFileRef {
-        tools: LeanTools(&catalog.tools),
-        offsets: &offsets,
-        nodes: serde_json::to_string(&catalog.nodes).map_err(|e| json_err(&path, e))?,
-        groups: serde_json::to_string(&catalog.groups).map_err(|e| json_err(&path, e))?,
+        tools: LeanTools(RefCell::new(tools), offsets.len().saturating_sub(1), PhantomData),
+        offsets,
+        nodes: serde_json::to_string(nodes).map_err(json_err)?,
+        groups: serde_json::to_string(groups).map_err(json_err)?,
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
     bincode::serde::encode_into_std_write(&file, &mut out, bincode::config::standard())
         .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
     out.flush().map_err(io(&path))
+}
+
+/// `tools.json` being written a tool at a time: each tool's full record, one JSON object a
+/// line, and where each starts.
+pub(crate) struct Records {
+    out: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    offsets: Vec<u64>,
+}
+
+impl Records {
+    /// Creates `tools.json` in `dir`.
+    pub(crate) fn create(dir: &Path) -> Result<Records, IndexError> {
+        let path = dir.join(RECORDS_FILE);
+        let out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
+        Ok(Records { out, path, offsets: vec![0] })
+    }
+
+    /// Appends `tool`'s record.
+    pub(crate) fn add(&mut self, tool: &Tool) -> Result<(), IndexError> {
+        use std::io::Write;
+        let mut counted = Counted { inner: &mut self.out, bytes: 0 };
+        serde_json::to_writer(&mut counted, tool).map_err(|e| IndexError::Io(self.path.clone(), e.into()))?;
+        counted.write_all(b"\n").map_err(io(&self.path))?;
+        let end = self.offsets.last().copied().unwrap_or(0) + counted.bytes;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    /// Flushes the file; returns the `tools + 1` offsets of the records.
+    pub(crate) fn finish(mut self) -> Result<Vec<u64>, IndexError> {
+        use std::io::Write;
+        self.out.flush().map_err(io(&self.path))?;
+        Ok(self.offsets)
+    }
 }
 
 /// A writer that counts the bytes through it.

@@ -73,11 +73,20 @@ pub(crate) fn write(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
     Ok(())
 }
 
-/// The memory-mapped vectors of an index.
+/// The vectors of an index: memory-mapped, or (for one part of a graph being built in parts)
+/// a few rows read into memory.
 pub(crate) struct Vectors {
-    map: Option<memmap2::Mmap>,
+    rows_of: Rows,
     rows: usize,
     dim: usize,
+}
+
+/// Where the rows are.
+enum Rows {
+    /// None: an empty file cannot be mapped.
+    Empty,
+    Mapped(memmap2::Mmap),
+    Owned(Vec<f16>),
 }
 
 impl Vectors {
@@ -91,18 +100,45 @@ impl Vectors {
         }
         // An empty file cannot be mapped; there is nothing to read either.
         // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
-        let map = if len == 0 { None } else { Some(unsafe { memmap2::Mmap::map(&file) }.map_err(io(path))?) };
-        Ok(Vectors { map, rows, dim })
+        let rows_of =
+            if len == 0 { Rows::Empty } else { Rows::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io(path))?) };
+        Ok(Vectors { rows_of, rows, dim })
+    }
+
+    /// Reads rows `ords` of the `dim`-column vector file at `path` into memory, as rows
+    /// `0..ords.len()` (a graph part's working set, without mapping the whole file).
+    pub(crate) fn read_rows(path: &Path, dim: usize, ords: &[u32]) -> Result<Vectors, IndexError> {
+        let file = std::fs::File::open(path).map_err(io(path))?;
+        let mut bytes = vec![0u8; ords.len() * dim * 2];
+        for (row, &o) in bytes.chunks_exact_mut(dim * 2).zip(ords) {
+            file.read_exact_at(row, o as u64 * (dim * 2) as u64).map_err(io(path))?;
+        }
+        let all = bytes.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]])).collect();
+        Ok(Vectors { rows_of: Rows::Owned(all), rows: ords.len(), dim })
+    }
+
+    /// Every row, concatenated.
+    fn all(&self) -> &[f16] {
+        match &self.rows_of {
+            Rows::Empty => &[],
+            Rows::Mapped(map) => {
+                // SAFETY: every bit pattern is a valid f16; the map is page-aligned, so there
+                // is no unaligned prefix (checked).
+                let (prefix, all, _) = unsafe { map.align_to::<f16>() };
+                debug_assert!(prefix.is_empty());
+                all
+            }
+            Rows::Owned(all) => all,
+        }
     }
 
     /// Row `i`.
     pub(crate) fn row(&self, i: u32) -> &[f16] {
-        let Some(map) = &self.map else { return &[] };
+        let all = self.all();
+        if all.is_empty() {
+            return &[];
+        }
         assert!((i as usize) < self.rows, "vector row {i} of {}", self.rows);
-        // SAFETY: every bit pattern is a valid f16; the map is page-aligned and rows start at
-        // even offsets, so there is no unaligned prefix (checked).
-        let (prefix, all, _) = unsafe { map.align_to::<f16>() };
-        debug_assert!(prefix.is_empty());
         &all[i as usize * self.dim..(i as usize + 1) * self.dim]
     }
 
@@ -110,18 +146,18 @@ impl Vectors {
     #[inline]
     pub(crate) fn prefetch(&self, i: u32) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(map) = &self.map {
-            let start = i as usize * self.dim * 2;
-            let end = (start + self.dim * 2).min(map.len());
+        {
+            let all = self.all();
+            let (start, end) = (i as usize * self.dim, ((i as usize + 1) * self.dim).min(all.len()));
             let mut at = start;
             while at < end {
-                // SAFETY: a prefetch only hints the cache and `at` is inside the mapping.
+                // SAFETY: a prefetch only hints the cache and `at` is inside the rows.
                 unsafe {
                     std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                        map.as_ptr().add(at) as *const i8
+                        all.as_ptr().add(at) as *const i8
                     )
                 };
-                at += 64;
+                at += 32;
             }
         }
     }
@@ -129,8 +165,13 @@ impl Vectors {
     /// Row `i` in f32.
     pub(crate) fn to_f32(&self, i: u32) -> Vec<f32> {
         let mut out = vec![0f32; self.dim];
-        self.row(i).convert_to_f32_slice(&mut out);
+        self.to_f32_into(i, &mut out);
         out
+    }
+
+    /// Row `i` in f32, into `out` (`dim` long).
+    pub(crate) fn to_f32_into(&self, i: u32, out: &mut [f32]) {
+        self.row(i).convert_to_f32_slice(out);
     }
 
     /// Cosine of row `i` with the unit vector `query`: converted and multiplied in one pass

@@ -17,8 +17,10 @@ use crate::format::{
     META_FILE, VECTORS_FILE,
 };
 use crate::graph::Graph;
+use crate::graph_parts::PART_ROWS;
 use crate::lexical::{DocKind, LexicalWriter};
 use crate::progress::Reporter;
+use crate::source::{Source, Streamed};
 use crate::vectors::{OldVectors, VectorFile, Vectors};
 
 /// Texts embedded between two progress updates.
@@ -74,40 +76,72 @@ pub fn build_index(
     out: &Path,
     options: &BuildOptions,
 ) -> Result<BuildReport, IndexError> {
-    build(Cow::Borrowed(catalog), embedder, out, options)
+    build(Input::Held(Cow::Borrowed(catalog)), embedder, out, options)
 }
 
 /// [`build_index`] that takes the catalogue and drops it once it is written, before the graph
-/// is built: a one-shot build (the CLI) then never holds the catalogue and the graph's working
-/// set at once, which at a million tools is over a gigabyte less.
+/// is built: a one-shot build then never holds the catalogue and the graph's working set at
+/// once.
 pub fn build_index_owned(
     catalog: Catalog,
     embedder: &dyn Embedder,
     out: &Path,
     options: &BuildOptions,
 ) -> Result<BuildReport, IndexError> {
-    build(Cow::Owned(catalog), embedder, out, options)
+    build(Input::Held(Cow::Owned(catalog)), embedder, out, options)
+}
+
+/// [`build_index`] of the JSON Lines catalogue `file`, read a tool at a time: each tool is
+/// validated and written to the index as it is read, and read back from there when needed, so
+/// the build never holds the catalogue (the CLI's build of a JSON Lines file). Same index as
+/// [`load_path`](toolsearch_catalog::load_path) then [`build_index`]; an invalid catalogue
+/// fails with [`IndexError::Catalog`], naming the line, and leaves `out` as it was.
+pub fn build_index_jsonl(
+    file: &Path,
+    embedder: &dyn Embedder,
+    out: &Path,
+    options: &BuildOptions,
+) -> Result<BuildReport, IndexError> {
+    build(Input::Jsonl(file), embedder, out, options)
+}
+
+/// Where a build's catalogue comes from.
+enum Input<'a> {
+    Held(Cow<'a, Catalog>),
+    Jsonl(&'a Path),
 }
 
 fn build(
-    held: Cow<'_, Catalog>,
+    input: Input<'_>,
     embedder: &dyn Embedder,
     out: &Path,
     options: &BuildOptions,
 ) -> Result<BuildReport, IndexError> {
     let start = Instant::now();
-    let catalog: &Catalog = &held;
     let target = resolve_target(out)?;
     check_target(&target, out)?;
     // Created first: an unwritable destination is reported before any embedding.
     let staging = Staging::new(&target, out)?;
+    let dir = staging.path();
+    let source = match input {
+        Input::Held(catalog) => Source::Held(catalog),
+        Input::Jsonl(file) => {
+            // A one-shot build reads its catalogue without the model, which embedding loads again.
+            if options.release_model {
+                embedder.release();
+            }
+            Source::Streamed(Streamed::write(file, dir)?)
+        }
+    };
     // Texts are made again when embedded rather than held: only their hashes and lengths stay.
-    let (hashes, lengths): (Vec<u128>, Vec<u32>) = (0..documents(catalog))
-        .map(|i| {
-            let text = dense_text(catalog, i);
-            (text_hash(&text), text.len() as u32)
-        })
-        .unzip();
+    let mut hashes: Vec<u128> = Vec::with_capacity(source.tool_count() + source.nodes().len());
+    let mut lengths: Vec<u32> = Vec::with_capacity(hashes.capacity());
+    let texts = source.tools()?.map(|t| t.map(|t| tool_dense_text(&t)));
+    for text in texts.chain(source.nodes().iter().map(|n| Ok(node_dense_text(n)))) {
+        let text = text?;
+        hashes.push(text_hash(&text));
+        lengths.push(text.len() as u32);
+    }
 
     // A calibration fitted to the index being replaced stays with it.
     // So does a query adapter learned for the same model (it maps that model's query vectors).
@@ -121,7 +155,6 @@ fn build(
         Some(p) => hashes.iter().map(|h| p.rows.get(h).copied()).collect(),
         None => vec![None; hashes.len()],
     };
-    let dir = staging.path();
     // Vectors go straight to their file, reused rows as they are; the graph then reads them
     // from there, so no copy of the vectors is ever held in memory.
     let vectors_path = dir.join(VECTORS_FILE);
@@ -137,40 +170,31 @@ fn build(
     let old_graph = previous.as_mut().and_then(|p| p.graph.take().map(|g| (p.tools, g)));
     drop(previous);
     let embed_start = Instant::now();
-    embed_missing(embedder, catalog, &lengths, &missing, &file, &options.progress)?;
+    embed_missing(embedder, &source, &lengths, &missing, &file, &options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
     if options.release_model {
         embedder.release();
     }
     drop(file);
 
-    crate::store::write(dir, catalog)?;
+    source.write_store(dir)?;
     write_hashes(&dir.join(HASHES_FILE), &hashes)?;
     let lexical_start = Instant::now();
-    write_lexical(&dir.join(LEXICAL_DIR), catalog)?;
+    write_lexical(&dir.join(LEXICAL_DIR), &source)?;
     let lexical_seconds = lexical_start.elapsed().as_secs_f64();
     // Everything else the build needs of the catalogue, before an owned one is dropped.
-    let (tools, nodes, catalog_hash) = (catalog.tools.len(), catalog.nodes.len(), catalog.content_hash());
-    drop(held);
+    let (tools, nodes, catalog_hash) = (source.tool_count(), source.nodes().len(), source.content_hash()?);
+    drop(source);
     let graph_start = Instant::now();
-    let vectors = Vectors::open(&vectors_path, hashes.len(), embedder.dimension())?;
-    let updated = match &old_graph {
-        Some((old_tools, graph)) => {
-            // A tool keeps its old graph node when its vector is an old tool's, once.
-            let mut claimed = vec![false; *old_tools];
-            let old: Vec<Option<u32>> = rows[..tools]
-                .iter()
-                .map(|r| r.filter(|&r| (r as usize) < *old_tools && !std::mem::replace(&mut claimed[r as usize], true)))
-                .collect();
-            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, &vectors)?
-        }
-        None => false,
+    let updated = if tools > PART_ROWS {
+        // Past one part's rows, the graph is built in parts whatever changed: updating it in
+        // place would hold every row and list at once.
+        drop(old_graph);
+        crate::graph_parts::write(&dir.join(GRAPH_FILE), &vectors_path, embedder.dimension(), tools, PART_ROWS)?;
+        false
+    } else {
+        graph_whole(dir, &vectors_path, hashes.len(), embedder.dimension(), tools, &rows, old_graph)?
     };
-    drop(old_graph);
-    if !updated {
-        crate::graph_build::write(&dir.join(GRAPH_FILE), &vectors, tools)?;
-    }
-    drop(vectors);
     let graph_seconds = graph_start.elapsed().as_secs_f64();
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
@@ -203,6 +227,39 @@ fn build(
         lexical_seconds,
         total_seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Writes the graph of the first `tools` rows of the vector file over the memory-mapped file:
+/// by updating `old_graph` (the previous index's tool count and graph) when few tools changed,
+/// else from scratch. `rows` is each document's row in the previous index, if reused. Returns
+/// whether the graph was updated.
+fn graph_whole(
+    dir: &Path,
+    vectors_path: &Path,
+    documents: usize,
+    dim: usize,
+    tools: usize,
+    rows: &[Option<u32>],
+    old_graph: Option<(usize, Graph)>,
+) -> Result<bool, IndexError> {
+    let vectors = Vectors::open(vectors_path, documents, dim)?;
+    let updated = match &old_graph {
+        Some((old_tools, graph)) => {
+            // A tool keeps its old graph node when its vector is an old tool's, once.
+            let mut claimed = vec![false; *old_tools];
+            let old: Vec<Option<u32>> = rows[..tools]
+                .iter()
+                .map(|r| r.filter(|&r| (r as usize) < *old_tools && !std::mem::replace(&mut claimed[r as usize], true)))
+                .collect();
+            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, &vectors)?
+        }
+        None => false,
+    };
+    drop(old_graph);
+    if !updated {
+        crate::graph_build::write(&dir.join(GRAPH_FILE), &vectors, tools)?;
+    }
+    Ok(updated)
 }
 
 /// Where the index goes: `out` itself, or, when `out` is a symlink, the directory it points
@@ -302,22 +359,18 @@ impl Previous {
     }
 }
 
-/// Tool documents, then node documents.
-fn documents(catalog: &Catalog) -> usize {
-    catalog.tools.len() + catalog.nodes.len()
-}
-
 /// The embedded text of document `i` (tools first, then nodes).
-fn dense_text(catalog: &Catalog, i: usize) -> String {
-    match catalog.tools.get(i) {
-        Some(tool) => tool_dense_text(tool),
-        None => node_dense_text(&catalog.nodes[i - catalog.tools.len()]),
-    }
+fn dense_text(source: &Source<'_>, i: usize) -> Result<String, IndexError> {
+    let tools = source.tool_count();
+    Ok(match i.checked_sub(tools) {
+        None => tool_dense_text(source.tool(i)?.as_ref()),
+        Some(n) => node_dense_text(&source.nodes()[n]),
+    })
 }
 
 fn embed_missing(
     embedder: &dyn Embedder,
-    catalog: &Catalog,
+    source: &Source<'_>,
     lengths: &[u32],
     missing: &[usize],
     file: &VectorFile,
@@ -327,14 +380,14 @@ fn embed_missing(
         return Ok(());
     }
     progress.start("embedding documents", missing.len() as u64);
-    let result = embed_in_chunks(embedder, catalog, lengths, missing, file, progress);
+    let result = embed_in_chunks(embedder, source, lengths, missing, file, progress);
     progress.finish();
     result
 }
 
 fn embed_in_chunks(
     embedder: &dyn Embedder,
-    catalog: &Catalog,
+    source: &Source<'_>,
     lengths: &[u32],
     missing: &[usize],
     file: &VectorFile,
@@ -345,7 +398,7 @@ fn embed_in_chunks(
     let mut order = missing.to_vec();
     order.sort_by_key(|&i| lengths[i]);
     for chunk in order.chunks(EMBED_CHUNK) {
-        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(catalog, i)).collect();
+        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(source, i)).collect::<Result<_, _>>()?;
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
         for (&i, v) in chunk.iter().zip(embedder.embed(&batch)?) {
             file.put(i, &v)?;
@@ -355,9 +408,10 @@ fn embed_in_chunks(
     Ok(())
 }
 
-fn write_lexical(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
+fn write_lexical(dir: &Path, source: &Source<'_>) -> Result<(), IndexError> {
     let mut w = LexicalWriter::create(dir)?;
-    for (ord, tool) in catalog.tools.iter().enumerate() {
+    for (ord, tool) in source.tools()?.enumerate() {
+        let tool = tool?;
         let mut scopes: Vec<String> = Vec::new();
         for p in &tool.paths {
             for d in 0..=p.len() {
@@ -367,9 +421,9 @@ fn write_lexical(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
                 }
             }
         }
-        w.add(DocKind::Tool, ord as u32, &tool_lexical(tool), &scopes)?;
+        w.add(DocKind::Tool, ord as u32, &tool_lexical(&tool), &scopes)?;
     }
-    for (ord, node) in catalog.nodes.iter().enumerate() {
+    for (ord, node) in source.nodes().iter().enumerate() {
         let scopes: Vec<String> = (0..=node.path.len()).map(|d| display_path(&node.path[..d])).collect();
         w.add(DocKind::Node, ord as u32, &node_lexical(node), &scopes)?;
     }
