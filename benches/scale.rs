@@ -173,6 +173,9 @@ const BUILD_CHILD: &str = "--build-child";
 /// Builds the index of the JSON Lines catalogue `cat` into `dir` as the CLI does (streamed, never
 /// held whole), and prints the report as `built EMBEDDED EMBED_S GRAPH_S LEXICAL_S`.
 fn build_child(cat: &Path, dir: &Path) {
+    if std::env::var_os(SAMPLE_RSS).is_some() {
+        std::thread::spawn(sample_memory);
+    }
     let variants = VariantEmbedder { inner: embedder(), base: Mutex::new(HashMap::new()) };
     let options = BuildOptions {
         reuse_from: Some(PathBuf::from("/nonexistent")),
@@ -182,6 +185,31 @@ fn build_child(cat: &Path, dir: &Path) {
     let report = toolsearch::build_index_jsonl(cat, &variants, dir, &options).unwrap();
     memory("built");
     println!("built {} {} {} {}", report.embedded, report.embed_seconds, report.graph_seconds, report.lexical_seconds);
+}
+
+/// With this variable set, the build child prints its memory four times a second to stderr.
+const SAMPLE_RSS: &str = "SCALE_SAMPLE_RSS";
+
+/// Prints, every 250 ms, `sample UNIX_SECONDS VmRSS: N kB inuse MB mmapped MB arena MB free MB`:
+/// the RSS and glibc's own account of it (bytes in use, in chunks of their own mapping, in
+/// its arenas, and free there), which is how the build's phases were told apart
+/// (docs/benchmarks.md, "Build memory at 1M").
+fn sample_memory() {
+    loop {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let rss = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("").to_owned();
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let m = unsafe { libc::mallinfo2() };
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        eprintln!(
+            "sample {now:.1} {rss} inuse {} mmapped {} arena {} free {}",
+            m.uordblks >> 20,
+            m.hblkhd >> 20,
+            m.arena >> 20,
+            m.fordblks >> 20
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }
 
 /// Prints the process's RSS and its peak so far, in MB, at a point of the build.

@@ -141,6 +141,10 @@ fn build_parts(scratch: &Path, vectors: &Path, dim: usize, tools: usize, parts: 
             used[o as usize] += 1;
             file.write_all_at(&bytes, at as u64).map_err(io(scratch))?;
         }
+        // The next part's rows and lists go where this part's were.
+        drop(lists);
+        drop(rows);
+        crate::release::give_back();
     }
     Ok(())
 }

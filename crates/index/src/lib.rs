@@ -36,6 +36,7 @@ mod graph_parts;
 mod lexical;
 mod progress;
 mod reader;
+mod release;
 mod source;
 mod store;
 mod vectors;

@@ -109,11 +109,14 @@ impl Vectors {
     /// `0..ords.len()` (a graph part's working set, without mapping the whole file).
     pub(crate) fn read_rows(path: &Path, dim: usize, ords: &[u32]) -> Result<Vectors, IndexError> {
         let file = std::fs::File::open(path).map_err(io(path))?;
-        let mut bytes = vec![0u8; ords.len() * dim * 2];
-        for (row, &o) in bytes.chunks_exact_mut(dim * 2).zip(ords) {
-            file.read_exact_at(row, o as u64 * (dim * 2) as u64).map_err(io(path))?;
+        // Converted a row at a time: the rows are never held twice (bytes and values), which
+        // for a part of a large graph would double its memory.
+        let mut all = vec![f16::ZERO; ords.len() * dim];
+        let mut bytes = vec![0u8; dim * 2];
+        for (row, &o) in all.chunks_exact_mut(dim.max(1)).zip(ords) {
+            file.read_exact_at(&mut bytes, o as u64 * (dim * 2) as u64).map_err(io(path))?;
+            row.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(x, b)| *x = f16::from_le_bytes([b[0], b[1]]));
         }
-        let all = bytes.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]])).collect();
         Ok(Vectors { rows_of: Rows::Owned(all), rows: ords.len(), dim })
     }
 

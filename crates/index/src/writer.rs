@@ -130,7 +130,9 @@ fn build(
             if options.release_model {
                 embedder.release();
             }
-            Source::Streamed(Streamed::write(file, dir)?)
+            let streamed = Streamed::write(file, dir)?;
+            crate::release::give_back();
+            Source::Streamed(streamed)
         }
     };
     // Texts are made again when embedded rather than held: only their hashes and lengths stay.
@@ -142,6 +144,7 @@ fn build(
         hashes.push(text_hash(&text));
         lengths.push(text.len() as u32);
     }
+    crate::release::give_back();
 
     // A calibration fitted to the index being replaced stays with it.
     // So does a query adapter learned for the same model (it maps that model's query vectors).
@@ -158,33 +161,40 @@ fn build(
     // Vectors go straight to their file, reused rows as they are; the graph then reads them
     // from there, so no copy of the vectors is ever held in memory.
     let vectors_path = dir.join(VECTORS_FILE);
-    let file = VectorFile::create(&vectors_path, hashes.len(), embedder.dimension())?;
-    let mut missing: Vec<usize> = Vec::new();
+    let documents = hashes.len();
+    let file = VectorFile::create(&vectors_path, documents, embedder.dimension())?;
+    let mut missing: Vec<u32> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         match (row, &previous) {
             (Some(r), Some(p)) => file.copy_row(i, &p.vectors, *r)?,
-            _ => missing.push(i),
+            _ => missing.push(i as u32),
         }
     }
+    // The hashes are written now rather than carried through embedding.
+    write_hashes(&dir.join(HASHES_FILE), &hashes)?;
+    drop(hashes);
     // Done with the old vectors and their hashes.
     let old_graph = previous.as_mut().and_then(|p| p.graph.take().map(|g| (p.tools, g)));
     drop(previous);
     let embed_start = Instant::now();
-    embed_missing(embedder, &source, &lengths, &missing, &file, &options.progress)?;
+    let embedded = missing.len();
+    embed_missing(embedder, &source, &lengths, missing, &file, &options.progress)?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
     if options.release_model {
         embedder.release();
     }
     drop(file);
+    crate::release::give_back();
 
     source.write_store(dir)?;
-    write_hashes(&dir.join(HASHES_FILE), &hashes)?;
     let lexical_start = Instant::now();
     write_lexical(&dir.join(LEXICAL_DIR), &source)?;
     let lexical_seconds = lexical_start.elapsed().as_secs_f64();
+    crate::release::give_back();
     // Everything else the build needs of the catalogue, before an owned one is dropped.
     let (tools, nodes, catalog_hash) = (source.tool_count(), source.nodes().len(), source.content_hash()?);
     drop(source);
+    crate::release::give_back();
     let graph_start = Instant::now();
     let updated = if tools > PART_ROWS {
         // Past one part's rows, the graph is built in parts whatever changed: updating it in
@@ -193,7 +203,7 @@ fn build(
         crate::graph_parts::write(&dir.join(GRAPH_FILE), &vectors_path, embedder.dimension(), tools, PART_ROWS)?;
         false
     } else {
-        graph_whole(dir, &vectors_path, hashes.len(), embedder.dimension(), tools, &rows, old_graph)?
+        graph_whole(dir, &vectors_path, documents, embedder.dimension(), tools, &rows, old_graph)?
     };
     let graph_seconds = graph_start.elapsed().as_secs_f64();
     let mut files = Vec::new();
@@ -219,8 +229,8 @@ fn build(
     Ok(BuildReport {
         tools,
         nodes,
-        embedded: missing.len(),
-        reused: hashes.len() - missing.len(),
+        embedded,
+        reused: documents - embedded,
         graph_updated: updated,
         embed_seconds,
         graph_seconds,
@@ -372,7 +382,7 @@ fn embed_missing(
     embedder: &dyn Embedder,
     source: &Source<'_>,
     lengths: &[u32],
-    missing: &[usize],
+    missing: Vec<u32>,
     file: &VectorFile,
     progress: &Reporter,
 ) -> Result<(), IndexError> {
@@ -389,19 +399,18 @@ fn embed_in_chunks(
     embedder: &dyn Embedder,
     source: &Source<'_>,
     lengths: &[u32],
-    missing: &[usize],
+    mut order: Vec<u32>,
     file: &VectorFile,
     progress: &Reporter,
 ) -> Result<(), IndexError> {
     // Chunks of similar length, so the embedder's token-budgeted batches pad little; chunking
     // also paces progress and bounds the texts held at once.
-    let mut order = missing.to_vec();
-    order.sort_by_key(|&i| lengths[i]);
+    order.sort_by_key(|&i| lengths[i as usize]);
     for chunk in order.chunks(EMBED_CHUNK) {
-        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(source, i)).collect::<Result<_, _>>()?;
+        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(source, i as usize)).collect::<Result<_, _>>()?;
         let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
         for (&i, v) in chunk.iter().zip(embedder.embed(&batch)?) {
-            file.put(i, &v)?;
+            file.put(i as usize, &v)?;
         }
         progress.advance(chunk.len() as u64);
     }
