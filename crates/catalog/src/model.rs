@@ -39,9 +39,11 @@ pub struct Node {
     /// Guidance shown to a model only when this node is unfolded as a facade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_notes: Option<String>,
-    /// Facade settings for the disclosure runtime, checked at load.
+    /// Facade settings for the disclosure runtime, checked at load. Boxed: few nodes have
+    /// them, and a catalogue may hold hundreds of thousands of nodes (72 of a node's 200
+    /// bytes when inline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub facade: Option<FacadeSettings>,
+    pub facade: Option<Box<FacadeSettings>>,
     /// True when the node was created because a tool or node path needed it.
     #[serde(default)]
     pub implicit: bool,

@@ -226,9 +226,11 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
         usage_notes: optional_text(file, origin, "usage_notes", rn.usage_notes, MAX_TEXT_BYTES)?,
         facade: match &rn.facade {
             None => None,
-            Some(raw) => FacadeSettings::parse(&path_of_node, &summary_of_node, raw).map_err(|(field, message)| {
-                origin.error(file, "facade", format!("facade {}: {field}: {message}", display_path(&path_of_node)))
-            })?,
+            Some(raw) => FacadeSettings::parse(&path_of_node, &summary_of_node, raw)
+                .map_err(|(field, message)| {
+                    origin.error(file, "facade", format!("facade {}: {field}: {message}", display_path(&path_of_node)))
+                })?
+                .map(Box::new),
         },
         implicit: false,
     })

@@ -12,6 +12,7 @@
 
 mod error;
 mod files;
+pub mod memory;
 mod onnx;
 mod runtime;
 

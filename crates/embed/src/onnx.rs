@@ -165,6 +165,8 @@ fn open_session(
     }
     let session =
         TextEmbedding::try_new_from_user_defined(model, init).map_err(|e| EmbedError::Runtime(e.to_string()))?;
+    // The weights' file, its parse and the copies made on the way are freed by now.
+    crate::memory::give_back();
     Ok((session, sha256))
 }
 

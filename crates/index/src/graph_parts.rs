@@ -144,7 +144,7 @@ fn build_parts(scratch: &Path, vectors: &Path, dim: usize, tools: usize, parts: 
         // The next part's rows and lists go where this part's were.
         drop(lists);
         drop(rows);
-        crate::release::give_back();
+        toolsearch_embed::memory::give_back();
     }
     Ok(())
 }

@@ -36,7 +36,6 @@ mod graph_parts;
 mod lexical;
 mod progress;
 mod reader;
-mod release;
 mod source;
 mod store;
 mod vectors;

@@ -83,7 +83,7 @@ fn compacted(file: &Path, rest: Catalog) -> Result<Catalog, IndexError> {
     let invalid = |e: serde_json::Error| IndexError::Io(file.to_path_buf(), e.into());
     let bytes = serde_json::to_vec(&rest).map_err(invalid)?;
     drop(rest);
-    crate::release::give_back();
+    toolsearch_embed::memory::give_back();
     serde_json::from_slice(&bytes).map_err(invalid)
 }
 

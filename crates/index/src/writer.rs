@@ -131,7 +131,7 @@ fn build(
                 embedder.release();
             }
             let streamed = Streamed::write(file, dir)?;
-            crate::release::give_back();
+            toolsearch_embed::memory::give_back();
             Source::Streamed(streamed)
         }
     };
@@ -144,7 +144,7 @@ fn build(
         hashes.push(text_hash(&text));
         lengths.push(text.len() as u32);
     }
-    crate::release::give_back();
+    toolsearch_embed::memory::give_back();
 
     // A calibration fitted to the index being replaced stays with it.
     // So does a query adapter learned for the same model (it maps that model's query vectors).
@@ -154,9 +154,11 @@ fn build(
         .and_then(|m| m.adapter.filter(|_| m.model_sha256 == embedder.model_sha256()))
         .filter(|a| a.fits(embedder.dimension()));
     let mut previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
+    // Each document's row in the previous index; empty when there is none (a first build
+    // holds no per-document vector of `None`s: 10 MB at a million documents).
     let rows: Vec<Option<u32>> = match &previous {
         Some(p) => hashes.iter().map(|h| p.rows.get(h).copied()).collect(),
-        None => vec![None; hashes.len()],
+        None => Vec::new(),
     };
     // Vectors go straight to their file, reused rows as they are; the graph then reads them
     // from there, so no copy of the vectors is ever held in memory.
@@ -164,9 +166,9 @@ fn build(
     let documents = hashes.len();
     let file = VectorFile::create(&vectors_path, documents, embedder.dimension())?;
     let mut missing: Vec<u32> = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        match (row, &previous) {
-            (Some(r), Some(p)) => file.copy_row(i, &p.vectors, *r)?,
+    for i in 0..documents {
+        match (rows.get(i).copied().flatten(), &previous) {
+            (Some(r), Some(p)) => file.copy_row(i, &p.vectors, r)?,
             _ => missing.push(i as u32),
         }
     }
@@ -184,22 +186,22 @@ fn build(
         embedder.release();
     }
     drop(file);
-    crate::release::give_back();
+    toolsearch_embed::memory::give_back();
 
     source.write_store(dir)?;
     let lexical_start = Instant::now();
     write_lexical(&dir.join(LEXICAL_DIR), &source)?;
     let lexical_seconds = lexical_start.elapsed().as_secs_f64();
-    crate::release::give_back();
+    toolsearch_embed::memory::give_back();
     // Everything else the build needs of the catalogue, before an owned one is dropped.
     let (tools, nodes, catalog_hash) = (source.tool_count(), source.nodes().len(), source.content_hash()?);
     drop(source);
-    crate::release::give_back();
+    toolsearch_embed::memory::give_back();
     let graph_start = Instant::now();
     let updated = if tools > PART_ROWS {
         // Past one part's rows, the graph is built in parts whatever changed: updating it in
         // place would hold every row and list at once.
-        drop(old_graph);
+        drop((old_graph, rows));
         crate::graph_parts::write(&dir.join(GRAPH_FILE), &vectors_path, embedder.dimension(), tools, PART_ROWS)?;
         false
     } else {
@@ -241,7 +243,8 @@ fn build(
 
 /// Writes the graph of the first `tools` rows of the vector file over the memory-mapped file:
 /// by updating `old_graph` (the previous index's tool count and graph) when few tools changed,
-/// else from scratch. `rows` is each document's row in the previous index, if reused. Returns
+/// else from scratch. `rows` is each document's row in the previous index, if reused (empty
+/// when there is no previous index, and so no `old_graph`). Returns
 /// whether the graph was updated.
 fn graph_whole(
     dir: &Path,
