@@ -57,3 +57,21 @@ fn calibration_is_fitted_stored_in_the_index_and_used_on_open() {
     // The index still verifies after the metadata was rewritten.
     toolsearch::IndexReader::open(&dir).unwrap();
 }
+
+#[test]
+fn bm25_beside_the_embedding_ranks_exactly_as_one_after_the_other() {
+    // A fresh engine embeds every query with BM25 running on a thread beside the model; one
+    // whose query vectors are already cached runs BM25 after the (free) embedding. The rankings
+    // must be the same, scores and all, with lexical evidence in them.
+    let dir = common::build(&common::sample_catalog(), "beside");
+    let beside = common::open(&dir);
+    let after = common::open(&dir);
+    for q in queries() {
+        after.embed_query(&q.text).unwrap();
+        let (a, ta) = beside.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
+        let (b, tb) = after.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
+        assert!(ta.embed > 0.0 && ta.lexical > 0.0 && tb.lexical > 0.0, "{ta:?} {tb:?}");
+        assert!(!a.is_empty(), "{}", q.text);
+        assert_eq!(a, b, "{}", q.text);
+    }
+}

@@ -125,8 +125,30 @@ impl Ranker {
             return Ok((None, Vec::new(), Vec::new()));
         }
         let depth = depth.max(self.options().candidates);
+        let lexical_search = || {
+            let s = Instant::now();
+            let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth);
+            (l, s.elapsed().as_secs_f64())
+        };
+        // A hybrid ranking whose query must be embedded runs BM25 beside the model: neither
+        // needs the other's result, and the model is the slower of the two, so BM25's time
+        // mostly disappears from the total (docs/benchmarks.md, "BM25 beside the embedding").
+        let mut early = None;
         let qv = match retrieval {
             Retrieval::Lexical => None,
+            Retrieval::Hybrid if !self.is_query_cached(query) => {
+                let (v, (l, seconds), embed) = std::thread::scope(|scope| {
+                    let lexical = scope.spawn(lexical_search);
+                    let s = Instant::now();
+                    let v = self.tool_query(query);
+                    let embed = s.elapsed().as_secs_f64();
+                    (v, lexical.join().unwrap_or_else(|_| (Err(lexical_panicked()), 0.0)), embed)
+                });
+                t.embed = embed;
+                t.lexical = seconds;
+                early = Some(l?);
+                Some(v?)
+            }
             _ => {
                 let s = Instant::now();
                 let v = self.tool_query(query)?;
@@ -143,16 +165,23 @@ impl Ranker {
             }
             None => Vec::new(),
         };
-        let lexical = match retrieval {
-            Retrieval::Dense => Vec::new(),
+        let lexical = match (retrieval, early) {
+            (Retrieval::Dense, _) => Vec::new(),
+            (_, Some(l)) => l,
             _ => {
-                let s = Instant::now();
-                let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth)?;
-                t.lexical = s.elapsed().as_secs_f64();
-                l
+                let (l, seconds) = lexical_search();
+                t.lexical = seconds;
+                l?
             }
         };
         Ok((qv, dense, lexical))
+    }
+
+    /// Whether `query`'s vector is in the query cache (then embedding it costs nothing, and
+    /// BM25 is not worth a thread of its own).
+    fn is_query_cached(&self, query: &str) -> bool {
+        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        self.vectors.get(&text).is_some()
     }
 
     /// The hybrid candidates of `query` in `scope` with all their evidence, before fusion
@@ -284,6 +313,12 @@ impl Ranker {
         self.vectors.put(text, v.clone());
         Ok(v)
     }
+}
+
+/// The error of a BM25 search whose thread panicked (a bug; reported, never propagated as a
+/// panic).
+fn lexical_panicked() -> ProtocolError {
+    ProtocolError::new(ErrorCode::Internal, "the lexical search failed unexpectedly")
 }
 
 /// A key identifying a caller's scope set (for caching statistics of its view).
