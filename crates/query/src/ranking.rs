@@ -130,31 +130,41 @@ impl Ranker {
             let l = self.lexical(query, DocKind::Tool, &filter.path, allowed.as_ref(), &view, depth);
             (l, s.elapsed().as_secs_f64())
         };
-        // A hybrid ranking whose query must be embedded runs BM25 beside the model: neither
-        // needs the other's result, and the model is the slower of the two, so BM25's time
-        // mostly disappears from the total (docs/benchmarks.md, "BM25 beside the embedding").
-        let mut early = None;
-        let qv = match retrieval {
-            Retrieval::Lexical => None,
-            Retrieval::Hybrid if !self.is_query_cached(query) => {
-                let (v, (l, seconds), embed) = std::thread::scope(|scope| {
-                    let lexical = scope.spawn(lexical_search);
-                    let s = Instant::now();
-                    let v = self.tool_query(query);
-                    let embed = s.elapsed().as_secs_f64();
-                    (v, lexical.join().unwrap_or_else(|_| (Err(lexical_panicked()), 0.0)), embed)
-                });
-                t.embed = embed;
-                t.lexical = seconds;
-                early = Some(l?);
-                Some(v?)
-            }
-            _ => {
+        let embed_timed = |t: &mut StageTimes| {
+            let s = Instant::now();
+            let v = self.tool_query(query);
+            t.embed = s.elapsed().as_secs_f64();
+            v
+        };
+        let (qv, lexical) = match retrieval {
+            Retrieval::Lexical => (None, Some(lexical_search())),
+            Retrieval::Dense => (Some(embed_timed(t)), None),
+            Retrieval::Hybrid => {
                 let s = Instant::now();
-                let v = self.tool_query(query)?;
-                t.embed = s.elapsed().as_secs_f64();
-                Some(v)
+                match self.cached_tool_query(query) {
+                    Some(v) => {
+                        t.embed = s.elapsed().as_secs_f64();
+                        (Some(Ok(v)), Some(lexical_search()))
+                    }
+                    // A query the model must embed has BM25 run beside the model: neither needs
+                    // the other's result, and the model is the slower of the two, so BM25's time
+                    // mostly disappears from the total (docs/benchmarks.md, "BM25 beside the
+                    // embedding").
+                    None => std::thread::scope(|scope| {
+                        let lexical = scope.spawn(lexical_search);
+                        let v = embed_timed(t);
+                        (Some(v), Some(lexical.join().unwrap_or_else(|_| (Err(lexical_panicked()), 0.0))))
+                    }),
+                }
             }
+        };
+        let qv = qv.transpose()?;
+        let lexical = match lexical {
+            Some((l, seconds)) => {
+                t.lexical = seconds;
+                l?
+            }
+            None => Vec::new(),
         };
         let dense = match &qv {
             Some(v) => {
@@ -165,23 +175,7 @@ impl Ranker {
             }
             None => Vec::new(),
         };
-        let lexical = match (retrieval, early) {
-            (Retrieval::Dense, _) => Vec::new(),
-            (_, Some(l)) => l,
-            _ => {
-                let (l, seconds) = lexical_search();
-                t.lexical = seconds;
-                l?
-            }
-        };
         Ok((qv, dense, lexical))
-    }
-
-    /// Whether `query`'s vector is in the query cache (then embedding it costs nothing, and
-    /// BM25 is not worth a thread of its own).
-    fn is_query_cached(&self, query: &str) -> bool {
-        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
-        self.vectors.get(&text).is_some()
     }
 
     /// The hybrid candidates of `query` in `scope` with all their evidence, before fusion
@@ -282,11 +276,21 @@ impl Ranker {
     /// The query vector tool searches use: the embedding, moved by the adapter if one is in
     /// force.
     pub fn tool_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
-        let v = self.embed_query(query)?;
-        Ok(match self.adapter() {
+        Ok(self.adapted(self.embed_query(query)?))
+    }
+
+    /// [`Ranker::tool_query`] if the query vector is in the cache, else nothing (the caller
+    /// then knows the model has to run).
+    fn cached_tool_query(&self, query: &str) -> Option<Vec<f32>> {
+        self.vectors.get(&query_text(query)).map(|v| self.adapted(v))
+    }
+
+    /// A query vector moved by the adapter, if one is in force.
+    fn adapted(&self, v: Vec<f32>) -> Vec<f32> {
+        match self.adapter() {
             Some(a) => a.apply(&v),
             None => v,
-        })
+        }
     }
 
     /// The BM25 hits of `query` over the whole catalogue, at the depth a ranking draws (for
@@ -305,7 +309,7 @@ impl Ranker {
 
     /// The query's unit vector, from the cache when this exact text was embedded recently.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, ProtocolError> {
-        let text: String = query.chars().take(MAX_QUERY_CHARS).collect();
+        let text = query_text(query);
         if let Some(v) = self.vectors.get(&text) {
             return Ok(v);
         }
@@ -313,6 +317,11 @@ impl Ranker {
         self.vectors.put(text, v.clone());
         Ok(v)
     }
+}
+
+/// The text of `query` that is embedded (and cached by): at most [`MAX_QUERY_CHARS`].
+fn query_text(query: &str) -> String {
+    query.chars().take(MAX_QUERY_CHARS).collect()
 }
 
 /// The error of a BM25 search whose thread panicked (a bug; reported, never propagated as a
