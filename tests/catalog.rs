@@ -49,11 +49,16 @@ fn unknown_group_is_reported_with_the_declared_ones() {
 }
 
 #[test]
-fn invalid_json_schema_points_at_the_bad_keyword() {
+fn a_schema_with_a_malformed_keyword_is_indexed_unvalidated_with_its_pointer() {
+    // Real servers ship such schemas and real clients call their tools: the tool is kept, its
+    // calls go to the upstream unchecked, and the warning points at the bad keyword.
     let text = r#"{"tools": [{"id": "x", "name": "x", "args_schema": {"type": "object", "properties": {"n": {"type": "int"}}}}]}"#;
-    let e = manifest(text).unwrap_err();
-    assert_eq!(e.location, Location::Pointer("/tools/0/args_schema/properties/n/type".into()));
-    assert_eq!(e.field.as_deref(), Some("args_schema"));
+    let catalog = manifest(text).unwrap();
+    assert_eq!(catalog.tools.len(), 1);
+    let w = &catalog.warnings[0];
+    assert_eq!(w.kind, toolsearch::catalog::WarningKind::Unvalidated);
+    assert_eq!(w.tool.as_deref(), Some("x"));
+    assert!(w.at.ends_with("/tools/0/args_schema/properties/n/type"), "{w}");
 }
 
 #[test]
@@ -71,15 +76,16 @@ fn a_misspelt_field_is_refused_not_ignored() {
 }
 
 #[test]
-fn over_long_text_is_refused_with_the_limit() {
+fn over_long_text_is_refused_with_the_limit_and_a_long_description_is_cut() {
     let big = "x".repeat(toolsearch::catalog::limits::MAX_TEXT_BYTES + 1);
-    let ten_mb = "y".repeat(10 * 1024 * 1024);
-    let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{ten_mb}"}}]}}"#)).unwrap_err();
-    assert_eq!(e.field.as_deref(), Some("description"));
-    assert!(e.message.contains("10485760 bytes") || e.message.contains("over the limit"), "{e}");
-    let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{big}"}}]}}"#)).unwrap_err();
-    assert_eq!(e.field.as_deref(), Some("description"));
+    let e = manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "usage_notes": "{big}"}}]}}"#)).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("usage_notes"));
     assert!(e.message.contains("over the limit"), "{e}");
+    let ten_mb = "y".repeat(10 * 1024 * 1024);
+    let catalog =
+        manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{ten_mb}"}}]}}"#)).unwrap();
+    assert_eq!(catalog.tools[0].description.len(), toolsearch::catalog::limits::MAX_DESCRIPTION_BYTES);
+    assert_eq!(catalog.warnings[0].kind, toolsearch::catalog::WarningKind::Truncated);
 }
 
 #[test]

@@ -237,22 +237,43 @@ fn load_error(name: &str, tool: Value) -> String {
     load_path(&f, None).unwrap_err().to_string()
 }
 
+/// The warnings of a catalogue that loads.
+fn load_warnings(name: &str, tool: Value) -> Vec<toolsearch::catalog::CatalogWarning> {
+    let f = write(&common::scratch().join(format!("sec-cat/{name}.json")), &json!({"tools": [tool]}).to_string());
+    load_path(&f, None).unwrap().warnings
+}
+
 #[test]
-fn schemas_that_cannot_compile_are_refused_at_load_with_a_pointer() {
+fn schemas_that_cannot_compile_are_kept_unvalidated_with_a_pointer_never_half_checked() {
+    // Real clients list and call such tools; the catalogue keeps them, says where the schema
+    // fails, and leaves validation to the upstream (tests/dialects.rs checks the calls).
     let with_args = |schema: Value| json!({"id": "t", "name": "t", "args_schema": schema});
-    let e = load_error(
-        "pattern",
-        with_args(json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "(unclosed"}}})),
-    );
-    assert!(e.contains("args_schema") && e.contains("does not compile"), "{e}");
-    let e = load_error("minimum", with_args(json!({"type": "object", "properties": {"n": {"minimum": "abc"}}})));
-    assert!(e.contains("does not compile"), "{e}");
-    let e = load_error("ref", with_args(json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/nope"}}})));
-    assert!(e.contains("does not compile"), "{e}");
-    let e = load_error("remote", with_args(json!({"$ref": "https://example.com/schema.json"})));
-    assert!(e.contains("does not compile"), "{e}");
-    let e = load_error("required", with_args(json!({"type": "object", "properties": {"a": {}}, "required": ["b"]})));
-    assert!(e.contains("/args_schema/required/0"), "{e}");
+    for (name, schema, at) in [
+        (
+            "pattern",
+            json!({"type": "object", "properties": {"q": {"type": "string", "pattern": "(unclosed"}}}),
+            "/args_schema/properties/q/pattern",
+        ),
+        (
+            "minimum",
+            json!({"type": "object", "properties": {"n": {"minimum": "abc"}}}),
+            "/args_schema/properties/n/minimum",
+        ),
+        (
+            "ref",
+            json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/nope"}}}),
+            "/args_schema/properties/n/$ref",
+        ),
+        ("remote", json!({"$ref": "https://example.com/schema.json"}), "/args_schema/$ref"),
+    ] {
+        let w = load_warnings(name, with_args(schema));
+        assert_eq!(w.len(), 1, "{name}: {w:?}");
+        assert_eq!(w[0].kind, toolsearch::catalog::WarningKind::Unvalidated, "{name}");
+        assert!(w[0].at.ends_with(at) && w[0].message.contains("does not compile"), "{name}: {}", w[0]);
+    }
+    // `required` naming an undeclared property is valid JSON Schema: no warning at all.
+    let w = load_warnings("required", with_args(json!({"type": "object", "properties": {"a": {}}, "required": ["b"]})));
+    assert!(w.is_empty(), "{w:?}");
 }
 
 #[test]

@@ -58,6 +58,11 @@ impl Status for StderrStatus {
                 d["seconds"].as_f64().unwrap_or(0.0)
             ),
             ("ready", d) => format!("ready: {} tools, index {}", d["tools"], d["index"].as_str().unwrap_or("")),
+            ("tool_unvalidated" | "tool_skipped", d) => format!(
+                "warning: {}: {}",
+                d["tool"].as_str().unwrap_or("a tool with no name"),
+                d["reason"].as_str().unwrap_or(kind)
+            ),
             (other, d) => format!("{other}: {d}"),
         };
         say_err!("toolsearch gateway: {}", render::printable(&text));

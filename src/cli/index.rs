@@ -55,6 +55,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         if format == Some(Format::Jsonl) {
             let embedder = load_model(global)?;
             let report = build_index_jsonl(file, &embedder, &args.out, &options).map_err(index_failure)?;
+            eprint!("{}", render::warnings(&report));
             return emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report));
         }
     }
@@ -64,6 +65,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     .map_err(|e| Problem::InvalidCatalogue.because(e))?;
     let embedder = load_model(global)?;
     let report = build_index_owned(catalog, &embedder, &args.out, &options).map_err(index_failure)?;
+    eprint!("{}", render::warnings(&report));
     emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
 }
 

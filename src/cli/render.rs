@@ -109,6 +109,9 @@ pub(crate) fn expand(r: &ExpandToolResponse) -> String {
     }
     let schema = serde_json::to_string_pretty(&r.args_schema).unwrap_or_default();
     let _ = writeln!(out, "  arguments:\n{}", indent(&schema, 4));
+    if r.validation.starts_with("off") {
+        let _ = writeln!(out, "  validation: {}", one_line(&r.validation));
+    }
     if let Some(rs) = &r.result_schema {
         let _ = writeln!(out, "  result:\n{}", indent(&serde_json::to_string_pretty(rs).unwrap_or_default(), 4));
     }
@@ -151,6 +154,7 @@ pub(crate) struct BuildSummary {
     lexical_seconds: f64,
     total_seconds: f64,
     tools_per_second: f64,
+    warnings: Vec<toolsearch::catalog::CatalogWarning>,
 }
 
 impl BuildSummary {
@@ -167,8 +171,14 @@ impl BuildSummary {
             lexical_seconds: r.lexical_seconds,
             total_seconds: r.total_seconds,
             tools_per_second: r.tools as f64 / r.total_seconds.max(1e-9),
+            warnings: r.warnings.clone(),
         }
     }
+}
+
+/// One `warning: ...` line per catalogue warning, for stderr.
+pub(crate) fn warnings(r: &BuildReport) -> String {
+    r.warnings.iter().map(|w| format!("warning: {}\n", one_line(&w.to_string()))).collect()
 }
 
 pub(crate) fn build(out: &Path, r: &BuildReport) -> String {

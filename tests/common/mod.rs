@@ -48,3 +48,18 @@ pub fn sample() -> &'static Engine {
     static S: OnceLock<Engine> = OnceLock::new();
     S.get_or_init(|| open(&build(&sample_catalog(), "sample")))
 }
+
+/// The Python of the test venv (the official MCP SDK, the frameworks), from scripts/test-deps.
+pub fn python() -> PathBuf {
+    let p = repo().join("target/py/bin/python");
+    assert!(p.exists(), "{} is missing: run scripts/test-deps (scripts/test does)", p.display());
+    p
+}
+
+/// Writes a gateway config (`gateway.json`) into `dir`; its path.
+pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("gateway.json");
+    std::fs::write(&path, serde_json::to_string_pretty(config).unwrap()).unwrap();
+    path
+}

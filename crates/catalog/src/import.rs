@@ -10,6 +10,7 @@
 //!   under `"tools"`. Tools sit at the root.
 //! - Anthropic: `[{name, description, input_schema}]`, bare or under `"tools"`.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -19,6 +20,7 @@ use crate::json::Json;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::normalize::{Origin, RawCatalog};
 use crate::path::PathSpec;
+use crate::warning::{CatalogWarning, WarningKind};
 
 /// Which foreign format a document is, judged by its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,14 +58,32 @@ fn shape_of(tool: &Value) -> Option<Foreign> {
     }
 }
 
+/// A tool with a name and no schema at all (`{"name", "description"}`): real MCP servers list
+/// such tools, meaning "no arguments". It fits an MCP or Anthropic list.
+fn is_bare(tool: &Value) -> bool {
+    let Some(o) = tool.as_object() else { return false };
+    o.get("name").is_some_and(Value::is_string)
+        && !["inputSchema", "input_schema", "function", "parameters"].iter().any(|k| o.contains_key(*k))
+}
+
+/// Whether `tool` may stand in a list of `format` tools.
+fn fits(tool: &Value, format: Foreign) -> bool {
+    shape_of(tool) == Some(format) || (format != Foreign::OpenAi && is_bare(tool))
+}
+
+/// The one shape of every tool in `tools` (bare tools fit any but OpenAI's), if they share one.
+fn list_shape(tools: &[Value]) -> Option<Foreign> {
+    let first = tools.iter().find_map(shape_of)?;
+    tools.iter().all(|t| fits(t, first)).then_some(first)
+}
+
 /// The foreign format of `v`, when every tool in it has that one shape.
 pub(crate) fn detect(v: &Value) -> Option<Foreign> {
     if is_mcp_map(v) {
         return Some(Foreign::Mcp);
     }
     let (tools, _) = tool_array(v)?;
-    let first = shape_of(tools.first()?)?;
-    tools.iter().all(|t| shape_of(t) == Some(first)).then_some(first)
+    list_shape(tools)
 }
 
 /// `{"server": {"tools": [...]}, ...}` or the registry form `{"server": [...], ...}`: every
@@ -78,9 +98,7 @@ fn is_mcp_map(v: &Value) -> bool {
                 Value::Array(a) => Some(a),
                 other => other.get("tools").and_then(Value::as_array),
             };
-            tools.is_some_and(|a| {
-                a.first().and_then(shape_of).is_some_and(|first| a.iter().all(|t| shape_of(t) == Some(first)))
-            })
+            tools.is_some_and(|a| list_shape(a).is_some())
         })
 }
 
@@ -98,7 +116,7 @@ pub(crate) fn import(
     match format {
         Foreign::Mcp if is_mcp_map(v) => {
             for (server, result) in v.as_object().expect("a map") {
-                mcp_server(file, &mut raw, server, result, &format!("/{}", crate::schema_check::escape(server)), None)?;
+                mcp_server(file, &mut raw, server, result, &format!("/{}", crate::schema::escape(server)), None)?;
             }
         }
         Foreign::Mcp => {
@@ -128,11 +146,16 @@ pub(crate) fn import(
                 let tools = Value::Array(tools.clone());
                 mcp_server(file, &mut raw, server, &tools, &at, Some(format))?;
             } else {
+                let mut seen: HashSet<&str> = HashSet::new();
                 for (i, t) in tools.iter().enumerate() {
                     let pointer = format!("{at}/{i}");
                     check_shape(file, t, format, &pointer)?;
+                    if let Some(name) = name_of(t).filter(|n| !seen.insert(n)) {
+                        raw.warnings.push(duplicate(file, &pointer, name.to_owned(), "the file"));
+                        continue;
+                    }
                     let def_at = if format == Foreign::OpenAi { format!("{pointer}/function") } else { pointer };
-                    raw.tools.push((Origin::Pointer(def_at), foreign_tool(t, format)));
+                    raw.tools.push((Origin::Pointer(def_at), foreign_tool(t, shape_of(t).unwrap_or(format))));
                 }
             }
         }
@@ -179,12 +202,17 @@ fn mcp_server(
         },
     ));
     raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
+    let list = expected.or_else(|| list_shape(tools)).unwrap_or(Foreign::Mcp);
+    let mut seen: HashSet<&str> = HashSet::new();
     for (i, t) in tools.iter().enumerate() {
         let pointer = format!("{tools_at}/{i}");
-        let shape = expected.or_else(|| shape_of(t)).unwrap_or(Foreign::Mcp);
-        check_shape(file, t, shape, &pointer)?;
-        let mut tool = foreign_tool(t, shape);
-        tool.id = tool.name.as_ref().map(|n| format!("{server}.{n}"));
+        check_shape(file, t, list, &pointer)?;
+        let mut tool = foreign_tool(t, shape_of(t).unwrap_or(list));
+        if let Some(name) = name_of(t).filter(|n| !seen.insert(n)) {
+            raw.warnings.push(duplicate(file, &pointer, tool_id(server, name), &format!("server {server:?}")));
+            continue;
+        }
+        tool.id = tool.name.as_ref().map(|n| tool_id(server, n));
         tool.path = Some(PathSpec::Segments(vec![server.to_owned()]));
         tool.group = Some(server.to_owned());
         tool.tags.insert(0, "mcp".into());
@@ -230,10 +258,34 @@ fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
     }
 }
 
+/// A tool's name, in any of the shapes.
+fn name_of(t: &Value) -> Option<&str> {
+    t.get("name").or_else(|| t.get("function").and_then(|f| f.get("name"))).and_then(Value::as_str)
+}
+
+/// The warning for a second tool of one name, which is left out.
+fn duplicate(file: &Path, pointer: &str, id: String, whose: &str) -> CatalogWarning {
+    CatalogWarning {
+        message: format!("{whose} lists a second tool named {id:?}: the first is kept, this one left out"),
+        kind: WarningKind::DuplicateName,
+        tool: Some(id),
+        at: format!("{} at {pointer}", file.display()),
+    }
+}
+
+/// The id of tool `name` of server `server`: `SERVER.NAME`. A dot or `%` in the server's name
+/// is written `%2E` or `%25`, so the id splits back at its first dot and no two (server, name)
+/// pairs share an id, whatever dots, slashes, spaces or other letters the tool's name holds.
+pub fn tool_id(server: &str, name: &str) -> String {
+    let server =
+        if server.contains(['.', '%']) { server.replace('%', "%25").replace('.', "%2E") } else { server.to_owned() };
+    format!("{server}.{name}")
+}
+
 /// Refuses a tool that is not of the format being imported (e.g. `--format openai` on an
 /// Anthropic file), so nothing is silently dropped.
 fn check_shape(file: &Path, tool: &Value, format: Foreign, at: &str) -> Result<(), CatalogError> {
-    if shape_of(tool) == Some(format) {
+    if fits(tool, format) {
         return Ok(());
     }
     let expected = match format {

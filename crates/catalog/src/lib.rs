@@ -22,15 +22,19 @@ mod merge;
 mod model;
 mod normalize;
 mod path;
-mod schema_check;
+pub mod schema;
+mod warning;
 
 pub use error::{CatalogError, Location};
 pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
+pub use import::tool_id;
 pub use json::Json;
 pub use jsonl::JsonlTools;
-pub use load::{load_path, load_path_as, parse_str, parse_str_as, Format};
+pub use load::{load_path, load_path_as, parse_lenient, parse_str, parse_str_as, Format};
 pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};
 pub use path::{display_path, CategoryPath, PathSpec};
+pub use schema::{Dialect, SchemaValidator, Validation};
+pub use warning::{CatalogWarning, WarningKind};

@@ -12,7 +12,7 @@ use crate::limits::MAX_FILE_BYTES;
 use crate::manifest::{unknown_field, GROUP_FIELDS, MANIFEST_FIELDS, NODE_FIELDS, TOOL_FIELDS};
 use crate::model::Catalog;
 use crate::normalize::{normalize, Origin, RawCatalog};
-use crate::{jsonl, schema_check::escape};
+use crate::{jsonl, schema::escape};
 
 /// An input format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +147,25 @@ pub fn parse_str_as(
     format: Option<Format>,
     namespace: Option<&str>,
 ) -> Result<Catalog, CatalogError> {
+    parse(file, text, format, namespace, false)
+}
+
+/// [`parse_str`] that leaves out each tool it would refuse, with a
+/// [`WarningKind::Skipped`](crate::WarningKind::Skipped) warning in the catalogue naming the tool
+/// and why, instead of refusing the catalogue: for the gateway, where one upstream's bad tool
+/// must cost only itself. Each tool is checked once (linear in the catalogue). What is not a
+/// catalogue at all (not JSON, no tools) is still an error.
+pub fn parse_lenient(file: &Path, text: &str, format: Option<Format>) -> Result<Catalog, CatalogError> {
+    parse(file, text, format, None, true)
+}
+
+fn parse(
+    file: &Path,
+    text: &str,
+    format: Option<Format>,
+    namespace: Option<&str>,
+    lenient: bool,
+) -> Result<Catalog, CatalogError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return Err(CatalogError::file(file, "is empty"));
@@ -168,7 +187,7 @@ pub fn parse_str_as(
             }
         }
     };
-    normalize(file, raw)
+    normalize(file, raw, lenient)
 }
 
 fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError> {
@@ -192,6 +211,7 @@ fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError>
         tools: records(file, &top, "tools", TOOL_FIELDS)?,
         nodes: records(file, &top, "nodes", NODE_FIELDS)?,
         groups: records(file, &top, "groups", GROUP_FIELDS)?,
+        warnings: Vec::new(),
     };
     if raw.tools.is_empty() {
         return Err(CatalogError::at(file, "/tools", Some("tools"), "a manifest needs at least one tool"));

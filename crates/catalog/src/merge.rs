@@ -58,6 +58,7 @@ impl Catalog {
         }
         self.nodes.sort_by(|a, b| a.path.cmp(&b.path));
         self.tools.extend(other.tools);
+        self.warnings.extend(other.warnings);
         Ok(())
     }
 }

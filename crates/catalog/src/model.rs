@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use crate::facade::FacadeSettings;
 use crate::json::Json;
 use crate::path::CategoryPath;
+use crate::warning::CatalogWarning;
 
 /// A whole catalogue: category nodes, tools and availability groups, normalised.
 ///
@@ -21,6 +22,9 @@ pub struct Catalog {
     pub tools: Vec<Tool>,
     /// Availability groups.
     pub groups: Vec<Group>,
+    /// What the loader tolerated rather than refused (see [`CatalogWarning`]), in input order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<CatalogWarning>,
 }
 
 /// A category in the tree (or DAG) of tools.

@@ -13,7 +13,8 @@ use crate::limits::*;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::model::{Catalog, Group, Node, Tool, Visibility};
 use crate::path::{display_path, CategoryPath, PathSpec};
-use crate::schema_check::check_schema;
+use crate::schema::{shape, SchemaValidator, Validation};
+use crate::warning::{CatalogWarning, WarningKind};
 
 /// Where a raw record came from, to locate errors about it.
 #[derive(Debug, Clone)]
@@ -45,6 +46,14 @@ impl Origin {
             Origin::Line(l) => format!("line {l}"),
         }
     }
+
+    /// Where a warning about `field` of this record is: `FILE at POINTER` or `FILE:LINE`.
+    fn place(&self, file: &Path, field: &str) -> String {
+        match self {
+            Origin::Pointer(p) => format!("{} at {p}/{field}", file.display()),
+            Origin::Line(l) => format!("{}:{l} ({field})", file.display()),
+        }
+    }
 }
 
 /// Raw records of any format, ready to be normalised.
@@ -53,17 +62,36 @@ pub(crate) struct RawCatalog {
     pub nodes: Vec<(Origin, RawNode)>,
     pub tools: Vec<(Origin, RawTool)>,
     pub groups: Vec<(Origin, RawGroup)>,
+    /// What the importer tolerated (duplicate names).
+    pub warnings: Vec<CatalogWarning>,
 }
 
-/// Validates and normalises `raw`, read from `file`.
-pub(crate) fn normalize(file: &Path, raw: RawCatalog) -> Result<Catalog, CatalogError> {
+/// Validates and normalises `raw`, read from `file`. `lenient`: a tool that is refused is left
+/// out with a [`WarningKind::Skipped`] warning instead of failing the catalogue (the gateway,
+/// where one upstream tool must not take the others down); each tool is still checked once.
+pub(crate) fn normalize(file: &Path, raw: RawCatalog, lenient: bool) -> Result<Catalog, CatalogError> {
     if raw.tools.len() > MAX_TOOLS {
         return Err(CatalogError::file(file, format!("{} tools exceed the limit of {MAX_TOOLS}", raw.tools.len())));
     }
     let mut out = Normalizer::new(file, raw.groups, raw.nodes)?;
+    out.warnings = raw.warnings;
     let mut tools = Vec::with_capacity(raw.tools.len());
     for (origin, rt) in raw.tools {
-        tools.push(out.tool(origin, rt)?);
+        let name = rt.id.clone().or_else(|| rt.name.clone());
+        match out.tool(origin, rt) {
+            Ok(t) => tools.push(t),
+            Err(e) if lenient => out.warnings.push(CatalogWarning {
+                kind: WarningKind::Skipped,
+                tool: name,
+                at: format!("{}{}", e.file.display(), e.location),
+                message: format!(
+                    "left out: {}{}",
+                    e.field.as_deref().map(|f| format!("field `{f}`: ")).unwrap_or_default(),
+                    e.message
+                ),
+            }),
+            Err(e) => return Err(e),
+        }
     }
     let mut catalog = out.finish()?;
     catalog.tools = tools;
@@ -86,6 +114,8 @@ pub(crate) struct Normalizer {
     keys: [RandomState; 2],
     /// The origins that are JSON pointers (a line number needs no string).
     pointers: Vec<String>,
+    /// What was tolerated so far.
+    pub(crate) warnings: Vec<CatalogWarning>,
 }
 
 /// The high bit of a packed origin: an index into `pointers` rather than a line number.
@@ -121,6 +151,7 @@ impl Normalizer {
             seen: HashMap::new(),
             keys,
             pointers: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
@@ -135,7 +166,7 @@ impl Normalizer {
         if self.tools == MAX_TOOLS {
             return Err(CatalogError::file(file, format!("more than {MAX_TOOLS} tools: over the limit")));
         }
-        let tool = normalize_tool(file, &origin, rt, &self.groups)?;
+        let tool = normalize_tool(file, &origin, rt, &self.groups, &mut self.warnings)?;
         let key = [self.keys[0].hash_one(&tool.id), self.keys[1].hash_one(&tool.id)];
         if let Some(&first) = self.seen.get(&key) {
             return Err(origin.error(
@@ -172,7 +203,7 @@ impl Normalizer {
     pub(crate) fn finish(self) -> Result<Catalog, CatalogError> {
         let nodes: Vec<Node> = self.nodes.into_values().collect();
         check_unique_names(&nodes, &self.file)?;
-        Ok(Catalog { nodes, tools: Vec::new(), groups: self.groups })
+        Ok(Catalog { nodes, tools: Vec::new(), groups: self.groups, warnings: self.warnings })
     }
 }
 
@@ -236,7 +267,13 @@ fn normalize_node(file: &Path, origin: &Origin, rn: RawNode) -> Result<Node, Cat
     })
 }
 
-fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -> Result<Tool, CatalogError> {
+fn normalize_tool(
+    file: &Path,
+    origin: &Origin,
+    rt: RawTool,
+    groups: &[Group],
+    warnings: &mut Vec<CatalogWarning>,
+) -> Result<Tool, CatalogError> {
     let id = required_text(file, origin, "id", rt.id, MAX_ID_BYTES)?;
     if let Some(c) = id.chars().find(|c| c.is_control()) {
         return Err(origin.error(file, "id", format!("contains the control character {c:?}; ids are printable text")));
@@ -259,7 +296,23 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
     if paths.is_empty() {
         paths.push(Vec::new());
     }
-    let description = optional_text(file, origin, "description", rt.description, MAX_TEXT_BYTES)?.unwrap_or_default();
+    let description = match rt.description.as_deref().map(str::trim) {
+        Some(d) if d.len() > MAX_DESCRIPTION_BYTES => {
+            let mut end = MAX_DESCRIPTION_BYTES;
+            while !d.is_char_boundary(end) {
+                end -= 1;
+            }
+            warnings.push(CatalogWarning {
+                kind: WarningKind::Truncated,
+                tool: Some(id.clone()),
+                at: origin.place(file, "description"),
+                message: format!("description is {} bytes: cut to the limit of {MAX_DESCRIPTION_BYTES}", d.len()),
+            });
+            d[..end].to_owned()
+        }
+        Some(d) => d.to_owned(),
+        None => String::new(),
+    };
     let summary = match optional_text(file, origin, "summary", rt.summary, MAX_SUMMARY_BYTES)? {
         Some(s) => s,
         None => first_sentence(&description).unwrap_or_else(|| name.clone()),
@@ -268,6 +321,14 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
         Some(s) if !s.is_null() => checked_schema(file, origin, "args_schema", s)?,
         _ => Json::new(&json!({"type": "object", "properties": {}})),
     };
+    if let Validation::Off { at, reason } = SchemaValidator::new(&args_schema.value()).validation() {
+        warnings.push(CatalogWarning {
+            kind: WarningKind::Unvalidated,
+            tool: Some(id.clone()),
+            at: origin.place(file, &format!("args_schema{at}")),
+            message: format!("{reason}; its calls are passed on without local validation"),
+        });
+    }
     let result_schema = match rt.result_schema {
         Some(s) if !s.is_null() => Some(checked_schema(file, origin, "result_schema", s)?),
         _ => None,
@@ -297,9 +358,11 @@ fn normalize_tool(file: &Path, origin: &Origin, rt: RawTool, groups: &[Group]) -
     })
 }
 
+/// A schema that is a schema at all (an object or a boolean) and within the size limit; what
+/// it says is checked by [`SchemaValidator`], which never refuses it.
 fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Json) -> Result<Json, CatalogError> {
-    if let Err((at, msg)) = check_schema(&schema.value()) {
-        return Err(origin.error(file, &format!("{field}{at}"), format!("invalid JSON Schema: {msg}")));
+    if let Err(msg) = shape(&schema.value()) {
+        return Err(origin.error(file, field, format!("invalid JSON Schema: {msg}")));
     }
     let size = schema.text().len();
     if size > MAX_SCHEMA_BYTES {

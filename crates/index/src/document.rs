@@ -10,6 +10,9 @@ const MAX_PARAMS: usize = 24;
 const MAX_PARAM_DESC: usize = 160;
 /// Longest description kept in the embedded text, in characters (the model reads 256 tokens).
 const MAX_DENSE_DESC: usize = 1_200;
+/// Longest description indexed by BM25, in characters: a very long description (some servers
+/// paste whole manuals) is indexed by its first part and shown whole by `expand_tool`.
+const MAX_LEXICAL_DESC: usize = 16_384;
 
 /// Splits an identifier into lower-case words: on `_`, `-`, `.`, `/`, `:`, spaces and
 /// camelCase boundaries (`getUserByID_v2` -> `get user by id v2`); digits stay with their
@@ -121,12 +124,13 @@ pub fn tool_dense_text(tool: &Tool) -> String {
 pub fn tool_lexical(tool: &Tool) -> LexicalFields {
     let split = split_identifier(&tool.name);
     let name = if split == tool.name.to_lowercase() { split } else { format!("{split} {}", tool.name) };
+    let description = truncate_chars(&tool.description, MAX_LEXICAL_DESC);
     let mut body = tool.summary.clone();
-    if !tool.description.starts_with(tool.summary.trim_end_matches('…')) {
+    if !description.starts_with(tool.summary.trim_end_matches('…')) {
         body.push('\n');
-        body.push_str(&tool.description);
+        body.push_str(&description);
     } else {
-        body = tool.description.clone();
+        body = description;
     }
     for ex in &tool.examples {
         body.push('\n');

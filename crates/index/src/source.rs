@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use toolsearch_catalog::{Catalog, JsonlTools, Node, Tool};
+use toolsearch_catalog::{Catalog, CatalogWarning, JsonlTools, Node, Tool};
 
 use crate::error::{io, IndexError};
 use crate::format::RECORDS_FILE;
@@ -93,6 +93,14 @@ impl Source<'_> {
         match self {
             Source::Held(c) => c.tools.len(),
             Source::Streamed(s) => s.offsets.len() - 1,
+        }
+    }
+
+    /// What the catalogue's loader tolerated.
+    pub(crate) fn warnings(&self) -> &[CatalogWarning] {
+        match self {
+            Source::Held(c) => &c.warnings,
+            Source::Streamed(s) => &s.rest.warnings,
         }
     }
 

@@ -242,6 +242,7 @@ impl CatalogStore {
                 })
                 .collect(),
             groups,
+            warnings: Vec::new(),
         };
         Ok(CatalogStore { lean, offsets: file.offsets, records, records_path })
     }
@@ -269,6 +270,6 @@ impl CatalogStore {
     /// The whole catalogue, every record parsed.
     pub(crate) fn full(&self) -> Result<Catalog, IndexError> {
         let tools = (0..self.lean.tools.len() as u32).map(|o| self.tool(o)).collect::<Result<_, _>>()?;
-        Ok(Catalog { nodes: self.lean.nodes.clone(), tools, groups: self.lean.groups.clone() })
+        Ok(Catalog { nodes: self.lean.nodes.clone(), tools, groups: self.lean.groups.clone(), warnings: Vec::new() })
     }
 }

@@ -6,7 +6,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use toolsearch_catalog::{display_path, Catalog};
+use toolsearch_catalog::{display_path, Catalog, CatalogWarning};
 use toolsearch_embed::Embedder;
 
 use crate::atomic::Staging;
@@ -61,6 +61,9 @@ pub struct BuildReport {
     pub lexical_seconds: f64,
     /// Seconds in all.
     pub total_seconds: f64,
+    /// What the catalogue's loader tolerated (schemas indexed without validation, duplicate
+    /// names left out, descriptions cut), each naming the tool and where it is.
+    pub warnings: Vec<CatalogWarning>,
 }
 
 /// Builds the index of `catalog` at `out`, atomically replacing any index already there.
@@ -195,6 +198,7 @@ fn build(
     toolsearch_embed::memory::give_back();
     // Everything else the build needs of the catalogue, before an owned one is dropped.
     let (tools, nodes, catalog_hash) = (source.tool_count(), source.nodes().len(), source.content_hash()?);
+    let warnings = source.warnings().to_vec();
     drop(source);
     toolsearch_embed::memory::give_back();
     let graph_start = Instant::now();
@@ -238,6 +242,7 @@ fn build(
         graph_seconds,
         lexical_seconds,
         total_seconds: start.elapsed().as_secs_f64(),
+        warnings,
     })
 }
 

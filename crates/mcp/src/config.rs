@@ -150,6 +150,34 @@ pub struct GatewaySettings {
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
     pub connect_timeout_secs: u64,
+    /// Bounds on what upstreams and clients may make the gateway hold.
+    pub limits: GatewayLimits,
+}
+
+/// Bounds on what upstreams and clients may make the gateway hold, each with a default
+/// (docs/gateway.md, "Limits").
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayLimits {
+    /// One upstream's tool list: pages, tools and bytes.
+    pub list: crate::listing::ListLimits,
+    /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
+    /// flood a model's context); a larger one is a `RESULT_TOO_LARGE` error naming the limit.
+    pub max_result_bytes: usize,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        GatewayLimits { list: Default::default(), max_result_bytes: 1 << 20 }
+    }
+}
+
+impl GatewayLimits {
+    /// The longest line a stdio upstream may write: a tool list page or a result (a longer
+    /// one is answered with an error as it is read, never held).
+    pub(crate) fn max_line(&self) -> usize {
+        self.max_result_bytes.max(self.list.max_bytes).saturating_add(64 * 1024)
+    }
 }
 
 impl Default for GatewaySettings {
@@ -166,6 +194,7 @@ impl Default for GatewaySettings {
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
+            limits: GatewayLimits::default(),
         }
     }
 }

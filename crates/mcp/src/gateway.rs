@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use toolsearch_catalog::{parse_str, Catalog, Format};
+use toolsearch_catalog::{parse_lenient, tool_id, Catalog, CatalogWarning, Format, WarningKind};
 use toolsearch_disclosure::{Availability, LiveCatalog};
 use toolsearch_embed::Embedder;
 use toolsearch_index::{build_index, BuildOptions};
@@ -54,7 +54,10 @@ pub fn default_state_dir(config: &Path) -> PathBuf {
 }
 
 /// The catalogue of the upstreams' tool listings, as a native manifest. Each server is a
-/// category and a group; a tool whose definition the catalogue refuses is left out and reported.
+/// category and a group; each tool is taken from the JSON its server sent, field by field, so
+/// a tool with no `inputSchema` (any arguments), no description (its name and parameters are
+/// indexed) or an odd name is still a tool. What is not a tool at all (no name) is reported
+/// by [`load_lenient`], which leaves it out.
 pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig) -> Value {
     let s = &config.settings;
     let mut nodes = Vec::new();
@@ -73,75 +76,103 @@ pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig)
         groups.push(
             json!({"id": server, "visibility": "conditional", "check": format!("upstream:{server}"), "ttl_secs": 0}),
         );
+        let mut seen = std::collections::HashSet::new();
         for t in &listing.tools {
-            let name = t.name.to_string();
-            let description = t.description.as_deref().unwrap_or_default().trim().to_owned();
-            let mut tags = Vec::new();
-            let mut meta = json!({"upstream_name": name});
-            if let Some(title) = t.title.clone().or_else(|| t.annotations.as_ref().and_then(|a| a.title.clone())) {
-                meta["title"] = json!(title);
-            }
-            if let Some(a) = &t.annotations {
-                meta["annotations"] = serde_json::to_value(a).unwrap_or(Value::Null);
-                for (hint, tag) in [
-                    (a.read_only_hint, "read-only"),
-                    (a.destructive_hint, "destructive"),
-                    (a.idempotent_hint, "idempotent"),
-                    (a.open_world_hint, "open-world"),
-                ] {
-                    if hint == Some(true) {
-                        tags.push(tag);
-                    }
+            let name = t.get("name").and_then(Value::as_str).map(str::to_owned);
+            if let Some(n) = &name {
+                if !seen.insert(n.clone()) {
+                    tools.push(json!({"duplicate_of": tool_id(server, n)}));
+                    continue;
                 }
             }
-            let mut tool = json!({
-                "id": format!("{server}.{name}"),
-                "name": name,
-                "path": [server],
-                "description": if description.is_empty() { name.clone() } else { truncate(&description, 60 * 1024) },
-                "args_schema": Value::Object((*t.input_schema).clone()),
-                "tags": tags,
-                "group": server,
-                "meta": meta,
-            });
-            if let Some(out) = &t.output_schema {
-                tool["result_schema"] = Value::Object((**out).clone());
-            }
-            if let Some(r) = s.requires.get(server) {
-                tool["requires"] = json!(r);
-            }
-            tools.push(tool);
+            tools.push(tool_entry(server, name, t, s));
         }
     }
     json!({"nodes": nodes, "groups": groups, "tools": tools})
 }
 
-/// Loads `manifest`, leaving out (and reporting) each tool the catalogue refuses, so one
-/// upstream tool with a broken schema cannot take the others down.
-pub fn load_lenient(mut manifest: Value, status: &dyn Status) -> Result<Option<Catalog>, ServeError> {
-    let source = Path::new("<upstream tools>");
-    loop {
-        if manifest["tools"].as_array().is_none_or(Vec::is_empty) {
-            return Ok(None);
-        }
-        match parse_str(source, &manifest.to_string(), Some(Format::Manifest)) {
-            Ok(c) => return Ok(Some(c)),
-            Err(e) => {
-                let text = e.to_string();
-                let at = text
-                    .split("/tools/")
-                    .nth(1)
-                    .and_then(|r| r.split(['/', ' ', ':']).next())
-                    .and_then(|n| n.parse::<usize>().ok());
-                let Some(i) = at.filter(|&i| i < manifest["tools"].as_array().map_or(0, Vec::len)) else {
-                    return Err(ServeError::Config(source.to_path_buf(), text));
-                };
-                let id = manifest["tools"][i]["id"].clone();
-                status.event("tool_skipped", json!({"tool": id, "reason": text}));
-                manifest["tools"].as_array_mut().expect("an array").remove(i);
+/// One upstream tool as a manifest entry.
+fn tool_entry(server: &str, name: Option<String>, t: &Value, s: &crate::config::GatewaySettings) -> Value {
+    let description = t.get("description").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
+    let annotations = t.get("annotations").filter(|a| a.is_object());
+    let mut tags = Vec::new();
+    let mut meta = json!({"upstream_name": name});
+    let title = t.get("title").or_else(|| annotations.and_then(|a| a.get("title"))).and_then(Value::as_str);
+    if let Some(title) = title {
+        meta["title"] = json!(title);
+    }
+    if let Some(a) = annotations {
+        meta["annotations"] = a.clone();
+        for (hint, tag) in [
+            ("readOnlyHint", "read-only"),
+            ("destructiveHint", "destructive"),
+            ("idempotentHint", "idempotent"),
+            ("openWorldHint", "open-world"),
+        ] {
+            if a.get(hint).and_then(Value::as_bool) == Some(true) {
+                tags.push(tag);
             }
         }
     }
+    let mut tool = json!({
+        "id": name.as_deref().map(|n| tool_id(server, n)),
+        "name": name,
+        "path": [server],
+        "description": description,
+        "tags": tags,
+        "group": server,
+        "meta": meta,
+    });
+    if let Some(schema) = t.get("inputSchema").filter(|v| !v.is_null()) {
+        tool["args_schema"] = schema.clone();
+    }
+    if let Some(out) = t.get("outputSchema").filter(|v| !v.is_null()) {
+        tool["result_schema"] = out.clone();
+    }
+    if let Some(r) = s.requires.get(server) {
+        tool["requires"] = json!(r);
+    }
+    tool
+}
+
+/// Loads `manifest`, leaving out each tool the catalogue refuses (and each second tool of one
+/// name in a server), so one upstream tool cannot take the others down: one pass over the
+/// tools, each checked once. Every tool left out or indexed without validation is reported as
+/// a `tool_skipped` or `tool_unvalidated` event and kept in the catalogue's warnings, which the
+/// gateway's status lists.
+pub fn load_lenient(mut manifest: Value, status: &dyn Status) -> Result<Option<Catalog>, ServeError> {
+    let source = Path::new("<upstream tools>");
+    let mut duplicates = Vec::new();
+    if let Some(tools) = manifest["tools"].as_array_mut() {
+        tools.retain(|t| match t.get("duplicate_of").and_then(Value::as_str) {
+            Some(id) => {
+                duplicates.push(id.to_owned());
+                false
+            }
+            None => true,
+        });
+    }
+    if manifest["tools"].as_array().is_none_or(Vec::is_empty) {
+        return Ok(None);
+    }
+    let mut catalog = parse_lenient(source, &manifest.to_string(), Some(Format::Manifest))
+        .map_err(|e| ServeError::Config(source.to_path_buf(), e.to_string()))?;
+    for id in duplicates {
+        catalog.warnings.push(CatalogWarning {
+            kind: WarningKind::DuplicateName,
+            tool: Some(id.clone()),
+            at: source.display().to_string(),
+            message: format!("a second tool named like {id:?}: the first is kept, this one left out"),
+        });
+    }
+    for w in &catalog.warnings {
+        let kind = match w.kind {
+            WarningKind::Unvalidated => "tool_unvalidated",
+            _ => "tool_skipped",
+        };
+        status.event(kind, json!({"tool": w.tool, "kind": w.kind, "reason": w.message}));
+    }
+    Ok((!catalog.tools.is_empty()).then_some(catalog))
 }
 
 /// Starts the upstreams, builds (or refreshes) the index under `state`, and returns the hub
@@ -161,7 +192,7 @@ pub async fn start(
     let mut upstreams = BTreeMap::new();
     let mut tasks = Vec::new();
     for (name, spec) in &config.servers {
-        let up = Upstream::new(name.clone(), spec.clone());
+        let up = Upstream::new(name.clone(), spec.clone(), config.settings.limits);
         tasks.push(up.supervise(events_tx.clone(), progress.clone(), connect));
         upstreams.insert(name.clone(), up);
     }
@@ -178,7 +209,7 @@ pub async fn start(
                     settled.insert(n.clone(), true);
                 }
                 UpEvent::Down(n) => {
-                    status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}));
+                    status.event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()}));
                     settled.entry(n.clone()).or_insert(false);
                 }
                 UpEvent::ToolsChanged(_) => {}
@@ -188,13 +219,13 @@ pub async fn start(
     }
     for (n, up) in &upstreams {
         if !settled.contains_key(n) {
-            status.event("upstream_down", json!({"server": n, "reason": up.down_reason()}));
+            status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}));
         }
     }
     let listings = current_listings(&upstreams);
     let built = rebuild(&listings, &config, embedder.as_ref(), &index_dir, status.as_ref())?;
     if !built && !index_dir.join("meta.bin").exists() {
-        let reasons: Vec<String> = upstreams.values().map(|u| u.down_reason()).collect();
+        let reasons: Vec<String> = upstreams.values().map(|u| u.operator_reason()).collect();
         return Err(ServeError::Config(
             config.path.clone(),
             format!("no upstream server listed any tool, and there is no earlier index: {}", reasons.join("; ")),
@@ -209,7 +240,7 @@ pub async fn start(
         availability.register_with_reason(
             format!("upstream:{name}"),
             move || flag.load(std::sync::atomic::Ordering::SeqCst),
-            move || why.down_reason(),
+            move || why.client_reason(),
         );
     }
     let s = &config.settings;
@@ -249,9 +280,8 @@ pub async fn start(
                             "upstream_up",
                             json!({"server": n, "tools": upstreams[n].listing().map_or(0, |l| l.tools.len())}),
                         ),
-                        UpEvent::Down(n) => {
-                            status.event("upstream_down", json!({"server": n, "reason": upstreams[n].down_reason()}))
-                        }
+                        UpEvent::Down(n) => status
+                            .event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()})),
                         UpEvent::ToolsChanged(n) => status.event("tools_changed", json!({"server": n})),
                     }
                 }
@@ -285,12 +315,7 @@ fn current_listings(upstreams: &BTreeMap<String, Arc<Upstream>>) -> BTreeMap<Str
 }
 
 fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|((na, la), (nb, lb))| {
-            na == nb
-                && la.summary == lb.summary
-                && serde_json::to_value(&la.tools).ok() == serde_json::to_value(&lb.tools).ok()
-        })
+    a.len() == b.len() && a.iter().zip(b).all(|((na, la), (nb, lb))| na == nb && la == lb)
 }
 
 /// Builds the index of `listings` into `dir` (atomically; unchanged tools keep their vectors).

@@ -12,24 +12,29 @@
 #![deny(missing_docs)]
 
 mod checks;
+mod child;
 mod config;
 pub mod gateway;
 mod http;
 mod hub;
+mod listing;
 mod runner;
+mod secrets;
 mod session;
 mod stdio;
 mod upstream;
 
 pub use checks::spawn_command_checks;
-pub use config::{Access, GatewayConfig, GatewaySettings, ServeConfig, ServeError, ServerSpec};
+pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, ServeConfig, ServeError, ServerSpec};
 pub use http::{serve_http, HttpAccess};
 pub use hub::Hub;
+pub use listing::{ListLimits, Listing};
 pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
+pub use secrets::mask as mask_secrets;
 pub use session::{Caller, Session};
 pub use stdio::{serve_io, MAX_MESSAGE_BYTES};
 pub use tokio_util::sync::CancellationToken;
-pub use upstream::{Upstream, UpstreamRunner};
+pub use upstream::{Failure, Upstream, UpstreamRunner};
 
 /// The MCP protocol versions served, oldest first (the session-less 2026-07-28 revision is
 /// not: progressive disclosure needs a session).

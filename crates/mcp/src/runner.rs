@@ -70,6 +70,14 @@ pub enum RunError {
     /// The call failed on the way (transport, protocol).
     #[error("{0}")]
     Failed(String),
+    /// The answer is larger than the gateway passes on (`toolsearch.limits.max_result_bytes`).
+    #[error("the tool's answer is {bytes} bytes, over the limit of {limit} bytes that this gateway passes on (toolsearch.limits.max_result_bytes)")]
+    TooLarge {
+        /// Its size, as JSON.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl RunError {
@@ -81,6 +89,7 @@ impl RunError {
             RunError::Timeout(_) => "TIMEOUT",
             RunError::Cancelled => "CANCELLED",
             RunError::Failed(_) => "UPSTREAM_ERROR",
+            RunError::TooLarge { .. } => "RESULT_TOO_LARGE",
         }
     }
 
@@ -94,6 +103,9 @@ impl RunError {
             RunError::Timeout(_) => vec!["retry with a smaller request, or tell the user"],
             RunError::Cancelled => vec![],
             RunError::Failed(_) => vec!["retry once; if it fails again, tell the user"],
+            RunError::TooLarge { .. } => {
+                vec!["ask for less: a narrower query, fewer items, a page or a range at a time"]
+            }
         };
         let text = json!({"code": self.code(), "message": self.to_string(), "hints": hints}).to_string();
         CallToolResult::error(vec![Content::text(text)])

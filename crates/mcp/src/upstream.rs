@@ -14,14 +14,17 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use toolsearch_catalog::Tool;
 
-use crate::config::ServerSpec;
+use crate::child::{ChildTransport, TOO_LARGE_CODE};
+use crate::config::{GatewayLimits, ServerSpec};
+use crate::listing::list_tools;
+pub use crate::listing::Listing;
 use crate::runner::{BoxFuture, ProgressSink, RunContext, RunError, ToolRunner};
 
 /// Lines of an upstream's stderr kept for error messages.
@@ -43,25 +46,33 @@ pub enum UpEvent {
     ToolsChanged(String),
 }
 
-/// What an upstream said about itself and its tools when last connected.
-#[derive(Debug, Clone, Default)]
-pub struct Listing {
-    /// Its `instructions`, or its title or name.
-    pub summary: String,
-    /// Its tools, as it listed them.
-    pub tools: Vec<rmcp::model::Tool>,
-}
-
 /// One upstream server.
 pub struct Upstream {
     /// Its name in the config (the category and the id prefix of its tools).
     pub name: String,
     spec: ServerSpec,
+    limits: GatewayLimits,
     peer: Mutex<Option<Peer<RoleClient>>>,
     available: Arc<AtomicBool>,
     listing: Mutex<Option<Listing>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    last_error: Mutex<Option<String>>,
+    last_error: Mutex<Option<Failure>>,
+}
+
+/// Why an upstream is down: what a client may be told (the kind of failure, in words), and
+/// what only the operator sees (the details, which may quote its command line or output).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// For clients: `its command was not found`, `it did not answer initialize within 30 s`.
+    pub kind: String,
+    /// For the operator's log and status (masked before it is shown).
+    pub detail: String,
+}
+
+impl Failure {
+    fn new(kind: impl Into<String>, detail: impl Into<String>) -> Failure {
+        Failure { kind: kind.into(), detail: detail.into() }
+    }
 }
 
 impl std::fmt::Debug for Upstream {
@@ -101,11 +112,12 @@ impl ClientHandler for UpClient {
 }
 
 impl Upstream {
-    /// An upstream not started yet.
-    pub fn new(name: String, spec: ServerSpec) -> Arc<Upstream> {
+    /// An upstream not started yet, whose tool lists and answers are read within `limits`.
+    pub fn new(name: String, spec: ServerSpec, limits: GatewayLimits) -> Arc<Upstream> {
         Arc::new(Upstream {
             name,
             spec,
+            limits,
             peer: Mutex::new(None),
             available: Arc::new(AtomicBool::new(false)),
             listing: Mutex::new(None),
@@ -130,25 +142,42 @@ impl Upstream {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// What to tell the user while it is down: what runs it, why it is down, its last stderr.
-    pub fn down_reason(&self) -> String {
+    /// Why it is down, as a client may be told: the server's name and the kind of failure,
+    /// never its command line, arguments, environment, URL or output (they may hold
+    /// credentials).
+    pub fn client_reason(&self) -> String {
+        let kind = self.failure().map_or_else(|| "it is not connected yet".to_owned(), |f| f.kind);
+        format!(
+            "MCP server {:?} is unavailable: {kind}. The gateway restarts it by itself; its operator can see why in the gateway's status.",
+            self.name
+        )
+    }
+
+    /// Why it is down, for the operator's log and status: what runs it, the details and its
+    /// last stderr lines, with anything that looks like a credential masked.
+    pub fn operator_reason(&self) -> String {
         let what = match &self.spec {
             ServerSpec::Stdio { command, args, .. } => format!("the command `{} {}`", command, args.join(" ")),
             ServerSpec::Http { url, .. } => format!("the server at {url}"),
         };
-        let why = self
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_else(|| "not connected yet".into());
+        let failure = self.failure().unwrap_or_else(|| Failure::new("it is not connected yet", ""));
         let tail: Vec<String> = self.stderr.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
-        let mut text = format!("MCP server {:?} is unavailable: {what}: {why}", self.name);
+        let mut text = format!("MCP server {:?} is unavailable: {}: {what}", self.name, failure.kind);
+        if !failure.detail.is_empty() {
+            text.push_str(&format!(": {}", failure.detail));
+        }
         if !tail.is_empty() {
             text.push_str(&format!("; its last stderr lines: {}", tail.join(" | ")));
         }
-        text.push_str(". The gateway restarts it by itself; fix the configuration if it keeps failing.");
-        text
+        crate::secrets::mask(&text)
+    }
+
+    fn failure(&self) -> Option<Failure> {
+        self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_failure(&self, f: Option<Failure>) {
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = f;
     }
 
     /// Keeps the upstream connected for as long as the returned task runs: connect, list, watch
@@ -162,23 +191,27 @@ impl Upstream {
         let up = self.clone();
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(500);
+            // The first failure is announced at once, even before it ever connected: startup
+            // settles the server as down instead of waiting out the connect timeout.
+            let mut announced = false;
             loop {
                 let handler = UpClient { name: up.name.clone(), events: events.clone(), progress: progress.clone() };
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
                     Ok(Ok(service)) => {
                         backoff = Duration::from_millis(500);
-                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        up.set_failure(None);
                         let reason = up.run(service, &events).await;
-                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+                        up.set_failure(Some(reason));
                     }
-                    Ok(Err(e)) => *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e),
-                    Err(_) => {
-                        *up.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(format!("did not initialize within {} s", connect_timeout.as_secs()))
-                    }
+                    Ok(Err(e)) => up.set_failure(Some(e)),
+                    Err(_) => up.set_failure(Some(Failure::new(
+                        format!("it did not answer initialize within {} s", connect_timeout.as_secs()),
+                        "",
+                    ))),
                 }
                 *up.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                if up.available.swap(false, Ordering::SeqCst) {
+                if up.available.swap(false, Ordering::SeqCst) || !announced {
+                    announced = true;
                     let _ = events.send(UpEvent::Down(up.name.clone()));
                 }
                 tokio::time::sleep(backoff).await;
@@ -188,7 +221,7 @@ impl Upstream {
     }
 
     /// Starts (stdio) or reaches (HTTP) the server and initializes a session.
-    async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, String> {
+    async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
         match &self.spec {
             ServerSpec::Stdio { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -196,10 +229,14 @@ impl Upstream {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot start: {e}"))?;
+                let (transport, stderr) =
+                    ChildTransport::spawn(cmd, self.limits.max_line()).map_err(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => Failure::new("its command was not found", e.to_string()),
+                        std::io::ErrorKind::PermissionDenied => {
+                            Failure::new("its command may not be run (permission denied)", e.to_string())
+                        }
+                        _ => Failure::new("its command could not be started", e.to_string()),
+                    })?;
                 if let Some(stderr) = stderr {
                     let tail = self.stderr.clone();
                     tokio::spawn(async move {
@@ -213,13 +250,17 @@ impl Upstream {
                         }
                     });
                 }
-                handler.serve(transport).await.map_err(|e| format!("did not initialize: {e}"))
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
             }
             ServerSpec::Http { url, headers } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 for (k, v) in headers {
-                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?;
-                    let value = http::HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+                    let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
+                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(e.to_string()))?;
+                    let value = http::HeaderValue::from_str(v).map_err(|e| bad(e.to_string()))?;
                     if name == http::header::AUTHORIZATION {
                         config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
                     } else {
@@ -227,7 +268,10 @@ impl Upstream {
                     }
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                handler.serve(transport).await.map_err(|e| format!("did not initialize: {e}"))
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| Failure::new("it could not be reached or did not initialize", e.to_string()))
             }
         }
     }
@@ -237,7 +281,7 @@ impl Upstream {
         &self,
         service: RunningService<RoleClient, UpClient>,
         events: &mpsc::UnboundedSender<UpEvent>,
-    ) -> String {
+    ) -> Failure {
         let peer = service.peer().clone();
         let summary = service
             .peer_info()
@@ -250,9 +294,12 @@ impl Upstream {
                     .unwrap_or_else(|| self.name.clone())
             })
             .unwrap_or_else(|| self.name.clone());
-        let tools = match peer.list_all_tools().await {
+        let tools = match list_tools(&peer, &self.limits.list).await {
             Ok(t) => t,
-            Err(e) => return format!("tools/list failed: {e}"),
+            Err(e) => {
+                service.cancellation_token().cancel();
+                return Failure::new("its tool list could not be read", e);
+            }
         };
         *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(Listing { summary: summary.clone(), tools });
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
@@ -262,18 +309,20 @@ impl Upstream {
         let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let reason = match service.waiting().await {
-                Ok(r) => format!("the session ended ({r:?})"),
-                Err(e) => format!("the session failed: {e}"),
+                Ok(r) => format!("{r:?}"),
+                Err(e) => e.to_string(),
             };
             let _ = done_tx.send(reason);
         });
         loop {
             tokio::select! {
-                reason = &mut done_rx => return reason.unwrap_or_else(|_| "the session ended".into()),
+                reason = &mut done_rx => {
+                    return Failure::new("its session ended (the server exited or closed the connection)", reason.unwrap_or_default())
+                }
                 _ = tokio::time::sleep(PING_EVERY) => {
                     if tokio::time::timeout(PING_TIMEOUT, peer.send_request(ClientRequest::PingRequest(Default::default()))).await.is_err() {
                         closed.cancel();
-                        return format!("stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs());
+                        return Failure::new(format!("it stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs()), "");
                     }
                 }
             }
@@ -284,7 +333,7 @@ impl Upstream {
     pub async fn relist(&self) -> bool {
         let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(peer) = peer else { return false };
-        match peer.list_all_tools().await {
+        match list_tools(&peer, &self.limits.list).await {
             Ok(tools) => {
                 let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
                 let summary = listing.as_ref().map(|l| l.summary.clone()).unwrap_or_default();
@@ -293,6 +342,15 @@ impl Upstream {
             }
             Err(_) => false,
         }
+    }
+
+    /// `result`, or `RESULT_TOO_LARGE` when it is over the limit a client is given.
+    fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
+        let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
+        if bytes > self.limits.max_result_bytes {
+            return Err(RunError::TooLarge { bytes, limit: self.limits.max_result_bytes });
+        }
+        Ok(result)
     }
 
     /// Forwards one call to the upstream session.
@@ -306,7 +364,7 @@ impl Upstream {
     ) -> Result<rmcp::model::CallToolResult, RunError> {
         let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(peer) = peer.filter(|_| self.is_up()) else {
-            return Err(RunError::Unavailable(self.down_reason()));
+            return Err(RunError::Unavailable(self.client_reason()));
         };
         let mut params = CallToolRequestParams::new(name);
         params.arguments = arguments.as_object().cloned();
@@ -325,9 +383,13 @@ impl Upstream {
                 Err(RunError::Cancelled)
             }
             r = handle.await_response() => match r {
-                Ok(ServerResult::CallToolResult(result)) => Ok(result),
+                Ok(ServerResult::CallToolResult(result)) => self.bounded(result),
                 Ok(other) => Err(RunError::Failed(format!("unexpected answer to tools/call: {other:?}"))),
                 Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
+                Err(rmcp::service::ServiceError::McpError(e)) if e.code.0 == TOO_LARGE_CODE => {
+                    let bytes = e.data.as_ref().and_then(|d| d["bytes"].as_u64()).unwrap_or_default();
+                    Err(RunError::TooLarge { bytes: bytes as usize, limit: self.limits.max_result_bytes })
+                }
                 Err(e) => Err(RunError::Failed(e.to_string())),
             },
         };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use toolsearch_catalog::Tool;
+use toolsearch_catalog::{SchemaValidator, Tool};
 
 use crate::engine::Engine;
 use crate::error::{Call, ErrorCode, ProtocolError};
@@ -98,20 +98,11 @@ impl Engine {
     }
 }
 
-/// Checks `arguments` against the tool's schema; `INVALID_ARGUMENT` lists each failing JSON
-/// pointer.
+/// Checks `arguments` against the tool's schema in its dialect; `INVALID_ARGUMENT` lists each
+/// failing JSON pointer. A schema that cannot be compiled validates nothing: the call is passed
+/// on and whoever runs the tool decides (`expand_tool` says so in its `validation` field).
 fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolError> {
-    let validator = jsonschema::validator_for(&tool.args_schema.value()).map_err(|e| {
-        ProtocolError::new(ErrorCode::Internal, format!("tool {:?} has an unusable args_schema: {e}", tool.id))
-    })?;
-    let problems: Vec<String> = validator
-        .iter_errors(arguments)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            format!("{}: {e}", if at.is_empty() { "/".to_owned() } else { at })
-        })
-        .collect();
+    let problems = SchemaValidator::new(&tool.args_schema.value()).problems(arguments, 5);
     if problems.is_empty() {
         return Ok(());
     }

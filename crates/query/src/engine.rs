@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
-use toolsearch_catalog::{display_path, CategoryPath, PathSpec, Tool};
+use toolsearch_catalog::{display_path, CategoryPath, PathSpec, SchemaValidator, Tool};
 use toolsearch_embed::Embedder;
 
 use crate::call::Executor;
@@ -273,6 +273,7 @@ impl Engine {
             summary: t.summary,
             description: t.description,
             tags: t.tags,
+            validation: SchemaValidator::new(&t.args_schema.value()).validation().describe(),
             args_schema: t.args_schema.value(),
             result_schema: t.result_schema.map(|s| s.value()),
             usage_notes: t.usage_notes,

@@ -177,6 +177,10 @@ pub struct ExpandToolResponse {
     pub tags: Vec<String>,
     /// JSON Schema of the arguments.
     pub args_schema: Value,
+    /// Whether `call_tool` checks arguments against `args_schema`: `on (DIALECT)`, or
+    /// `off: REASON` when the schema cannot be compiled (calls are passed on unchecked).
+    #[serde(default)]
+    pub validation: String,
     /// JSON Schema of the result.
     pub result_schema: Option<Value>,
     /// Guidance for calling it.

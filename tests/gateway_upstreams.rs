@@ -1,0 +1,150 @@
+//! `toolsearch gateway` in front of upstreams that do what real servers do and the SDKs would
+//! not: a hand-written MCP server (tests/mcp/rude_server.py) with old-style and uncompilable
+//! schemas, tools without schemas, tool lists that page forever or are full of bad tools, and
+//! answers too large to carry. The official Python MCP SDK client drives the gateway
+//! (tests/mcp/probe.py).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{python, write_config};
+use serde_json::{json, Value};
+
+fn rude(mode: &str) -> Value {
+    json!({"command": python(), "args": [common::repo().join("tests/mcp/rude_server.py"), mode]})
+}
+
+/// What the probe saw, and the gateway's status events (one JSON object per line).
+struct Probe {
+    out: Value,
+    events: Vec<Value>,
+}
+
+impl Probe {
+    fn step(&self, i: usize) -> &Value {
+        &self.out["steps"][i]
+    }
+
+    fn events_of(&self, kind: &str) -> Vec<&Value> {
+        self.events.iter().filter(|e| e["event"] == kind).collect()
+    }
+}
+
+fn probe(dir: &Path, servers: Value, settings: Value, steps: Value) -> Probe {
+    let config = write_config(dir, &json!({"mcpServers": servers, "toolsearch": settings}));
+    let stderr = dir.join("gateway.stderr");
+    let out = Command::new(python())
+        .arg(common::repo().join("tests/mcp/probe.py"))
+        .arg(&config)
+        .arg(dir.join("state"))
+        .arg(&stderr)
+        .arg(steps.to_string())
+        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
+        .output()
+        .expect("python runs");
+    let status = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(out.status.success(), "probe failed: {}\ngateway: {status}", String::from_utf8_lossy(&out.stderr));
+    let events = status.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    Probe { out: serde_json::from_slice(&out.stdout).unwrap(), events }
+}
+
+fn text(step: &Value) -> &str {
+    step["text"].as_str().unwrap()
+}
+
+#[test]
+fn every_tool_a_real_client_accepts_is_listed_and_callable_and_validated_where_understood() {
+    let dir = common::scratch().join("gw-schemas");
+    let steps = json!([
+        {"search": "read the pages of a PDF file"},
+        {"call": "rude.read_pdf", "arguments": {"path": "a.pdf", "page": 0}},
+        {"call": "rude.read_pdf", "arguments": {"path": "a.pdf", "page": 1}},
+        {"call": "rude.take_anything", "arguments": {"whatever": [1, 2]}},
+        {"expand": "rude.fetch_remote"},
+        {"call": "rude.fetch_remote", "arguments": {"url": 5}},
+        {"call": "rude.set_alarm", "arguments": {"hour": 7, "label": null}},
+        {"call": "rude.set_alarm", "arguments": {"hour": 30}},
+        {"search": "take a screenshot of the screen"},
+    ]);
+    let p = probe(&dir, json!({"rude": rude("schemas")}), json!({}), steps);
+    assert_eq!(p.step(0)["json"]["results"][0]["tool_id"], "rude.read_pdf");
+    // draft-04 `exclusiveMinimum: true` with `minimum: 0` keeps its meaning: 0 is refused, by name.
+    assert!(p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
+    assert!(text(p.step(1)).contains("INVALID_ARGUMENT") && text(p.step(1)).contains("/page"), "{}", p.step(1));
+    assert!(!p.step(2)["is_error"].as_bool().unwrap() && text(p.step(2)).contains("\"page\": 1"), "{}", p.step(2));
+    // No inputSchema: any arguments, passed on as they are.
+    assert!(text(p.step(3)).contains("\"whatever\": [1, 2]"), "{}", p.step(3));
+    // A remote $ref is never fetched: the tool is kept, unvalidated, and says so; its calls
+    // reach the upstream, which decides.
+    assert!(p.step(4)["json"]["validation"].as_str().unwrap().starts_with("off: "), "{}", p.step(4));
+    assert!(text(p.step(5)).contains("\"url\": 5"), "{}", p.step(5));
+    // OpenAPI `nullable` is "or null"; a strict schema still refuses what it forbids.
+    assert!(!p.step(6)["is_error"].as_bool().unwrap(), "{}", p.step(6));
+    assert!(text(p.step(7)).contains("/hour"), "{}", p.step(7));
+    assert_eq!(p.step(8)["json"]["results"][0]["tool_id"], "rude.take_anything");
+    // The status names each tool kept unvalidated, the second read_pdf and the nameless tool.
+    let unvalidated = p.events_of("tool_unvalidated");
+    assert!(unvalidated.iter().any(|e| e["tool"] == "rude.fetch_remote"), "{:?}", p.events);
+    let skipped = p.events_of("tool_skipped");
+    assert!(skipped.iter().any(|e| e["tool"] == "rude.read_pdf" && e["kind"] == "duplicate_name"), "{skipped:?}");
+    assert!(skipped.iter().any(|e| e["reason"].as_str().unwrap_or_default().contains("name")), "{skipped:?}");
+    assert_eq!(p.events_of("upstream_up")[0]["tools"], 6);
+}
+
+#[test]
+fn thousands_of_bad_tools_cost_only_themselves_and_a_list_that_pages_forever_is_bounded() {
+    let dir = common::scratch().join("gw-bad-lists");
+    let steps = json!([
+        {"search": "ping a network host"},
+        {"call": "bad.ping_host", "arguments": {}},
+        {"call": "pages.page_tool_0", "arguments": {}},
+    ]);
+    let p = probe(
+        &dir,
+        json!({"bad": rude("bad_tools"), "pages": rude("pages")}),
+        json!({"limits": {"list": {"max_pages": 50}}}),
+        steps,
+    );
+    assert_eq!(p.step(0)["json"]["results"][0]["tool_id"], "bad.ping_host");
+    assert!(!p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
+    assert_eq!(p.events_of("tool_skipped").len(), 3000);
+    // The endless list stops at the limit: the server is down with the reason, for the operator;
+    // the client is told it is unavailable, nothing more.
+    let down = p.events_of("upstream_down");
+    assert!(
+        down.iter().any(|e| e["server"] == "pages" && e["reason"].as_str().unwrap().contains("limit of 50 pages")),
+        "{down:?}"
+    );
+    assert!(p.step(2)["is_error"].as_bool().unwrap(), "{}", p.step(2));
+}
+
+#[test]
+fn an_answer_over_the_result_limit_is_an_error_naming_the_limit_at_once() {
+    let dir = common::scratch().join("gw-huge");
+    let steps = json!([
+        {"call": "huge.dump_logs", "arguments": {"mib": 0.1}},
+        {"call": "huge.dump_logs", "arguments": {"mib": 3}},
+        {"call": "huge.dump_logs", "arguments": {"mib": 20}},
+        {"call": "huge.dump_logs", "arguments": {"mib": 0.1}},
+    ]);
+    let p = probe(
+        &dir,
+        json!({"huge": rude("huge")}),
+        // Lines over max(list bytes, result bytes) are answered as they are read (20 MiB); smaller
+        // ones are read and measured (3 MiB).
+        json!({"limits": {"max_result_bytes": 1048576, "list": {"max_bytes": 4194304}}, "call_timeout_secs": 60}),
+        steps,
+    );
+    assert!(!p.step(0)["is_error"].as_bool().unwrap() && p.step(0)["bytes"].as_u64().unwrap() > 100_000);
+    for i in [1, 2] {
+        let s = p.step(i);
+        assert!(s["is_error"].as_bool().unwrap(), "{s}");
+        assert!(text(s).contains("RESULT_TOO_LARGE") && text(s).contains("1048576"), "{s}");
+        // Not a TIMEOUT after the call timeout: the limit is seen as the answer arrives.
+        assert!(s["seconds"].as_f64().unwrap() < 30.0, "{s}");
+    }
+    // The session is still good afterwards.
+    assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
+}
