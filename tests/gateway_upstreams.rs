@@ -67,6 +67,8 @@ fn every_tool_a_real_client_accepts_is_listed_and_callable_and_validated_where_u
         {"call": "rude.set_alarm", "arguments": {"hour": 7, "label": null}},
         {"call": "rude.set_alarm", "arguments": {"hour": 30}},
         {"search": "take a screenshot of the screen"},
+        {"tool": "rude.set_alarm", "arguments": {"hour": 6}},
+        {"tool": "rude.no_such_tool", "arguments": {}},
     ]);
     let p = probe(&dir, json!({"rude": rude("schemas")}), json!({}), steps);
     assert_eq!(p.step(0)["json"]["results"][0]["tool_id"], "rude.read_pdf");
@@ -84,6 +86,9 @@ fn every_tool_a_real_client_accepts_is_listed_and_callable_and_validated_where_u
     assert!(!p.step(6)["is_error"].as_bool().unwrap(), "{}", p.step(6));
     assert!(text(p.step(7)).contains("/hour"), "{}", p.step(7));
     assert_eq!(p.step(8)["json"]["results"][0]["tool_id"], "rude.take_anything");
+    // A tool id is accepted as a tool name (what a search returned), with every check.
+    assert!(text(p.step(9)).contains("\"hour\": 6"), "{}", p.step(9));
+    assert!(p.step(10)["is_error"].as_bool().unwrap() && text(p.step(10)).contains("UNKNOWN_TOOL"), "{}", p.step(10));
     // The status names each tool kept unvalidated, the second read_pdf and the nameless tool.
     let unvalidated = p.events_of("tool_unvalidated");
     assert!(unvalidated.iter().any(|e| e["tool"] == "rude.fetch_remote"), "{:?}", p.events);
@@ -147,4 +152,34 @@ fn an_answer_over_the_result_limit_is_an_error_naming_the_limit_at_once() {
     }
     // The session is still good afterwards.
     assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
+}
+
+#[test]
+fn a_server_whose_command_does_not_exist_does_not_hold_startup_and_leaks_nothing_to_clients() {
+    let dir = common::scratch().join("gw-typo");
+    let typo =
+        json!({"command": "mcp-server-that-does-not-exist", "args": ["postgresql://admin:hunter2@db.internal/prod"]});
+    let steps = json!([{"call": "rude.set_alarm", "arguments": {"hour": 7}}, {"search": "set an alarm clock"}]);
+    let p = probe(&dir, json!({"rude": rude("schemas"), "typo": typo}), json!({"connect_timeout_secs": 30}), steps);
+    // Served at once with what is up, not after the 30 s connect timeout.
+    assert!(p.out["ready_s"].as_f64().unwrap() < 15.0, "{}", p.out);
+    assert!(!p.step(0)["is_error"].as_bool().unwrap(), "{}", p.step(0));
+    // The operator is told why, with the password masked; nothing of it reaches the client.
+    let down = p.events_of("upstream_down");
+    let reason = down.iter().find(|e| e["server"] == "typo").expect("typo reported down")["reason"].as_str().unwrap();
+    assert!(reason.contains("command was not found") && !reason.contains("hunter2"), "{reason}");
+    assert!(!p.out.to_string().contains("hunter2") && !p.out.to_string().contains("db.internal"));
+}
+
+#[test]
+fn rebuilds_coalesce_when_the_tool_list_churns() {
+    let dir = common::scratch().join("gw-churn");
+    // The server says its tool list changed every 50 ms for the whole session.
+    let p = probe(&dir, json!({"churn": rude("churn")}), json!({}), json!([{"sleep": 8}]));
+    let indexed = p.events_of("indexed").len();
+    let changes = p.events_of("tools_changed").len();
+    assert!(changes >= 50, "{changes} list changes seen");
+    // Changes that come faster than a rebuild are taken together: a rebuild at most every
+    // 250 ms, whatever the rate of changes.
+    assert!(indexed * 3 < changes, "{indexed} rebuilds for {changes} changes");
 }

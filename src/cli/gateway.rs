@@ -84,8 +84,11 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
              set \"scopes\" or \"access\": \"closed\" in the toolsearch section to restrict it"
         );
     }
-    let access =
-        HttpAccess { tokens: config.settings.tokens.clone(), allowed_origins: config.settings.allowed_origins.clone() };
+    let access = HttpAccess {
+        tokens: config.settings.tokens.clone(),
+        allowed_origins: config.settings.allowed_origins.clone(),
+        limits: config.settings.limits.http,
+    };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
     }

@@ -4,7 +4,8 @@ the gateway's stderr (its status, as JSON lines) goes to a file. tests/gateway_u
 
     python probe.py CONFIG STATE STDERR_FILE STEPS_JSON
 
-A step is {"call": TOOL_ID, "arguments": {...}}, {"search": QUERY}, {"expand": TOOL_ID} or
+A step is {"call": TOOL_ID, "arguments": {...}} (through call_tool), {"tool": NAME,
+"arguments": {...}} (tools/call by name), {"search": QUERY}, {"expand": TOOL_ID} or
 {"sleep": SECONDS}.
 """
 
@@ -31,6 +32,8 @@ async def step(session, s):
         return {}
     if "call" in s:
         r = await session.call_tool("call_tool", {"tool_id": s["call"], "arguments": s.get("arguments", {})})
+    elif "tool" in s:
+        r = await session.call_tool(s["tool"], s.get("arguments", {}))
     elif "search" in s:
         r = await session.call_tool("search_tool_by_category", {"query": s["search"], "limit": s.get("limit", 10)})
     else:

@@ -46,6 +46,15 @@ impl ModelFiles {
             if let Ok(cwd) = std::env::current_dir() {
                 candidates.extend(cwd.ancestors().take(6).map(|d| d.join("models")));
             }
+            // A binary installed elsewhere (`cargo install`) finds the models installed once
+            // per user: `scripts/setup ~/.local/share/toolsearch/models`.
+            let data = std::env::var_os("XDG_DATA_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+            if let Some(data) = data {
+                candidates.push(data.join("toolsearch/models"));
+            }
         }
         let found = candidates.iter().find(|d| d.join(MODEL_DIR_NAME).join("model.onnx").is_file());
         let Some(dir) = found else {

@@ -161,6 +161,8 @@ pub struct GatewaySettings {
 pub struct GatewayLimits {
     /// One upstream's tool list: pages, tools and bytes.
     pub list: crate::listing::ListLimits,
+    /// HTTP clients: sessions, bodies, slow clients.
+    pub http: crate::http::HttpLimits,
     /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
     /// flood a model's context); a larger one is a `RESULT_TOO_LARGE` error naming the limit.
     pub max_result_bytes: usize,
@@ -168,7 +170,7 @@ pub struct GatewayLimits {
 
 impl Default for GatewayLimits {
     fn default() -> Self {
-        GatewayLimits { list: Default::default(), max_result_bytes: 1 << 20 }
+        GatewayLimits { list: Default::default(), http: Default::default(), max_result_bytes: 1 << 20 }
     }
 }
 
@@ -235,12 +237,20 @@ impl GatewayConfig {
                     "mcpServers.{name:?}: a server name must be non-empty, without `.`, `/` or control characters"
                 )));
             }
+            let expand_map = |what: &str, map: BTreeMap<String, String>| -> Result<_, ServeError> {
+                map.into_iter()
+                    .map(|(k, v)| {
+                        Ok((k.clone(), expand_env(&v).map_err(|e| bad(format!("mcpServers.{name}.{what}.{k}: {e}")))?))
+                    })
+                    .collect()
+            };
             let spec = match (s.command, s.url) {
                 (Some(command), None) if !command.trim().is_empty() => {
-                    ServerSpec::Stdio { command, args: s.args, env: s.env, cwd: s.cwd }
+                    ServerSpec::Stdio { command, args: s.args, env: expand_map("env", s.env)?, cwd: s.cwd }
                 }
                 (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
-                    ServerSpec::Http { url, headers: s.headers }
+                    let url = expand_env(&url).map_err(|e| bad(format!("mcpServers.{name}.url: {e}")))?;
+                    ServerSpec::Http { url, headers: expand_map("headers", s.headers)? }
                 }
                 (None, Some(url)) => return Err(bad(format!("mcpServers.{name}.url: {url:?} is not an http(s) URL"))),
                 _ => {
@@ -264,7 +274,16 @@ impl GatewayConfig {
         if servers.is_empty() {
             return Err(bad("mcpServers: no server to put the gateway in front of".into()));
         }
-        let settings = raw.toolsearch;
+        let mut settings = raw.toolsearch;
+        let mut tokens = BTreeMap::new();
+        for (token, scopes) in std::mem::take(&mut settings.tokens) {
+            let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;
+            if token.trim().is_empty() {
+                return Err(bad("toolsearch.tokens: a token is empty (is its variable set?)".into()));
+            }
+            tokens.insert(token, scopes);
+        }
+        settings.tokens = tokens;
         for key in settings.facades.keys().chain(settings.requires.keys()) {
             if !servers.contains_key(key) {
                 return Err(bad(format!("toolsearch: {key:?} is not a server of mcpServers")));
@@ -281,5 +300,46 @@ impl GatewayConfig {
             }
         }
         Ok(GatewayConfig { path: path.to_path_buf(), servers, settings })
+    }
+}
+
+/// `text` with each `${NAME}` replaced by the environment variable `NAME` (so secrets need not
+/// be written in the config); `$${` is a literal `${`. An unset variable is an error naming it.
+pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        if rest[..i].ends_with('$') {
+            out.push_str(&rest[..i - 1]);
+            out.push_str("${");
+            rest = &rest[i + 2..];
+            continue;
+        }
+        out.push_str(&rest[..i]);
+        let Some(end) = rest[i + 2..].find('}') else {
+            return Err("`${` without a closing `}`".into());
+        };
+        let name = &rest[i + 2..i + 2 + end];
+        let value = std::env::var(name).map_err(|_| format!("the environment variable {name:?} is not set"))?;
+        out.push_str(&value);
+        rest = &rest[i + 3 + end..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_env;
+
+    #[test]
+    fn variables_are_expanded_and_an_unset_one_is_named() {
+        std::env::set_var("TOOLSEARCH_TEST_SECRET", "s3cret");
+        assert_eq!(expand_env("Bearer ${TOOLSEARCH_TEST_SECRET}").unwrap(), "Bearer s3cret");
+        assert_eq!(expand_env("a $${literal} b").unwrap(), "a ${literal} b");
+        assert_eq!(expand_env("plain").unwrap(), "plain");
+        let e = expand_env("${TOOLSEARCH_TEST_UNSET_VARIABLE}").unwrap_err();
+        assert!(e.contains("TOOLSEARCH_TEST_UNSET_VARIABLE"), "{e}");
+        assert!(expand_env("${OPEN").is_err());
     }
 }

@@ -47,6 +47,9 @@ impl Drop for Gateway {
     }
 }
 
+/// How long the gateway waits after a change for more before it rebuilds.
+const COALESCE: Duration = Duration::from_millis(250);
+
 /// The default state directory of a config file: `NAME.toolsearch` beside it.
 pub fn default_state_dir(config: &Path) -> PathBuf {
     let stem = config.file_stem().map_or_else(|| "gateway".into(), |s| s.to_string_lossy().into_owned());
@@ -185,6 +188,7 @@ pub async fn start(
     status: Arc<dyn Status>,
 ) -> Result<Gateway, ServeError> {
     std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+    private(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
     let index_dir = state.join("index");
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -267,13 +271,21 @@ pub async fn start(
         tokio::spawn(async move {
             let mut last = listings;
             while let Some(event) = events.recv().await {
+                // A server that churns its list is heard out for a moment, so a burst of
+                // changes costs one rebuild, not one each.
+                tokio::time::sleep(COALESCE).await;
                 let mut batch = vec![event];
                 while let Ok(e) = events.try_recv() {
                     batch.push(e);
                 }
+                // Changes that came faster than a rebuild are taken together: each server is
+                // listed again once, and the index rebuilt once.
+                let mut relisted = std::collections::BTreeSet::new();
                 for e in &batch {
                     if let UpEvent::ToolsChanged(n) = e {
-                        upstreams[n].relist().await;
+                        if relisted.insert(n.clone()) {
+                            upstreams[n].relist().await;
+                        }
                     }
                     match e {
                         UpEvent::Up(n) => status.event(
@@ -332,11 +344,33 @@ fn rebuild(
     };
     let report = build_index(&catalog, embedder, dir, &BuildOptions::default())
         .map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
+    drop(catalog);
+    // What the build held (the catalogue, its JSON, the staging buffers) goes back to the
+    // system, so tool-list churn does not ratchet the gateway's memory up.
+    toolsearch_embed::memory::give_back();
+    private(dir).map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
     status.event(
         "indexed",
         json!({"tools": report.tools, "embedded": report.embedded, "reused": report.reused, "seconds": report.total_seconds}),
     );
     Ok(true)
+}
+
+/// Makes `dir` and everything in it private to the user (0700 directories, 0600 files): the
+/// state holds every upstream's tool definitions.
+fn private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            private(&entry.path())?;
+        } else if kind.is_file() {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
 }
 
 fn first_line(text: &str, fallback: &str) -> String {

@@ -4,24 +4,30 @@
 //! with an `Origin` that is neither loopback nor configured is refused (DNS-rebinding
 //! protection), as is a `Host` that is not the bind address's; with bearer tokens configured,
 //! a request without a known token is refused and each token's scopes decide what its
-//! sessions see and call; a non-loopback bind without tokens refuses to start.
+//! sessions see and call; a non-loopback bind without tokens refuses to start. The checks of
+//! each request (token, session ownership, message shape) are in `http_guard`.
+//!
+//! Connections are served by hyper directly (not `axum::serve`) so that a client that sends
+//! its headers slowly is cut off, and with `TCP_NODELAY`, so a keep-alive response is not held
+//! back by Nagle's algorithm.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
-use toolsearch_query::Principal;
 
 use crate::config::ServeError;
+use crate::http_guard::{guard, Guard};
 use crate::hub::Hub;
-use crate::session::{Caller, Session};
+use crate::session::Session;
 
 /// Who may call the HTTP endpoint.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +36,29 @@ pub struct HttpAccess {
     pub tokens: BTreeMap<String, Vec<String>>,
     /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
+    /// Bounds on sessions, bodies and slow clients.
+    pub limits: HttpLimits,
+}
+
+/// Bounds on what HTTP clients may make the gateway hold (`toolsearch.limits.http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpLimits {
+    /// Most sessions open at once (default 256); past it, a new session gets 503 with
+    /// `Retry-After`.
+    pub max_sessions: usize,
+    /// A session with no request for this long is closed (default 3600 s).
+    pub session_idle_secs: u64,
+    /// Longest wait for a request's headers, and for its body (default 10 s each).
+    pub read_timeout_secs: u64,
+    /// Largest request body (default 4 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits { max_sessions: 256, session_idle_secs: 3600, read_timeout_secs: 10, max_body_bytes: 4 << 20 }
+    }
 }
 
 impl HttpAccess {
@@ -72,76 +101,42 @@ pub async fn serve_http(
         // Reachable by name from elsewhere: tokens (required above) protect it.
         config.disable_allowed_hosts()
     };
+    let limits = access.limits;
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_secs(limits.session_idle_secs.max(1)));
+    let sessions = Arc::new(sessions);
     let session_hub = hub.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(Session::new(session_hub.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let access = Arc::new(access);
+    let service = StreamableHttpService::new(move || Ok(Session::new(session_hub.clone())), sessions.clone(), config);
+    let state = Arc::new(Guard::new(access, sessions));
     let app =
-        axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(access, guard));
+        axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(state, guard));
     ready(bound);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
-        .map_err(|e| ServeError::Http(e.to_string()))
-}
-
-/// Checks `Origin` and the bearer token; puts the caller's principal on the request.
-async fn guard(State(access): State<Arc<HttpAccess>>, mut request: Request, next: Next) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or_default();
-        if !origin_allowed(origin, &access.allowed_origins) {
-            return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
-        }
-    }
-    if !access.tokens.is_empty() {
-        let token = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        let Some(scopes) = token.and_then(|t| access.tokens.get(t)) else {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "a valid bearer token is required",
-            )
-                .into_response();
+    let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // Out of file descriptors and the like: wait a moment rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
         };
-        request.extensions_mut().insert(Caller(Principal::with_scopes(scopes.iter().cloned())));
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(app.clone());
+        let mut builder = Builder::new(TokioExecutor::new());
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout).keep_alive(true);
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
     }
-    next.run(request).await
-}
-
-/// Loopback origins are always allowed; others only when configured (exactly).
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
-    if allowed.iter().any(|a| a == origin) {
-        return true;
-    }
-    let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
-    let host = rest.map(|r| r.split('/').next().unwrap_or(r)).unwrap_or_default();
-    let host = match host.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') => h,
-        _ => host,
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::origin_allowed;
-
-    #[test]
-    fn only_loopback_and_configured_origins_pass() {
-        assert!(origin_allowed("http://localhost:3000", &[]));
-        assert!(origin_allowed("http://127.0.0.1", &[]));
-        assert!(origin_allowed("http://[::1]:8080", &[]));
-        assert!(!origin_allowed("http://evil.example", &[]));
-        assert!(!origin_allowed("http://localhost.evil.example", &[]));
-        assert!(!origin_allowed("null", &[]));
-        assert!(origin_allowed("https://app.example", &["https://app.example".into()]));
-    }
+    // Open streams end with the sessions (their cancellation token is `stop`'s child); wait a
+    // moment for connections to finish what they are sending.
+    let _ = tokio::time::timeout(Duration::from_secs(2), connections.shutdown()).await;
+    Ok(())
 }

@@ -16,6 +16,7 @@ mod child;
 mod config;
 pub mod gateway;
 mod http;
+mod http_guard;
 mod hub;
 mod listing;
 mod runner;
@@ -26,7 +27,7 @@ mod upstream;
 
 pub use checks::spawn_command_checks;
 pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, ServeConfig, ServeError, ServerSpec};
-pub use http::{serve_http, HttpAccess};
+pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
 pub use listing::{ListLimits, Listing};
 pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};

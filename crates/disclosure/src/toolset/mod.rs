@@ -310,6 +310,13 @@ impl ToolSet {
                 Entry::Tool(id) => self.call_tool(engine, &id, input, name),
             };
         }
+        // With call_tool offered, a tool id is accepted as a tool name too (models call what a
+        // search returned): exactly a call_tool call, with all its checks (a tool the caller
+        // may not see answers as if it did not exist).
+        let usable = engine.tool(name).is_some_and(|t| self.config.principal.may_use(t));
+        if self.derived.discovery.contains(&DiscoveryTool::Call) && usable {
+            return self.call_tool(engine, name, input, name);
+        }
         let reason = match self.entry_by_name(engine, name) {
             Some(Entry::Tool(id)) if self.shown.iter().any(|(_, e)| e == &Entry::Tool(id.clone())) => {
                 if let Some(message) = self.unavailable(engine, &id) {

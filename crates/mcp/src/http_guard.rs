@@ -1,0 +1,258 @@
+//! The checks every HTTP request passes before the SDK sees it: its `Origin`, its bearer
+//! token, that a session is used only with the token that opened it, and that a POST body is
+//! one well-formed JSON-RPC message, read within a time and size bound.
+//!
+//! Tokens are never looked up by value: the presented token is hashed (SHA-256) and compared
+//! with every configured token's digest in constant time, so neither a map's lookup nor an
+//! early exit tells how close a guess was. A session is bound to the digest that opened it;
+//! any request on it (POST, the GET stream, DELETE, notifications such as `cancelled`) with
+//! another token gets 404, as if the session did not exist.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use toolsearch_query::Principal;
+
+use crate::http::{HttpAccess, HttpLimits};
+use crate::session::Caller;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+/// The requests a session answers; any other method is "method not found: NAME".
+const METHODS: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
+
+type TokenDigest = [u8; 32];
+
+/// What the guard knows: the tokens (as digests), the allowed origins, the limits, and which
+/// token opened each session.
+pub(crate) struct Guard {
+    tokens: Vec<(TokenDigest, Vec<String>)>,
+    allowed_origins: Vec<String>,
+    limits: HttpLimits,
+    owners: Mutex<HashMap<String, TokenDigest>>,
+    sessions: Arc<LocalSessionManager>,
+}
+
+impl Guard {
+    pub(crate) fn new(access: HttpAccess, sessions: Arc<LocalSessionManager>) -> Guard {
+        Guard {
+            tokens: access.tokens.into_iter().map(|(t, scopes)| (digest(&t), scopes)).collect(),
+            allowed_origins: access.allowed_origins,
+            limits: access.limits,
+            owners: Mutex::new(HashMap::new()),
+            sessions,
+        }
+    }
+
+    /// The scopes of the token `authorization` carries, and its digest; `None` when no token
+    /// is configured (anyone on loopback), `Some(Err)` when it is missing or unknown.
+    fn caller(&self, authorization: Option<&str>) -> Option<Result<(TokenDigest, &[String]), ()>> {
+        if self.tokens.is_empty() {
+            return None;
+        }
+        let token = authorization
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .filter(|t| !t.is_empty());
+        let Some(token) = token else { return Some(Err(())) };
+        let presented = digest(token);
+        let mut found = None;
+        for (known, scopes) in &self.tokens {
+            if same(known, &presented) {
+                found = Some(scopes.as_slice());
+            }
+        }
+        Some(found.map(|s| (presented, s)).ok_or(()))
+    }
+
+    fn owner_of(&self, session: &str) -> Option<TokenDigest> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(session).copied()
+    }
+
+    async fn bind(&self, session: String, owner: TokenDigest) {
+        // Sessions closed for idleness leave their binding behind: drop those now and then.
+        let crowded =
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).len() >= 2 * self.limits.max_sessions.max(1);
+        let live: Option<std::collections::HashSet<String>> = match crowded {
+            true => Some(self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect()),
+            false => None,
+        };
+        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(live) = live {
+            owners.retain(|k, _| live.contains(k.as_str()));
+        }
+        owners.insert(session, owner);
+    }
+}
+
+fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Equal digests, compared in time that does not depend on where they differ.
+fn same(a: &TokenDigest, b: &TokenDigest) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks a request (see the module doc); puts the caller's principal on it.
+pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !origin_allowed(origin, &g.allowed_origins) {
+            return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
+        }
+    }
+    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let (owner, caller) = match g.caller(authorization) {
+        None => ([0u8; 32], None),
+        Some(Ok((digest, scopes))) => (digest, Some(Principal::with_scopes(scopes.iter().cloned()))),
+        Some(Err(())) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "a valid bearer token is required",
+            )
+                .into_response()
+        }
+    };
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(s) = &session {
+        if g.owner_of(s).is_some_and(|o| !same(&o, &owner)) {
+            return (StatusCode::NOT_FOUND, "session not found").into_response();
+        }
+    }
+    let deleting = request.method() == Method::DELETE;
+    let (mut request, initialize) = if request.method() == Method::POST {
+        match checked_body(&g, request, session.is_none()).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        }
+    } else {
+        (request, false)
+    };
+    if let Some(p) = caller {
+        request.extensions_mut().insert(Caller(p));
+    }
+    let response = next.run(request).await;
+    if initialize && response.status().is_success() {
+        if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            g.bind(id.to_owned(), owner).await;
+        }
+    }
+    if let (true, Some(s)) = (deleting && response.status().is_success(), session) {
+        g.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&s);
+    }
+    response
+}
+
+/// Reads a POST body within the limits and checks it is one JSON-RPC message; the request
+/// rebuilt with it and whether it opens a session, or the answer to send instead.
+async fn checked_body(g: &Guard, request: Request, sessionless: bool) -> Result<(Request, bool), Response> {
+    let (parts, body) = request.into_parts();
+    let limit = g.limits.max_body_bytes;
+    let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
+    let bytes = match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
+        Err(_) => return Err((StatusCode::REQUEST_TIMEOUT, "the request body was not sent in time").into_response()),
+        Ok(Err(_)) => {
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is over the limit of {limit} bytes"))
+                .into_response())
+        }
+        Ok(Ok(b)) => b,
+    };
+    let message: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => return Err(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, &format!("parse error: {e}"))),
+    };
+    let Some(obj) = message.as_object() else {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32600,
+            "invalid request: a message must be one JSON-RPC object (batches are not supported)",
+        ));
+    };
+    let id = obj.get("id").cloned();
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let id = id.unwrap_or(Value::Null);
+        return Err(rpc_error(StatusCode::BAD_REQUEST, id, -32600, "invalid request: `jsonrpc` must be \"2.0\""));
+    }
+    let method = obj.get("method").and_then(Value::as_str);
+    let is_response = obj.contains_key("result") || obj.contains_key("error");
+    match (method, &id) {
+        (None, _) if is_response => {}
+        (None, _) => {
+            let id = id.unwrap_or(Value::Null);
+            return Err(rpc_error(StatusCode::BAD_REQUEST, id, -32600, "invalid request: a request needs a `method`"));
+        }
+        (Some(m), Some(id)) if !METHODS.contains(&m) => {
+            return Err(rpc_error(StatusCode::OK, id.clone(), -32601, &format!("method not found: {m}")));
+        }
+        _ => {}
+    }
+    let initialize = sessionless && method == Some("initialize");
+    if initialize && g.sessions.sessions.read().await.len() >= g.limits.max_sessions {
+        let mut answer = (StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones")
+            .into_response();
+        answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return Err(answer);
+    }
+    Ok((Request::from_parts(parts, Body::from(bytes)), initialize))
+}
+
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// Loopback origins are always allowed; others only when configured (exactly).
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+    let host = rest.map(|r| r.split('/').next().unwrap_or(r)).unwrap_or_default();
+    let host = match host.rsplit_once(':') {
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.ends_with(':') => h,
+        _ => host,
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_and_configured_origins_pass() {
+        assert!(origin_allowed("http://localhost:3000", &[]));
+        assert!(origin_allowed("http://127.0.0.1", &[]));
+        assert!(origin_allowed("http://[::1]:8080", &[]));
+        assert!(!origin_allowed("http://evil.example", &[]));
+        assert!(!origin_allowed("http://localhost.evil.example", &[]));
+        assert!(!origin_allowed("null", &[]));
+        assert!(origin_allowed("https://app.example", &["https://app.example".into()]));
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_tokens_match_exactly() {
+        let access =
+            HttpAccess { tokens: [("s3cret".to_owned(), vec!["a".to_owned()])].into(), ..HttpAccess::default() };
+        let g = Guard::new(access, Arc::new(LocalSessionManager::default()));
+        for ok in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret "] {
+            assert!(matches!(g.caller(Some(ok)), Some(Ok((_, s))) if s == ["a"]), "{ok}");
+        }
+        for bad in ["Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer ", ""] {
+            assert!(matches!(g.caller(Some(bad)), Some(Err(()))), "{bad}");
+        }
+        assert!(matches!(g.caller(None), Some(Err(()))));
+    }
+}
