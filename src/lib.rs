@@ -24,6 +24,14 @@
 //! ```
 #![deny(missing_docs)]
 
+// The CLI lives in the library (so the Python package can run it as its `toolsearch` command)
+// and names this crate `toolsearch::...` as a dependent would.
+extern crate self as toolsearch;
+
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
+
 pub use toolsearch_catalog as catalog;
 pub use toolsearch_disclosure as disclosure;
 pub use toolsearch_embed as embed;

@@ -1,7 +1,5 @@
 //! The `toolsearch` command line: a thin layer over the library.
 
-mod cli;
-
 fn main() {
     std::panic::set_hook(Box::new(|info| {
         use std::io::Write;
@@ -11,5 +9,5 @@ fn main() {
             "error: internal error ({info}); please report this with the command that caused it"
         );
     }));
-    std::process::exit(cli::run());
+    std::process::exit(toolsearch::cli::run());
 }

