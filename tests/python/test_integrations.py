@@ -1,0 +1,141 @@
+"""Each integration against the real framework from PyPI, with no LLM: the frameworks' own fake
+chat model, or their pieces called directly."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+import toolsearch
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample-catalog.json"
+
+TOOLS = [
+    {"name": "get_weather", "description": "Current weather for a city: temperature, wind and rain.",
+     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+    {"name": "translate_text", "description": "Translate a text from one language into another.",
+     "input_schema": {"type": "object", "properties": {"text": {"type": "string"}, "to": {"type": "string"}}}},
+    {"name": "send_invoice", "description": "Send an invoice for an order to a customer by email.",
+     "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return toolsearch.build(TOOLS, progress=False)
+
+
+def test_langgraph_bigtool_agent_retrieves_with_toolsearch_and_calls_the_tool(index):
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph_bigtool import create_agent
+
+    from toolsearch.integrations.langgraph import retrieve_tools
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"sunny in {city}"
+
+    @tool
+    def translate_text(text: str, to: str) -> str:
+        """Translate a text."""
+        return text
+
+    @tool
+    def send_invoice(order_id: str) -> str:
+        """Send an invoice."""
+        return order_id
+
+    registry = {"get_weather": get_weather, "translate_text": translate_text, "send_invoice": send_invoice}
+
+    class FakeModel(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+    # The model asks for tools, then answers. (Calling a selected tool from the graph needs
+    # ToolNode.inject_tool_args, which langgraph-bigtool 0.0.3 uses and langgraph 1.x removed:
+    # not ours to test; the selection is.)
+    script = iter([
+        AIMessage(content="", tool_calls=[{"name": "retrieve_tools", "args": {"query": "will it rain in Oslo"}, "id": "c1"}]),
+        AIMessage(content="Let me check."),
+    ])
+    agent = create_agent(FakeModel(messages=script), registry, retrieve_tools_function=retrieve_tools(index, limit=2)).compile()
+    out = agent.invoke({"messages": "What's the weather in Oslo?"})
+    assert out["selected_tool_ids"][0] == "get_weather"
+    assert all(i in registry for i in out["selected_tool_ids"])
+    assert out["messages"][-1].content == "Let me check."
+
+
+def test_langchain_retriever_returns_documents_with_tool_ids(index):
+    from toolsearch.integrations.langgraph import ToolsearchRetriever
+
+    docs = ToolsearchRetriever(index=index, k=2).invoke("bill a customer for their order")
+    assert docs[0].metadata["tool_id"] == "send_invoice" and 0 < docs[0].metadata["confidence"] <= 1
+    assert docs[0].page_content
+
+
+def test_openai_agents_function_tools_search_expand_and_call(index):
+    from agents import Agent, FunctionTool
+    from agents.tool_context import ToolContext
+
+    from toolsearch.integrations.openai_agents import discovery_tools
+
+    ran = []
+    tools = discovery_tools(index, run=lambda tool_id, args: ran.append((tool_id, args)) or {"ok": True})
+    assert [t.name for t in tools] == ["search_tools", "expand_tool", "call_tool"]
+    assert all(isinstance(t, FunctionTool) for t in tools)
+    Agent(name="assistant", instructions="Find tools, then call them.", tools=tools)
+
+    def invoke(t, args):
+        raw = json.dumps(args)
+        ctx = ToolContext(context=None, tool_name=t.name, tool_call_id="call-1", tool_arguments=raw)
+        return asyncio.run(t.on_invoke_tool(ctx, raw))
+
+    found = json.loads(invoke(tools[0], {"query": "translate this into French"}))
+    assert found[0]["tool_id"] == "translate_text"
+    schema = json.loads(invoke(tools[1], {"tool_id": "get_weather"}))["args_schema"]
+    assert schema["required"] == ["city"]
+    refused = json.loads(invoke(tools[2], {"tool_id": "get_weather", "arguments_json": json.dumps({"city": 5})}))
+    assert refused["code"] == "INVALID_ARGUMENT" and not ran
+    assert json.loads(invoke(tools[2], {"tool_id": "get_weather", "arguments_json": json.dumps({"city": "Oslo"})})) == {"ok": True}
+    assert ran == [("get_weather", {"city": "Oslo"})]
+
+
+def test_fastmcp_search_transform_ranks_the_servers_tools_with_toolsearch():
+    from fastmcp import Client, FastMCP
+
+    from toolsearch.integrations.fastmcp import ToolsearchSearchTransform
+
+    mcp = FastMCP("shop", transforms=[ToolsearchSearchTransform(max_results=2)])
+
+    @mcp.tool
+    def refund_payment(payment_id: str) -> str:
+        """Refund a card payment to the customer."""
+        return f"refunded {payment_id}"
+
+    @mcp.tool
+    def crop_image(path: str, width: int, height: int) -> str:
+        """Crop an image to a width and height."""
+        return path
+
+    @mcp.tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return city
+
+    async def scenario():
+        async with Client(mcp) as client:
+            listed = [t.name for t in await client.list_tools()]
+            found = await client.call_tool("search_tools", {"query": "give the customer their money back"})
+            result = await client.call_tool("call_tool", {"name": "refund_payment", "arguments": {"payment_id": "p1"}})
+            return listed, found, result
+
+    listed, found, result = asyncio.run(scenario())
+    assert listed == ["search_tools", "call_tool"]
+    text = json.dumps(found.structured_content if found.structured_content is not None else [c.text for c in found.content])
+    assert text.index("refund_payment") < (text.index("crop_image") if "crop_image" in text else len(text))
+    assert "refunded p1" in json.dumps([getattr(c, "text", "") for c in result.content])
