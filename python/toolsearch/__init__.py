@@ -33,6 +33,7 @@ from ._native import NativeProtocolError as _NativeProtocolError
 from ._native import NativeToolSet as _NativeToolSet
 from ._native import build as _build
 from ._native import learn as _learn
+from ._native import render_tool_search as _render_tool_search
 
 __all__ = [
     "build",
@@ -243,6 +244,22 @@ class Index:
         """Raises `ProtocolError` (`INVALID_ARGUMENT` naming the field, `TOOL_NOT_FOUND`, ...)
         unless calling `tool_id` with `args` is valid for this caller."""
         self._call("check_call", {"tool_id": tool_id, "arguments": args}, scopes)
+
+    def tool_search_result(
+        self, page: SearchPage, provider: str, call_id: str, *, names: Optional[Dict[str, str]] = None
+    ) -> Dict[str, Any]:
+        """`page` as a provider's own tool-search answer, for a host that defines its tools with
+        deferred loading and runs the search itself: `anthropic` gives the `tool_result` (of
+        `tool_reference` blocks) answering tool use `call_id`; `openai` gives the
+        `tool_search_output` item (with each tool's definition) answering `tool_search` call
+        `call_id`. `names` maps tool ids to the names the host defined them under (default:
+        the tool's own name)."""
+        tools = []
+        for p in page.results:
+            t = self.expand(p.tool_id)
+            name = (names or {}).get(p.tool_id, t["name"])
+            tools.append({"name": name, "description": t.get("description") or t.get("summary", ""), "input_schema": t["args_schema"]})
+        return json.loads(_render_tool_search(provider, call_id, json.dumps(tools)))
 
     def learn(self, labels: Union[PathLike, Sequence[Dict[str, Any]]], *, dry_run: bool = False) -> Dict[str, Any]:
         """As `toolsearch learn`: fits a query adapter to this catalogue's labelled queries

@@ -139,3 +139,16 @@ def test_fastmcp_search_transform_ranks_the_servers_tools_with_toolsearch():
     text = json.dumps(found.structured_content if found.structured_content is not None else [c.text for c in found.content])
     assert text.index("refund_payment") < (text.index("crop_image") if "crop_image" in text else len(text))
     assert "refunded p1" in json.dumps([getattr(c, "text", "") for c in result.content])
+
+
+def test_search_results_render_as_provider_native_tool_search_answers(index):
+    page = index.search("will it rain in Oslo", limit=2)
+    anthropic = index.tool_search_result(page, "anthropic", "toolu_01")
+    assert anthropic["type"] == "tool_result" and anthropic["tool_use_id"] == "toolu_01"
+    assert anthropic["content"][0] == {"type": "tool_reference", "tool_name": "get_weather"}
+    openai = index.tool_search_result(page, "openai", "call_7")
+    assert openai["type"] == "tool_search_output" and openai["call_id"] == "call_7" and openai["execution"] == "client"
+    first = openai["tools"][0]
+    assert first["type"] == "function" and first["name"] == "get_weather" and first["parameters"]["required"] == ["city"]
+    # The items are what the SDKs accept.
+    from openai.types.responses import ResponseInputItemParam  # noqa: F401  (the item's type exists)

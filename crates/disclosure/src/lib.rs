@@ -32,6 +32,6 @@ pub use facade::{is_discovery_name, Facade, Inner, Item, Select, DEFAULT_QUERY_L
 pub use groups::{Availability, Clock, ManualClock, Probe, Reason, SystemClock, DEFAULT_TTL};
 pub use live::LiveCatalog;
 pub use names::{Diagnostic, NamedTool};
-pub use render::{render, render_one, Dialect};
+pub use render::{anthropic_tool_references, openai_tool_search_output, render, render_one, Dialect};
 pub use tokens::TokenCounter;
 pub use toolset::{Change, Outcome, PendingCall, Step, ToolSet, ToolSetConfig, DEFAULT_MAX_DEPTH};

@@ -65,3 +65,49 @@ pub fn render(defs: &[ToolDef], dialect: Dialect) -> Value {
         _ => Value::Array(tools),
     }
 }
+
+/// Tool search results for Anthropic's tool search over `defer_loading` tools: the
+/// `tool_result` of a custom search tool whose content is one `tool_reference` block per tool
+/// found (`names` are the names the tools are defined under), best first.
+pub fn anthropic_tool_references(tool_use_id: &str, names: &[String]) -> Value {
+    let content: Vec<Value> = names.iter().map(|n| json!({"type": "tool_reference", "tool_name": n})).collect();
+    json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content})
+}
+
+/// Tool search results for OpenAI's client-executed `tool_search` (Responses API): the
+/// `tool_search_output` item answering call `call_id`, loading the definitions of the tools
+/// found, best first.
+pub fn openai_tool_search_output(call_id: &str, defs: &[ToolDef]) -> Value {
+    let tools: Vec<Value> = defs
+        .iter()
+        .map(
+            |d| json!({"type": "function", "name": d.name, "description": d.description, "parameters": d.input_schema}),
+        )
+        .collect();
+    json!({"type": "tool_search_output", "call_id": call_id, "execution": "client", "status": "completed", "tools": tools})
+}
+
+#[cfg(test)]
+mod provider_search_tests {
+    use super::*;
+
+    #[test]
+    fn search_results_render_as_each_providers_tool_search_answer() {
+        let a = anthropic_tool_references("toolu_1", &["get_weather".into(), "send_invoice".into()]);
+        assert_eq!(a["type"], "tool_result");
+        assert_eq!(a["tool_use_id"], "toolu_1");
+        assert_eq!(a["content"][1], json!({"type": "tool_reference", "tool_name": "send_invoice"}));
+        let def = ToolDef {
+            name: "get_weather".into(),
+            description: "Weather.".into(),
+            input_schema: json!({"type": "object"}),
+        };
+        let o = openai_tool_search_output("call_9", &[def]);
+        assert_eq!(
+            (o["type"].as_str(), o["call_id"].as_str(), o["execution"].as_str()),
+            (Some("tool_search_output"), Some("call_9"), Some("client"))
+        );
+        assert_eq!(o["tools"][0]["name"], "get_weather");
+        assert_eq!(o["tools"][0]["parameters"]["type"], "object");
+    }
+}
