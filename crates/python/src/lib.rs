@@ -82,14 +82,34 @@ impl NativeIndex {
 #[pymethods]
 impl NativeIndex {
     /// Opens the index in `path` with `model`.
+    /// `query_cache`: entries of the query caches (default: the engine's; 0 turns them off, for
+    /// benchmarks).
     #[new]
-    fn new(py: Python<'_>, path: String, model: &Model) -> PyResult<NativeIndex> {
+    #[pyo3(signature = (path, model, query_cache=None))]
+    fn new(py: Python<'_>, path: String, model: &Model, query_cache: Option<usize>) -> PyResult<NativeIndex> {
         let dir = PathBuf::from(path);
         let embedder: Arc<dyn Embedder> = model.0.clone();
+        let mut options = EngineOptions::default();
+        if let Some(n) = query_cache {
+            options.query_cache = n;
+        }
         let engine = py
-            .detach(|| Engine::with_embedder(&dir, embedder.clone(), EngineOptions::default()))
+            .detach(|| Engine::with_embedder(&dir, embedder.clone(), options))
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
         Ok(NativeIndex { engine, path: dir, embedder, cutoffs: Mutex::default() })
+    }
+
+    /// Runs `search_tool_by_category` for each query from Rust, without Python in the loop;
+    /// the seconds it took (the baseline of `scripts/bench-python`).
+    fn bench_search(&self, py: Python<'_>, queries: Vec<String>) -> f64 {
+        py.detach(|| {
+            let who = Principal::trusted();
+            let start = std::time::Instant::now();
+            for q in &queries {
+                let _ = self.engine.handle(&who, "search_tool_by_category", serde_json::json!({"query": q}));
+            }
+            start.elapsed().as_secs_f64()
+        })
     }
 
     /// Where the index is.
