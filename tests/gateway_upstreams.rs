@@ -183,3 +183,53 @@ fn rebuilds_coalesce_when_the_tool_list_churns() {
     // 250 ms, whatever the rate of changes.
     assert!(indexed * 3 < changes, "{indexed} rebuilds for {changes} changes");
 }
+
+#[test]
+fn an_sdk_server_with_real_world_schema_forms_keeps_every_tool_listed_searchable_and_callable() {
+    let dir = common::scratch().join("gw-sdk-dialects");
+    let server = json!({"command": python(), "args": [common::repo().join("tests/mcp/dialect_server.py")]});
+    let ids = ["set_volume", "create_user", "store_value", "rename_branch", "fetch_page", "db.query rows", "météo"];
+    let mut steps: Vec<Value> = Vec::new();
+    for name in ids {
+        steps.push(json!({"search": name}));
+        steps.push(json!({"expand": format!("sdk.{name}")}));
+    }
+    steps.extend([
+        json!({"call": "sdk.set_volume", "arguments": {"level": 100}}),
+        json!({"call": "sdk.set_volume", "arguments": {"level": 99.5}}),
+        json!({"call": "sdk.create_user", "arguments": {"name": "ada"}}),
+        json!({"call": "sdk.store_value", "arguments": {"key": "k", "value": [1, {"a": null}]}}),
+        json!({"call": "sdk.rename_branch", "arguments": {"branch": "main", "note": null}}),
+        json!({"call": "sdk.fetch_page", "arguments": {"anything": true}}),
+        json!({"call": "sdk.db.query rows", "arguments": {}}),
+        json!({"call": "sdk.météo", "arguments": {"ville": "Oslo"}}),
+    ]);
+    let p = probe(&dir, json!({"sdk": server}), json!({}), Value::Array(steps));
+    assert_eq!(p.events_of("upstream_up")[0]["tools"], 7, "{:?}", p.events);
+    for (i, name) in ids.iter().enumerate() {
+        let id = format!("sdk.{name}");
+        assert_eq!(p.step(2 * i)["json"]["results"][0]["tool_id"], id.as_str(), "search {name}: {}", p.step(2 * i));
+        assert_eq!(p.step(2 * i + 1)["json"]["tool_id"], id.as_str(), "expand {name}: {}", p.step(2 * i + 1));
+    }
+    let calls = 2 * ids.len();
+    // exclusiveMaximum: true keeps its draft-04 meaning: 100 is refused, naming the field.
+    assert!(
+        text(p.step(calls)).contains("INVALID_ARGUMENT") && text(p.step(calls)).contains("/level"),
+        "{}",
+        p.step(calls)
+    );
+    assert!(text(p.step(calls + 1)).contains("\"level\": 99.5"), "{}", p.step(calls + 1));
+    // `required` naming a property declared in allOf is valid, and enforced.
+    assert!(
+        text(p.step(calls + 2)).contains("INVALID_ARGUMENT") && text(p.step(calls + 2)).contains("email"),
+        "{}",
+        p.step(calls + 2)
+    );
+    assert!(!text(p.step(calls + 2)).contains("String("), "{}", p.step(calls + 2));
+    for k in 3..8 {
+        assert!(!p.step(calls + k)["is_error"].as_bool().unwrap(), "{}", p.step(calls + k));
+        assert!(text(p.step(calls + k)).contains("\"tool\""), "reached the server: {}", p.step(calls + k));
+    }
+    assert!(p.step(9)["json"]["validation"].as_str().unwrap().starts_with("off: "), "{}", p.step(9));
+    assert!(p.events_of("tool_unvalidated").iter().any(|e| e["tool"] == "sdk.fetch_page"));
+}

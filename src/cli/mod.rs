@@ -98,8 +98,11 @@ where
         Command::Gateway(a) => gateway::run(g, a),
         Command::Completions(a) => completions::run(a),
     };
+    // The MCP servers' stdout is the protocol channel: their failures go to stderr only
+    // (with --json, the status events there are JSON already).
+    let serves_mcp = matches!(cli.command, Command::Serve(_) | Command::Gateway(_));
     match outcome {
         Ok(()) => ExitStatus::Success.code(),
-        Err(failure) => failure.report(g.json).code(),
+        Err(failure) => failure.report(g.json && !serves_mcp).code(),
     }
 }
