@@ -218,3 +218,13 @@ def test_an_index_is_shared_between_threads(sample):
         tops = list(pool.map(lambda q: sample.search(q).results[0].tool_id, queries))
     alone = [sample.search(q).results[0].tool_id for q in queries]
     assert tops == alone
+
+
+def test_a_facade_unfolds_into_its_tools(sample):
+    ts = sample.toolset()
+    names = [d["name"] for d in ts.definitions("mcp")["tools"]]
+    assert "git_tools" in names
+    unfolded = ts.handle("git_tools", {})
+    assert not unfolded.is_error and unfolded.added, unfolded
+    now = [d["name"] for d in ts.definitions("mcp")["tools"]]
+    assert all(n in now for n in unfolded.added)
