@@ -171,17 +171,50 @@ fn a_server_whose_command_does_not_exist_does_not_hold_startup_and_leaks_nothing
     assert!(!p.out.to_string().contains("hunter2") && !p.out.to_string().contains("db.internal"));
 }
 
+/// The resident memory of the gateway process whose command line holds `marker`, in KiB.
+fn rss_kib(marker: &str) -> Option<u64> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(marker) && cmd.contains(" gateway ") {
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            return line.split_whitespace().nth(1)?.parse().ok();
+        }
+    }
+    None
+}
+
 #[test]
-fn rebuilds_coalesce_when_the_tool_list_churns() {
+fn rebuilds_coalesce_and_memory_comes_back_when_the_tool_list_churns() {
     let dir = common::scratch().join("gw-churn");
+    let marker = dir.to_str().unwrap().to_owned();
+    let sampler = std::thread::spawn(move || {
+        let (start, mut samples) = (std::time::Instant::now(), Vec::new());
+        while start.elapsed() < std::time::Duration::from_secs(22) {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            if let Some(kib) = rss_kib(&marker) {
+                samples.push((start.elapsed().as_secs_f64(), kib));
+            }
+        }
+        samples
+    });
     // The server says its tool list changed every 50 ms for the whole session.
-    let p = probe(&dir, json!({"churn": rude("churn")}), json!({}), json!([{"sleep": 8}]));
+    let p = probe(&dir, json!({"churn": rude("churn")}), json!({}), json!([{"sleep": 18}]));
+    let samples = sampler.join().unwrap();
     let indexed = p.events_of("indexed").len();
     let changes = p.events_of("tools_changed").len();
-    assert!(changes >= 50, "{changes} list changes seen");
+    assert!(changes >= 100, "{changes} list changes seen");
     // Changes that come faster than a rebuild are taken together: a rebuild at most every
     // 250 ms, whatever the rate of changes.
     assert!(indexed * 3 < changes, "{indexed} rebuilds for {changes} changes");
+    // Memory after many rebuilds stays within 20% of memory after the first few.
+    let ready = p.out["ready_s"].as_f64().unwrap();
+    let peak = |from: f64, to: f64| samples.iter().filter(|(t, _)| (from..to).contains(t)).map(|s| s.1).max();
+    let early = peak(ready + 2.0, ready + 5.0).expect("samples early on");
+    let late = peak(ready + 14.0, ready + 18.0).expect("samples late");
+    eprintln!("churn: {changes} list changes, {indexed} rebuilds, RSS {early} KiB early, {late} KiB late");
+    assert!(late as f64 <= early as f64 * 1.2, "RSS {early} KiB early, {late} KiB after {indexed} rebuilds");
 }
 
 #[test]

@@ -11,6 +11,20 @@
 //! after a load, 131 MB trimmed). [`give_back`] asks the allocator to return every free page
 //! (`malloc_trim`), which costs a walk over the arenas: milliseconds, once per phase.
 
+/// Makes large allocations (256 KiB and up) always their own mappings, returned to the system
+/// when freed, for a process that builds indexes again and again (the gateway). glibc otherwise
+/// raises its mmap threshold after the first large free, so later large buffers (tantivy's
+/// indexing arena, a build's staging) come from the heap and leave holes that `malloc_trim`
+/// cannot return: measured, 40 rebuilds of an unchanged 204-tool catalogue grew anonymous
+/// memory from 142 to 219 MB; with the threshold fixed, 139 to 140 MB.
+pub fn fixed_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tuning; no pointer is touched.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
+}
+
 /// Returns the allocator's free pages to the system (glibc on Linux; elsewhere nothing).
 pub fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -187,6 +187,9 @@ pub async fn start(
     engine_options: EngineOptions,
     status: Arc<dyn Status>,
 ) -> Result<Gateway, ServeError> {
+    // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
+    // memory up (see the function's doc for the measurement).
+    toolsearch_embed::memory::fixed_mmap_threshold();
     std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
     private(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
     let index_dir = state.join("index");
