@@ -189,6 +189,46 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// The points that cannot be reached from the entry point by following layer-0 links
+    /// (ascending). A search can never return such a point, so every build leaves none
+    /// (see [`crate::graph_repair`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn unreachable(&self) -> Vec<u32> {
+        unreachable(self, self.n, self.entry)
+    }
+
+    /// Word index just past layer 0 (where the upper layers start).
+    pub(crate) fn layer0_end(&self) -> usize {
+        self.layers.first().map_or(HEADER_WORDS, |l| l.neighbours + self.words()[l.offsets + l.len] as usize)
+    }
+
+    /// The file's words after the magic (header, then layers).
+    pub(crate) fn file_words(&self) -> &[u32] {
+        self.words()
+    }
+}
+
+/// The points of `0..n` that a walk over layer 0 from `entry` never reaches (ascending).
+pub(crate) fn unreachable(graph: &impl Layers, n: usize, entry: u32) -> Vec<u32> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut seen = vec![false; n];
+    let mut queue = vec![entry];
+    seen[entry as usize] = true;
+    while let Some(o) = queue.pop() {
+        graph.with_neighbours(0, o, |list| {
+            for &x in list {
+                if !std::mem::replace(&mut seen[x as usize], true) {
+                    queue.push(x);
+                }
+            }
+        });
+    }
+    (0..n as u32).filter(|&o| !seen[o as usize]).collect()
+}
+
 impl Layers for Graph {
     fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
         f(self.layer_neighbours(layer, ord))

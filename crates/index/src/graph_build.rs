@@ -11,8 +11,9 @@
 //!
 //! When at most [`UPDATE_MAX_FRESH`] of the tools are new or changed, the previous graph is
 //! kept instead: unchanged tools keep their lists (renumbered, links to removed tools dropped)
-//! and only the new or changed tools are inserted. Dropped links are never repaired, so the
-//! graph counts the tools its updates inserted or removed since it was last built from scratch
+//! and only the new or changed tools are inserted; a kept tool whose only incoming links were
+//! dropped is linked again from its nearest reachable tool. Dropped links are not otherwise
+//! replaced, so the graph counts the tools its updates inserted or removed since it was last built from scratch
 //! (its churn); once that passes [`CHURN_MAX`] of the tools, the next build starts over.
 
 use std::io::Write;
@@ -131,21 +132,53 @@ impl<'v> Lists<'v> {
     /// Inserts point `p` on layers 0 to its level.
     fn insert(&self, p: u32, visited: &mut Visited) {
         let q = self.vectors.to_f32(p);
-        let mut score = |o: u32| self.vectors.score(o, &q);
         let (level, top) = (self.level(p), self.top());
-        let mut at = descend(self, &mut score, self.entry, top, level.min(top));
+        let mut at = descend(self, &mut |o: u32| self.vectors.score(o, &q), self.entry, top, level.min(top));
         for layer in (0..=level.min(top)).rev() {
-            let mut found = search_layer(self, &mut score, at, self.ef, layer, visited, |o| o != p, |_| {});
-            found.sort_by(|a, b| b.cmp(a));
-            if let Some(&best) = found.first() {
-                at = best;
-            }
-            let chosen = self.diverse(&found, degree(layer));
-            for &nb in &chosen {
-                self.link(nb, p, layer);
-            }
-            *lock(&self.per[p as usize][layer]) = chosen;
+            at = self.insert_on(p, &q, layer, at, visited);
         }
+    }
+
+    /// Links point `p` (vector `q`) on `layer`, its search starting at `at`; returns the best
+    /// point found, where the layer below starts.
+    ///
+    /// `p`'s own list is set before any other list links to it, and merged with, never
+    /// written over, what concurrent insertions linked into it meanwhile: once `p` is linked
+    /// on an upper layer another insertion can reach it there, find its lower lists still
+    /// empty, and link itself into them as its only neighbour. Overwriting that link left
+    /// such a point with nothing leading to it on layer 0 (the flaky
+    /// `an_updated_graph_finds_what_an_exact_scan_finds`, reproduced deterministically by
+    /// `a_link_made_while_a_point_is_inserted_is_kept`).
+    fn insert_on(&self, p: u32, q: &[f32], layer: usize, at: Scored, visited: &mut Visited) -> Scored {
+        let mut score = |o: u32| self.vectors.score(o, q);
+        let mut found = search_layer(self, &mut score, at, self.ef, layer, visited, |o| o != p, |_| {});
+        found.sort_by(|a, b| b.cmp(a));
+        let chosen = self.diverse(&found, degree(layer));
+        self.adopt(p, q, layer, &chosen);
+        for &nb in &chosen {
+            self.link(nb, p, layer);
+        }
+        found.first().copied().unwrap_or(at)
+    }
+
+    /// Sets `p`'s list on `layer` to `chosen`, keeping the links concurrent insertions made
+    /// to it (pruned by the same heuristic if together they pass the layer's degree).
+    fn adopt(&self, p: u32, q: &[f32], layer: usize, chosen: &[u32]) {
+        let mut list = lock(&self.per[p as usize][layer]);
+        if list.is_empty() {
+            list.extend_from_slice(chosen);
+            return;
+        }
+        let mut all: Vec<u32> = chosen.iter().chain(list.iter()).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        if all.len() <= degree(layer) {
+            *list = all;
+            return;
+        }
+        let mut scored: Vec<Scored> = all.iter().map(|&x| Scored(self.vectors.score(x, q), x)).collect();
+        scored.sort_by(|a, b| b.cmp(a));
+        *list = self.diverse(&scored, degree(layer));
     }
 
     /// Adds `p` to `nb`'s list on `layer`, pruning it back to the layer's degree.
@@ -290,6 +323,12 @@ pub(crate) fn write_updated(
     };
     lists.churn = u32::try_from(churn).unwrap_or(u32::MAX);
     lists.insert_all(&fresh);
+    // The dropped links may have been the only ones leading to a kept point: link each
+    // point the entry no longer reaches from its nearest point that it does.
+    let (_, links) = crate::graph_repair::reconnect(&lists, n, lists.entry, lists.levels(), vectors);
+    for (host, points) in links {
+        lists.list(host, 0).extend(points);
+    }
     lists.write(path)?;
     Ok(true)
 }
@@ -334,6 +373,7 @@ mod tests {
         let vectors = mapped(&d.join("v"), &rows);
         assert!(write_updated(&d.join("new"), &old, &previous, &vectors).unwrap(), "5% changed: updated");
         let graph = Graph::open(&d.join("new"), rows.len()).unwrap();
+        assert_eq!(graph.unreachable(), Vec::<u32>::new());
         let mut found = 0;
         for q in unit_vectors(3200, 24).iter().skip(3180) {
             let exact = crate::dense::exact_top_k(&vectors, q, 0..rows.len() as u32, 10);
@@ -344,6 +384,59 @@ mod tests {
         // Every new and changed point is reachable: it is its own nearest neighbour.
         for i in (0..rows.len()).filter(|&i| previous[i].is_none()) {
             assert_eq!(graph.search(&vectors, &rows[i], 1, 64, None)[0].ord, i as u32, "point {i}");
+        }
+    }
+
+    #[test]
+    fn a_link_made_while_a_point_is_inserted_is_kept() {
+        // Point 0 is the entry and point 1 the point being inserted, both on layer 1; point 2
+        // sits right beside point 1 on layer 0 and is inserted between point 1's layer-1 and
+        // layer-0 steps, the interleaving two build threads can produce.
+        let dir = tempfile::tempdir().unwrap();
+        let mut rows = unit_vectors(12, 8);
+        rows[2] = rows[1].iter().enumerate().map(|(i, x)| x + if i == 0 { 0.02 } else { 0.0 }).collect();
+        let norm = crate::dense::dot(&rows[2], &rows[2]).sqrt();
+        rows[2].iter_mut().for_each(|x| *x /= norm);
+        let vectors = mapped(&dir.path().join("v"), &rows);
+        let mut levels = vec![0; 12];
+        levels[..2].fill(1);
+        let lists = Lists::empty(&vectors, &levels);
+        let mut visited = Visited::new(12);
+        for o in 3..12 {
+            lists.insert(o, &mut visited);
+        }
+        let q = vectors.to_f32(1);
+        let at = descend(&lists, &mut |o| vectors.score(o, &q), 0, 1, 1);
+        let at = lists.insert_on(1, &q, 1, at, &mut visited);
+        // Point 2 reaches point 1 on layer 1, finds its layer-0 list still empty, and links
+        // itself there as point 1's only neighbour.
+        lists.insert(2, &mut visited);
+        assert_eq!(*lists.list(2, 0), [1]);
+        lists.insert_on(1, &q, 0, at, &mut visited);
+        assert!(lists.list(1, 0).contains(&2), "the link to point 2 survives point 1's own step");
+        assert_eq!(crate::graph::unreachable(&lists, 12, 0), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn every_point_is_reachable_after_parallel_builds_and_updates() {
+        // Many small builds and updates, each inserting on two threads: none leaves a point
+        // that layer 0 does not reach from the entry. A build needs no reconnection for it
+        // (its lists are checked as inserted); an update reconnects what dropped links cut off.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for round in 0..12usize {
+            let n = 600 + 37 * round;
+            let rows: Vec<Vec<f32>> = unit_vectors(n + 10 * round, 6 + round % 4).split_off(10 * round);
+            let vectors = mapped(&d.join(format!("v{round}")), &rows);
+            let levels: Vec<usize> = (0..n as u32).map(level_of).collect();
+            let lists = Lists::build(&vectors, &levels, 40);
+            assert_eq!(crate::graph::unreachable(&lists, n, lists.entry()), Vec::<u32>::new(), "build {round}");
+            lists.write(&d.join(format!("g{round}"))).unwrap();
+            let old = Graph::open(&d.join(format!("g{round}")), n).unwrap();
+            let previous: Vec<Option<u32>> = (0..n as u32).map(|i| (i % 13 != 5).then_some(i)).collect();
+            assert!(write_updated(&d.join(format!("u{round}")), &old, &previous, &vectors).unwrap());
+            let updated = Graph::open(&d.join(format!("u{round}")), n).unwrap();
+            assert_eq!(updated.unreachable(), Vec::<u32>::new(), "update {round}");
         }
     }
 

@@ -33,6 +33,7 @@ mod format;
 mod graph;
 mod graph_build;
 mod graph_parts;
+mod graph_repair;
 mod lexical;
 mod progress;
 mod reader;

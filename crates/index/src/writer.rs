@@ -57,6 +57,9 @@ pub struct BuildReport {
     /// Whether the previous index's graph was updated (few tools changed) rather than the
     /// graph built from scratch.
     pub graph_updated: bool,
+    /// Points the graph's builder left unreachable on layer 0 that the repair pass linked
+    /// back (expected 0; see the index's `graph_repair` module).
+    pub graph_repaired: usize,
     /// Seconds spent building the BM25 index.
     pub lexical_seconds: f64,
     /// Seconds in all.
@@ -211,6 +214,11 @@ fn build(
     } else {
         graph_whole(dir, &vectors_path, documents, embedder.dimension(), tools, &rows, old_graph)?
     };
+    let graph_repaired = crate::graph_repair::repair(
+        &dir.join(GRAPH_FILE),
+        &Vectors::open(&vectors_path, documents, embedder.dimension())?,
+        tools,
+    )?;
     let graph_seconds = graph_start.elapsed().as_secs_f64();
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
@@ -238,6 +246,7 @@ fn build(
         embedded,
         reused: documents - embedded,
         graph_updated: updated,
+        graph_repaired,
         embed_seconds,
         graph_seconds,
         lexical_seconds,
