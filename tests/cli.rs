@@ -255,3 +255,45 @@ fn search_match_regex_lists_matching_ids_and_a_bad_pattern_exits_3() {
     assert_eq!(bad.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("INVALID_ARGUMENT"));
 }
+
+#[test]
+fn verify_checks_every_byte_and_the_graph_and_names_a_corrupted_file() {
+    let idx = common::scratch().join("cli-verify");
+    let _ = std::fs::remove_dir_all(&idx);
+    let built = toolsearch(&["index", common::sample_catalog().to_str().unwrap(), "--out", idx.to_str().unwrap()]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let idx_s = idx.to_str().unwrap();
+
+    let out = toolsearch(&["verify", idx_s]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("204 tools, every tool reachable in the graph") && text.contains("ok: no fault"), "{text}");
+    let out = toolsearch(&["--json", "verify", idx_s]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["unreachable"], 0);
+    assert_eq!(report["faults"], serde_json::json!([]));
+    assert!(report["bytes"].as_u64().unwrap() > 0);
+
+    // One flipped byte in the middle of the vectors: a fault naming the file, a non-zero exit.
+    let vectors = idx.join("vectors.f16");
+    let mut bytes = std::fs::read(&vectors).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&vectors, bytes).unwrap();
+    let out = toolsearch(&["--json", "verify", idx_s]);
+    assert!(!out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let faults = report["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 1, "{report}");
+    assert!(faults[0]["file"].as_str().unwrap().ends_with("vectors.f16"));
+    assert!(faults[0]["problem"].as_str().unwrap().contains("checksum"));
+    let out = toolsearch(&["verify", idx_s]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vectors.f16"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A missing file too.
+    std::fs::remove_file(idx.join("graph.bin")).unwrap();
+    let out = toolsearch(&["--json", "verify", idx_s]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["faults"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["unreachable"], serde_json::Value::Null);
+}

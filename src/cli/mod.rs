@@ -20,6 +20,7 @@ mod replay;
 mod search;
 mod serve;
 mod tokens;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +52,7 @@ enum Command {
     Learn(learn::Args),
     Replay(replay::Args),
     Serve(serve::Args),
+    Verify(verify::Args),
     Gateway(gateway::Args),
     Completions(completions::Args),
 }
@@ -95,6 +97,7 @@ where
         Command::Learn(a) => learn::run(g, a),
         Command::Replay(a) => replay::run(g, a),
         Command::Serve(a) => serve::run(g, a),
+        Command::Verify(a) => verify::run(g, a),
         Command::Gateway(a) => gateway::run(g, a),
         Command::Completions(a) => completions::run(a),
     };

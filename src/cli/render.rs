@@ -329,3 +329,19 @@ pub(crate) fn replay(r: &Replay) -> String {
     ));
     out
 }
+
+pub(crate) fn verified(r: &toolsearch::index::VerifyReport) -> String {
+    let mut out = format!("{}: {} files, {} bytes checked, {} tools", r.index.display(), r.files, r.bytes, r.tools);
+    match r.unreachable {
+        Some(0) => out.push_str(", every tool reachable in the graph\n"),
+        Some(n) => out.push_str(&format!(", {n} unreachable in the graph\n")),
+        None => out.push_str(", graph not walked (faulty)\n"),
+    }
+    if r.faults.is_empty() {
+        out.push_str("ok: no fault\n");
+    }
+    for f in &r.faults {
+        out.push_str(&format!("fault: {}: {}\n", f.file.display(), f.problem));
+    }
+    out
+}

@@ -372,7 +372,7 @@ fn checked_schema(file: &Path, origin: &Origin, field: &str, schema: Json) -> Re
 }
 
 fn checked_path(file: &Path, origin: &Origin, field: &str, spec: &PathSpec) -> Result<CategoryPath, CatalogError> {
-    spec.parse().map_err(|message| origin.error(file, field, message))
+    spec.parse().map_err(|e| origin.error(file, field, e.to_string()))
 }
 
 fn required_text(

@@ -20,6 +20,26 @@ use crate::limits::{MAX_PATH_DEPTH, MAX_SEGMENT_BYTES};
 /// The empty path is the root of the catalogue.
 pub type CategoryPath = Vec<String>;
 
+/// Why a written path breaks the path rule (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// More segments than [`MAX_PATH_DEPTH`].
+    #[error("path is {0} levels deep, over the limit of {MAX_PATH_DEPTH}")]
+    TooDeep(usize),
+    /// A segment that is empty after trimming (`"A//B"`).
+    #[error("a path segment is empty (write segments separated by single `/`)")]
+    EmptySegment,
+    /// A segment over [`MAX_SEGMENT_BYTES`] bytes.
+    #[error("a path segment is over {MAX_SEGMENT_BYTES} bytes")]
+    SegmentTooLong,
+    /// A segment holding a control character.
+    #[error("path segment {0:?} contains a control character")]
+    ControlCharacter(String),
+    /// A `\` followed by neither `/` nor `\` in a joined path.
+    #[error("a `\\` in a path must be followed by `/` or `\\`")]
+    BadEscape,
+}
+
 /// A path as written in input: either `"Coding/Refactoring"` or `["Coding", "Refactoring"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -32,7 +52,7 @@ pub enum PathSpec {
 
 impl PathSpec {
     /// The segments, checked against the path rule (see the module documentation).
-    pub fn parse(&self) -> Result<CategoryPath, String> {
+    pub fn parse(&self) -> Result<CategoryPath, PathError> {
         let segments: Vec<String> = match self {
             PathSpec::Joined(s) => {
                 let s = s.trim();
@@ -46,19 +66,19 @@ impl PathSpec {
             PathSpec::Segments(v) => v.clone(),
         };
         if segments.len() > MAX_PATH_DEPTH {
-            return Err(format!("path is {} levels deep, over the limit of {MAX_PATH_DEPTH}", segments.len()));
+            return Err(PathError::TooDeep(segments.len()));
         }
         let mut out = Vec::with_capacity(segments.len());
         for seg in &segments {
             let seg = seg.trim();
             if seg.is_empty() {
-                return Err("a path segment is empty (write segments separated by single `/`)".into());
+                return Err(PathError::EmptySegment);
             }
             if seg.len() > MAX_SEGMENT_BYTES {
-                return Err(format!("a path segment is over {MAX_SEGMENT_BYTES} bytes"));
+                return Err(PathError::SegmentTooLong);
             }
             if seg.chars().any(char::is_control) {
-                return Err(format!("path segment {seg:?} contains a control character"));
+                return Err(PathError::ControlCharacter(seg.to_owned()));
             }
             out.push(seg.to_owned());
         }
@@ -107,14 +127,14 @@ pub fn display_path(path: &[String]) -> String {
 }
 
 /// Splits a joined path on unescaped `/`, undoing `\/` and `\\`.
-fn split_joined(s: &str) -> Result<Vec<String>, String> {
+fn split_joined(s: &str) -> Result<Vec<String>, PathError> {
     let mut out = vec![String::new()];
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
         match c {
             '\\' => match chars.next() {
                 Some(e @ ('/' | '\\')) => out.last_mut().expect("one segment").push(e),
-                _ => return Err("a `\\` in a path must be followed by `/` or `\\`".into()),
+                _ => return Err(PathError::BadEscape),
             },
             '/' => out.push(String::new()),
             other => out.last_mut().expect("one segment").push(other),
@@ -127,7 +147,7 @@ fn split_joined(s: &str) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
 
-    fn joined(s: &str) -> Result<CategoryPath, String> {
+    fn joined(s: &str) -> Result<CategoryPath, PathError> {
         PathSpec::Joined(s.into()).parse()
     }
 
@@ -137,17 +157,17 @@ mod tests {
         assert_eq!(joined(" /A / B/ ").unwrap(), ["A", "B"]);
         assert!(joined("").unwrap().is_empty());
         assert!(joined("/").unwrap().is_empty());
-        assert!(joined("A//B").unwrap_err().contains("empty"));
+        assert_eq!(joined("A//B").unwrap_err(), PathError::EmptySegment);
         assert!(joined(&"/".repeat(10_000)).is_err(), "a run of slashes is not the root");
-        assert!(joined(&"A/".repeat(17)).unwrap_err().contains("levels deep"));
-        assert!(joined("A/B\u{1b}[2J").unwrap_err().contains("control"));
+        assert!(joined(&"A/".repeat(17)).unwrap_err().to_string().contains("levels deep"));
+        assert!(matches!(joined("A/B\u{1b}[2J").unwrap_err(), PathError::ControlCharacter(_)));
         // A segment may hold `/`: its display form escapes it, and that form names it again.
         let one = PathSpec::Segments(vec!["Finance".into(), "BIN/IIN Lookup".into()]).parse().unwrap();
         assert_eq!(display_path(&one), "Finance/BIN\\/IIN Lookup");
         assert_eq!(joined(&display_path(&one)).unwrap(), one);
         assert_ne!(joined("Finance/BIN/IIN Lookup").unwrap(), one, "unescaped, it is three segments");
         assert_eq!(joined("a\\\\b/c").unwrap(), ["a\\b", "c"]);
-        assert!(joined("a\\b").is_err());
+        assert_eq!(joined("a\\b").unwrap_err(), PathError::BadEscape);
         assert!(PathSpec::Segments(vec!["A".into(), " ".into()]).parse().is_err());
         assert_eq!(PathSpec::Segments(vec!["A".into(), "B".into()]).parse().unwrap(), ["A", "B"]);
     }

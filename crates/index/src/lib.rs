@@ -40,6 +40,7 @@ mod reader;
 mod source;
 mod store;
 mod vectors;
+mod verify;
 mod writer;
 
 pub use adapter::{apply as adapter_apply, QueryAdapter};
@@ -50,4 +51,5 @@ pub use format::{IndexMeta, FORMAT_VERSION};
 pub use lexical::{DocKind, View};
 pub use progress::{Progress, Reporter, Silent};
 pub use reader::{IndexReader, OpenOptions};
+pub use verify::{verify, Fault, VerifyReport};
 pub use writer::{build_index, build_index_jsonl, build_index_owned, BuildOptions, BuildReport};

@@ -317,8 +317,8 @@ impl Engine {
         let Some(spec) = spec else {
             return Ok(Vec::new());
         };
-        let segments = spec.parse().map_err(|message| {
-            ProtocolError::invalid(format!("{field}: {message}")).with_hints(vec![
+        let segments = spec.parse().map_err(|e| {
+            ProtocolError::invalid(format!("{field}: {e}")).with_hints(vec![
                 "write a category path like \"Coding/Git\", or omit it for the whole catalogue".into(),
             ])
         })?;

@@ -1,7 +1,6 @@
 //! The offline indexer: catalogue in, index directory out.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -11,20 +10,24 @@ use toolsearch_embed::Embedder;
 
 use crate::atomic::Staging;
 use crate::document::{node_dense_text, node_lexical, tool_dense_text, tool_lexical};
-use crate::error::{io, IndexError};
+use crate::error::IndexError;
 use crate::format::{
-    file_sum, read_hashes, text_hash, write_hashes, IndexMeta, FORMAT_VERSION, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR,
-    META_FILE, VECTORS_FILE,
+    file_sum, text_hash, write_hashes, IndexMeta, FORMAT_VERSION, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, VECTORS_FILE,
 };
 use crate::graph::Graph;
 use crate::graph_parts::PART_ROWS;
 use crate::lexical::{DocKind, LexicalWriter};
 use crate::progress::Reporter;
 use crate::source::{Source, Streamed};
-use crate::vectors::{OldVectors, VectorFile, Vectors};
+use crate::vectors::{VectorFile, Vectors};
 
-/// Texts embedded between two progress updates.
-const EMBED_CHUNK: usize = 256;
+mod embedding;
+mod previous;
+mod target;
+
+use embedding::embed_missing;
+use previous::Previous;
+use target::{check_target, data_files, resolve_target};
 
 /// How to build an index.
 #[derive(Debug, Clone, Default)]
@@ -289,151 +292,6 @@ fn graph_whole(
     Ok(updated)
 }
 
-/// Where the index goes: `out` itself, or, when `out` is a symlink, the directory it points
-/// to (the link is kept and keeps pointing there).
-fn resolve_target(out: &Path) -> Result<PathBuf, IndexError> {
-    match std::fs::symlink_metadata(out) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(out).map_err(|e| {
-            IndexError::WouldClobber(out.to_path_buf(), format!("is a symlink whose target cannot be used ({e})"))
-        }),
-        _ => Ok(out.to_path_buf()),
-    }
-}
-
-/// Entries an index of an older format may hold (its file list cannot be read).
-const OLD_FORMAT_ENTRIES: &[&str] = &[
-    "catalog.json",
-    "vectors.f32",
-    "lexical",
-    "tools.hnsw.graph",
-    "tools.hnsw.data",
-    "catalog.bin",
-    "tools.json",
-    "vectors.f16",
-    "graph.bin",
-    "hashes.bin",
-];
-
-/// An existing target must be an empty directory, or an index whose metadata verifies and
-/// that holds only what the index wrote. `shown` is the path as the user gave it.
-fn check_target(target: &Path, shown: &Path) -> Result<(), IndexError> {
-    let refuse = |reason: String| Err(IndexError::WouldClobber(shown.to_path_buf(), reason));
-    let meta = match std::fs::symlink_metadata(target) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(IndexError::Io(shown.to_path_buf(), e)),
-        Ok(m) => m,
-    };
-    if !meta.is_dir() {
-        return refuse("exists and is not a directory".into());
-    }
-    let entries: Vec<String> = std::fs::read_dir(target)
-        .map_err(io(shown))?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<Result<_, _>>()
-        .map_err(io(shown))?;
-    if entries.is_empty() {
-        return Ok(());
-    }
-    let owned: Vec<String> = match IndexMeta::read(target) {
-        Ok(m) => m.files.iter().map(|f| f.path.split('/').next().unwrap_or_default().to_owned()).collect(),
-        Err(IndexError::Version { .. }) => OLD_FORMAT_ENTRIES.iter().map(|s| (*s).to_owned()).collect(),
-        Err(_) => return refuse("exists and is not a toolsearch index (no verified meta.bin)".into()),
-    };
-    let foreign = entries.iter().find(|e| {
-        e.as_str() != META_FILE && !e.ends_with(".lock") && e.as_str() != ".meta-update" && !owned.contains(e)
-    });
-    match foreign {
-        Some(name) => refuse(format!("holds {name:?}, which is not a file of the index")),
-        None => Ok(()),
-    }
-}
-
-/// What a rebuild takes from the previous index built with the same model: its vectors, by
-/// document text hash (f16 rows come back as f32 and are stored as the same f16 again, so
-/// reuse is lossless), and its graph. Only files whose checksum verifies are used.
-struct Previous {
-    /// Row of each document text hash (the first, for duplicates).
-    rows: HashMap<u128, u32>,
-    vectors: OldVectors,
-    /// Tool rows (the first rows).
-    tools: usize,
-    graph: Option<Graph>,
-}
-
-impl Previous {
-    fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
-        let meta = IndexMeta::read(dir).ok()?;
-        if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
-            return None;
-        }
-        let verified = |rel: &str| {
-            let sum = meta.files.iter().find(|f| f.path == rel);
-            sum.is_some_and(|s| file_sum(dir, rel).is_ok_and(|now| now.xxh3 == s.xxh3 && now.len == s.len))
-        };
-        if !verified(HASHES_FILE) || !verified(VECTORS_FILE) {
-            return None;
-        }
-        let count = (meta.tools + meta.nodes) as usize;
-        let hashes = read_hashes(&dir.join(HASHES_FILE), count).ok()?;
-        let vectors = OldVectors::open(&dir.join(VECTORS_FILE), count, meta.dimension as usize)?;
-        let mut rows = HashMap::with_capacity(hashes.len());
-        for (row, h) in hashes.into_iter().enumerate() {
-            rows.entry(h).or_insert(row as u32);
-        }
-        let tools = meta.tools as usize;
-        let graph = verified(GRAPH_FILE).then(|| Graph::open(&dir.join(GRAPH_FILE), tools).ok()).flatten();
-        Some(Previous { rows, vectors, tools, graph })
-    }
-}
-
-/// The embedded text of document `i` (tools first, then nodes).
-fn dense_text(source: &Source<'_>, i: usize) -> Result<String, IndexError> {
-    let tools = source.tool_count();
-    Ok(match i.checked_sub(tools) {
-        None => tool_dense_text(source.tool(i)?.as_ref()),
-        Some(n) => node_dense_text(&source.nodes()[n]),
-    })
-}
-
-fn embed_missing(
-    embedder: &dyn Embedder,
-    source: &Source<'_>,
-    lengths: &[u32],
-    missing: Vec<u32>,
-    file: &VectorFile,
-    progress: &Reporter,
-) -> Result<(), IndexError> {
-    if missing.is_empty() {
-        return Ok(());
-    }
-    progress.start("embedding documents", missing.len() as u64);
-    let result = embed_in_chunks(embedder, source, lengths, missing, file, progress);
-    progress.finish();
-    result
-}
-
-fn embed_in_chunks(
-    embedder: &dyn Embedder,
-    source: &Source<'_>,
-    lengths: &[u32],
-    mut order: Vec<u32>,
-    file: &VectorFile,
-    progress: &Reporter,
-) -> Result<(), IndexError> {
-    // Chunks of similar length, so the embedder's token-budgeted batches pad little; chunking
-    // also paces progress and bounds the texts held at once.
-    order.sort_by_key(|&i| lengths[i as usize]);
-    for chunk in order.chunks(EMBED_CHUNK) {
-        let texts: Vec<String> = chunk.iter().map(|&i| dense_text(source, i as usize)).collect::<Result<_, _>>()?;
-        let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
-        for (&i, v) in chunk.iter().zip(embedder.embed(&batch)?) {
-            file.put(i as usize, &v)?;
-        }
-        progress.advance(chunk.len() as u64);
-    }
-    Ok(())
-}
-
 fn write_lexical(dir: &Path, source: &Source<'_>) -> Result<(), IndexError> {
     let mut w = LexicalWriter::create(dir)?;
     for (ord, tool) in source.tools()?.enumerate() {
@@ -454,24 +312,6 @@ fn write_lexical(dir: &Path, source: &Source<'_>) -> Result<(), IndexError> {
         w.add(DocKind::Node, ord as u32, &node_lexical(node), &scopes)?;
     }
     w.finish()
-}
-
-/// Relative paths of every file under `dir` except the metadata, sorted.
-fn data_files(root: &Path, dir: &Path) -> Result<Vec<String>, IndexError> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
-        let path = entry.map_err(io(dir))?.path();
-        if path.is_dir() {
-            out.extend(data_files(root, &path)?);
-        } else {
-            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
-            if rel != META_FILE && !rel.ends_with(".lock") {
-                out.push(rel);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 fn random_u64() -> u64 {

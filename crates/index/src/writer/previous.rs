@@ -1,0 +1,50 @@
+//! What a rebuild reuses of the index it replaces: vectors by text hash, and the graph.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use toolsearch_embed::Embedder;
+
+use crate::format::{file_sum, read_hashes, IndexMeta, GRAPH_FILE, HASHES_FILE, VECTORS_FILE};
+use crate::graph::Graph;
+use crate::vectors::OldVectors;
+
+/// What a rebuild takes from the previous index built with the same model: its vectors, by
+/// document text hash (f16 rows come back as f32 and are stored as the same f16 again, so
+/// reuse is lossless), and its graph. Only files whose checksum verifies are used.
+pub(super) struct Previous {
+    /// Row of each document text hash (the first, for duplicates).
+    pub(super) rows: HashMap<u128, u32>,
+    pub(super) vectors: OldVectors,
+    /// Tool rows (the first rows).
+    pub(super) tools: usize,
+    pub(super) graph: Option<Graph>,
+}
+
+impl Previous {
+    /// The previous index in `dir`, if it was built with `embedder`'s model and its
+    /// vectors and hashes verify.
+    pub(super) fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
+        let meta = IndexMeta::read(dir).ok()?;
+        if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
+            return None;
+        }
+        let verified = |rel: &str| {
+            let sum = meta.files.iter().find(|f| f.path == rel);
+            sum.is_some_and(|s| file_sum(dir, rel).is_ok_and(|now| now.xxh3 == s.xxh3 && now.len == s.len))
+        };
+        if !verified(HASHES_FILE) || !verified(VECTORS_FILE) {
+            return None;
+        }
+        let count = (meta.tools + meta.nodes) as usize;
+        let hashes = read_hashes(&dir.join(HASHES_FILE), count).ok()?;
+        let vectors = OldVectors::open(&dir.join(VECTORS_FILE), count, meta.dimension as usize)?;
+        let mut rows = HashMap::with_capacity(hashes.len());
+        for (row, h) in hashes.into_iter().enumerate() {
+            rows.entry(h).or_insert(row as u32);
+        }
+        let tools = meta.tools as usize;
+        let graph = verified(GRAPH_FILE).then(|| Graph::open(&dir.join(GRAPH_FILE), tools).ok()).flatten();
+        Some(Previous { rows, vectors, tools, graph })
+    }
+}
