@@ -96,6 +96,12 @@ pub(crate) enum Failure {
         /// What went wrong, naming the file, line or flag.
         message: String,
     },
+    /// A check ran and found faults; its report (with `--json`, the only JSON on stdout) has
+    /// been printed already.
+    Faults {
+        /// The faults in one line, naming the first.
+        message: String,
+    },
     /// The tool ran and failed; its result has been printed already.
     Tool {
         /// The tool.
@@ -111,7 +117,7 @@ impl Failure {
         match self {
             Failure::Protocol(_) => ExitStatus::Protocol,
             Failure::Problem { problem: Problem::Usage, .. } => ExitStatus::Usage,
-            Failure::Problem { .. } => ExitStatus::Failure,
+            Failure::Problem { .. } | Failure::Faults { .. } => ExitStatus::Failure,
             Failure::Tool { .. } => ExitStatus::ToolFailed,
         }
     }
@@ -135,6 +141,7 @@ impl Failure {
                 }
                 say_err!("error: {}", render::printable(&message));
             }
+            Failure::Faults { message } => say_err!("error: {}", render::printable(&message)),
             Failure::Tool { tool_id, message } => {
                 say_err!("error: {}", render::printable(&format!("tool {tool_id:?} failed: {message}")));
             }

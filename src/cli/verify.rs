@@ -20,12 +20,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     emit(global, &report, || render::verified(&report))?;
     match report.faults.first() {
         None => Ok(()),
-        Some(first) => Err(Problem::Index.because(format!(
-            "{} fault(s) in {}; the first: {}: {}",
-            report.faults.len(),
-            args.index.display(),
-            first.file.display(),
-            first.problem
-        ))),
+        Some(first) => Err(Failure::Faults {
+            message: format!(
+                "{} fault(s) in {}; the first: {}: {}",
+                report.faults.len(),
+                args.index.display(),
+                first.file.display(),
+                first.problem
+            ),
+        }),
     }
 }
