@@ -193,7 +193,6 @@ impl Graph {
     /// The points that cannot be reached from the entry point by following layer-0 links
     /// (ascending). A search can never return such a point, so every build leaves none
     /// (see [`crate::graph_repair`]).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn unreachable(&self) -> Vec<u32> {
         unreachable(self, self.n, self.entry)
     }

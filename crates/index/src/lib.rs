@@ -31,6 +31,8 @@ pub mod document;
 mod error;
 mod format;
 mod graph;
+#[doc(hidden)]
+pub mod graph_bench;
 mod graph_build;
 mod graph_parts;
 mod graph_repair;

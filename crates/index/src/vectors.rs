@@ -62,8 +62,7 @@ impl OldVectors {
     }
 }
 
-/// Writes `rows` as little-endian f16 (tests build small files this way).
-#[cfg(test)]
+/// Writes `rows` as little-endian f16 (tests and the graph benchmark build files this way).
 pub(crate) fn write(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
     let dim = rows.first().map_or(0, Vec::len);
     let file = VectorFile::create(path, rows.len(), dim)?;
