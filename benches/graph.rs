@@ -35,7 +35,7 @@ const K: usize = 10;
 const QUERIES_PER_SET: usize = 100;
 const SETS: [&str; 5] = ["toolbench_stb", "metatool", "toollens", "mcptoolbenchpp", "sealtools"];
 /// Search breadths tried, for both graphs.
-const EFS: [usize; 6] = [32, 64, 96, 128, 192, 256];
+const EFS: [usize; 7] = [64, 128, 192, 256, 384, 512, 768];
 const MAX_CONNECTIONS: usize = 24;
 const EF_CONSTRUCTION: usize = 200;
 const DIM: usize = 384;
@@ -67,12 +67,15 @@ fn main() {
     for &n in &sizes {
         let dir = work().join(n.to_string());
         std::fs::create_dir_all(&dir).unwrap();
-        let rows = synthetic(&real, &neighbours, n, sigma, n as u64);
-        write_vectors(&dir.join("vectors.f16"), &rows).unwrap();
-        drop(rows);
-        write_f32(&dir.join("queries.f32"), &queries);
-        truth(&dir, n, &queries);
-        for kind in ["ours", "hnsw_rs"] {
+        if !dir.join("truth.u32").is_file() {
+            let rows = synthetic(&real, &neighbours, n, sigma, n as u64);
+            write_vectors(&dir.join("vectors.f16"), &rows).unwrap();
+            drop(rows);
+            write_f32(&dir.join("queries.f32"), &queries);
+            truth(&dir, n, &queries);
+        }
+        let only = std::env::var("GRAPH_BENCH_ONLY").ok();
+        for kind in ["ours", "hnsw_rs"].into_iter().filter(|k| only.as_deref().is_none_or(|o| o == *k)) {
             let out = Command::new(std::env::current_exe().unwrap())
                 .args(["--child", kind, dir.to_str().unwrap(), &n.to_string()])
                 .output()
@@ -83,13 +86,16 @@ fn main() {
     }
 }
 
+/// A built graph's search: query and breadth in, the top [`K`] rows out.
+type Search = dyn Fn(&[f32], usize) -> Vec<u32>;
+
 /// Builds one graph over `dir`'s vectors, searches it at every breadth, and prints its row.
 fn child(kind: &str, dir: &Path, n: usize) {
     let vectors = BenchVectors::open(&dir.join("vectors.f16"), n, DIM).unwrap();
     let queries = read_f32(&dir.join("queries.f32"));
     let truth = read_truth(&dir.join("truth.u32"), queries.len());
     let start = Instant::now();
-    let (search, peak, unreachable): (Box<dyn Fn(&[f32], usize) -> Vec<u32>>, u64, String) = match kind {
+    let (search, peak, unreachable): (Box<Search>, u64, String) = match kind {
         "ours" => {
             build_graph(&dir.join("vectors.f16"), DIM, n, &dir.join("graph.bin")).unwrap();
             let peak = vm_hwm();
@@ -128,18 +134,17 @@ fn child(kind: &str, dir: &Path, n: usize) {
         recalls.push(format!("{:.4}", found as f64 / (K * queries.len()) as f64));
         times.push(format!("{:.3}/{:.3}", ms[ms.len() / 2], ms[ms.len() * 99 / 100]));
     }
-    println!(
-        "{} | {} | {build:.1} | {} | {unreachable} |",
-        recalls.join(" / "),
-        times.join(" / "),
-        peak / 1024
-    );
+    println!("{} | {} | {build:.1} | {} | {unreachable} |", recalls.join(" / "), times.join(" / "), peak / 1024);
 }
 
 /// Peak resident memory of this process so far, in kB.
 fn vm_hwm() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The real tools' vectors and 100 queries of each set, embedded (cached).
@@ -163,7 +168,10 @@ fn real_vectors() -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
     }
     let model = common::embedder();
     let embed = |texts: &[String]| -> Vec<Vec<f32>> {
-        texts.chunks(256).flat_map(|c| model.embed(&c.iter().map(String::as_str).collect::<Vec<_>>()).unwrap()).collect()
+        texts
+            .chunks(256)
+            .flat_map(|c| model.embed(&c.iter().map(String::as_str).collect::<Vec<_>>()).unwrap())
+            .collect()
     };
     let (tools, queries) = (embed(&texts), embed(&asks));
     write_f32(&tools_file, &tools);
@@ -209,7 +217,8 @@ fn calibrate(real: &[Vec<f32>], neighbours: &[Vec<u32>]) -> f32 {
     let quantiles = |set: &[Vec<f32>]| -> [f32; 6] {
         let (mut first, mut tenth) = (Vec::new(), Vec::new());
         for i in (0..set.len()).step_by((set.len() / 1000).max(1)) {
-            let mut s: Vec<f32> = set.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, w)| dot(&set[i], w)).collect();
+            let mut s: Vec<f32> =
+                set.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, w)| dot(&set[i], w)).collect();
             s.select_nth_unstable_by(9, |a, b| b.total_cmp(a));
             s[..10].sort_by(|a, b| b.total_cmp(a));
             first.push(s[0]);
@@ -219,9 +228,17 @@ fn calibrate(real: &[Vec<f32>], neighbours: &[Vec<u32>]) -> f32 {
             v.sort_by(f32::total_cmp);
             v[((v.len() - 1) as f64 * p) as usize]
         };
-        [q(&mut first, 0.1), q(&mut first, 0.5), q(&mut first, 0.9), q(&mut tenth, 0.1), q(&mut tenth, 0.5), q(&mut tenth, 0.9)]
+        [
+            q(&mut first, 0.1),
+            q(&mut first, 0.5),
+            q(&mut first, 0.9),
+            q(&mut tenth, 0.1),
+            q(&mut tenth, 0.5),
+            q(&mut tenth, 0.9),
+        ]
     };
-    let show = |q: [f32; 6]| format!("{:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3}", q[0], q[1], q[2], q[3], q[4], q[5]);
+    let show =
+        |q: [f32; 6]| format!("{:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3}", q[0], q[1], q[2], q[3], q[4], q[5]);
     let target = quantiles(real);
     println!("\nsimilarity to the nearest and the 10th nearest neighbour, quantiles 10% / 50% / 90%:");
     println!("| set | 1st | 10th | distance |\n|---|---|---|---|");

@@ -40,7 +40,10 @@ impl BenchVectors {
 
     /// The exact top `k` rows for `query` among rows `from..to` (a scan), best first.
     pub fn exact(&self, query: &[f32], k: usize, from: u32, to: u32) -> Vec<(f32, u32)> {
-        exact_top_k(&self.vectors, query, from..to.min(self.n as u32), k).into_iter().map(|h| (h.score, h.ord)).collect()
+        exact_top_k(&self.vectors, query, from..to.min(self.n as u32), k)
+            .into_iter()
+            .map(|h| (h.score, h.ord))
+            .collect()
     }
 
     /// Row `i` as stored (f16, widened).
