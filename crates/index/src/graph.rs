@@ -121,7 +121,8 @@ impl Graph {
         Ok(graph)
     }
 
-    fn words(&self) -> &[u32] {
+    /// The file's words after the magic (header, then layers).
+    pub(crate) fn words(&self) -> &[u32] {
         // SAFETY: u32 has no invalid bit patterns; the map is page-aligned, so the words after
         // the 8-byte magic are 4-byte aligned and `align_to` yields no prefix (checked).
         let (prefix, words, _) = unsafe { self.map[8..].align_to::<u32>() };
@@ -200,11 +201,6 @@ impl Graph {
     /// Word index just past layer 0 (where the upper layers start).
     pub(crate) fn layer0_end(&self) -> usize {
         self.layers.first().map_or(HEADER_WORDS, |l| l.neighbours + self.words()[l.offsets + l.len] as usize)
-    }
-
-    /// The file's words after the magic (header, then layers).
-    pub(crate) fn file_words(&self) -> &[u32] {
-        self.words()
     }
 }
 

@@ -6,7 +6,6 @@ use std::path::Path;
 use crate::dense::exact_top_k;
 use crate::error::IndexError;
 use crate::graph::Graph;
-use crate::graph_parts::PART_ROWS;
 use crate::vectors::Vectors;
 
 /// Writes `rows` (unit vectors of one dimension) as an f16 vector file, as an index stores them.
@@ -15,14 +14,10 @@ pub fn write_vectors(path: &Path, rows: &[Vec<f32>]) -> Result<(), IndexError> {
 }
 
 /// Builds the graph of the `n` rows of the `dim`-column vector file `vectors` at `out`, as an
-/// index build does (whole, or in parts past [`PART_ROWS`] rows, then the repair pass).
+/// index build does (whole, or in parts past 200k rows, then the repair pass).
 /// Returns the number of points the repair pass linked back.
 pub fn build_graph(vectors: &Path, dim: usize, n: usize, out: &Path) -> Result<usize, IndexError> {
-    if n > PART_ROWS {
-        crate::graph_parts::write(out, vectors, dim, n, PART_ROWS)?;
-    } else {
-        crate::graph_build::write(out, &Vectors::open(vectors, n, dim)?, n)?;
-    }
+    crate::graph_build::write_fresh(out, vectors, n, dim, n)?;
     crate::graph_repair::repair(out, &Vectors::open(vectors, n, dim)?, n)
 }
 

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::error::{io, IndexError};
 use crate::graph::{descend, search_layer, Graph, Layers, Scored, Visited, MAGIC, MAX_LAYERS};
+use crate::graph_parts::PART_ROWS;
 use crate::vectors::Vectors;
 
 /// Neighbours per point on the upper layers (twice as many on layer 0).
@@ -266,6 +267,23 @@ impl<'v> Lists<'v> {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes the graph of the first `tools` rows of the vector file at `vectors` (`documents`
+/// rows of `dim`) to `path`, built from scratch: whole, or in parts past [`PART_ROWS`] tools,
+/// where holding every row and list at once would outgrow the build's memory.
+pub(crate) fn write_fresh(
+    path: &Path,
+    vectors: &Path,
+    documents: usize,
+    dim: usize,
+    tools: usize,
+) -> Result<(), IndexError> {
+    if tools > PART_ROWS {
+        crate::graph_parts::write(path, vectors, dim, tools, PART_ROWS)
+    } else {
+        write(path, &Vectors::open(vectors, documents, dim)?, tools)
     }
 }
 

@@ -92,7 +92,7 @@ pub(crate) fn reconnect(
 /// Writes `graph` to `path` with the layer-0 links in `added` (host to points) appended to
 /// their hosts' lists; every other word is copied as it is.
 fn write_with_links(path: &Path, graph: &Graph, n: usize, added: &BTreeMap<u32, Vec<u32>>) -> std::io::Result<()> {
-    let words = graph.file_words();
+    let words = graph.words();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     let put = |out: &mut std::io::BufWriter<std::fs::File>, w: u32| out.write_all(&w.to_le_bytes());
     out.write_all(MAGIC)?;
@@ -138,7 +138,7 @@ mod tests {
         let entry = graph.entry();
         let start = HEADER_WORDS + 1 + 401; // layer 0's neighbour words
         let end = graph.layer0_end();
-        let mut words = graph.file_words().to_vec();
+        let mut words = graph.words().to_vec();
         drop(graph);
         for w in &mut words[start..end] {
             if *w == 7 || *w == 8 {

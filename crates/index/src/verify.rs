@@ -94,9 +94,11 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         }
     }
     // What the checks above do not cover (the table, the records, the BM25 index) is checked
-    // by opening the whole index, once the files are known to be as written.
+    // by opening the whole index, once the files are known to be as written (so the open does
+    // not checksum them again).
     if faults.is_empty() {
-        if let Err(e) = crate::IndexReader::open(dir) {
+        let options = crate::OpenOptions { verify_checksums: false, ..crate::OpenOptions::default() };
+        if let Err(e) = crate::IndexReader::open_with(dir, options) {
             let file = match &e {
                 IndexError::Corrupted(p, _) | IndexError::Io(p, _) => p.clone(),
                 _ => dir.to_path_buf(),

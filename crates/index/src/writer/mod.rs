@@ -208,20 +208,19 @@ fn build(
     drop(source);
     toolsearch_embed::memory::give_back();
     let graph_start = Instant::now();
-    let updated = if tools > PART_ROWS {
-        // Past one part's rows, the graph is built in parts whatever changed: updating it in
-        // place would hold every row and list at once.
-        drop((old_graph, rows));
-        crate::graph_parts::write(&dir.join(GRAPH_FILE), &vectors_path, embedder.dimension(), tools, PART_ROWS)?;
-        false
-    } else {
-        graph_whole(dir, &vectors_path, documents, embedder.dimension(), tools, &rows, old_graph)?
+    let (graph_path, dim) = (dir.join(GRAPH_FILE), embedder.dimension());
+    // Past one part's rows, the graph is built in parts whatever changed: updating it in
+    // place would hold every row and list at once.
+    let updated = match old_graph.filter(|_| tools <= PART_ROWS) {
+        Some(old) => graph_updated(&graph_path, &vectors_path, documents, dim, &rows[..tools], old)?,
+        None => false,
     };
-    let graph_repaired = crate::graph_repair::repair(
-        &dir.join(GRAPH_FILE),
-        &Vectors::open(&vectors_path, documents, embedder.dimension())?,
-        tools,
-    )?;
+    drop(rows);
+    if !updated {
+        crate::graph_build::write_fresh(&graph_path, &vectors_path, documents, dim, tools)?;
+    }
+    let graph_repaired =
+        crate::graph_repair::repair(&graph_path, &Vectors::open(&vectors_path, documents, dim)?, tools)?;
     let graph_seconds = graph_start.elapsed().as_secs_f64();
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
@@ -258,38 +257,26 @@ fn build(
     })
 }
 
-/// Writes the graph of the first `tools` rows of the vector file over the memory-mapped file:
-/// by updating `old_graph` (the previous index's tool count and graph) when few tools changed,
-/// else from scratch. `rows` is each document's row in the previous index, if reused (empty
-/// when there is no previous index, and so no `old_graph`). Returns
-/// whether the graph was updated.
-fn graph_whole(
-    dir: &Path,
+/// Writes the graph of the tools to `path` by updating `old` (the previous index's tool count
+/// and graph), if few enough tools changed, over the memory-mapped vector file (`documents`
+/// rows of `dim`). `tool_rows` is each tool's row in the previous index, if its vector was
+/// reused. Returns whether the graph was updated (if not, nothing was written).
+fn graph_updated(
+    path: &Path,
     vectors_path: &Path,
     documents: usize,
     dim: usize,
-    tools: usize,
-    rows: &[Option<u32>],
-    old_graph: Option<(usize, Graph)>,
+    tool_rows: &[Option<u32>],
+    (old_tools, graph): (usize, Graph),
 ) -> Result<bool, IndexError> {
     let vectors = Vectors::open(vectors_path, documents, dim)?;
-    let updated = match &old_graph {
-        Some((old_tools, graph)) => {
-            // A tool keeps its old graph node when its vector is an old tool's, once.
-            let mut claimed = vec![false; *old_tools];
-            let old: Vec<Option<u32>> = rows[..tools]
-                .iter()
-                .map(|r| r.filter(|&r| (r as usize) < *old_tools && !std::mem::replace(&mut claimed[r as usize], true)))
-                .collect();
-            crate::graph_build::write_updated(&dir.join(GRAPH_FILE), graph, &old, &vectors)?
-        }
-        None => false,
-    };
-    drop(old_graph);
-    if !updated {
-        crate::graph_build::write(&dir.join(GRAPH_FILE), &vectors, tools)?;
-    }
-    Ok(updated)
+    // A tool keeps its old graph node when its vector is an old tool's, once.
+    let mut claimed = vec![false; old_tools];
+    let old: Vec<Option<u32>> = tool_rows
+        .iter()
+        .map(|r| r.filter(|&r| (r as usize) < old_tools && !std::mem::replace(&mut claimed[r as usize], true)))
+        .collect();
+    crate::graph_build::write_updated(path, &graph, &old, &vectors)
 }
 
 fn write_lexical(dir: &Path, source: &Source<'_>) -> Result<(), IndexError> {
