@@ -322,8 +322,9 @@ fn run(n: usize, model: &Arc<OnnxEmbedder>, baseline_rss: u64) {
         truth.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let truth: Vec<u32> = truth.iter().take(10).map(|x| x.1).collect();
         let hit = |ords: Vec<u32>| ords.iter().filter(|o| truth.contains(o)).count() as f64 / 10.0;
-        r16 += hit(index.exact_tools(&v, 10).iter().map(|h| h.ord).collect());
-        rgraph += hit(index.graph_tools(&v, 10, 64).iter().map(|h| h.ord).collect());
+        r16 += hit(index.exact_tools(&v, 10).expect("vectors").iter().map(|h| h.ord).collect());
+        rgraph +=
+            hit(index.graph_tools(&v, 10, index.search_breadth()).expect("vectors").iter().map(|h| h.ord).collect());
     }
     let m = recall_queries.len() as f64;
     println!(

@@ -115,21 +115,109 @@ fn a_rebuild_that_changed_few_tools_updates_the_graph_and_finds_the_changed_tool
     let engine = Engine::with_embedder(&out, common::embedder(), options).unwrap();
     assert_eq!(top(&engine, "water the office plants and check soil moisture"), id);
     let q = engine.tool_query("water the office plants and check soil moisture").unwrap();
-    let graph: Vec<u32> = engine.index().graph_tools(&q, 10, 64).iter().map(|h| h.ord).collect();
-    let exact: Vec<u32> = engine.index().exact_tools(&q, 10).iter().map(|h| h.ord).collect();
+    let graph: Vec<u32> = engine.index().graph_tools(&q, 10, 64).unwrap().iter().map(|h| h.ord).collect();
+    let exact: Vec<u32> = engine.index().exact_tools(&q, 10).unwrap().iter().map(|h| h.ord).collect();
     assert_eq!(graph[0], exact[0]);
 }
 
 #[test]
-fn a_corrupted_file_is_refused_with_its_name() {
+fn a_corrupted_file_checked_whole_is_refused_on_open_with_its_name() {
     let dir = index_copy("corrupt");
-    let vectors = dir.join("vectors.f16");
-    let mut bytes = std::fs::read(&vectors).unwrap();
-    bytes[100] ^= 0xff;
-    std::fs::write(&vectors, bytes).unwrap();
-    let err = toolsearch::IndexReader::open(&dir).unwrap_err();
-    assert!(matches!(err, IndexError::Corrupted(ref p, _) if p.ends_with("vectors.f16")), "{err}");
-    assert!(err.to_string().contains("vectors.f16"));
+    let lexical = std::fs::read_dir(dir.join("lexical/tools")).unwrap().map(|e| e.unwrap().path());
+    let biggest = lexical.max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    for file in [dir.join("graph.bin"), dir.join("catalog.bin"), dir.join("blocks.bin"), biggest] {
+        let written = std::fs::read(&file).unwrap();
+        let mut bytes = written.clone();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x10;
+        std::fs::write(&file, &bytes).unwrap();
+        let err = toolsearch::IndexReader::open(&dir).unwrap_err();
+        assert!(matches!(err, IndexError::Corrupted(ref p, _) if *p == file), "{}: {err}", file.display());
+        assert!(err.to_string().contains(file.file_name().unwrap().to_str().unwrap()), "{err}");
+        std::fs::write(&file, &written).unwrap();
+    }
+    toolsearch::IndexReader::open(&dir).unwrap();
+}
+
+/// A scratch copy, named `name`, of an index of the sample catalogue (to damage).
+fn sample_copy(name: &str) -> std::path::PathBuf {
+    let dir = common::scratch().join(name);
+    copy_dir(&common::build(&common::sample_catalog(), &format!("{name}-source")), &dir);
+    dir
+}
+
+/// Each block of `file` in `dir` damaged in turn (one byte flipped, the index opened afresh),
+/// with what `met` says of the opened index: an error naming the file, or an answer.
+fn each_block_damaged(dir: &Path, file: &str, mut met: impl FnMut(usize, &Engine)) {
+    let path = dir.join(file);
+    let written = std::fs::read(&path).unwrap();
+    let blocks = written.len().div_ceil(4096);
+    assert!(blocks > 3, "{file}: {blocks} blocks, too few to test");
+    for b in 0..blocks {
+        let mut bytes = written.clone();
+        let at = (b * 4096 + 1234).min(written.len() - 1);
+        bytes[at] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        // Opening reads neither file: the damage is found when a block is first used.
+        let engine = common::open(dir);
+        met(b, &engine);
+    }
+    std::fs::write(&path, &written).unwrap();
+}
+
+#[test]
+fn a_corrupted_vector_block_is_an_error_when_first_met_never_an_answer() {
+    let dir = sample_copy("corrupt-vectors");
+    let request = SearchToolsRequest { query: "latest share price for a ticker".into(), ..Default::default() };
+    let tools = common::open(&dir).catalog().tools.len() as u32;
+    each_block_damaged(&dir, "vectors.f16", |b, engine| {
+        // Every search of this small index scans every tool row exactly, and a category
+        // search every category row: the damaged block is met whichever it is.
+        let err = match b * 4096 < tools as usize * 384 * 2 {
+            true => engine.search_tool_by_category(&Principal::trusted(), &request).unwrap_err(),
+            false => engine
+                .search_nodes(
+                    &Principal::trusted(),
+                    &toolsearch::SearchNodesRequest { query: "music".into(), ..Default::default() },
+                )
+                .unwrap_err(),
+        };
+        assert!(
+            err.message.contains("vectors.f16") && err.message.contains("block checksum"),
+            "block {b}: {}",
+            err.message
+        );
+    });
+}
+
+#[test]
+fn a_corrupted_record_block_fails_the_records_in_it_and_no_other() {
+    let dir = sample_copy("corrupt-records");
+    let offsets = {
+        let engine = common::open(&dir);
+        let records = std::fs::read(dir.join("tools.json")).unwrap();
+        let mut at = vec![0usize];
+        at.extend(records.iter().enumerate().filter(|(_, &c)| c == b'\n').map(|(i, _)| i + 1));
+        assert_eq!(at.len(), engine.catalog().tools.len() + 1);
+        at
+    };
+    each_block_damaged(&dir, "tools.json", |b, engine| {
+        let block = b * 4096..(b + 1) * 4096;
+        for ord in 0..offsets.len() - 1 {
+            let record = offsets[ord]..offsets[ord + 1];
+            let touches = record.start < block.end && block.start < record.end;
+            match engine.index().tool_record(ord as u32) {
+                Ok(tool) => {
+                    assert!(!touches, "block {b}: record {ord} read from a damaged block");
+                    assert_eq!(tool.id, engine.catalog().tools[ord].id);
+                }
+                Err(e) => {
+                    assert!(touches, "block {b}: record {ord} refused: {e}");
+                    assert!(e.to_string().contains("tools.json"), "{e}");
+                }
+            }
+        }
+    });
 }
 
 #[test]

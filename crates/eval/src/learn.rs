@@ -157,6 +157,7 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
     choose.truncate(MAX_EVAL);
     judge.truncate(MAX_EVAL);
     let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let index_err = |e: toolsearch_index::IndexError| LearnError::Engine(e.to_string());
     let d = engine.index().meta().dimension as usize;
     // Fit: Q (n x d) raw query vectors, T their targets.
     let mut qtq = vec![0f64; d * d];
@@ -172,7 +173,7 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         }
         let mut t = vec![0f32; d];
         for &g in &golds {
-            for (x, y) in t.iter_mut().zip(engine.index().tool_vector(g)) {
+            for (x, y) in t.iter_mut().zip(engine.index().tool_vector(g).map_err(index_err)?) {
                 *x += y;
             }
         }
@@ -200,16 +201,16 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         }
         (Fusion::Rrf { .. }, Fusion::Rrf { .. }) => unreachable!("the default is a blend"),
     };
-    let ndcg = |set: &[&LabelledQuery], ev: &[Evidence], w: Option<&[f32]>, alpha: f32| -> f64 {
+    let ndcg = |set: &[&LabelledQuery], ev: &[Evidence], w: Option<&[f32]>, alpha: f32| -> Result<f64, LearnError> {
         let mut total = 0.0;
         for (q, (v, lexical)) in set.iter().zip(ev) {
             let moved = w.map(|w| toolsearch_index::adapter_apply(w, v));
             let fusion = Fusion::Blend { alpha, lexical_k };
-            let ranked = engine.rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion);
+            let ranked = engine.rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion).map_err(err)?;
             let ids: Vec<&str> = ranked.iter().take(10).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
             total += dcg_ndcg(&ids, &q.gold, 10);
         }
-        total / set.len().max(1) as f64
+        Ok(total / set.len().max(1) as f64)
     };
     // Candidates: ridge fits of several strengths, and the checkpoints of a contrastive fit
     // (fewer epochs = a stronger pull toward the identity map).
@@ -217,7 +218,10 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         .iter()
         .map(|&l| (Method::Ridge(l), ridge(&qtq, &qtr, d, f64::from(l) * fit.len().max(1) as f64 / 100.0)))
         .collect();
-    let rows: Vec<Vec<f32>> = (0..catalog.tools.len() as u32).map(|o| engine.index().tool_vector(o)).collect();
+    let rows: Vec<Vec<f32>> = (0..catalog.tools.len() as u32)
+        .map(|o| engine.index().tool_vector(o))
+        .collect::<Result<_, _>>()
+        .map_err(index_err)?;
     let tools: Vec<&[f32]> = rows.iter().map(Vec::as_slice).collect();
     candidates.extend(
         crate::contrastive::fit(&examples, &tools, d, &CHECKPOINTS)
@@ -227,7 +231,7 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
     let mut best: Option<(f64, Method, f32, usize)> = None;
     for (i, (method, w)) in candidates.iter().enumerate() {
         for &alpha in &ALPHAS {
-            let score = ndcg(&choose, &choose_e, Some(w), alpha);
+            let score = ndcg(&choose, &choose_e, Some(w), alpha)?;
             if best.as_ref().is_none_or(|b| score > b.0) {
                 best = Some((score, *method, alpha, i));
             }
@@ -239,8 +243,8 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         Method::Ridge(l) => format!("ridge {l}"),
         Method::Contrastive(e) => format!("contrastive {e} epochs"),
     };
-    let before = ndcg(&judge, &judge_e, None, default_alpha);
-    let after = ndcg(&judge, &judge_e, Some(&w), alpha);
+    let before = ndcg(&judge, &judge_e, None, default_alpha)?;
+    let after = ndcg(&judge, &judge_e, Some(&w), alpha)?;
     let adapter = (after > before).then_some(QueryAdapter {
         dimension: d as u32,
         weights: w,

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use toolsearch_index::Reporter;
-use toolsearch_query::{Engine, Filter, ProtocolError, Retrieval, StageTimes};
+use toolsearch_query::{Engine, ErrorCode, Filter, ProtocolError, Retrieval, StageTimes};
 
 use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 use crate::queries::LabelledQuery;
@@ -93,13 +93,14 @@ pub const GRAPH_RECALL_QUERIES: usize = 100;
 /// Mean recall@10 of the graph search (the breadth the engine uses) against an exact scan.
 fn graph_recall(engine: &Engine, queries: &[LabelledQuery]) -> Result<f64, ProtocolError> {
     let index = engine.index();
-    let ef = engine.options().open.ef_search;
+    let ef = index.search_breadth();
+    let fault = |e: toolsearch_index::IndexError| ProtocolError::new(ErrorCode::Internal, e.to_string());
     let mut found = 0usize;
     let mut wanted = 0usize;
     for q in queries {
         let v = engine.tool_query(&q.text)?;
-        let exact: Vec<u32> = index.exact_tools(&v, 10).iter().map(|h| h.ord).collect();
-        found += index.graph_tools(&v, 10, ef).iter().filter(|h| exact.contains(&h.ord)).count();
+        let exact: Vec<u32> = index.exact_tools(&v, 10).map_err(fault)?.iter().map(|h| h.ord).collect();
+        found += index.graph_tools(&v, 10, ef).map_err(fault)?.iter().filter(|h| exact.contains(&h.ord)).count();
         wanted += exact.len();
     }
     Ok(found as f64 / wanted.max(1) as f64)

@@ -5,13 +5,16 @@
 //! an HNSW graph over the tool rows that refers to them by row (`graph.bin`; built by our own
 //! parallel HNSW builder over the mapped rows, searched in place), a BM25 index of the same documents (tantivy, with an English
 //! stemming analyser), the catalogue as a lean table (`catalog.bin`) plus one full JSON record
-//! per tool (`tools.json`), the hash of every embedded text (`hashes.bin`), and a metadata
-//! file (`meta.bin`) holding the format version, the model and each file's size and XXH3.
+//! per tool (`tools.json`), the hash of every embedded text (`hashes.bin`), the XXH3 of each
+//! 4 KiB block of the vectors and records (`blocks.bin`), and a metadata file (`meta.bin`)
+//! holding the format version, the model and each file's size and XXH3.
 //!
 //! Key design decisions: the reader opens by memory map and reads nothing whole but the lean
-//! table, so opening costs a checksum pass over the files (every byte is checked before it
-//! is used) rather than a parse and a copy of them, and a tool's schemas are parsed only when
-//! it is expanded or called. Writer and reader share only the format module, never state,
+//! table (decoded in parallel chunks), and no byte is used before it is checked, without
+//! reading every byte on open: the small files are checked whole, the vectors and records
+//! (most of an index) a block at a time when a search or a record read first touches it, so
+//! a million tools open in well under a second, and a tool's schemas are parsed only when it
+//! is expanded or called. Writer and reader share only the format module, never state,
 //! and a build is staged in a sibling directory and swapped in with one atomic rename, so a
 //! reader can never observe a half-written index (nor have a mapped file change under it)
 //! and a failed or interrupted build leaves the previous index untouched.
@@ -25,6 +28,7 @@
 
 mod adapter;
 mod atomic;
+mod blocks;
 mod calibration;
 mod dense;
 pub mod document;
@@ -41,6 +45,7 @@ mod progress;
 mod reader;
 mod source;
 mod store;
+mod table;
 mod vectors;
 mod verify;
 mod writer;

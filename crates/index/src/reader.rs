@@ -6,18 +6,20 @@ use std::sync::Arc;
 use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::Embedder;
 
+use crate::blocks::{self, BLOCK_CHECKED};
 use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
-use crate::format::{file_sum, IndexMeta, GRAPH_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
+use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, View};
-use crate::store::CatalogStore;
+use crate::store::{CatalogStore, StoreSums};
 use crate::vectors::Vectors;
 
 /// How to open an index.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
-    /// Verify every file's checksum (sizes are always checked).
+    /// Check every byte against its checksum before it is used: on open, or block by block
+    /// on first use ([`IndexReader::open_with`]). Sizes are always checked.
     pub verify_checksums: bool,
     /// Scopes of at most this many tools are searched by exact scan; larger ones by HNSW.
     pub exact_scan_max: usize,
@@ -56,11 +58,15 @@ impl IndexReader {
         IndexReader::open_with(dir, OpenOptions::default())
     }
 
-    /// Opens the index in `dir`, checking the format version and every file.
+    /// Opens the index in `dir`, checking the format version and every file's size.
     ///
-    /// Every byte of every file is checked (size and XXH3) before anything reads it; then the
-    /// lean catalogue table is read and the vectors, graph and tool records are memory-mapped,
-    /// so opening costs a pass over the files, not a load of them.
+    /// No byte is used before it is checked, but not every byte is checked here: the lean
+    /// table is checked as it is read, the graph and the BM25 index whole (both are read on
+    /// open or by the first search anyway, and are a tenth of the index), and the vectors and
+    /// tool records, most of an index's bytes, one 4 KiB block at a time the first time a
+    /// search or a record read touches it (`blocks`). So opening a million tools reads about
+    /// a fifth of the index, and a corrupted block is an error naming its file when it is met,
+    /// never an answer computed from it. `toolsearch verify` checks every byte at once.
     ///
     /// A rebuild may swap the directory while it is being opened. The answer is then the old
     /// index or the new one, never a mix: the build generation in the metadata is read before
@@ -100,16 +106,25 @@ impl IndexReader {
                 return Err(IndexError::Corrupted(path, format!("{len} bytes, expected {}", sum.len)));
             }
         }
+        let (mut store_sums, mut vector_sums) = (StoreSums::default(), None);
         if options.verify_checksums {
-            for sum in &meta.files {
+            for sum in meta.files.iter().filter(|s| checked_whole_on_open(&s.path)) {
                 if file_sum(dir, &sum.path)?.xxh3 != sum.xxh3 {
                     return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
                 }
             }
+            let len = |rel: &str| meta.files.iter().find(|f| f.path == rel).map_or(0, |f| f.len);
+            let [vectors, records] = blocks::read(dir, BLOCK_CHECKED.map(len))?;
+            vector_sums = Some(vectors);
+            store_sums = StoreSums {
+                table: meta.files.iter().find(|f| f.path == CATALOG_FILE).map(|f| f.xxh3),
+                records: Some(records),
+            };
         }
         let (tools, nodes) = (meta.tools as usize, meta.nodes as usize);
-        let catalog = CatalogStore::open(dir, tools, nodes)?;
-        let vectors = Vectors::open(&dir.join(VECTORS_FILE), tools + nodes, meta.dimension as usize)?;
+        let catalog = CatalogStore::open(dir, tools, nodes, store_sums)?;
+        let vectors =
+            Vectors::open_checked(&dir.join(VECTORS_FILE), tools + nodes, meta.dimension as usize, vector_sums)?;
         let graph = Graph::open(&dir.join(GRAPH_FILE), tools)?;
         let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
         Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
@@ -156,16 +171,19 @@ impl IndexReader {
 
     /// Dense top `k` tools for the unit vector `query`. `allowed` (sorted tool ordinals)
     /// restricts the search; small scopes are scanned exactly, large ones through HNSW.
-    pub fn dense_tools(&self, query: &[f32], k: usize, allowed: Option<&[u32]>) -> Vec<Hit> {
+    ///
+    /// Fails if a vector it read is in a corrupted block (as do every dense method).
+    pub fn dense_tools(&self, query: &[f32], k: usize, allowed: Option<&[u32]>) -> Result<Vec<Hit>, IndexError> {
         let n = self.meta.tools as usize;
-        match allowed {
+        let hits = match allowed {
             None if n <= self.options.exact_scan_max => exact_top_k(&self.vectors, query, 0..n as u32, k),
             None => self.graph.search(&self.vectors, query, k, self.search_breadth(), None),
             Some(a) if a.len() <= self.options.exact_scan_max => {
                 exact_top_k(&self.vectors, query, a.iter().copied(), k)
             }
             Some(a) => self.graph.search(&self.vectors, query, k, self.search_breadth().max(2 * k), Some(a)),
-        }
+        };
+        self.vectors.fault().map(|()| hits)
     }
 
     /// The HNSW search breadth for this index: [`OpenOptions::ef_search`] at 10k tools, three
@@ -177,43 +195,52 @@ impl IndexReader {
     }
 
     /// Dense top `k` among the node ordinals `ords`.
-    pub fn dense_nodes(&self, query: &[f32], k: usize, ords: impl Iterator<Item = u32>) -> Vec<Hit> {
+    pub fn dense_nodes(
+        &self,
+        query: &[f32],
+        k: usize,
+        ords: impl Iterator<Item = u32>,
+    ) -> Result<Vec<Hit>, IndexError> {
         let tools = self.meta.tools;
-        exact_top_k(&self.vectors, query, ords.map(|o| o + tools), k)
-            .into_iter()
-            .map(|h| Hit { ord: h.ord - tools, ..h })
-            .collect()
+        let hits = exact_top_k(&self.vectors, query, ords.map(|o| o + tools), k);
+        self.vectors.fault().map(|()| hits.into_iter().map(|h| Hit { ord: h.ord - tools, ..h }).collect())
     }
 
     /// The stored vector of tool `ord` (f32, from the stored f16).
-    pub fn tool_vector(&self, ord: u32) -> Vec<f32> {
-        self.vectors.to_f32(ord)
+    pub fn tool_vector(&self, ord: u32) -> Result<Vec<f32>, IndexError> {
+        let v = self.vectors.to_f32(ord);
+        self.vectors.fault().map(|()| v)
     }
 
     /// The stored vector of node `ord`.
-    pub fn node_vector(&self, ord: u32) -> Vec<f32> {
-        self.vectors.to_f32(self.meta.tools + ord)
+    pub fn node_vector(&self, ord: u32) -> Result<Vec<f32>, IndexError> {
+        let v = self.vectors.to_f32(self.meta.tools + ord);
+        self.vectors.fault().map(|()| v)
     }
 
     /// Cosine of tool `ord`'s stored vector with the unit vector `query`.
-    pub fn tool_score(&self, ord: u32, query: &[f32]) -> f32 {
-        self.vectors.score(ord, query)
+    pub fn tool_score(&self, ord: u32, query: &[f32]) -> Result<f32, IndexError> {
+        let s = self.vectors.score(ord, query);
+        self.vectors.fault().map(|()| s)
     }
 
     /// Cosine of node `ord`'s stored vector with the unit vector `query`.
-    pub fn node_score(&self, ord: u32, query: &[f32]) -> f32 {
-        self.vectors.score(self.meta.tools + ord, query)
+    pub fn node_score(&self, ord: u32, query: &[f32]) -> Result<f32, IndexError> {
+        let s = self.vectors.score(self.meta.tools + ord, query);
+        self.vectors.fault().map(|()| s)
     }
 
     /// Approximate dense top `k` tools through the graph with breadth `ef`, whatever the
     /// catalogue's size (benchmarks compare it with [`IndexReader::exact_tools`]).
-    pub fn graph_tools(&self, query: &[f32], k: usize, ef: usize) -> Vec<Hit> {
-        self.graph.search(&self.vectors, query, k, ef, None)
+    pub fn graph_tools(&self, query: &[f32], k: usize, ef: usize) -> Result<Vec<Hit>, IndexError> {
+        let hits = self.graph.search(&self.vectors, query, k, ef, None);
+        self.vectors.fault().map(|()| hits)
     }
 
     /// Exact dense top `k` tools over the stored vectors.
-    pub fn exact_tools(&self, query: &[f32], k: usize) -> Vec<Hit> {
-        exact_top_k(&self.vectors, query, 0..self.meta.tools, k)
+    pub fn exact_tools(&self, query: &[f32], k: usize) -> Result<Vec<Hit>, IndexError> {
+        let hits = exact_top_k(&self.vectors, query, 0..self.meta.tools, k);
+        self.vectors.fault().map(|()| hits)
     }
 
     /// BM25 top `k` documents of `kind` for `text` inside the category `scope` (display form),
@@ -230,6 +257,13 @@ impl IndexReader {
     ) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, allowed, view, k)
     }
+}
+
+/// Whether the file `rel` of an index is checked whole when it opens: not the files checked
+/// by block, nor the table (checked as it is read), nor the text hashes (read only by a
+/// rebuild, which checks them itself).
+fn checked_whole_on_open(rel: &str) -> bool {
+    !BLOCK_CHECKED.contains(&rel) && rel != CATALOG_FILE && rel != HASHES_FILE
 }
 
 fn short(sha: &str) -> &str {

@@ -144,7 +144,7 @@ impl Source<'_> {
     pub(crate) fn write_store(&self, dir: &Path) -> Result<(), IndexError> {
         match self {
             Source::Held(c) => crate::store::write(dir, c),
-            Source::Streamed(s) => crate::store::write_table(
+            Source::Streamed(s) => crate::table::write(
                 dir,
                 s.tools()?.map(|t| t.map(Cow::Owned)),
                 &s.offsets,

@@ -4,94 +4,18 @@
 //! Searching, listing and authorising need a tool's id, name, paths, summary, tags, scopes and
 //! group; only `expand_tool`, `call_tool` and tool definitions need its description, schemas,
 //! notes and metadata, which are most of its bytes. So `catalog.bin` holds the lean fields of
-//! every tool (bincode), the categories and groups, and the byte range of each tool's full
-//! JSON record in `tools.json`, which the reader memory-maps and parses one record at a time.
+//! every tool, the categories and groups, and the byte range of each tool's full JSON record
+//! in `tools.json` ([`crate::table`]), which the reader memory-maps and parses one record at
+//! a time, each checked by block before it is parsed ([`crate::blocks`]).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-use toolsearch_catalog::{Catalog, Group, Node, Tool};
+use toolsearch_catalog::{Catalog, Tool};
 
+use crate::blocks::Checked;
 use crate::error::{io, IndexError};
 use crate::format::{CATALOG_FILE, RECORDS_FILE};
-
-/// The fields of a tool every answer may need (no skipped fields: bincode is positional).
-#[derive(Serialize, Deserialize)]
-struct LeanTool {
-    id: String,
-    name: String,
-    paths: Vec<Vec<String>>,
-    summary: String,
-    tags: Vec<String>,
-    requires: Vec<String>,
-    group: Option<String>,
-    version: Option<String>,
-}
-
-/// `catalog.bin`.
-#[derive(Serialize, Deserialize)]
-struct CatalogFile {
-    tools: Vec<LeanTool>,
-    /// `tools + 1` byte offsets of the records in `tools.json`.
-    offsets: Vec<u64>,
-    /// The nodes, as JSON (they carry optional and nested fields bincode cannot skip).
-    nodes: String,
-    /// The groups, as JSON.
-    groups: String,
-}
-
-/// A tool's lean fields, borrowed, for writing: serialised exactly as a [`LeanTool`].
-#[derive(Serialize)]
-struct LeanToolRef<'a> {
-    id: &'a str,
-    name: &'a str,
-    paths: &'a [Vec<String>],
-    summary: &'a str,
-    tags: &'a [String],
-    requires: &'a [String],
-    group: Option<&'a str>,
-    version: Option<&'a str>,
-}
-
-/// Every tool's lean fields, serialised as a sequence as `tools` yields them (from memory, or
-/// read back from the records file one at a time), without a copy of the table.
-struct LeanTools<'a, I>(RefCell<I>, usize, PhantomData<&'a Tool>);
-
-impl<'a, I: Iterator<Item = Result<Cow<'a, Tool>, IndexError>>> Serialize for LeanTools<'a, I> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let mut seq = serializer.serialize_seq(Some(self.1))?;
-        let mut tools = self.0.borrow_mut();
-        for _ in 0..self.1 {
-            let t = tools.next().ok_or_else(|| S::Error::custom("fewer tools than counted"))?;
-            let t = t.map_err(S::Error::custom)?;
-            seq.serialize_element(&LeanToolRef {
-                id: &t.id,
-                name: &t.name,
-                paths: &t.paths,
-                summary: &t.summary,
-                tags: &t.tags,
-                requires: &t.requires,
-                group: t.group.as_deref(),
-                version: t.version.as_deref(),
-            })?;
-        }
-        seq.end()
-    }
-}
-
-/// `catalog.bin` as written: serialised exactly as a [`CatalogFile`].
-#[derive(Serialize)]
-#[serde(bound = "")]
-struct CatalogFileRef<'a, I: Iterator<Item = Result<Cow<'a, Tool>, IndexError>>> {
-    tools: LeanTools<'a, I>,
-    offsets: &'a [u64],
-    nodes: String,
-    groups: String,
-}
 
 /// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`, streaming both (a build holds
 /// no copy of the catalogue).
@@ -102,31 +26,7 @@ pub(crate) fn write(dir: &Path, catalog: &Catalog) -> Result<(), IndexError> {
     }
     let offsets = records.finish()?;
     let tools = catalog.tools.iter().map(|t| Ok(Cow::Borrowed(t)));
-    write_table(dir, tools, &offsets, &catalog.nodes, &catalog.groups)
-}
-
-/// Writes `catalog.bin`: the lean fields of the `offsets.len() - 1` tools `tools` yields, the
-/// records' `offsets`, the nodes and the groups.
-pub(crate) fn write_table<'a>(
-    dir: &Path,
-    tools: impl Iterator<Item = Result<Cow<'a, Tool>, IndexError>>,
-    offsets: &'a [u64],
-    nodes: &[Node],
-    groups: &[Group],
-) -> Result<(), IndexError> {
-    use std::io::Write;
-    let path = dir.join(CATALOG_FILE);
-    let json_err = |e: serde_json::Error| IndexError::Io(path.clone(), e.into());
-    let file = CatalogFileRef {
-        tools: LeanTools(RefCell::new(tools), offsets.len().saturating_sub(1), PhantomData),
-        offsets,
-        nodes: serde_json::to_string(nodes).map_err(json_err)?,
-        groups: serde_json::to_string(groups).map_err(json_err)?,
-    };
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
-    bincode::serde::encode_into_std_write(&file, &mut out, bincode::config::standard())
-        .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
-    out.flush().map_err(io(&path))
+    crate::table::write(dir, tools, &offsets, &catalog.nodes, &catalog.groups)
 }
 
 /// `tools.json` being written a tool at a time: each tool's full record, one JSON object a
@@ -187,29 +87,41 @@ pub(crate) struct CatalogStore {
     lean: Catalog,
     offsets: Vec<u64>,
     records: Option<memmap2::Mmap>,
+    /// The records' block sums, each block checked before a record in it is parsed.
+    records_check: Option<Checked>,
     records_path: PathBuf,
+}
+
+/// What [`CatalogStore::open`] checks the files against (nothing, for an index opened without
+/// checks).
+#[derive(Default)]
+pub(crate) struct StoreSums {
+    /// XXH3-64 of the whole `catalog.bin`, checked on the bytes read before they are decoded.
+    pub(crate) table: Option<u64>,
+    /// The block sums of `tools.json`.
+    pub(crate) records: Option<Vec<u64>>,
 }
 
 impl CatalogStore {
     /// Reads the lean table and maps the records, checking counts, offsets and the invariants
     /// the engine relies on.
-    pub(crate) fn open(dir: &Path, tools: usize, nodes: usize) -> Result<CatalogStore, IndexError> {
+    pub(crate) fn open(dir: &Path, tools: usize, nodes: usize, sums: StoreSums) -> Result<CatalogStore, IndexError> {
         let path = dir.join(CATALOG_FILE);
         let bad = |why: String| IndexError::Corrupted(path.clone(), why);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
-        let (file, _): (CatalogFile, usize) =
-            bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| bad(e.to_string()))?;
+        if sums.table.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(&bytes)) {
+            return Err(bad("checksum mismatch".into()));
+        }
+        let file = crate::table::decode(&path, &bytes)?;
         drop(bytes);
-        let nodes_list: Vec<Node> = serde_json::from_str(&file.nodes).map_err(|e| bad(e.to_string()))?;
-        let groups: Vec<Group> = serde_json::from_str(&file.groups).map_err(|e| bad(e.to_string()))?;
-        if file.tools.len() != tools || nodes_list.len() != nodes || file.offsets.len() != tools + 1 {
+        if file.tools.len() != tools || file.nodes.len() != nodes || file.offsets.len() != tools + 1 {
             return Err(bad("document counts differ from the metadata".into()));
         }
         // The loaders guarantee these; an index opened without checksum verification might not.
         if let Some(t) = file.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
             return Err(bad(format!("tool {:?} has no id or no path", t.id)));
         }
-        if nodes_list.iter().any(|n| n.path.is_empty()) {
+        if file.nodes.iter().any(|n| n.path.is_empty()) {
             return Err(bad("a category has an empty path".into()));
         }
         let records_path = dir.join(RECORDS_FILE);
@@ -224,27 +136,9 @@ impl CatalogStore {
         } else {
             Some(unsafe { memmap2::Mmap::map(&records_file) }.map_err(io(&records_path))?)
         };
-        let lean = Catalog {
-            nodes: nodes_list,
-            tools: file
-                .tools
-                .into_iter()
-                .map(|t| Tool {
-                    id: t.id,
-                    name: t.name,
-                    paths: t.paths,
-                    summary: t.summary,
-                    tags: t.tags,
-                    requires: t.requires,
-                    group: t.group,
-                    version: t.version,
-                    ..Tool::default()
-                })
-                .collect(),
-            groups,
-            warnings: Vec::new(),
-        };
-        Ok(CatalogStore { lean, offsets: file.offsets, records, records_path })
+        let lean = Catalog { nodes: file.nodes, tools: file.tools, groups: file.groups, warnings: Vec::new() };
+        let records_check = sums.records.map(|s| Checked::new(&records_path, s));
+        Ok(CatalogStore { lean, offsets: file.offsets, records, records_check, records_path })
     }
 
     /// The lean catalogue: tools without description, schemas, notes, examples or metadata.
@@ -259,7 +153,12 @@ impl CatalogStore {
         else {
             return Err(IndexError::Corrupted(self.records_path.clone(), format!("no record for tool {ord}")));
         };
-        let tool: Tool = serde_json::from_slice(&records[from as usize..to as usize])
+        let range = from as usize..to as usize;
+        let bytes = match &self.records_check {
+            Some(check) => check.bytes(records, range)?,
+            None => &records[range],
+        };
+        let tool: Tool = serde_json::from_slice(bytes)
             .map_err(|e| IndexError::Corrupted(self.records_path.clone(), format!("record {ord}: {e}")))?;
         if tool.id != self.lean.tools[i].id {
             return Err(IndexError::Corrupted(self.records_path.clone(), format!("record {ord} is another tool")));

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
+use crate::blocks::Checked;
 use crate::dense::dot;
 use crate::error::{io, IndexError};
 
@@ -78,6 +79,11 @@ pub(crate) struct Vectors {
     rows_of: Rows,
     rows: usize,
     dim: usize,
+    /// The block sums a served index's rows are checked against before first use (none for
+    /// a file being built, or an index opened without checks).
+    check: Option<Checked>,
+    /// What a row in a corrupted block reads as (see [`Vectors::fault`]).
+    zeros: Vec<f16>,
 }
 
 /// Where the rows are.
@@ -89,8 +95,19 @@ enum Rows {
 }
 
 impl Vectors {
-    /// Maps `rows x dim` vectors written by [`write`].
+    /// Maps `rows x dim` vectors written by [`write`], unchecked (a file this process wrote).
     pub(crate) fn open(path: &Path, rows: usize, dim: usize) -> Result<Vectors, IndexError> {
+        Vectors::open_checked(path, rows, dim, None)
+    }
+
+    /// Maps `rows x dim` vectors written by [`write`]; with `sums`, each 4 KiB block is
+    /// checked against its sum the first time a row in it is read.
+    pub(crate) fn open_checked(
+        path: &Path,
+        rows: usize,
+        dim: usize,
+        sums: Option<Vec<u64>>,
+    ) -> Result<Vectors, IndexError> {
         let file = std::fs::File::open(path).map_err(io(path))?;
         let len = file.metadata().map_err(io(path))?.len();
         let want = (rows * dim * 2) as u64;
@@ -101,7 +118,8 @@ impl Vectors {
         // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
         let rows_of =
             if len == 0 { Rows::Empty } else { Rows::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io(path))?) };
-        Ok(Vectors { rows_of, rows, dim })
+        let check = sums.map(|s| Checked::new(path, s));
+        Ok(Vectors { rows_of, rows, dim, check, zeros: vec![f16::ZERO; dim] })
     }
 
     /// Reads rows `ords` of the `dim`-column vector file at `path` into memory, as rows
@@ -116,7 +134,7 @@ impl Vectors {
             file.read_exact_at(&mut bytes, o as u64 * (dim * 2) as u64).map_err(io(path))?;
             row.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(x, b)| *x = f16::from_le_bytes([b[0], b[1]]));
         }
-        Ok(Vectors { rows_of: Rows::Owned(all), rows: ords.len(), dim })
+        Ok(Vectors { rows_of: Rows::Owned(all), rows: ords.len(), dim, check: None, zeros: vec![f16::ZERO; dim] })
     }
 
     /// Every row, concatenated.
@@ -134,14 +152,28 @@ impl Vectors {
         }
     }
 
-    /// Row `i`.
+    /// Row `i`; zeros if its bytes are in a block that fails its check (the fault is then
+    /// remembered, and [`Vectors::fault`] turns the answer being computed into an error).
+    #[inline]
     pub(crate) fn row(&self, i: u32) -> &[f16] {
         let all = self.all();
         if all.is_empty() {
             return &[];
         }
         assert!((i as usize) < self.rows, "vector row {i} of {}", self.rows);
-        &all[i as usize * self.dim..(i as usize + 1) * self.dim]
+        let (from, to) = (i as usize * self.dim, (i as usize + 1) * self.dim);
+        if let (Some(check), Rows::Mapped(map)) = (&self.check, &self.rows_of) {
+            if !check.ok(map, 2 * from..2 * to) {
+                return &self.zeros;
+            }
+        }
+        &all[from..to]
+    }
+
+    /// The error for a corrupted block any row read so far has met: every answer computed
+    /// from these vectors is checked with it before it is returned.
+    pub(crate) fn fault(&self) -> Result<(), IndexError> {
+        self.check.as_ref().map_or(Ok(()), Checked::fault)
     }
 
     /// Hints the CPU to load row `i` into cache (a no-op where there is no such hint).

@@ -1,7 +1,6 @@
 //! [`Ranker`]: an opened index with the query-time model, its path table, caches and
 //! confidence map. It ranks; it knows nothing of requests, cursors or tool calls.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,7 +71,6 @@ pub struct Ranker {
     index: IndexReader,
     embedder: Arc<dyn Embedder>,
     paths: PathTable,
-    tool_by_id: HashMap<String, u32>,
     names: NameTable,
     adapter: Option<QueryAdapter>,
     calibration: Calibration,
@@ -121,14 +119,12 @@ impl Ranker {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
         let paths = PathTable::new(index.catalog());
-        let tool_by_id = index.catalog().tools.iter().enumerate().map(|(i, t)| (t.id.clone(), i as u32)).collect();
         let names = NameTable::new(index.catalog());
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
             index,
             embedder,
             paths,
-            tool_by_id,
             names,
             adapter,
             calibration,
@@ -195,11 +191,11 @@ impl Ranker {
 
     /// The tool with this id, if any, lean (as in [`Ranker::catalog`]).
     pub fn tool(&self, id: &str) -> Option<&Tool> {
-        self.tool_by_id.get(id).map(|&o| &self.catalog().tools[o as usize])
+        self.names.by_id(id, self.catalog()).map(|o| &self.catalog().tools[o as usize])
     }
 
     /// The full record of the tool with this id, if any, read from the index.
     pub fn full_tool(&self, id: &str) -> Result<Option<Tool>, IndexError> {
-        self.tool_by_id.get(id).map(|&o| self.index.tool_record(o)).transpose()
+        self.names.by_id(id, self.catalog()).map(|o| self.index.tool_record(o)).transpose()
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use toolsearch_index::{DocKind, Hit, View};
+use toolsearch_index::{DocKind, Hit, IndexError, View};
 
 use crate::cache::Weigh;
 use crate::error::{ErrorCode, ProtocolError};
@@ -96,9 +96,9 @@ impl Ranker {
         let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0 };
         let ranked = match (retrieval, &qv) {
             (Retrieval::Hybrid, Some(v)) => {
-                self.promote_exact(query, filter, self.fuse(&dense, &lexical, v, self.tool_fusion()))
+                self.promote_exact(query, filter, self.fuse(&dense, &lexical, v, self.tool_fusion())?)
             }
-            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0)),
+            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0))?,
             _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
         };
         t.fuse = s.elapsed().as_secs_f64();
@@ -169,7 +169,7 @@ impl Ranker {
         let dense = match &qv {
             Some(v) => {
                 let s = Instant::now();
-                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice));
+                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice)).map_err(internal)?;
                 t.dense = s.elapsed().as_secs_f64();
                 d
             }
@@ -183,16 +183,16 @@ impl Ranker {
     pub fn tool_candidates(&self, query: &str, filter: &Filter, depth: usize) -> Result<Vec<Candidate>, ProtocolError> {
         let (qv, dense, lexical) =
             self.retrieve(query, filter, depth, Retrieval::Hybrid, &mut StageTimes::default())?;
-        Ok(match qv {
-            Some(v) => merge(&dense, &lexical, |o| self.index().tool_score(o, &v)),
-            None => Vec::new(),
-        })
+        match qv {
+            Some(v) => merge_scored(&dense, &lexical, |o| self.index().tool_score(o, &v)),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// Merges and ranks candidates.
-    fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Vec<Scored> {
-        let candidates = merge(dense, lexical, |o| self.index().tool_score(o, qv));
-        rank(&candidates, fusion, self.calibration())
+    fn fuse(&self, dense: &[Hit], lexical: &[Hit], qv: &[f32], fusion: Fusion) -> Result<Vec<Scored>, ProtocolError> {
+        let candidates = merge_scored(dense, lexical, |o| self.index().tool_score(o, qv))?;
+        Ok(rank(&candidates, fusion, self.calibration()))
     }
 
     /// The statistics base of a caller's tool searches: the tools it may see.
@@ -227,11 +227,11 @@ impl Ranker {
             return Ok(Vec::new());
         }
         let qv = self.tool_query(query)?;
-        let dense = self.index().dense_tools(&qv, direct.len(), Some(direct));
+        let dense = self.index().dense_tools(&qv, direct.len(), Some(direct)).map_err(internal)?;
         let allowed = Arc::new(direct.to_vec());
         let view = self.tool_view(scopes);
         let lexical = self.lexical(query, DocKind::Tool, path, Some(&allowed), &view, direct.len())?;
-        Ok(self.fuse(&dense, &lexical, &qv, self.tool_fusion()))
+        self.fuse(&dense, &lexical, &qv, self.tool_fusion())
     }
 
     /// The nodes `among` (all visible to the caller) ranked for `query` (lexical candidates
@@ -249,12 +249,12 @@ impl Ranker {
         }
         let qv = self.embed_query(query)?;
         let depth = k.max(self.options().candidates);
-        let dense = self.index().dense_nodes(&qv, depth, among.iter().copied());
+        let dense = self.index().dense_nodes(&qv, depth, among.iter().copied()).map_err(internal)?;
         let mut sorted = among.to_vec();
         sorted.sort_unstable();
         let view = self.node_view(scopes);
         let lexical = self.lexical(query, DocKind::Node, scope, Some(&Arc::new(sorted)), &view, depth)?;
-        let candidates = merge(&dense, &lexical, |o| self.index().node_score(o, &qv));
+        let candidates = merge_scored(&dense, &lexical, |o| self.index().node_score(o, &qv))?;
         Ok(rank(&candidates, self.options().fusion, self.calibration()))
     }
 
@@ -268,9 +268,7 @@ impl Ranker {
         k: usize,
     ) -> Result<Vec<Hit>, ProtocolError> {
         let scope = (!scope.is_empty()).then(|| toolsearch_catalog::display_path(scope));
-        self.index()
-            .lexical(query, kind, scope.as_deref(), allowed, view, k)
-            .map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))
+        self.index().lexical(query, kind, scope.as_deref(), allowed, view, k).map_err(internal)
     }
 
     /// The query vector tool searches use: the embedding, moved by the adapter if one is in
@@ -302,8 +300,8 @@ impl Ranker {
     /// The whole catalogue ranked with the query vector `qv` given, the query's `lexical` hits
     /// ([`Ranker::lexical_tools`]) and `fusion` (for fitting an adapter: the caller embeds and
     /// moves the vector itself). No cache, no exact-match promotion, every tool allowed.
-    pub fn rank_with_vector(&self, qv: &[f32], lexical: &[Hit], fusion: Fusion) -> Vec<Scored> {
-        let dense = self.index().dense_tools(qv, self.options().candidates, None);
+    pub fn rank_with_vector(&self, qv: &[f32], lexical: &[Hit], fusion: Fusion) -> Result<Vec<Scored>, ProtocolError> {
+        let dense = self.index().dense_tools(qv, self.options().candidates, None).map_err(internal)?;
         self.fuse(&dense, lexical, qv, fusion)
     }
 
@@ -326,6 +324,31 @@ fn query_text(query: &str) -> String {
 
 /// The error of a BM25 search whose thread panicked (a bug; reported, never propagated as a
 /// panic).
+/// An index fault (a corrupted block met by a search, say) as the error a caller gets.
+fn internal(e: IndexError) -> ProtocolError {
+    ProtocolError::new(ErrorCode::Internal, e.to_string())
+}
+
+/// [`merge`] with each candidate's cosine read from the index: an error, not an answer, if
+/// one came from a corrupted block.
+fn merge_scored(
+    dense: &[Hit],
+    lexical: &[Hit],
+    cosine_of: impl Fn(u32) -> Result<f32, IndexError>,
+) -> Result<Vec<Candidate>, ProtocolError> {
+    let fault = std::cell::RefCell::new(None);
+    let merged = merge(dense, lexical, |o| {
+        cosine_of(o).unwrap_or_else(|e| {
+            fault.borrow_mut().get_or_insert(e);
+            0.0
+        })
+    });
+    match fault.into_inner() {
+        Some(e) => Err(internal(e)),
+        None => Ok(merged),
+    }
+}
+
 fn lexical_panicked() -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, "the lexical search failed unexpectedly")
 }

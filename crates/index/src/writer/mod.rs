@@ -222,6 +222,7 @@ fn build(
     let graph_repaired =
         crate::graph_repair::repair(&graph_path, &Vectors::open(&vectors_path, documents, dim)?, tools)?;
     let graph_seconds = graph_start.elapsed().as_secs_f64();
+    crate::blocks::write(dir)?;
     let mut files = Vec::new();
     for rel in data_files(dir, dir)? {
         files.push(file_sum(dir, &rel)?);

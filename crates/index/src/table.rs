@@ -1,0 +1,260 @@
+//! `catalog.bin`, the lean table: what every answer may need of every tool (id, name, paths,
+//! summary, tags, scopes, group, version), the categories and groups, and where each tool's
+//! full record starts in `tools.json`.
+//!
+//! It is the one file an open reads and decodes whole, so its layout is for decoding fast:
+//! the tools come first, in chunks of [`CHUNK`] tools that are decoded in parallel, each
+//! straight into the catalogue's own type; then a header (bincode) with each chunk's length,
+//! the record offsets, the categories and the groups; then the header's position (8 bytes,
+//! little-endian). Written as a stream: a build never holds the table.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::path::Path;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use toolsearch_catalog::{Group, Node, Tool};
+
+use crate::error::{io, IndexError};
+use crate::format::CATALOG_FILE;
+
+/// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
+/// the header stays small.
+const CHUNK: usize = 16_384;
+
+fn config() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+/// The fields of a tool every answer may need (no skipped fields: bincode is positional).
+#[derive(Deserialize)]
+struct LeanTool {
+    id: String,
+    name: String,
+    paths: Vec<Vec<String>>,
+    summary: String,
+    tags: Vec<String>,
+    requires: Vec<String>,
+    group: Option<String>,
+    version: Option<String>,
+}
+
+/// A [`LeanTool`] borrowed from a [`Tool`], for writing.
+#[derive(Serialize)]
+struct LeanToolRef<'a> {
+    id: &'a str,
+    name: &'a str,
+    paths: &'a [Vec<String>],
+    summary: &'a str,
+    tags: &'a [String],
+    requires: &'a [String],
+    group: Option<&'a str>,
+    version: Option<&'a str>,
+}
+
+impl LeanTool {
+    fn into_tool(self) -> Tool {
+        Tool {
+            id: self.id,
+            name: self.name,
+            paths: self.paths,
+            summary: self.summary,
+            tags: self.tags,
+            requires: self.requires,
+            group: self.group,
+            version: self.version,
+            ..Tool::default()
+        }
+    }
+}
+
+/// A category: every field, none skipped, the rare facade settings as JSON.
+#[derive(Deserialize)]
+struct LeanNode {
+    path: Vec<String>,
+    summary: String,
+    description: Option<String>,
+    tags: Vec<String>,
+    usage_notes: Option<String>,
+    facade: Option<String>,
+    implicit: bool,
+}
+
+/// A [`LeanNode`] borrowed from a [`Node`], for writing.
+#[derive(Serialize)]
+struct LeanNodeRef<'a> {
+    path: &'a [String],
+    summary: &'a str,
+    description: Option<&'a str>,
+    tags: &'a [String],
+    usage_notes: Option<&'a str>,
+    facade: Option<String>,
+    implicit: bool,
+}
+
+impl<'a> LeanNodeRef<'a> {
+    fn of(n: &'a Node) -> Result<LeanNodeRef<'a>, serde_json::Error> {
+        Ok(LeanNodeRef {
+            path: &n.path,
+            summary: &n.summary,
+            description: n.description.as_deref(),
+            tags: &n.tags,
+            usage_notes: n.usage_notes.as_deref(),
+            facade: n.facade.as_ref().map(serde_json::to_string).transpose()?,
+            implicit: n.implicit,
+        })
+    }
+}
+
+impl LeanNode {
+    fn into_node(self) -> Result<Node, serde_json::Error> {
+        Ok(Node {
+            path: self.path,
+            summary: self.summary,
+            description: self.description,
+            tags: self.tags,
+            usage_notes: self.usage_notes,
+            facade: self.facade.as_deref().map(serde_json::from_str).transpose()?,
+            implicit: self.implicit,
+        })
+    }
+}
+
+/// The header as read.
+#[derive(Deserialize)]
+struct Header {
+    /// Bytes of each chunk of tools, in order from the start of the file.
+    chunks: Vec<u64>,
+    offsets: Vec<u64>,
+    nodes: Vec<LeanNode>,
+    groups: String,
+}
+
+/// The header as written.
+#[derive(Serialize)]
+struct HeaderRef<'a> {
+    chunks: &'a [u64],
+    offsets: &'a [u64],
+    nodes: Vec<LeanNodeRef<'a>>,
+    groups: String,
+}
+
+/// Writes `catalog.bin` in `dir`: the lean fields of the `offsets.len() - 1` tools `tools`
+/// yields, the records' `offsets`, the nodes and the groups.
+pub(crate) fn write<'a>(
+    dir: &Path,
+    tools: impl Iterator<Item = Result<Cow<'a, Tool>, IndexError>>,
+    offsets: &[u64],
+    nodes: &[Node],
+    groups: &[Group],
+) -> Result<(), IndexError> {
+    let path = dir.join(CATALOG_FILE);
+    let encode_err = |e: bincode::error::EncodeError| IndexError::Corrupted(path.clone(), e.to_string());
+    let json_err = |e: serde_json::Error| IndexError::Io(path.clone(), e.into());
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
+    let (mut chunks, mut chunk, mut in_chunk, mut count) = (Vec::new(), 0u64, 0usize, 0usize);
+    for t in tools {
+        let t = t?;
+        let lean = LeanToolRef {
+            id: &t.id,
+            name: &t.name,
+            paths: &t.paths,
+            summary: &t.summary,
+            tags: &t.tags,
+            requires: &t.requires,
+            group: t.group.as_deref(),
+            version: t.version.as_deref(),
+        };
+        chunk += bincode::serde::encode_into_std_write(&lean, &mut out, config()).map_err(encode_err)? as u64;
+        (in_chunk, count) = (in_chunk + 1, count + 1);
+        if in_chunk == CHUNK {
+            chunks.push(chunk);
+            (chunk, in_chunk) = (0, 0);
+        }
+    }
+    if in_chunk > 0 {
+        chunks.push(chunk);
+    }
+    if count + 1 != offsets.len() {
+        return Err(IndexError::Corrupted(path, format!("{count} tools but {} record offsets", offsets.len())));
+    }
+    let header = HeaderRef {
+        chunks: &chunks,
+        offsets,
+        nodes: nodes.iter().map(LeanNodeRef::of).collect::<Result<_, _>>().map_err(json_err)?,
+        groups: serde_json::to_string(groups).map_err(json_err)?,
+    };
+    let at: u64 = chunks.iter().sum();
+    bincode::serde::encode_into_std_write(&header, &mut out, config()).map_err(encode_err)?;
+    out.write_all(&at.to_le_bytes()).map_err(io(&path))?;
+    out.flush().map_err(io(&path))
+}
+
+/// The decoded table.
+pub(crate) struct Table {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) offsets: Vec<u64>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) groups: Vec<Group>,
+}
+
+/// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), the chunks of
+/// tools in parallel.
+pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Table, IndexError> {
+    let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
+    let body = bytes.len().checked_sub(8).ok_or_else(|| bad("truncated".into()))?;
+    let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
+    let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or_else(|| bad("bad header position".into()))?;
+    let (header, used): (Header, usize) =
+        bincode::serde::decode_from_slice(&bytes[at..body], config()).map_err(|e| bad(e.to_string()))?;
+    if at + used != body {
+        return Err(bad("trailing bytes after the header".into()));
+    }
+    let mut ranges = Vec::with_capacity(header.chunks.len());
+    let mut from = 0usize;
+    for &len in &header.chunks {
+        let to = usize::try_from(len).ok().and_then(|l| from.checked_add(l)).filter(|&t| t <= at);
+        let to = to.ok_or_else(|| bad("a chunk of tools runs past the header".into()))?;
+        ranges.push(from..to);
+        from = to;
+    }
+    if from != at {
+        return Err(bad("the chunks of tools do not fill the space before the header".into()));
+    }
+    let tools = header.offsets.len().saturating_sub(1);
+    let chunks: Vec<Vec<Tool>> = ranges
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, range)| {
+            let want = CHUNK.min(tools.saturating_sub(i * CHUNK));
+            let mut rest = &bytes[range];
+            let mut out = Vec::with_capacity(want);
+            while !rest.is_empty() {
+                let (t, used): (LeanTool, usize) =
+                    bincode::serde::decode_from_slice(rest, config()).map_err(|e| bad(e.to_string()))?;
+                out.push(t.into_tool());
+                rest = &rest[used..];
+            }
+            match out.len() == want {
+                true => Ok(out),
+                false => Err(bad(format!("chunk {i} holds {} tools, expected {want}", out.len()))),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let mut all = Vec::with_capacity(tools);
+    for chunk in chunks {
+        all.extend(chunk);
+    }
+    if all.len() != tools {
+        return Err(bad(format!("{} tools, but {} record offsets", all.len(), header.offsets.len())));
+    }
+    let nodes = header.nodes.into_iter().map(LeanNode::into_node).collect::<Result<_, _>>();
+    let groups = serde_json::from_str(&header.groups);
+    Ok(Table {
+        tools: all,
+        offsets: header.offsets,
+        nodes: nodes.map_err(|e| bad(e.to_string()))?,
+        groups: groups.map_err(|e| bad(e.to_string()))?,
+    })
+}
