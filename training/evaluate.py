@@ -2,6 +2,8 @@
 
     python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets, dump candidates
     python training/evaluate.py report                 # every fold against the stock model
+    python training/evaluate.py parity LABEL_A LABEL_B # two dumps of one model (int8, fp32)
+    python training/evaluate.py speed ONNX             # query embedding p50, stock vs ONNX
 
 `dump` builds a models directory for the ONNX file (the stock runtime library and tokenizer
 beside it), indexes each dev set's tools with it and writes the fusion candidates of each
@@ -125,8 +127,43 @@ def report():
     (WORK / "report.json").write_text(json.dumps(rows, indent=2))
 
 
+def parity(a, b):
+    """Dense and hybrid (shipped fusion) nDCG@10 of two dumps of one model, set by set."""
+    da, db = load(a), load(b)
+    print(f"| set | dense {a} | dense {b} | diff | hybrid {a} | hybrid {b} | diff |")
+    print("|---|---|---|---|---|---|---|")
+    for n in common.SETS:
+        if n in da and n in db:
+            x, y = mean(per_query(da[n], ("minmax", 1.0))), mean(per_query(db[n], ("minmax", 1.0)))
+            u, v = mean(per_query(da[n], SHIPPED)), mean(per_query(db[n], SHIPPED))
+            print(f"| {n} | {x:.4f} | {y:.4f} | {y - x:+.4f} | {u:.4f} | {v:.4f} | {v - u:+.4f} |")
+
+
+def speed(onnx, rounds=3):
+    """Query embedding p50 of the stock file and of `onnx`, alternated, on the
+    mcptoolbenchpp held-out queries (`toolsearch bench --mode dense --json`)."""
+    out = {}
+    for label, models in (("stock", STOCK_MODELS), ("candidate", models_dir("speed", onnx))):
+        idx = WORK / "speed" / f"index-{label}"
+        subprocess.run([str(BIN), "--models", str(models), "index", str(common.BENCH / "mcptoolbenchpp" / "tools.jsonl"),
+                        "--out", str(idx)], check=True, stdout=subprocess.DEVNULL)
+        out[label] = (models, idx)
+    p50 = {k: [] for k in out}
+    for _ in range(rounds):
+        for label, (models, idx) in out.items():
+            r = subprocess.run([str(BIN), "--models", str(models), "--json", "bench", str(idx),
+                                str(WORK / "heldout" / "mcptoolbenchpp.jsonl"), "--mode", "dense"],
+                               check=True, capture_output=True, text=True)
+            p50[label].append(json.loads(r.stdout))
+    print(json.dumps(p50, indent=1)[:4000])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "dump":
         dump(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "parity":
+        parity(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "speed":
+        speed(sys.argv[2])
     else:
         report()
