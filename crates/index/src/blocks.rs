@@ -57,12 +57,16 @@ pub(crate) fn write(dir: &Path) -> Result<(), IndexError> {
     out.flush().map_err(io(&out_path))
 }
 
-/// Reads `blocks.bin` in `dir` (already checked whole): the block sums of each
-/// [`BLOCK_CHECKED`] file, checked against the file's length `lens[i]`.
-pub(crate) fn read(dir: &Path, lens: [u64; 2]) -> Result<[Vec<u64>; 2], IndexError> {
+/// Reads `blocks.bin` in `dir`, checked against its XXH3 `sum` (from the metadata) on the
+/// bytes read: the block sums of each [`BLOCK_CHECKED`] file, checked against the file's
+/// length `lens[i]`.
+pub(crate) fn read(dir: &Path, sum: Option<u64>, lens: [u64; 2]) -> Result<[Vec<u64>; 2], IndexError> {
     let path = dir.join(BLOCKS_FILE);
     let bytes = std::fs::read(&path).map_err(io(&path))?;
     let bad = |why: String| IndexError::Corrupted(path.clone(), why);
+    if sum != Some(xxhash_rust::xxh3::xxh3_64(&bytes)) {
+        return Err(bad("checksum mismatch".into()));
+    }
     let mut words = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
     if bytes.len() % 8 != 0 {
         return Err(bad("not a whole number of sums".into()));

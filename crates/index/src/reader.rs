@@ -6,7 +6,7 @@ use std::sync::Arc;
 use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::Embedder;
 
-use crate::blocks::{self, BLOCK_CHECKED};
+use crate::blocks::{self, BLOCKS_FILE, BLOCK_CHECKED};
 use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
 use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
@@ -113,13 +113,11 @@ impl IndexReader {
                     return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
                 }
             }
-            let len = |rel: &str| meta.files.iter().find(|f| f.path == rel).map_or(0, |f| f.len);
-            let [vectors, records] = blocks::read(dir, BLOCK_CHECKED.map(len))?;
+            let sum_of = |rel: &str| meta.files.iter().find(|f| f.path == rel);
+            let lens = BLOCK_CHECKED.map(|rel| sum_of(rel).map_or(0, |f| f.len));
+            let [vectors, records] = blocks::read(dir, sum_of(BLOCKS_FILE).map(|f| f.xxh3), lens)?;
             vector_sums = Some(vectors);
-            store_sums = StoreSums {
-                table: meta.files.iter().find(|f| f.path == CATALOG_FILE).map(|f| f.xxh3),
-                records: Some(records),
-            };
+            store_sums = StoreSums { table: sum_of(CATALOG_FILE).map(|f| f.xxh3), records: Some(records) };
         }
         let (tools, nodes) = (meta.tools as usize, meta.nodes as usize);
         let catalog = CatalogStore::open(dir, tools, nodes, store_sums)?;
@@ -260,10 +258,10 @@ impl IndexReader {
 }
 
 /// Whether the file `rel` of an index is checked whole when it opens: not the files checked
-/// by block, nor the table (checked as it is read), nor the text hashes (read only by a
-/// rebuild, which checks them itself).
+/// by block, nor the table and the block sums (each checked on the bytes read, so read once),
+/// nor the text hashes (read only by a rebuild, which checks them itself).
 fn checked_whole_on_open(rel: &str) -> bool {
-    !BLOCK_CHECKED.contains(&rel) && rel != CATALOG_FILE && rel != HASHES_FILE
+    !BLOCK_CHECKED.contains(&rel) && ![CATALOG_FILE, BLOCKS_FILE, HASHES_FILE].contains(&rel)
 }
 
 fn short(sha: &str) -> &str {

@@ -322,8 +322,6 @@ fn query_text(query: &str) -> String {
     query.chars().take(MAX_QUERY_CHARS).collect()
 }
 
-/// The error of a BM25 search whose thread panicked (a bug; reported, never propagated as a
-/// panic).
 /// An index fault (a corrupted block met by a search, say) as the error a caller gets.
 fn internal(e: IndexError) -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, e.to_string())
@@ -349,6 +347,8 @@ fn merge_scored(
     }
 }
 
+/// The error of a BM25 search whose thread panicked (a bug; reported, never propagated as a
+/// panic).
 fn lexical_panicked() -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, "the lexical search failed unexpectedly")
 }
