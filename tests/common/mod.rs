@@ -63,3 +63,5 @@ pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
     std::fs::write(&path, serde_json::to_string_pretty(config).unwrap()).unwrap();
     path
 }
+
+pub mod gateway;

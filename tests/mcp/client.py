@@ -3,6 +3,8 @@ nobody here wrote. Prints one JSON object of observations; tests/gateway.rs asse
 
     python client.py stdio CONFIG STATE     # spawns the gateway over stdio
     python client.py http URL TOKEN         # connects to a running gateway (TOKEN may be "-")
+    python client.py calls URL TOKEN STEPS  # one HTTP session: each step of the JSON list STEPS,
+                                            # [discovery tool or "call", tool id or arguments, ...]
 """
 
 import json
@@ -160,10 +162,32 @@ async def http_scenario(url, token):
     return OUT
 
 
+async def calls_scenario(url, token, steps):
+    """Runs each step in one session and records its result: `["call", TOOL_ID, ARGS]`
+    goes through call_tool, `[DISCOVERY_TOOL, ARGS]` calls that tool."""
+    headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
+    results = []
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for step in json.loads(steps):
+                    if step[0] == "call":
+                        r = await call(session, step[1], step[2])
+                    else:
+                        r = await session.call_tool(step[0], step[1])
+                    d = dump(r)
+                    results.append({"text": text_of(r), "is_error": bool(d.get("isError"))})
+    return {"results": results}
+
+
 def main():
     mode = sys.argv[1]
     if mode == "stdio":
         result = anyio.run(stdio_scenario, sys.argv[2], sys.argv[3])
+    elif mode == "calls":
+        result = anyio.run(calls_scenario, sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         result = anyio.run(http_scenario, sys.argv[2], sys.argv[3])
     print(json.dumps(result, default=str))

@@ -14,6 +14,7 @@
 mod checks;
 mod child;
 mod config;
+mod effects;
 pub mod gateway;
 mod http;
 mod http_guard;
@@ -27,6 +28,7 @@ mod upstream;
 
 pub use checks::spawn_command_checks;
 pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, ServeConfig, ServeError, ServerSpec};
+pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
 pub use listing::{ListLimits, Listing};

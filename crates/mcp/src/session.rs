@@ -190,6 +190,12 @@ impl ServerHandler for Session {
         let Ok(Some(tool)) = engine.full_tool(&pending.tool_id) else {
             return Ok(CallToolResult::error(vec![Content::text("the tool left the catalogue")]).into());
         };
+        let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        if let Some(error) = crate::effects::refusal(&who, &tool) {
+            let outcome = self.with_set(&context, move |set| set.refuse_call(pending, error)).await?;
+            announce(&context.peer, &outcome.added, &outcome.removed).await;
+            return Ok(outcome_result(&outcome).into());
+        }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
         let cx = RunContext { cancel: context.ct.clone(), progress };
         let result = match self.hub.runner().run(tool, pending.arguments.clone(), cx).await {

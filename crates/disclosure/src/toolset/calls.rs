@@ -68,6 +68,24 @@ impl ToolSet {
         Outcome { text, is_error, added: change.added, removed: change.removed }
     }
 
+    /// Refuses a [`PendingCall`] the host will not run after all (a check of its own, such as
+    /// the gateway's limits on what a token may call): recorded as refused with `error`'s code,
+    /// answered with `error` as every refusal is.
+    pub fn refuse_call(&mut self, pending: PendingCall, error: ProtocolError) -> Outcome {
+        self.audit.push(AuditEvent::Call {
+            tool_id: pending.tool_id,
+            via: pending.via,
+            arguments: pending.arguments,
+            outcome: CallOutcome::Refused(error.code),
+            called_without_expand: pending.without_expand,
+        });
+        let (text, is_error) = reply_text(Err(error.into()));
+        let after = self.visible_names();
+        let change = diff(&pending.before, &after);
+        self.last_visible = after;
+        Outcome { text, is_error, added: change.added, removed: change.removed }
+    }
+
     pub(super) fn call_tool(&mut self, engine: &Engine, id: &str, arguments: &Value, via: &str) -> Reply {
         if let Some(message) = self.unavailable(engine, id) {
             return self.unavailable_call(id, via, arguments, message);

@@ -1,0 +1,115 @@
+//! A `toolsearch gateway` process serving Streamable HTTP, and the parts nobody here wrote
+//! that drive it: the official Python MCP SDK client (`tests/mcp/client.py`) and the MCP
+//! reference servers from npm (`scripts/test-deps` installs both under target/).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{python, repo};
+
+/// An npm reference server's entry point (`everything`, `memory`).
+pub fn reference_server(name: &str) -> PathBuf {
+    let p = repo().join(format!("target/npm/node_modules/@modelcontextprotocol/server-{name}/dist/index.js"));
+    assert!(p.exists(), "{} is missing: run scripts/test-deps (scripts/test does)", p.display());
+    p
+}
+
+/// A running HTTP gateway; ended with SIGTERM when dropped.
+pub struct HttpGateway {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Every status line it wrote on stderr so far.
+    pub status: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpGateway {
+    /// Starts `toolsearch gateway --config CONFIG --http 127.0.0.1:0 --state STATE` with
+    /// `extra` arguments, and waits for its address.
+    pub fn start(config: &Path, state: &Path, extra: &[&str]) -> HttpGateway {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
+            .args(["--state", state.to_str().unwrap()])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let status = Arc::new(Mutex::new(Vec::new()));
+        let addr = loop {
+            let Some(Ok(line)) = lines.next() else {
+                let _ = child.kill();
+                panic!("the gateway ended before serving: {:?}", status.lock().unwrap());
+            };
+            status.lock().unwrap().push(line.clone());
+            if let Some(rest) = line.split("http://").nth(1).filter(|_| line.contains("serving MCP")) {
+                break rest.trim_end_matches("/mcp").trim_end_matches("/mcp\"}").to_owned();
+            }
+        };
+        let seen = status.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                seen.lock().unwrap().push(line);
+            }
+        });
+        HttpGateway { child, addr, status }
+    }
+
+    /// `http://ADDR/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until a status line contains `text`; the line.
+    pub fn wait_for_status(&self, text: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.status.lock().unwrap().iter().find(|l| l.contains(text)) {
+                return l.clone();
+            }
+            assert!(Instant::now() < deadline, "no status line with {text:?}: {:?}", self.status.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `steps` (see `tests/mcp/client.py calls`) in one session of the official Python client
+/// with bearer `token` ("-" for none); each step's `{text, is_error}`.
+pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
+    let out = Command::new(python())
+        .arg(repo().join("tests/mcp/client.py"))
+        .args(["calls", url, token, &steps.to_string()])
+        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
+    v["results"].as_array().cloned().unwrap_or_default()
+}
