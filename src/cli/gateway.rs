@@ -63,6 +63,17 @@ impl Status for StderrStatus {
                 d["tool"].as_str().unwrap_or("a tool with no name"),
                 d["reason"].as_str().unwrap_or(kind)
             ),
+            ("request", d) => format!(
+                "{} {} {} -> {} {} ({} ms) [{} {}]",
+                d["method"].as_str().unwrap_or("?"),
+                d["name"].as_str().unwrap_or("?"),
+                d["tool"].as_str().unwrap_or("-"),
+                d["upstream"].as_str().unwrap_or("?"),
+                d["outcome"].as_str().unwrap_or("?"),
+                d["ms"],
+                d["request_id"].as_str().unwrap_or("?"),
+                d["token"].as_str().unwrap_or("?"),
+            ),
             (other, d) => format!("{other}: {d}"),
         };
         say_err!("toolsearch gateway: {}", render::printable(&text));

@@ -17,7 +17,8 @@ use super::render;
 pub(crate) struct Args {
     /// The index directory.
     index: PathBuf,
-    /// Labelled queries (queries.jsonl format) or an audit trail (JSON Lines of audit entries).
+    /// Labelled queries (queries.jsonl format), an audit trail (JSON Lines of audit entries), or
+    /// a gateway's trail directory (STATE/audit: its rotated files are read oldest first).
     labels: Option<PathBuf>,
     /// Only queries of this split (labelled queries only).
     #[arg(long)]
@@ -66,6 +67,23 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
 /// Labelled queries, or the labels an audit trail holds (told apart by the first record).
 fn load_labels(path: &PathBuf, args: &Args) -> Result<Vec<LabelledQuery>, Failure> {
     let bad = |e: String| Problem::InvalidQueries.because(e);
+    if path.is_dir() {
+        // A gateway's trail directory: its files, oldest first.
+        let files = toolsearch::mcp::trail::files(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        if files.is_empty() {
+            return Err(bad(format!("{}: no audit trail files (trail*.jsonl) in this directory", path.display())));
+        }
+        let mut labels = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(|e| bad(format!("{}: {e}", file.display())))?;
+            let found = labels_from_audit(&text).map_err(|(line, e)| bad(format!("{}:{line}: {e}", file.display())))?;
+            labels.extend(found);
+        }
+        for (i, l) in labels.iter_mut().enumerate() {
+            l.id = format!("audit-{}", i + 1);
+        }
+        return Ok(labels);
+    }
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let is_audit = serde_json::from_str::<serde_json::Value>(first).is_ok_and(|v| v.get("event").is_some());

@@ -113,3 +113,58 @@ pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
     let v: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
     v["results"].as_array().cloned().unwrap_or_default()
 }
+
+/// A plain HTTP GET of `path` on `addr` with `headers`: the status and the body.
+pub fn http_get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    // Small bodies only: undo chunked encoding if the server used it.
+    let body = if text.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            out.push_str(&after[..n]);
+            rest = &after[n + 2..];
+        }
+        out
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+/// The samples of an OpenMetrics endpoint, as the Prometheus client's parser reads them
+/// (`tests/mcp/scrape.py`): `[name, labels, value]` each, and the content type.
+pub fn scrape(url: &str, token: Option<&str>) -> Value {
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/mcp/scrape.py")).arg(url);
+    if let Some(t) = token {
+        cmd.arg(t);
+    }
+    let out = cmd.output().expect("python runs");
+    assert!(out.status.success(), "scrape failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("scrape prints JSON")
+}
+
+/// The value of the sample `name` whose labels include every pair of `labels`, if any.
+pub fn sample(scraped: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    scraped["samples"].as_array()?.iter().find_map(|s| {
+        let fits = s[0] == name && labels.iter().all(|(k, v)| s[1][*k] == *v);
+        fits.then(|| s[2].as_f64()).flatten()
+    })
+}

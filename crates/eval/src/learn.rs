@@ -89,6 +89,15 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
         expanded: HashSet<String>,
         called: Vec<String>,
     }
+    /// A line of a trail: an entry, and the session it belongs to when several sessions
+    /// share the trail (the gateway's on disk).
+    #[derive(serde::Deserialize)]
+    struct Line {
+        #[serde(default)]
+        session: String,
+        #[serde(flatten)]
+        entry: AuditEntry,
+    }
     let mut out: Vec<LabelledQuery> = Vec::new();
     let mut flush = |pending: Option<Pending>| {
         if let Some(p) = pending.filter(|p| !p.called.is_empty()) {
@@ -101,15 +110,21 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
             });
         }
     };
-    let mut current: Option<Pending> = None;
+    // Sessions interleave in a shared trail: each is followed on its own.
+    let mut current: HashMap<String, Pending> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let entry: AuditEntry = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
-        match (entry.event, &mut current) {
+        let Line { session, entry } = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
+        match (entry.event, current.get_mut(&session)) {
             (AuditEvent::Search { query: Some(q), .. }, _) if !q.trim().is_empty() => {
-                flush(current.replace(Pending { query: q, expanded: HashSet::new(), called: Vec::new() }));
+                let fresh = Pending { query: q, expanded: HashSet::new(), called: Vec::new() };
+                match current.insert(session.clone(), fresh) {
+                    Some(done) => flush(Some(done)),
+                    None => order.push(session),
+                }
             }
             (AuditEvent::Expand { tool_id, .. }, Some(p)) => {
                 p.expanded.insert(tool_id);
@@ -122,7 +137,9 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
             _ => {}
         }
     }
-    flush(current);
+    for session in order {
+        flush(current.remove(&session));
+    }
     Ok(out)
 }
 
@@ -347,5 +364,23 @@ mod tests {
         assert_eq!(labels.len(), 1, "{labels:?}");
         assert_eq!((labels[0].text.as_str(), &labels[0].gold), ("open a bug", &vec![vec!["gh.issue".to_string()]]));
         assert_eq!(labels_from_audit("{\"step\":1}").unwrap_err().0, 1);
+    }
+
+    #[test]
+    fn sessions_sharing_a_trail_are_followed_each_on_its_own() {
+        // The gateway's trail on disk: two sessions interleaved, with who and when on each line.
+        let who = |s: &str| format!(r#""session":"{s}","token":"agent","time":1,"request_id":"x-1""#);
+        let trail = [
+            format!(r#"{{"step":1,"event":"search","tool":"search_tool_by_category","query":"open a bug","category_path":"","results":["gh.issue"],{}}}"#, who("a")),
+            format!(r#"{{"step":1,"event":"search","tool":"search_tool_by_category","query":"send mail","category_path":"","results":["mail.send"],{}}}"#, who("b")),
+            format!(r#"{{"step":2,"event":"expand","tool_id":"mail.send",{}}}"#, who("b")),
+            format!(r#"{{"step":2,"event":"expand","tool_id":"gh.issue",{}}}"#, who("a")),
+            format!(r#"{{"step":3,"event":"call","tool_id":"gh.issue","via":"call_tool","arguments":null,"argument_names":["title"],"outcome":"ok","latency_ms":2.5,{}}}"#, who("a")),
+            format!(r#"{{"step":3,"event":"call","tool_id":"mail.send","via":"call_tool","arguments":null,"outcome":"ok",{}}}"#, who("b")),
+        ]
+        .join("\n");
+        let labels = labels_from_audit(&trail).unwrap();
+        let got: Vec<(&str, &str)> = labels.iter().map(|l| (l.text.as_str(), l.gold[0][0].as_str())).collect();
+        assert_eq!(got, [("open a bug", "gh.issue"), ("send mail", "mail.send")]);
     }
 }

@@ -142,8 +142,10 @@ pub struct GatewaySettings {
     pub scopes: Option<Vec<String>>,
     /// What a caller without configured scopes holds: `open` (everything) or `closed`.
     pub access: Access,
-    /// HTTP bearer tokens and the scopes each grants.
-    pub tokens: BTreeMap<String, Vec<String>>,
+    /// HTTP bearer tokens and what each grants: its scopes, as a list, or `{"name", "scopes"}`
+    /// (the name is what the audit trail and logs show; by default `token-` and the first 8 hex
+    /// digits of the token's SHA-256).
+    pub tokens: BTreeMap<String, Grant>,
     /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
     pub allowed_origins: Vec<String>,
     /// Longest forwarded call, in seconds (default 60).
@@ -152,6 +154,56 @@ pub struct GatewaySettings {
     pub connect_timeout_secs: u64,
     /// Bounds on what upstreams and clients may make the gateway hold.
     pub limits: GatewayLimits,
+    /// The audit trail written under the state directory.
+    pub audit: crate::trail::AuditSettings,
+}
+
+/// What a bearer token grants, as written: its scopes, or its scopes and a name.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum GrantForm {
+    Scopes(Vec<String>),
+    Named {
+        name: String,
+        #[serde(default)]
+        scopes: Vec<String>,
+    },
+}
+
+/// What a bearer token grants: the scopes its sessions hold, and the name logs and the audit
+/// trail know it by (never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "GrantForm")]
+pub struct Grant {
+    /// Shown in logs and the audit trail; empty until the config names it.
+    pub name: String,
+    /// The scopes held.
+    pub scopes: Vec<String>,
+}
+
+impl TryFrom<GrantForm> for Grant {
+    type Error = String;
+    fn try_from(form: GrantForm) -> Result<Grant, String> {
+        Ok(match form {
+            GrantForm::Scopes(scopes) => Grant { name: String::new(), scopes },
+            GrantForm::Named { name, scopes } => Grant { name, scopes },
+        })
+    }
+}
+
+impl Grant {
+    /// A grant of `scopes`, named after the token's digest.
+    pub fn new(token: &str, scopes: Vec<String>) -> Grant {
+        Grant { name: default_token_name(token), scopes }
+    }
+}
+
+/// `token-` and the first 8 hex digits of the token's SHA-256: tells tokens apart in logs
+/// without revealing them.
+fn default_token_name(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(token.as_bytes());
+    format!("token-{:02x}{:02x}{:02x}{:02x}", d[0], d[1], d[2], d[3])
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
@@ -197,6 +249,7 @@ impl Default for GatewaySettings {
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
             limits: GatewayLimits::default(),
+            audit: Default::default(),
         }
     }
 }
@@ -276,12 +329,15 @@ impl GatewayConfig {
         }
         let mut settings = raw.toolsearch;
         let mut tokens = BTreeMap::new();
-        for (token, scopes) in std::mem::take(&mut settings.tokens) {
+        for (token, mut grant) in std::mem::take(&mut settings.tokens) {
             let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;
             if token.trim().is_empty() {
                 return Err(bad("toolsearch.tokens: a token is empty (is its variable set?)".into()));
             }
-            tokens.insert(token, scopes);
+            if grant.name.trim().is_empty() {
+                grant.name = default_token_name(&token);
+            }
+            tokens.insert(token, grant);
         }
         settings.tokens = tokens;
         for key in settings.facades.keys().chain(settings.requires.keys()) {

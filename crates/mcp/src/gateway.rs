@@ -20,6 +20,8 @@ use toolsearch_query::{Engine, EngineOptions, Principal};
 
 use crate::config::{Access, GatewayConfig, ServeError};
 use crate::hub::Hub;
+use crate::ops::{Details, Operations, UpstreamState};
+use crate::trail::Trail;
 use crate::upstream::{Listing, ProgressRoutes, UpEvent, Upstream, UpstreamRunner};
 
 /// What the gateway reports while it works (a terminal line, or a JSON line for scripts).
@@ -267,6 +269,7 @@ pub async fn start(
              through call_tool with the tool_id the search returned if your client does not \
              refresh its tool list.",
     );
+    let hub = hub.with_operations(operations(state, s, &upstreams, status.clone())?);
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     let keeper = {
@@ -322,6 +325,37 @@ pub async fn start(
     };
     tasks.push(keeper);
     Ok(Gateway { hub, upstreams, index_dir, tasks })
+}
+
+/// The gateway's operations: its audit trail under `state/audit` (unless disabled), request
+/// logs to `status`, and the upstreams' states for `/readyz` and `/metrics`.
+fn operations(
+    state: &Path,
+    settings: &crate::config::GatewaySettings,
+    upstreams: &BTreeMap<String, Arc<Upstream>>,
+    status: Arc<dyn Status>,
+) -> Result<Operations, ServeError> {
+    let trail = match settings.audit.enabled {
+        true => {
+            let dir = state.join("audit");
+            Some(Trail::open(&dir, settings.audit).map_err(|e| ServeError::Config(dir, e.to_string()))?)
+        }
+        false => None,
+    };
+    let ups = upstreams.clone();
+    let details: Details = Arc::new(move || {
+        let states = ups
+            .iter()
+            .map(|(name, u)| UpstreamState {
+                name: name.clone(),
+                up: u.is_up(),
+                tools: u.listing().map_or(0, |l| l.tools.len()),
+                reason: (!u.is_up()).then(|| u.operator_reason()),
+            })
+            .collect();
+        (states, json!([]))
+    });
+    Ok(Operations::new(trail, Some(status), Some(details)))
 }
 
 /// The last known listing of every upstream that was ever connected.

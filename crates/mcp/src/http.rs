@@ -27,13 +27,15 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServeError;
 use crate::http_guard::{guard, Guard};
 use crate::hub::Hub;
+use crate::ops::{self, OpsState};
 use crate::session::Session;
+use axum::routing::get;
 
 /// Who may call the HTTP endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct HttpAccess {
-    /// Bearer tokens and the scopes each grants; empty: no token needed (loopback only).
-    pub tokens: BTreeMap<String, Vec<String>>,
+    /// Bearer tokens and what each grants; empty: no token needed (loopback only).
+    pub tokens: BTreeMap<String, crate::config::Grant>,
     /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
     /// Bounds on sessions, bodies and slow clients.
@@ -108,8 +110,17 @@ pub async fn serve_http(
     let session_hub = hub.clone();
     let service = StreamableHttpService::new(move || Ok(Session::new(session_hub.clone())), sessions.clone(), config);
     let state = Arc::new(Guard::new(access, sessions));
-    let app =
-        axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn_with_state(state, guard));
+    let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(state, guard))
+        .merge(
+            axum::Router::new()
+                .route("/healthz", get(ops::healthz))
+                .route("/readyz", get(ops::readyz))
+                .route("/metrics", get(ops::metrics))
+                .with_state(ops),
+        );
     ready(bound);
     let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));
     let connections = hyper_util::server::graceful::GracefulShutdown::new();

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolsearch_query::Principal;
 
+use crate::config::Grant;
 use crate::http::{HttpAccess, HttpLimits};
 use crate::session::Caller;
 
@@ -34,7 +35,7 @@ type TokenDigest = [u8; 32];
 /// What the guard knows: the tokens (as digests), the allowed origins, the limits, and which
 /// token opened each session.
 pub(crate) struct Guard {
-    tokens: Vec<(TokenDigest, Vec<String>)>,
+    tokens: Vec<(TokenDigest, Grant)>,
     allowed_origins: Vec<String>,
     limits: HttpLimits,
     owners: Mutex<HashMap<String, TokenDigest>>,
@@ -44,7 +45,7 @@ pub(crate) struct Guard {
 impl Guard {
     pub(crate) fn new(access: HttpAccess, sessions: Arc<LocalSessionManager>) -> Guard {
         Guard {
-            tokens: access.tokens.into_iter().map(|(t, scopes)| (digest(&t), scopes)).collect(),
+            tokens: access.tokens.into_iter().map(|(t, grant)| (digest(&t), grant)).collect(),
             allowed_origins: access.allowed_origins,
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
@@ -52,9 +53,9 @@ impl Guard {
         }
     }
 
-    /// The scopes of the token `authorization` carries, and its digest; `None` when no token
-    /// is configured (anyone on loopback), `Some(Err)` when it is missing or unknown.
-    fn caller(&self, authorization: Option<&str>) -> Option<Result<(TokenDigest, &[String]), ()>> {
+    /// What the token `authorization` carries grants, and its digest; `None` when no token is
+    /// configured (anyone on loopback), `Some(Err)` when it is missing or unknown.
+    pub(crate) fn caller(&self, authorization: Option<&str>) -> Option<Result<(TokenDigest, &Grant), ()>> {
         if self.tokens.is_empty() {
             return None;
         }
@@ -66,12 +67,17 @@ impl Guard {
         let Some(token) = token else { return Some(Err(())) };
         let presented = digest(token);
         let mut found = None;
-        for (known, scopes) in &self.tokens {
+        for (known, grant) in &self.tokens {
             if same(known, &presented) {
-                found = Some(scopes.as_slice());
+                found = Some(grant);
             }
         }
         Some(found.map(|s| (presented, s)).ok_or(()))
+    }
+
+    /// Sessions open now.
+    pub(crate) async fn session_count(&self) -> usize {
+        self.sessions.sessions.read().await.len()
     }
 
     fn owner_of(&self, session: &str) -> Option<TokenDigest> {
@@ -114,7 +120,10 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let (owner, caller) = match g.caller(authorization) {
         None => ([0u8; 32], None),
-        Some(Ok((digest, scopes))) => (digest, Some(Principal::with_scopes(scopes.iter().cloned()))),
+        Some(Ok((digest, grant))) => (
+            digest,
+            Some(Caller { principal: Principal::with_scopes(grant.scopes.iter().cloned()), name: grant.name.clone() }),
+        ),
         Some(Err(())) => {
             return (
                 StatusCode::UNAUTHORIZED,
@@ -139,8 +148,8 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     } else {
         (request, false)
     };
-    if let Some(p) = caller {
-        request.extensions_mut().insert(Caller(p));
+    if let Some(c) = caller {
+        request.extensions_mut().insert(c);
     }
     let response = next.run(request).await;
     if initialize && response.status().is_success() {
@@ -214,7 +223,7 @@ fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Respons
 }
 
 /// Loopback origins are always allowed; others only when configured (exactly).
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed.iter().any(|a| a == origin) {
         return true;
     }
@@ -244,11 +253,14 @@ mod tests {
 
     #[test]
     fn the_bearer_scheme_is_case_insensitive_and_tokens_match_exactly() {
-        let access =
-            HttpAccess { tokens: [("s3cret".to_owned(), vec!["a".to_owned()])].into(), ..HttpAccess::default() };
+        let grant = Grant::new("s3cret", vec!["a".to_owned()]);
+        let access = HttpAccess { tokens: [("s3cret".to_owned(), grant)].into(), ..HttpAccess::default() };
         let g = Guard::new(access, Arc::new(LocalSessionManager::default()));
         for ok in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret "] {
-            assert!(matches!(g.caller(Some(ok)), Some(Ok((_, s))) if s == ["a"]), "{ok}");
+            assert!(
+                matches!(g.caller(Some(ok)), Some(Ok((_, g))) if g.scopes == ["a"] && g.name.starts_with("token-")),
+                "{ok}"
+            );
         }
         for bad in ["Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer ", ""] {
             assert!(matches!(g.caller(Some(bad)), Some(Err(()))), "{bad}");

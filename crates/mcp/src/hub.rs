@@ -9,6 +9,7 @@ use serde_json::Value;
 use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
 use toolsearch_query::Principal;
 
+use crate::ops::Operations;
 use crate::runner::ToolRunner;
 use crate::session::{refresh, SessionHandle};
 
@@ -20,6 +21,7 @@ pub struct Hub {
     principal: Principal,
     runner: Arc<dyn ToolRunner>,
     instructions: Option<String>,
+    ops: Operations,
     sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
 }
 
@@ -39,7 +41,16 @@ impl Hub {
         principal: Principal,
         runner: Arc<dyn ToolRunner>,
     ) -> Arc<Hub> {
-        Arc::new(Hub { live, availability, toolset, principal, runner, instructions: None, sessions: Mutex::default() })
+        Arc::new(Hub {
+            live,
+            availability,
+            toolset,
+            principal,
+            runner,
+            instructions: None,
+            ops: Operations::default(),
+            sessions: Mutex::default(),
+        })
     }
 
     /// The same hub with `text` added to every session's instructions.
@@ -47,6 +58,18 @@ impl Hub {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_instructions before the hub is shared"));
         hub.instructions = Some(text.into());
         Arc::new(hub)
+    }
+
+    /// The same hub with `ops` for its metrics, audit trail, request log and `/readyz`.
+    pub fn with_operations(self: Arc<Hub>, ops: Operations) -> Arc<Hub> {
+        let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_operations before the hub is shared"));
+        hub.ops = ops;
+        Arc::new(hub)
+    }
+
+    /// What the server measures and records.
+    pub fn ops(&self) -> &Operations {
+        &self.ops
     }
 
     /// The live catalogue.

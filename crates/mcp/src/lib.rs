@@ -20,14 +20,17 @@ mod http;
 mod http_guard;
 mod hub;
 mod listing;
+pub mod metrics;
+pub mod ops;
 mod runner;
 mod secrets;
 mod session;
 mod stdio;
+pub mod trail;
 mod upstream;
 
 pub use checks::spawn_command_checks;
-pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, ServeConfig, ServeError, ServerSpec};
+pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, ServeConfig, ServeError, ServerSpec};
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;

@@ -50,6 +50,9 @@ pub struct RunContext {
     pub cancel: CancellationToken,
     /// Where progress goes, when the client asked for it.
     pub progress: Option<ProgressSink>,
+    /// The id the server's log and audit trail know this call by; the gateway passes it on to
+    /// the upstream in the request's `_meta` (`io.toolsearch/requestId`).
+    pub request_id: Option<String>,
 }
 
 /// Why a call did not produce a result.
@@ -90,6 +93,18 @@ impl RunError {
             RunError::Cancelled => "CANCELLED",
             RunError::Failed(_) => "UPSTREAM_ERROR",
             RunError::TooLarge { .. } => "RESULT_TOO_LARGE",
+        }
+    }
+
+    /// The `outcome` label of metrics and logs: the code in lower case.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            RunError::NotConfigured(_) => "not_configured",
+            RunError::Unavailable(_) => "unavailable",
+            RunError::Timeout(_) => "timeout",
+            RunError::Cancelled => "cancelled",
+            RunError::Failed(_) => "upstream_error",
+            RunError::TooLarge { .. } => "result_too_large",
         }
     }
 

@@ -6,7 +6,9 @@
 //! checks of a call, recording its outcome), never while a catalogue tool runs: a slow call
 //! delays neither a `ping` nor a search of the same client, nor any other client.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation,
@@ -15,16 +17,25 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use toolsearch_disclosure::{render, Dialect, Outcome, Step, ToolSet};
 use toolsearch_query::{Principal, ToolFailure};
 
 use crate::hub::Hub;
+use crate::metrics::OWN;
 use crate::runner::{result_text, ProgressSink, RunContext};
 
 /// What a session knows of its client's identity, set by the HTTP front for each request.
 #[derive(Debug, Clone)]
-pub struct Caller(pub Principal);
+pub struct Caller {
+    /// The scopes held.
+    pub principal: Principal,
+    /// The name of its token, for logs and the audit trail (never the token).
+    pub name: String,
+}
+
+/// The caller name of a client the transport does not identify (stdio, or HTTP without tokens).
+const LOCAL: &str = "local";
 
 /// One client's session.
 #[derive(Clone)]
@@ -36,21 +47,36 @@ pub struct Session {
 pub(crate) struct SessionState {
     set: OnceLock<Mutex<ToolSet>>,
     principal: OnceLock<Principal>,
+    /// The caller's name (its token's), for logs and the audit trail.
+    caller: OnceLock<String>,
+    /// This session's id in logs and the audit trail.
+    id: String,
+    /// The last audit step written to the trail on disk.
+    audited: AtomicUsize,
 }
 
 impl Session {
     /// A new session of `hub` (its tool set is made at `initialize`).
     pub fn new(hub: Arc<Hub>) -> Session {
-        Session { hub, state: Arc::new(SessionState { set: OnceLock::new(), principal: OnceLock::new() }) }
+        let id = format!("s{}", hub.ops().request_id());
+        let state = SessionState {
+            set: OnceLock::new(),
+            principal: OnceLock::new(),
+            caller: OnceLock::new(),
+            id,
+            audited: AtomicUsize::new(0),
+        };
+        Session { hub, state: Arc::new(state) }
     }
 
     /// The tool set, made on first use for the caller of `context`.
     fn set(&self, context: &RequestContext<RoleServer>) -> Result<&Mutex<ToolSet>, ErrorData> {
         let asked = context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Caller>());
-        let principal = match asked {
-            Some(Caller(p)) => p.clone(),
-            None => self.hub.default_principal(),
+        let (principal, name) = match asked {
+            Some(c) => (c.principal.clone(), c.name.as_str()),
+            None => (self.hub.default_principal(), LOCAL),
         };
+        self.state.caller.get_or_init(|| name.to_owned());
         let held = self.state.principal.get_or_init(|| principal.clone());
         if held != &principal {
             return Err(ErrorData::invalid_request("this session belongs to another caller", None));
@@ -70,15 +96,92 @@ impl Session {
         context: &RequestContext<RoleServer>,
         f: impl FnOnce(&mut ToolSet) -> T + Send + 'static,
     ) -> Result<T, ErrorData> {
+        self.with_set_noted(context, Map::new(), f).await
+    }
+
+    /// [`Session::with_set`], then the audit entries `f` added written to the trail on disk
+    /// with `note` (a request id, a latency).
+    async fn with_set_noted<T: Send + 'static>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        note: Map<String, Value>,
+        f: impl FnOnce(&mut ToolSet) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
         self.set(context)?;
-        let state = self.state.clone();
+        let (state, hub) = (self.state.clone(), self.hub.clone());
         tokio::task::spawn_blocking(move || {
             let set = state.set.get().expect("made above");
             let mut guard = set.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
+            let out = f(&mut guard);
+            write_trail(&hub, &state, &guard, note);
+            out
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("tool set task failed: {e}"), None))
+    }
+}
+
+/// Writes the audit entries of `set` not yet written to the hub's trail on disk, if it keeps
+/// one, with who and when, and `note`. Called with the set locked, so entries go in order.
+fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String, Value>) {
+    let Some(trail) = &hub.ops().trail else { return };
+    let last = state.audited.load(Ordering::Relaxed);
+    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let mut newest = last;
+    for entry in set.audit().entries().iter().filter(|e| e.step > last) {
+        newest = newest.max(entry.step);
+        let Ok(Value::Object(mut record)) = serde_json::to_value(entry) else { continue };
+        if !trail.arguments() {
+            if let Some(arguments) = record.get_mut("arguments") {
+                let names: Vec<String> = arguments.as_object().map_or_else(Vec::new, |a| a.keys().cloned().collect());
+                *arguments = Value::Null;
+                record.insert("argument_names".into(), json!(names));
+            }
+        }
+        record.insert("time".into(), json!(time));
+        record.insert("session".into(), json!(state.id));
+        record.insert("token".into(), json!(state.caller.get().map_or(LOCAL, String::as_str)));
+        record.extend(note.clone());
+        trail.write(record);
+    }
+    state.audited.store(newest, Ordering::Relaxed);
+}
+
+/// Whether a discovery tool name is a search (its latency is `search_duration_seconds`).
+fn is_search(name: &str) -> bool {
+    matches!(name, "search_tool_by_category" | "search_nodes") || name.starts_with("discover")
+}
+
+/// The trail note of a request: its id, and its latency once done.
+fn note(request_id: &str, latency: Option<Duration>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("request_id".into(), json!(request_id));
+    if let Some(l) = latency {
+        m.insert("latency_ms".into(), json!((l.as_secs_f64() * 1e6).round() / 1e3));
+    }
+    m
+}
+
+impl Session {
+    /// Counts a finished `tools/call` and logs it with its id.
+    fn finished(&self, id: &str, name: &str, tool: Option<&str>, upstream: &str, outcome: &str, started: Instant) {
+        let seconds = started.elapsed().as_secs_f64();
+        let ops = self.hub.ops();
+        ops.metrics.request("tools/call", upstream, outcome, seconds);
+        ops.log(
+            "request",
+            json!({
+                "request_id": id,
+                "session": self.state.id,
+                "token": self.state.caller.get().map_or(LOCAL, String::as_str),
+                "method": "tools/call",
+                "name": name,
+                "tool": tool,
+                "upstream": upstream,
+                "outcome": outcome,
+                "ms": (seconds * 1e6).round() / 1e3,
+            }),
+        );
     }
 }
 
@@ -140,6 +243,7 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        let started = Instant::now();
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
         let instructions = self.with_set(&context, |set| set.system_prompt()).await?;
@@ -147,6 +251,7 @@ impl ServerHandler for Session {
             Some(extra) => format!("{instructions}\n\n{extra}"),
             None => instructions,
         });
+        self.hub.ops().metrics.request("initialize", OWN, "ok", started.elapsed().as_secs_f64());
         Ok(result)
     }
 
@@ -163,12 +268,15 @@ impl ServerHandler for Session {
                 (render(&defs, Dialect::Mcp), ids)
             })
             .await?;
+        let started = Instant::now();
         let mut tools: Vec<Value> = rendered["tools"].as_array().cloned().unwrap_or_default();
         for (t, id) in tools.iter_mut().zip(&ids) {
             self.hub.decorate(id.as_deref(), t);
         }
-        serde_json::from_value(json!({ "tools": tools }))
-            .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None))
+        let result = serde_json::from_value(json!({ "tools": tools }))
+            .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None));
+        self.hub.ops().metrics.request("tools/list", OWN, "ok", started.elapsed().as_secs_f64());
+        result
     }
 
     async fn call_tool(
@@ -176,11 +284,20 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let id = self.hub.ops().request_id();
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        let step = self.with_set(&context, move |set| set.begin_call(&name, &arguments)).await?;
+        let called = name.clone();
+        let step =
+            self.with_set_noted(&context, note(&id, None), move |set| set.begin_call(&called, &arguments)).await?;
         let pending = match step {
             Step::Done(outcome) => {
+                if is_search(&name) {
+                    self.hub.ops().metrics.search(started.elapsed().as_secs_f64());
+                }
+                let label = if outcome.is_error { "refused" } else { "ok" };
+                self.finished(&id, &name, None, OWN, label, started);
                 announce(&context.peer, &outcome.added, &outcome.removed).await;
                 return Ok(outcome_result(&outcome).into());
             }
@@ -188,27 +305,35 @@ impl ServerHandler for Session {
         };
         let engine = self.hub.live().engine();
         let Ok(Some(tool)) = engine.full_tool(&pending.tool_id) else {
+            self.finished(&id, &name, Some(&pending.tool_id), OWN, "failed", started);
             return Ok(CallToolResult::error(vec![Content::text("the tool left the catalogue")]).into());
         };
+        let upstream = tool.group.clone().unwrap_or_else(|| OWN.to_owned());
+        let tool_id = tool.id.clone();
         let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
         if let Some(error) = crate::effects::refusal(&who, &tool) {
-            let outcome = self.with_set(&context, move |set| set.refuse_call(pending, error)).await?;
+            let done = note(&id, Some(started.elapsed()));
+            let outcome = self.with_set_noted(&context, done, move |set| set.refuse_call(pending, error)).await?;
+            self.finished(&id, &name, Some(&tool_id), &upstream, "refused", started);
             announce(&context.peer, &outcome.added, &outcome.removed).await;
             return Ok(outcome_result(&outcome).into());
         }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
-        let cx = RunContext { cancel: context.ct.clone(), progress };
-        let result = match self.hub.runner().run(tool, pending.arguments.clone(), cx).await {
-            Ok(r) => r,
-            Err(e) => e.to_result(),
+        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id.clone()) };
+        let (result, label) = match self.hub.runner().run(tool, pending.arguments.clone(), cx).await {
+            Ok(r) if r.is_error == Some(true) => (r, "tool_error"),
+            Ok(r) => (r, "ok"),
+            Err(e) => (e.to_result(), e.outcome()),
         };
         let text = result_text(&result);
         let failed = result.is_error == Some(true);
+        let done = note(&id, Some(started.elapsed()));
         let outcome = self
-            .with_set(&context, move |set| {
+            .with_set_noted(&context, done, move |set| {
                 set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
             })
             .await?;
+        self.finished(&id, &name, Some(&tool_id), &upstream, label, started);
         announce(&context.peer, &outcome.added, &outcome.removed).await;
         Ok(result.into())
     }

@@ -371,6 +371,11 @@ impl Upstream {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
+        if let Some(id) = &cx.request_id {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.insert(REQUEST_ID_META.to_owned(), Value::String(id.clone()));
+            options.meta = Some(meta);
+        }
         let handle =
             peer.send_request_with_option(request, options).await.map_err(|e| RunError::Failed(e.to_string()))?;
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
@@ -397,6 +402,10 @@ impl Upstream {
         outcome
     }
 }
+
+/// The `_meta` key of a forwarded call that carries the gateway's request id, so an upstream's
+/// logs can be joined with the gateway's.
+pub const REQUEST_ID_META: &str = "io.toolsearch/requestId";
 
 /// Runs catalogue tools on their upstream servers: tool id `SERVER.TOOL` goes to `SERVER`,
 /// called by the name the upstream gave it.

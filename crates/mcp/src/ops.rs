@@ -1,0 +1,183 @@
+//! Operating a server: what it measures and records ([`Operations`]: metrics, the audit trail
+//! on disk, request logs, upstream states), and the HTTP endpoints that show it.
+//!
+//! - `/healthz`: 200 `ok` while the process serves (for a liveness probe).
+//! - `/readyz`: 200 when the index is loaded and answering, else 503, with JSON: the tools
+//!   indexed, each upstream's state (up or down, tools, the operator's reason) and the tools
+//!   held back.
+//! - `/metrics`: OpenMetrics text (`crate::metrics`).
+//!
+//! These endpoints are for operators. With bearer tokens configured, `/readyz`'s details and
+//! `/metrics` need a token holding the scope [`OPS_SCOPE`] (both name upstreams and tools that
+//! a client's scopes may hide from it); without one, `/readyz` answers only `{"ready": ...}`
+//! and `/metrics` 401. Without tokens (loopback only) they are open, like `/mcp`. A browser
+//! `Origin` other than a loopback one is refused, as on `/mcp`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::gateway::Status;
+use crate::http_guard::Guard;
+use crate::hub::Hub;
+use crate::metrics::{Metrics, CONTENT_TYPE};
+use crate::trail::Trail;
+
+/// The scope a bearer token needs to read `/metrics` and `/readyz`'s details.
+pub const OPS_SCOPE: &str = "ops";
+
+/// One upstream's state, as `/readyz` and the `upstream_up` metric show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamState {
+    /// Its name in the config.
+    pub name: String,
+    /// Connected.
+    pub up: bool,
+    /// Tools it lists.
+    pub tools: usize,
+    /// Why it is down (operator's wording, credentials masked).
+    pub reason: Option<String>,
+}
+
+/// A source of details for `/readyz` beyond the index: upstream states and held tools.
+pub type Details = Arc<dyn Fn() -> (Vec<UpstreamState>, Value) + Send + Sync>;
+
+/// What a server measures and records.
+pub struct Operations {
+    /// Counters and histograms served at `/metrics`.
+    pub metrics: Metrics,
+    /// The audit trail on disk, if one is kept.
+    pub trail: Option<Trail>,
+    /// Where request log events go, if anywhere.
+    pub log: Option<Arc<dyn Status>>,
+    /// Upstream states and held tools, for a gateway.
+    pub details: Option<Details>,
+    ids: AtomicU64,
+    prefix: u32,
+}
+
+impl std::fmt::Debug for Operations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operations").field("trail", &self.trail).finish()
+    }
+}
+
+impl Default for Operations {
+    fn default() -> Self {
+        Operations::new(None, None, None)
+    }
+}
+
+impl Operations {
+    /// Operations with a trail, a request log and gateway details, each optional.
+    pub fn new(trail: Option<Trail>, log: Option<Arc<dyn Status>>, details: Option<Details>) -> Operations {
+        // Request ids of two processes (two replicas) differ in their prefix.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let prefix = (nanos as u32) ^ std::process::id().rotate_left(16);
+        Operations { metrics: Metrics::default(), trail, log, details, ids: AtomicU64::new(0), prefix }
+    }
+
+    /// A new request id, unique within the process and unlikely to repeat across processes.
+    pub fn request_id(&self) -> String {
+        format!("{:08x}-{:x}", self.prefix, self.ids.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    /// Logs one event, when a log is configured.
+    pub fn log(&self, kind: &str, detail: Value) {
+        if let Some(log) = &self.log {
+            log.event(kind, detail);
+        }
+    }
+}
+
+/// The state of the operations endpoints.
+pub(crate) struct OpsState {
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) guard: Arc<Guard>,
+}
+
+/// Whether the request may see operator details: no tokens configured, or a token holding
+/// [`OPS_SCOPE`]. `Err` with the origin when it is refused outright (a foreign origin).
+fn operator(state: &OpsState, request: &Request) -> Result<bool, String> {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !crate::http_guard::origin_allowed(origin, &[]) {
+            return Err(origin.to_owned());
+        }
+    }
+    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    Ok(match state.guard.caller(authorization) {
+        None => true,
+        Some(Ok((_, grant))) => grant.scopes.iter().any(|s| s == OPS_SCOPE),
+        Some(Err(())) => false,
+    })
+}
+
+fn forbidden(origin: &str) -> Response {
+    (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response()
+}
+
+/// `/healthz`.
+pub(crate) async fn healthz() -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok\n").into_response()
+}
+
+/// `/readyz`.
+pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request) -> Response {
+    let operator = match operator(&state, &request) {
+        Ok(o) => o,
+        Err(origin) => return forbidden(&origin),
+    };
+    let tools = state.hub.live().engine().catalog().tools.len();
+    let ready = tools > 0;
+    let mut body = json!({"ready": ready});
+    if operator {
+        body["tools"] = json!(tools);
+        if let Some(details) = &state.hub.ops().details {
+            let (upstreams, held) = details();
+            let states: serde_json::Map<String, Value> = upstreams
+                .into_iter()
+                .map(|u| {
+                    let mut v = json!({"state": if u.up { "up" } else { "down" }, "tools": u.tools});
+                    if let Some(r) = u.reason.filter(|_| !u.up) {
+                        v["reason"] = json!(r);
+                    }
+                    (u.name, v)
+                })
+                .collect();
+            body["upstreams"] = Value::Object(states);
+            body["held"] = held;
+        }
+    }
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// `/metrics`.
+pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request) -> Response {
+    match operator(&state, &request) {
+        Ok(true) => {}
+        Ok(false) => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                format!("a bearer token holding the scope {OPS_SCOPE:?} is required"),
+            )
+                .into_response()
+        }
+        Err(origin) => return forbidden(&origin),
+    }
+    let ops = state.hub.ops();
+    if let Some(details) = &ops.details {
+        for u in details().0 {
+            ops.metrics.upstream(&u.name, u.up);
+        }
+    }
+    let sessions = state.guard.session_count().await;
+    ops.metrics.sizes(state.hub.live().engine().catalog().tools.len(), sessions);
+    (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], ops.metrics.encode()).into_response()
+}

@@ -1,0 +1,164 @@
+//! The audit trail on disk: every session's audit entries as JSON Lines under the state
+//! directory, bounded and rotated, for operators and for `toolsearch learn INDEX TRAIL`.
+//!
+//! Each line is one entry of a tool set's trail (`toolsearch_disclosure::AuditEntry`) with
+//! who and when: `time` (Unix milliseconds), `session`, `token` (the token's name, never its
+//! value), and for calls `request_id` and `latency_ms`. Argument values are written only when
+//! the config asks (`audit.arguments`); otherwise a call keeps its argument names only.
+//!
+//! `trail.jsonl` grows to `max_bytes`, then becomes `trail.1.jsonl` (the older files shift up
+//! to `trail.KEEP.jsonl`, the oldest dropped), so the trail never holds more than
+//! `(keep + 1) * max_bytes`. Each line is written whole and flushed at once.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The `toolsearch.audit` section of a gateway config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// Write the trail (default true).
+    pub enabled: bool,
+    /// Write calls' argument values (default false: names only; values may hold personal data).
+    pub arguments: bool,
+    /// Bytes of the current file before it is rotated (default 16 MiB).
+    pub max_bytes: u64,
+    /// Rotated files kept (default 4).
+    pub keep: usize,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings { enabled: true, arguments: false, max_bytes: 16 << 20, keep: 4 }
+    }
+}
+
+/// The name of the current file of a trail directory.
+pub const CURRENT: &str = "trail.jsonl";
+
+/// A trail being written.
+#[derive(Debug)]
+pub struct Trail {
+    dir: PathBuf,
+    settings: AuditSettings,
+    file: Mutex<Option<(File, u64)>>,
+}
+
+impl Trail {
+    /// A trail in `dir` (created, private to the user).
+    pub fn open(dir: &Path, settings: AuditSettings) -> std::io::Result<Trail> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        Ok(Trail { dir: dir.to_path_buf(), settings, file: Mutex::new(None) })
+    }
+
+    /// Whether argument values are written.
+    pub fn arguments(&self) -> bool {
+        self.settings.arguments
+    }
+
+    /// Appends one record (an object), rotating first when it would pass `max_bytes`. A write
+    /// that fails is given up silently: the trail must never stop a call.
+    pub fn write(&self, record: Map<String, Value>) {
+        let mut line = Value::Object(record).to_string();
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self.append(&mut file, line.as_bytes());
+    }
+
+    fn append(&self, file: &mut Option<(File, u64)>, line: &[u8]) -> std::io::Result<()> {
+        let current = self.dir.join(CURRENT);
+        if file.as_ref().is_some_and(|(_, len)| len + line.len() as u64 > self.settings.max_bytes && *len > 0) {
+            *file = None;
+            self.rotate()?;
+        }
+        if file.is_none() {
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = OpenOptions::new().create(true).append(true).mode(0o600).open(&current)?;
+            let len = f.metadata()?.len();
+            *file = Some((f, len));
+            if len > 0 && len + line.len() as u64 > self.settings.max_bytes {
+                *file = None;
+                self.rotate()?;
+                return self.append(file, line);
+            }
+        }
+        let (f, len) = file.as_mut().expect("opened above");
+        f.write_all(line)?;
+        *len += line.len() as u64;
+        Ok(())
+    }
+
+    /// `trail.jsonl` -> `trail.1.jsonl`, each older file one up, the oldest past `keep` gone.
+    fn rotate(&self) -> std::io::Result<()> {
+        let name = |k: usize| self.dir.join(if k == 0 { CURRENT.to_owned() } else { format!("trail.{k}.jsonl") });
+        if self.settings.keep == 0 {
+            return std::fs::remove_file(name(0));
+        }
+        let _ = std::fs::remove_file(name(self.settings.keep));
+        for k in (0..self.settings.keep).rev() {
+            if name(k).exists() {
+                std::fs::rename(name(k), name(k + 1))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The files of the trail in `dir`, oldest first (`trail.N.jsonl` down to `trail.jsonl`).
+pub fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut rotated: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if let Some(k) = name.strip_prefix("trail.").and_then(|r| r.strip_suffix(".jsonl")).and_then(|k| k.parse().ok())
+        {
+            rotated.push((k, path));
+        }
+    }
+    rotated.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut out: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+    if dir.join(CURRENT).exists() {
+        out.push(dir.join(CURRENT));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trail_rotates_and_keeps_a_bounded_number_of_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = AuditSettings { max_bytes: 200, keep: 2, ..AuditSettings::default() };
+        let trail = Trail::open(dir.path(), settings).unwrap();
+        for i in 0..40 {
+            let mut m = Map::new();
+            m.insert("step".into(), Value::from(i));
+            m.insert("pad".into(), Value::from("x".repeat(40)));
+            trail.write(m);
+        }
+        let files = files(dir.path()).unwrap();
+        let names: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["trail.2.jsonl", "trail.1.jsonl", "trail.jsonl"]);
+        let mut steps = Vec::new();
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            assert!(text.len() as u64 <= 200, "{f:?} is {} bytes", text.len());
+            for line in text.lines() {
+                steps.push(serde_json::from_str::<Value>(line).unwrap()["step"].as_u64().unwrap());
+            }
+        }
+        // The newest entries, in order, none cut.
+        assert!(steps.windows(2).all(|w| w[1] == w[0] + 1) && *steps.last().unwrap() == 39, "{steps:?}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&files[2]).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
