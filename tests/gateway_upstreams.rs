@@ -126,7 +126,7 @@ fn thousands_of_bad_tools_cost_only_themselves_and_a_list_that_pages_forever_is_
 }
 
 #[test]
-fn an_answer_over_the_result_limit_is_an_error_naming_the_limit_at_once() {
+fn an_answer_over_the_result_limit_is_cut_with_a_notice_or_refused_at_once() {
     let dir = common::scratch().join("gw-huge");
     let steps = json!([
         {"call": "huge.dump_logs", "arguments": {"mib": 0.1}},
@@ -143,10 +143,17 @@ fn an_answer_over_the_result_limit_is_an_error_naming_the_limit_at_once() {
         steps,
     );
     assert!(!p.step(0)["is_error"].as_bool().unwrap() && p.step(0)["bytes"].as_u64().unwrap() > 100_000);
-    for i in [1, 2] {
-        let s = p.step(i);
-        assert!(s["is_error"].as_bool().unwrap(), "{s}");
-        assert!(text(s).contains("RESULT_TOO_LARGE") && text(s).contains("1048576"), "{s}");
+    // 3 MiB, held and measured: cut to the limit, with a notice that names it.
+    let cut = p.step(1);
+    assert!(!cut["is_error"].as_bool().unwrap(), "{cut}");
+    let bytes = cut["bytes"].as_u64().unwrap();
+    assert!((1_000_000..=1_048_576).contains(&bytes), "{bytes}");
+    assert_eq!(cut["notice"].as_str().map(|n| n.contains("1048576") && n.contains("cut")), Some(true), "{cut}");
+    // 20 MiB, over what a stdio line may be: never held, refused as it is read.
+    let s = p.step(2);
+    assert!(s["is_error"].as_bool().unwrap(), "{s}");
+    assert!(text(s).contains("RESULT_TOO_LARGE") && text(s).contains("1048576"), "{s}");
+    for s in [p.step(1), p.step(2)] {
         // Not a TIMEOUT after the call timeout: the limit is seen as the answer arrives.
         assert!(s["seconds"].as_f64().unwrap() < 30.0, "{s}");
     }

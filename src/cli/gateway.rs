@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::mcp::gateway::{default_state_dir, start, Status};
+use toolsearch::mcp::pins;
 use toolsearch::mcp::{serve_http, serve_io, Access, CancellationToken, GatewayConfig, HttpAccess};
 
 use super::common::{engine_options, model_failure, Cutoff, Global};
@@ -18,10 +19,13 @@ use super::render;
 /// `mcpServers` config, index their tools, and serve search-then-call over all of them
 /// (stdio by default, Streamable HTTP with --http).
 #[derive(clap::Args, Debug)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// The config: {"mcpServers": {...}, "toolsearch": {...}} (see docs/gateway.md).
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    config: Option<PathBuf>,
     /// Where the index is kept (default: NAME.toolsearch beside the config).
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
@@ -30,6 +34,70 @@ pub(crate) struct Args {
     http: Option<SocketAddr>,
     #[command(flatten)]
     cutoff: Cutoff,
+}
+
+/// What to do instead of serving.
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Approve a tool the gateway holds back because its definition changed (or looks
+    /// injected): pin what it lists now, so a running gateway serves it again.
+    Approve {
+        /// The tool, SERVER.TOOL.
+        tool: String,
+        /// The gateway's config.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Its state directory (default: NAME.toolsearch beside the config).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// List the tools held back, with what changed.
+    Held {
+        /// The gateway's config.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Its state directory (default: NAME.toolsearch beside the config).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+}
+
+/// Runs `gateway approve` or `gateway held`.
+fn act(global: &Global, action: &Action) -> Result<(), Failure> {
+    let (config, state) = match action {
+        Action::Approve { config, state, .. } | Action::Held { config, state } => (config, state),
+    };
+    let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
+    let state = state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
+    match action {
+        Action::Approve { tool, .. } => {
+            let held = pins::approve(&state, tool).map_err(|e| Problem::InvalidConfig.because(e))?;
+            if global.json {
+                println!(
+                    "{}",
+                    json!({"approved": held.tool, "reason": held.reason, "diff": held.diff, "flags": held.flags})
+                );
+            } else {
+                say_err!("approved {} ({}); a running gateway serves it within a second", held.tool, held.reason);
+            }
+        }
+        Action::Held { .. } => {
+            let held = pins::held_tools(&state);
+            if global.json {
+                println!("{}", serde_json::to_string(&held).map_err(|e| Problem::Internal.because(e))?);
+            } else if held.is_empty() {
+                println!("no tool is held");
+            } else {
+                for h in held {
+                    println!("{} ({})", h.tool, h.reason);
+                    for line in h.diff.iter().chain(&h.flags) {
+                        println!("    {}", render::printable(line));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gateway status on stderr: a line per event, or a JSON line with `--json`.
@@ -81,7 +149,11 @@ impl Status for StderrStatus {
 }
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
-    let config = GatewayConfig::load(&args.config).map_err(|e| Problem::InvalidConfig.because(e))?;
+    if let Some(action) = &args.action {
+        return act(global, action);
+    }
+    let path = args.config.as_deref().ok_or_else(|| Problem::Usage.because("gateway needs --config FILE"))?;
+    let config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(

@@ -43,7 +43,9 @@ async def step(session, s):
         parsed = json.loads(text)
     except ValueError:
         parsed = None
-    return {"is_error": bool(r.is_error), "text": text[:2000], "bytes": len(text), "json": parsed}
+    blocks = [c.get("text", "") for c in r.model_dump(by_alias=True, exclude_none=True).get("content", [])]
+    notice = blocks[-1][:2000] if len(blocks) > 1 else None
+    return {"is_error": bool(r.is_error), "text": text[:2000], "bytes": len(text), "json": parsed, "notice": notice}
 
 
 async def run(config, state, errfile, steps):

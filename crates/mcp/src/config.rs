@@ -124,6 +124,63 @@ struct RawServer {
     /// Skipped when true.
     #[serde(default)]
     disabled: bool,
+    /// `pin` (the default: a tool whose definition changes is held until approved) or `auto`.
+    trust: Option<String>,
+    /// Hold tools whose definitions look injected, as changed ones are (default false).
+    #[serde(default)]
+    hold_flagged: bool,
+    /// Which of the server's tools pass through, by glob on the upstream's tool name.
+    #[serde(default)]
+    tools: ToolFilter,
+}
+
+/// `tools.allow` / `tools.deny` of a server: glob lists (`*` any run, `?` one character) on
+/// the upstream's tool names. A tool passes if `allow` is empty or one of its globs matches,
+/// and no `deny` glob does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Globs of tools let through (empty: all).
+    pub allow: Vec<String>,
+    /// Globs of tools left out.
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool `name` passes.
+    pub fn passes(&self, name: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|g| glob(g, name))) && !self.deny.iter().any(|g| glob(g, name))
+    }
+}
+
+/// `*` matches any run of characters, `?` one; everything else itself.
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut i, mut j, mut star, mut mark) = (0usize, 0usize, None::<usize>, 0usize);
+    while j < t.len() {
+        if i < p.len() && (p[i] == '?' || (p[i] != '*' && p[i] == t[j])) {
+            (i, j) = (i + 1, j + 1);
+        } else if i < p.len() && p[i] == '*' {
+            (star, mark, i) = (Some(i), j, i + 1);
+        } else if let Some(s) = star {
+            (i, mark) = (s + 1, mark + 1);
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+/// How the gateway treats one server's tools beyond reaching it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Changed tool definitions are taken without approval (`trust: "auto"`).
+    pub trust_changes: bool,
+    /// Tools whose definitions look injected are held until approved.
+    pub hold_flagged: bool,
+    /// Which tools pass through.
+    pub tools: ToolFilter,
 }
 
 /// The `toolsearch` section of a gateway config.
@@ -216,7 +273,9 @@ pub struct GatewayLimits {
     /// HTTP clients: sessions, bodies, slow clients.
     pub http: crate::http::HttpLimits,
     /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
-    /// flood a model's context); a larger one is a `RESULT_TOO_LARGE` error naming the limit.
+    /// flood a model's context); a larger one is cut to it with a notice (one too large to be
+    /// held at all, a stdio line over [`GatewayLimits::max_line`], is a `RESULT_TOO_LARGE`
+    /// error naming the limit).
     pub max_result_bytes: usize,
 }
 
@@ -270,6 +329,8 @@ pub struct GatewayConfig {
     pub path: PathBuf,
     /// Upstream servers by name.
     pub servers: BTreeMap<String, ServerSpec>,
+    /// What each server's tools are subject to (trust, filters), by server name.
+    pub policies: BTreeMap<String, ServerPolicy>,
     /// Settings.
     pub settings: GatewaySettings,
 }
@@ -281,6 +342,7 @@ impl GatewayConfig {
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let raw: RawGateway = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         let mut servers = BTreeMap::new();
+        let mut policies = BTreeMap::new();
         for (name, s) in raw.servers {
             if s.disabled {
                 continue;
@@ -322,6 +384,16 @@ impl GatewayConfig {
                     return Err(bad(format!("mcpServers.{name}.type: {kind:?} does not fit the entry")));
                 }
             }
+            let trust_changes = match s.trust.as_deref() {
+                None | Some("pin") => false,
+                Some("auto") => true,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}.trust: {other:?}: use \"pin\" (the default) or \"auto\""
+                    )))
+                }
+            };
+            policies.insert(name.clone(), ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools });
             servers.insert(name, spec);
         }
         if servers.is_empty() {
@@ -355,7 +427,7 @@ impl GatewayConfig {
                 )));
             }
         }
-        Ok(GatewayConfig { path: path.to_path_buf(), servers, settings })
+        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings })
     }
 }
 
@@ -386,7 +458,17 @@ pub(crate) fn expand_env(text: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::expand_env;
+    use super::{expand_env, glob, ToolFilter};
+
+    #[test]
+    fn globs_and_tool_filters() {
+        assert!(glob("delete_*", "delete_entities") && glob("*", "") && glob("get-?um", "get-sum"));
+        assert!(!glob("delete_*", "read_graph") && !glob("a?c", "ac") && glob("*_graph*", "read_graph_now"));
+        let f = ToolFilter { allow: vec!["read_*".into(), "search*".into()], deny: vec!["*_all".into()] };
+        assert!(f.passes("read_graph") && f.passes("search_nodes"));
+        assert!(!f.passes("delete_entities") && !f.passes("read_all"));
+        assert!(ToolFilter::default().passes("anything"));
+    }
 
     #[test]
     fn variables_are_expanded_and_an_unset_one_is_named() {

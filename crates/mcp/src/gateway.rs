@@ -21,6 +21,7 @@ use toolsearch_query::{Engine, EngineOptions, Principal};
 use crate::config::{Access, GatewayConfig, ServeError};
 use crate::hub::Hub;
 use crate::ops::{Details, Operations, UpstreamState};
+use crate::pins::{self, Held};
 use crate::trail::Trail;
 use crate::upstream::{Listing, ProgressRoutes, UpEvent, Upstream, UpstreamRunner};
 
@@ -232,7 +233,8 @@ pub async fn start(
         }
     }
     let listings = current_listings(&upstreams);
-    let built = rebuild(&listings, &config, embedder.as_ref(), &index_dir, status.as_ref())?;
+    let held: HeldNow = Arc::default();
+    let (built, first_stamp) = rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?;
     if !built && !index_dir.join("meta.bin").exists() {
         let reasons: Vec<String> = upstreams.values().map(|u| u.operator_reason()).collect();
         return Err(ServeError::Config(
@@ -269,18 +271,33 @@ pub async fn start(
              through call_tool with the tool_id the search returned if your client does not \
              refresh its tool list.",
     );
-    let hub = hub.with_operations(operations(state, s, &upstreams, status.clone())?);
+    let hub = hub.with_operations(operations(state, s, &upstreams, held.clone(), status.clone())?);
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     let keeper = {
-        let (hub, upstreams, index_dir, status) = (hub.clone(), upstreams.clone(), index_dir.clone(), status.clone());
+        let (hub, upstreams, state, status) = (hub.clone(), upstreams.clone(), state.to_path_buf(), status.clone());
         tokio::spawn(async move {
             let mut last = listings;
-            while let Some(event) = events.recv().await {
+            let mut stamp = first_stamp;
+            // Approvals (`toolsearch gateway approve`) change the pins file: looked for twice a
+            // second.
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                let first = tokio::select! {
+                    e = events.recv() => match e {
+                        Some(e) => Some(e),
+                        None => break,
+                    },
+                    _ = tick.tick() => None,
+                };
+                let approved = pins::pins_stamp(&state) != stamp;
+                if first.is_none() && !approved {
+                    continue;
+                }
                 // A server that churns its list is heard out for a moment, so a burst of
                 // changes costs one rebuild, not one each.
                 tokio::time::sleep(COALESCE).await;
-                let mut batch = vec![event];
+                let mut batch: Vec<UpEvent> = first.into_iter().collect();
                 while let Ok(e) = events.try_recv() {
                     batch.push(e);
                 }
@@ -303,18 +320,26 @@ pub async fn start(
                         UpEvent::ToolsChanged(n) => status.event("tools_changed", json!({"server": n})),
                     }
                 }
+                if approved {
+                    status.event("pins_changed", json!({"pins": pins::pins_path(&state)}));
+                }
                 let now = current_listings(&upstreams);
-                if !same_listings(&now, &last) {
-                    let (config, embedder, dir, st, live) =
-                        (config.clone(), embedder.clone(), index_dir.clone(), status.clone(), hub.live().clone());
-                    let listings = now.clone();
-                    let done = tokio::task::spawn_blocking(move || -> Result<(), String> {
-                        rebuild(&listings, &config, embedder.as_ref(), &dir, st.as_ref()).map_err(|e| e.to_string())?;
-                        live.reload().map_err(|e| e.to_string())
+                if approved || !same_listings(&now, &last) {
+                    let (config, embedder, st, live, held) =
+                        (config.clone(), embedder.clone(), status.clone(), hub.live().clone(), held.clone());
+                    let (listings, dir) = (now.clone(), state.clone());
+                    let done = tokio::task::spawn_blocking(move || -> Result<Option<PinsStamp>, String> {
+                        let (_, stamp) = rebuild(&listings, &config, embedder.as_ref(), &dir, &held, st.as_ref())
+                            .map_err(|e| e.to_string())?;
+                        live.reload().map_err(|e| e.to_string())?;
+                        Ok(stamp)
                     })
                     .await;
                     match done {
-                        Ok(Ok(())) => last = now,
+                        Ok(Ok(s)) => {
+                            last = now;
+                            stamp = s;
+                        }
                         Ok(Err(e)) => status.event("index_error", json!({"error": e})),
                         Err(e) => status.event("index_error", json!({"error": e.to_string()})),
                     }
@@ -333,6 +358,7 @@ fn operations(
     state: &Path,
     settings: &crate::config::GatewaySettings,
     upstreams: &BTreeMap<String, Arc<Upstream>>,
+    held: HeldNow,
     status: Arc<dyn Status>,
 ) -> Result<Operations, ServeError> {
     let trail = match settings.audit.enabled {
@@ -353,7 +379,8 @@ fn operations(
                 reason: (!u.is_up()).then(|| u.operator_reason()),
             })
             .collect();
-        (states, json!([]))
+        let found = held.lock().unwrap_or_else(|p| p.into_inner());
+        (states, pins::guard_json(&found.0, &found.1))
     });
     Ok(Operations::new(trail, Some(status), Some(details)))
 }
@@ -367,30 +394,41 @@ fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -
     a.len() == b.len() && a.iter().zip(b).all(|((na, la), (nb, lb))| na == nb && la == lb)
 }
 
-/// Builds the index of `listings` into `dir` (atomically; unchanged tools keep their vectors).
-/// `false` when there is nothing to index.
+/// A pins file's stamp (`pins::pins_stamp`).
+type PinsStamp = (u64, std::time::SystemTime);
+
+/// What a rebuild shares with `/readyz`: the tools held back now.
+pub(crate) type HeldNow = Arc<std::sync::Mutex<(Vec<Held>, Vec<(String, Vec<String>)>)>>;
+
+/// Guards `listings` (filters, pins, held tools: `crate::pins`), then builds the index of what
+/// passed into `STATE/index` (atomically; unchanged tools keep their vectors). `false` when
+/// there is nothing to index; with the pins file's stamp after the guard wrote it.
 fn rebuild(
     listings: &BTreeMap<String, Listing>,
     config: &GatewayConfig,
     embedder: &dyn Embedder,
-    dir: &Path,
+    state: &Path,
+    held: &HeldNow,
     status: &dyn Status,
-) -> Result<bool, ServeError> {
-    let Some(catalog) = load_lenient(manifest_of(listings, config), status)? else {
-        return Ok(false);
+) -> Result<(bool, Option<PinsStamp>), ServeError> {
+    let guarded = pins::guard(listings, config, state, status)?;
+    *held.lock().unwrap_or_else(|p| p.into_inner()) = (guarded.held, guarded.flagged);
+    let dir = state.join("index");
+    let Some(catalog) = load_lenient(manifest_of(&guarded.listings, config), status)? else {
+        return Ok((false, guarded.stamp));
     };
-    let report = build_index(&catalog, embedder, dir, &BuildOptions::default())
+    let report = build_index(&catalog, embedder, &dir, &BuildOptions::default())
         .map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
     drop(catalog);
     // What the build held (the catalogue, its JSON, the staging buffers) goes back to the
     // system, so tool-list churn does not ratchet the gateway's memory up.
     toolsearch_embed::memory::give_back();
-    private(dir).map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
+    private(&dir).map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
     status.event(
         "indexed",
         json!({"tools": report.tools, "embedded": report.embedded, "reused": report.reused, "seconds": report.total_seconds}),
     );
-    Ok(true)
+    Ok((true, guarded.stamp))
 }
 
 /// Makes `dir` and everything in it private to the user (0700 directories, 0600 files): the

@@ -14,6 +14,7 @@
 mod checks;
 mod child;
 mod config;
+mod cut;
 mod effects;
 pub mod gateway;
 mod http;
@@ -22,7 +23,9 @@ mod hub;
 mod listing;
 pub mod metrics;
 pub mod ops;
+pub mod pins;
 mod runner;
+mod scan;
 mod secrets;
 mod session;
 mod stdio;

@@ -3,8 +3,8 @@
 //!
 //! - `/healthz`: 200 `ok` while the process serves (for a liveness probe).
 //! - `/readyz`: 200 when the index is loaded and answering, else 503, with JSON: the tools
-//!   indexed, each upstream's state (up or down, tools, the operator's reason) and the tools
-//!   held back.
+//!   indexed, each upstream's state (up or down, tools, the operator's reason), the tools held
+//!   back and the tools flagged as possibly injected.
 //! - `/metrics`: OpenMetrics text (`crate::metrics`).
 //!
 //! These endpoints are for operators. With bearer tokens configured, `/readyz`'s details and
@@ -43,7 +43,8 @@ pub struct UpstreamState {
     pub reason: Option<String>,
 }
 
-/// A source of details for `/readyz` beyond the index: upstream states and held tools.
+/// A source of details for `/readyz` beyond the index: upstream states, and an object of more
+/// fields (the tools held back and flagged).
 pub type Details = Arc<dyn Fn() -> (Vec<UpstreamState>, Value) + Send + Sync>;
 
 /// What a server measures and records.
@@ -150,7 +151,9 @@ pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request)
                 })
                 .collect();
             body["upstreams"] = Value::Object(states);
-            body["held"] = held;
+            if let (Some(b), Value::Object(found)) = (body.as_object_mut(), held) {
+                b.extend(found);
+            }
         }
     }
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };

@@ -344,11 +344,11 @@ impl Upstream {
         }
     }
 
-    /// `result`, or `RESULT_TOO_LARGE` when it is over the limit a client is given.
+    /// `result`, cut to the limit a client is given, with a notice, when it is over it.
     fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
         let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
         if bytes > self.limits.max_result_bytes {
-            return Err(RunError::TooLarge { bytes, limit: self.limits.max_result_bytes });
+            return Ok(crate::cut::cut(result, bytes, self.limits.max_result_bytes));
         }
         Ok(result)
     }
