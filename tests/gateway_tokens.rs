@@ -65,3 +65,75 @@ fn a_read_only_token_cannot_call_a_destructive_tool_and_is_told_which_scope_limi
     let graph = client_steps(&gateway.url(), "token-reader", &json!([["call", "memory.read_graph", {}]]));
     assert!(!graph[0]["text"].as_str().unwrap().contains("ada"), "{graph:?}");
 }
+
+#[test]
+fn a_header_from_a_command_reaches_an_http_upstream_and_is_fetched_again_after_a_401() {
+    use std::process::{Command, Stdio};
+    let dir = common::scratch().join("gateway-credentials");
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "first-7f3a9c").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut upstream = Command::new(common::python())
+        .arg(common::repo().join("tests/mcp/guarded_server.py"))
+        .args([port.to_string(), token_file.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the guarded server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The command counts its runs, and prints the token the file holds now.
+    let runs = dir.join("runs");
+    let script = format!("echo run >> {}; cat {}", runs.display(), token_file.display());
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {
+            "url": format!("http://127.0.0.1:{port}/mcp"),
+            "headers": {"Authorization": {"command": ["sh", "-c", script], "prefix": "Bearer "}}
+        }}}),
+    );
+    let state = dir.join("state");
+    let gateway = HttpGateway::start(&config, &state, &["--json"]);
+    let runs_now = || std::fs::read_to_string(&runs).unwrap_or_default().lines().count();
+    let first = client_steps(&gateway.url(), "-", &json!([["call", "vault.vault_status", {}]]));
+    assert!(first[0]["text"].as_str().unwrap().contains("sealed"), "{first:?}");
+    assert_eq!(runs_now(), 1, "fetched once, on the first request");
+
+    // The token rotates: the upstream now answers 401 to the old one; the gateway runs the
+    // command again, retries, and the client never sees the 401.
+    std::fs::write(&token_file, "second-0b81d2").unwrap();
+    let second = client_steps(&gateway.url(), "-", &json!([["call", "vault.vault_status", {}]]));
+    assert!(second[0]["text"].as_str().unwrap().contains("sealed"), "{second:?}");
+    assert!(!second[0]["is_error"].as_bool().unwrap(), "{second:?}");
+    assert_eq!(runs_now(), 2, "fetched again after the 401, once");
+
+    // Secrets stay out of the state directory and the status.
+    let status = gateway.status.lock().unwrap().join("\n");
+    drop(gateway);
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+    assert!(!status.contains("first-7f3a9c") && !status.contains("second-0b81d2"), "{status}");
+    for entry in walk(&state) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("first-7f3a9c") && !text.contains("second-0b81d2"), "{} holds a token", entry.display());
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

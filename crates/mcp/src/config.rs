@@ -102,6 +102,8 @@ pub enum ServerSpec {
         url: String,
         /// Headers sent with every request (e.g. `Authorization`).
         headers: BTreeMap<String, String>,
+        /// Headers whose values come from a command, run again when the server answers 401.
+        header_commands: BTreeMap<String, crate::credentials::HeaderCommand>,
     },
 }
 
@@ -117,7 +119,7 @@ struct RawServer {
     cwd: Option<PathBuf>,
     url: Option<String>,
     #[serde(default)]
-    headers: BTreeMap<String, String>,
+    headers: BTreeMap<String, HeaderForm>,
     /// `stdio`, `http` or `streamable-http` (optional; decided by `command` / `url`).
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -132,6 +134,14 @@ struct RawServer {
     /// Which of the server's tools pass through, by glob on the upstream's tool name.
     #[serde(default)]
     tools: ToolFilter,
+}
+
+/// A header as written: a value, or a command that prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum HeaderForm {
+    Value(String),
+    Command(crate::credentials::HeaderCommand),
 }
 
 /// `tools.allow` / `tools.deny` of a server: glob lists (`*` any run, `?` one character) on
@@ -365,7 +375,21 @@ impl GatewayConfig {
                 }
                 (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                     let url = expand_env(&url).map_err(|e| bad(format!("mcpServers.{name}.url: {e}")))?;
-                    ServerSpec::Http { url, headers: expand_map("headers", s.headers)? }
+                    let (mut values, mut header_commands) = (BTreeMap::new(), BTreeMap::new());
+                    for (k, v) in s.headers {
+                        match v {
+                            HeaderForm::Value(v) => {
+                                values.insert(k, v);
+                            }
+                            HeaderForm::Command(c) if c.command.is_empty() => {
+                                return Err(bad(format!("mcpServers.{name}.headers.{k}.command: empty command")))
+                            }
+                            HeaderForm::Command(c) => {
+                                header_commands.insert(k, c);
+                            }
+                        }
+                    }
+                    ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands }
                 }
                 (None, Some(url)) => return Err(bad(format!("mcpServers.{name}.url: {url:?} is not an http(s) URL"))),
                 _ => {

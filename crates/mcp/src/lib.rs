@@ -14,6 +14,7 @@
 mod checks;
 mod child;
 mod config;
+mod credentials;
 mod cut;
 mod effects;
 pub mod gateway;
@@ -34,6 +35,7 @@ mod upstream;
 
 pub use checks::spawn_command_checks;
 pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, ServeConfig, ServeError, ServerSpec};
+pub use credentials::HeaderCommand;
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;

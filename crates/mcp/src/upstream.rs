@@ -23,6 +23,7 @@ use toolsearch_catalog::Tool;
 
 use crate::child::{ChildTransport, TOO_LARGE_CODE};
 use crate::config::{GatewayLimits, ServerSpec};
+use crate::credentials::{CredentialedClient, Credentials};
 use crate::listing::list_tools;
 pub use crate::listing::Listing;
 use crate::runner::{BoxFuture, ProgressSink, RunContext, RunError, ToolRunner};
@@ -57,6 +58,8 @@ pub struct Upstream {
     listing: Mutex<Option<Listing>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     last_error: Mutex<Option<Failure>>,
+    /// Headers from commands (HTTP upstreams that configure them).
+    credentials: Option<Arc<Credentials>>,
 }
 
 /// Why an upstream is down: what a client may be told (the kind of failure, in words), and
@@ -114,7 +117,14 @@ impl ClientHandler for UpClient {
 impl Upstream {
     /// An upstream not started yet, whose tool lists and answers are read within `limits`.
     pub fn new(name: String, spec: ServerSpec, limits: GatewayLimits) -> Arc<Upstream> {
+        let credentials = match &spec {
+            ServerSpec::Http { header_commands, .. } if !header_commands.is_empty() => {
+                Some(Credentials::new(header_commands.clone()))
+            }
+            _ => None,
+        };
         Arc::new(Upstream {
+            credentials,
             name,
             spec,
             limits,
@@ -255,7 +265,7 @@ impl Upstream {
                     .await
                     .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
             }
-            ServerSpec::Http { url, headers } => {
+            ServerSpec::Http { url, headers, .. } => {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
                 for (k, v) in headers {
                     let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
@@ -267,11 +277,20 @@ impl Upstream {
                         config.custom_headers.insert(name, value);
                     }
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| Failure::new("it could not be reached or did not initialize", e.to_string()))
+                let unreachable =
+                    |e: std::io::Error| Failure::new("it could not be reached or did not initialize", e.to_string());
+                match &self.credentials {
+                    Some(credentials) => {
+                        let client =
+                            CredentialedClient { inner: reqwest::Client::new(), credentials: credentials.clone() };
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        handler.serve(transport).await.map_err(|e| unreachable(std::io::Error::other(e.to_string())))
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(config);
+                        handler.serve(transport).await.map_err(|e| unreachable(std::io::Error::other(e.to_string())))
+                    }
+                }
             }
         }
     }
