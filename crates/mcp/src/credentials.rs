@@ -225,7 +225,7 @@ impl StreamableHttpClient for CredentialedClient {
             session_id.clone(),
             a.clone(),
             h.clone(),
-            limits.clone()
+            limits
         ))
     }
 
