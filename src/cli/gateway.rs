@@ -29,6 +29,11 @@ pub(crate) struct Args {
     /// Where the index is kept (default: NAME.toolsearch beside the config).
     #[arg(long, value_name = "DIR")]
     state: Option<PathBuf>,
+    /// Start every server once, list what each offers, report problems (a command not found,
+    /// an authentication failure, schema and injection warnings) and exit: 0 when every
+    /// server came up.
+    #[arg(long)]
+    check: bool,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -154,6 +159,9 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     }
     let path = args.config.as_deref().ok_or_else(|| Problem::Usage.because("gateway needs --config FILE"))?;
     let config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
+    if args.check {
+        return preflight(global, &config);
+    }
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
@@ -197,6 +205,35 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     result.map_err(|e| Problem::Gateway.because(e))
+}
+
+/// `gateway --check`: each server started once and reported on.
+fn preflight(global: &Global, config: &GatewayConfig) -> Result<(), Failure> {
+    use toolsearch::mcp::preflight::{check, report_json};
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
+    let checks = runtime.block_on(check(config));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    if global.json {
+        println!("{}", report_json(&checks));
+    } else {
+        for c in &checks {
+            match &c.reason {
+                None => println!("{}: up, {} tools", c.server, c.tools.len()),
+                Some(r) => println!("{}: DOWN: {}", c.server, render::printable(&toolsearch::mcp::mask_secrets(r))),
+            }
+            if !c.tools.is_empty() {
+                println!("    tools: {}", render::printable(&c.tools.join(", ")));
+            }
+            for w in &c.warnings {
+                println!("    warning: {}", render::printable(w));
+            }
+        }
+    }
+    let down: Vec<&str> = checks.iter().filter(|c| !c.up).map(|c| c.server.as_str()).collect();
+    match down.is_empty() {
+        true => Ok(()),
+        false => Err(Problem::Gateway.because(format!("not up: {}", down.join(", ")))),
+    }
 }
 
 /// Cancels `stop` on Ctrl-C or SIGTERM.

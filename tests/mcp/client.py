@@ -164,15 +164,28 @@ async def http_scenario(url, token):
 
 async def calls_scenario(url, token, steps):
     """Runs each step in one session and records its result: `["call", TOOL_ID, ARGS]`
-    goes through call_tool, `[DISCOVERY_TOOL, ARGS]` calls that tool."""
+    goes through call_tool, `[DISCOVERY_TOOL, ARGS]` calls that tool, `["wait_for_file", PATH]`
+    holds the session open until PATH exists, `["list_changed"]` counts the list_changed
+    notifications so far."""
     headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
     results = []
+    notes = Notes()
     async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, message_handler=notes.handle) as session:
                 await session.initialize()
                 for step in json.loads(steps):
+                    if step[0] == "wait_for_file":
+                        # Holds the session open until the test creates the file.
+                        deadline = time.monotonic() + 120
+                        while not os.path.exists(step[1]) and time.monotonic() < deadline:
+                            await anyio.sleep(0.05)
+                        results.append({"text": "", "is_error": not os.path.exists(step[1])})
+                        continue
+                    if step[0] == "list_changed":
+                        results.append({"text": str(notes.list_changed), "is_error": False})
+                        continue
                     if step[0] == "call":
                         r = await call(session, step[1], step[2])
                     else:

@@ -19,11 +19,13 @@ use toolsearch_index::{build_index, BuildOptions};
 use toolsearch_query::{Engine, EngineOptions, Principal};
 
 use crate::config::{Access, GatewayConfig, ServeError};
+use crate::fleet::Fleet;
 use crate::hub::Hub;
+use crate::keeper::Keeper;
 use crate::ops::{Details, Operations, UpstreamState};
 use crate::pins::{self, Held};
 use crate::trail::Trail;
-use crate::upstream::{Listing, ProgressRoutes, UpEvent, Upstream, UpstreamRunner};
+use crate::upstream::{Listing, UpEvent, UpstreamRunner};
 
 /// What the gateway reports while it works (a terminal line, or a JSON line for scripts).
 pub trait Status: Send + Sync {
@@ -36,7 +38,7 @@ pub struct Gateway {
     /// The shared server state.
     pub hub: Arc<Hub>,
     /// The upstreams.
-    pub upstreams: BTreeMap<String, Arc<Upstream>>,
+    pub fleet: Arc<Fleet>,
     /// Where the index is.
     pub index_dir: PathBuf,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -49,9 +51,6 @@ impl Drop for Gateway {
         }
     }
 }
-
-/// How long the gateway waits after a change for more before it rebuilds.
-const COALESCE: Duration = Duration::from_millis(250);
 
 /// The default state directory of a config file: `NAME.toolsearch` beside it.
 pub fn default_state_dir(config: &Path) -> PathBuf {
@@ -198,17 +197,15 @@ pub async fn start(
     let index_dir = state.join("index");
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
-    let progress = Arc::new(ProgressRoutes::default());
-    let mut upstreams = BTreeMap::new();
-    let mut tasks = Vec::new();
+    let availability = Arc::new(Availability::default());
+    let fleet = Arc::new(Fleet::new(events_tx, availability.clone()));
     for (name, spec) in &config.servers {
-        let up = Upstream::new(name.clone(), spec.clone(), config.settings.limits);
-        tasks.push(up.supervise(events_tx.clone(), progress.clone(), connect));
-        upstreams.insert(name.clone(), up);
+        fleet.add(name, spec, config.settings.limits, connect);
     }
     // Wait for each upstream's first attempt (up or down), within the connect timeout.
     let deadline = Instant::now() + connect;
     let mut settled: BTreeMap<String, bool> = BTreeMap::new();
+    let upstreams = fleet.all();
     while settled.len() < upstreams.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, events.recv()).await {
@@ -232,7 +229,7 @@ pub async fn start(
             status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}));
         }
     }
-    let listings = current_listings(&upstreams);
+    let listings = fleet.listings();
     let held: HeldNow = Arc::default();
     let (built, first_stamp) = rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?;
     if !built && !index_dir.join("meta.bin").exists() {
@@ -245,111 +242,35 @@ pub async fn start(
     let engine = Engine::with_embedder(&index_dir, embedder.clone(), engine_options)
         .map_err(|e| ServeError::Config(index_dir.clone(), e.to_string()))?;
     let live = LiveCatalog::new(engine);
-    let availability = Arc::new(Availability::default());
-    for (name, up) in &upstreams {
-        let (flag, why) = (up.flag(), up.clone());
-        availability.register_with_reason(
-            format!("upstream:{name}"),
-            move || flag.load(std::sync::atomic::Ordering::SeqCst),
-            move || why.client_reason(),
-        );
-    }
     let s = &config.settings;
     let principal = match (&s.scopes, s.access) {
         (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
         (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
         (None, Access::Open) => Principal::trusted(),
     };
-    let runner = Arc::new(UpstreamRunner {
-        upstreams: upstreams.clone(),
-        timeout: Duration::from_secs(s.call_timeout_secs),
-        progress,
-    });
+    let runner = Arc::new(UpstreamRunner { fleet: fleet.clone(), timeout: Duration::from_secs(s.call_timeout_secs) });
     let hub = Hub::new(live.clone(), availability, s.toolset.clone(), principal, Arc::new(runner)).with_instructions(
         "This server is a gateway to several MCP servers: their tools are found by search \
              (search_tool_by_category), then expanded (expand_tool) and called by name, or called \
              through call_tool with the tool_id the search returned if your client does not \
              refresh its tool list.",
     );
-    let hub = hub.with_operations(operations(state, s, &upstreams, held.clone(), status.clone())?);
+    let hub = hub.with_operations(operations(state, s, &fleet, held.clone(), status.clone())?);
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
-    let keeper = {
-        let (hub, upstreams, state, status) = (hub.clone(), upstreams.clone(), state.to_path_buf(), status.clone());
-        tokio::spawn(async move {
-            let mut last = listings;
-            let mut stamp = first_stamp;
-            // Approvals (`toolsearch gateway approve`) change the pins file: looked for twice a
-            // second.
-            let mut tick = tokio::time::interval(Duration::from_millis(500));
-            loop {
-                let first = tokio::select! {
-                    e = events.recv() => match e {
-                        Some(e) => Some(e),
-                        None => break,
-                    },
-                    _ = tick.tick() => None,
-                };
-                let approved = pins::pins_stamp(&state) != stamp;
-                if first.is_none() && !approved {
-                    continue;
-                }
-                // A server that churns its list is heard out for a moment, so a burst of
-                // changes costs one rebuild, not one each.
-                tokio::time::sleep(COALESCE).await;
-                let mut batch: Vec<UpEvent> = first.into_iter().collect();
-                while let Ok(e) = events.try_recv() {
-                    batch.push(e);
-                }
-                // Changes that came faster than a rebuild are taken together: each server is
-                // listed again once, and the index rebuilt once.
-                let mut relisted = std::collections::BTreeSet::new();
-                for e in &batch {
-                    if let UpEvent::ToolsChanged(n) = e {
-                        if relisted.insert(n.clone()) {
-                            upstreams[n].relist().await;
-                        }
-                    }
-                    match e {
-                        UpEvent::Up(n) => status.event(
-                            "upstream_up",
-                            json!({"server": n, "tools": upstreams[n].listing().map_or(0, |l| l.tools.len())}),
-                        ),
-                        UpEvent::Down(n) => status
-                            .event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()})),
-                        UpEvent::ToolsChanged(n) => status.event("tools_changed", json!({"server": n})),
-                    }
-                }
-                if approved {
-                    status.event("pins_changed", json!({"pins": pins::pins_path(&state)}));
-                }
-                let now = current_listings(&upstreams);
-                if approved || !same_listings(&now, &last) {
-                    let (config, embedder, st, live, held) =
-                        (config.clone(), embedder.clone(), status.clone(), hub.live().clone(), held.clone());
-                    let (listings, dir) = (now.clone(), state.clone());
-                    let done = tokio::task::spawn_blocking(move || -> Result<Option<PinsStamp>, String> {
-                        let (_, stamp) = rebuild(&listings, &config, embedder.as_ref(), &dir, &held, st.as_ref())
-                            .map_err(|e| e.to_string())?;
-                        live.reload().map_err(|e| e.to_string())?;
-                        Ok(stamp)
-                    })
-                    .await;
-                    match done {
-                        Ok(Ok(s)) => {
-                            last = now;
-                            stamp = s;
-                        }
-                        Ok(Err(e)) => status.event("index_error", json!({"error": e})),
-                        Err(e) => status.event("index_error", json!({"error": e.to_string()})),
-                    }
-                }
-                hub.announce_changes().await;
-            }
-        })
+    let keeper = Keeper {
+        hub: hub.clone(),
+        fleet: fleet.clone(),
+        config,
+        state: state.to_path_buf(),
+        embedder,
+        held,
+        status,
+        last: listings,
+        pins: first_stamp,
     };
-    tasks.push(keeper);
-    Ok(Gateway { hub, upstreams, index_dir, tasks })
+    let task = tokio::spawn(keeper.run(events));
+    Ok(Gateway { hub, fleet, index_dir, tasks: vec![task] })
 }
 
 /// The gateway's operations: its audit trail under `state/audit` (unless disabled), request
@@ -357,7 +278,7 @@ pub async fn start(
 fn operations(
     state: &Path,
     settings: &crate::config::GatewaySettings,
-    upstreams: &BTreeMap<String, Arc<Upstream>>,
+    fleet: &Arc<Fleet>,
     held: HeldNow,
     status: Arc<dyn Status>,
 ) -> Result<Operations, ServeError> {
@@ -368,9 +289,10 @@ fn operations(
         }
         false => None,
     };
-    let ups = upstreams.clone();
+    let fleet = fleet.clone();
     let details: Details = Arc::new(move || {
-        let states = ups
+        let states = fleet
+            .all()
             .iter()
             .map(|(name, u)| UpstreamState {
                 name: name.clone(),
@@ -385,17 +307,8 @@ fn operations(
     Ok(Operations::new(trail, Some(status), Some(details)))
 }
 
-/// The last known listing of every upstream that was ever connected.
-fn current_listings(upstreams: &BTreeMap<String, Arc<Upstream>>) -> BTreeMap<String, Listing> {
-    upstreams.iter().filter_map(|(n, u)| u.listing().map(|l| (n.clone(), l))).collect()
-}
-
-fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|((na, la), (nb, lb))| na == nb && la == lb)
-}
-
 /// A pins file's stamp (`pins::pins_stamp`).
-type PinsStamp = (u64, std::time::SystemTime);
+pub(crate) type PinsStamp = (u64, std::time::SystemTime);
 
 /// What a rebuild shares with `/readyz`: the tools held back now.
 pub(crate) type HeldNow = Arc<std::sync::Mutex<(Vec<Held>, Vec<(String, Vec<String>)>)>>;
@@ -403,7 +316,7 @@ pub(crate) type HeldNow = Arc<std::sync::Mutex<(Vec<Held>, Vec<(String, Vec<Stri
 /// Guards `listings` (filters, pins, held tools: `crate::pins`), then builds the index of what
 /// passed into `STATE/index` (atomically; unchanged tools keep their vectors). `false` when
 /// there is nothing to index; with the pins file's stamp after the guard wrote it.
-fn rebuild(
+pub(crate) fn rebuild(
     listings: &BTreeMap<String, Listing>,
     config: &GatewayConfig,
     embedder: &dyn Embedder,

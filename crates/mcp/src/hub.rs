@@ -122,6 +122,20 @@ impl Hub {
         }
     }
 
+    /// The catalogue changed (a rebuild after an upstream or the config changed): every
+    /// session recomputes what it sees and is told `list_changed` whether or not its visible
+    /// tools moved, since what its searches find did.
+    pub async fn announce_catalogue_changed(&self) {
+        self.availability.invalidate();
+        let sessions: Vec<(Peer<RoleServer>, SessionHandle)> =
+            self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (peer, handle) in sessions {
+            if tokio::task::spawn_blocking(move || refresh(&handle)).await.ok().flatten().is_some() {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+        }
+    }
+
     /// Adds what MCP carries beyond name, description and input schema to a rendered tool
     /// definition of a catalogue tool: `title`, `outputSchema` and `annotations`, from the
     /// catalogue (imported from the upstream server).

@@ -3,7 +3,7 @@
 //! answering pings is marked down (its tools hidden), restarted with backoff, and comes back.
 //! Calls are forwarded to the owning session with cancellation and progress.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -429,12 +429,10 @@ pub const REQUEST_ID_META: &str = "io.toolsearch/requestId";
 /// Runs catalogue tools on their upstream servers: tool id `SERVER.TOOL` goes to `SERVER`,
 /// called by the name the upstream gave it.
 pub struct UpstreamRunner {
-    /// The upstreams by name.
-    pub upstreams: BTreeMap<String, Arc<Upstream>>,
+    /// The upstreams.
+    pub fleet: Arc<crate::fleet::Fleet>,
     /// Per-call timeout.
     pub timeout: Duration,
-    /// Progress routing shared with the client handlers.
-    pub progress: Arc<ProgressRoutes>,
 }
 
 impl ToolRunner for Arc<UpstreamRunner> {
@@ -447,7 +445,7 @@ impl ToolRunner for Arc<UpstreamRunner> {
         let this = self.clone();
         Box::pin(async move {
             let server = tool.group.clone().unwrap_or_default();
-            let Some(up) = this.upstreams.get(&server).cloned() else {
+            let Some(up) = this.fleet.get(&server) else {
                 return Err(RunError::Failed(format!("no upstream server owns tool {:?}", tool.id)));
             };
             let name = tool
@@ -456,7 +454,7 @@ impl ToolRunner for Arc<UpstreamRunner> {
                 .and_then(|m| m.get("upstream_name"))
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_else(|| tool.name.clone());
-            up.call(name, arguments, cx, this.timeout, &this.progress).await
+            up.call(name, arguments, cx, this.timeout, &this.fleet.progress).await
         })
     }
 }

@@ -1,0 +1,91 @@
+//! The gateway's upstream servers as a set that changes while it serves: a server added to the
+//! config is started and its availability group registered; one removed is stopped (its task
+//! ended, its child process killed with it); one changed is both.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use toolsearch_disclosure::Availability;
+
+use crate::config::{GatewayLimits, ServerSpec};
+use crate::listing::Listing;
+use crate::upstream::{ProgressRoutes, UpEvent, Upstream};
+
+/// The running upstreams, by name.
+pub struct Fleet {
+    upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
+    tasks: Mutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
+    events: mpsc::UnboundedSender<UpEvent>,
+    /// Progress routing shared with the upstreams' client handlers.
+    pub(crate) progress: Arc<ProgressRoutes>,
+    availability: Arc<Availability>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet").field("upstreams", &self.names()).finish()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for (_, task) in std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner())) {
+            task.abort();
+        }
+    }
+}
+
+impl Fleet {
+    /// An empty fleet whose upstreams report to `events` and register their availability in
+    /// `availability` (as group `upstream:NAME`).
+    pub(crate) fn new(events: mpsc::UnboundedSender<UpEvent>, availability: Arc<Availability>) -> Fleet {
+        Fleet { upstreams: RwLock::default(), tasks: Mutex::default(), events, progress: Arc::default(), availability }
+    }
+
+    /// Starts server `name` (replacing one of that name).
+    pub(crate) fn add(&self, name: &str, spec: &ServerSpec, limits: GatewayLimits, connect: Duration) {
+        self.remove(name);
+        let up = Upstream::new(name.to_owned(), spec.clone(), limits);
+        let task = up.supervise(self.events.clone(), self.progress.clone(), connect);
+        let (flag, why) = (up.flag(), up.clone());
+        self.availability.register_with_reason(
+            format!("upstream:{name}"),
+            move || flag.load(std::sync::atomic::Ordering::SeqCst),
+            move || why.client_reason(),
+        );
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), task);
+        self.upstreams.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), up);
+    }
+
+    /// Stops server `name`, if it runs.
+    pub(crate) fn remove(&self, name: &str) {
+        if let Some(task) = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).remove(name) {
+            task.abort();
+        }
+        if let Some(up) = self.upstreams.write().unwrap_or_else(|p| p.into_inner()).remove(name) {
+            up.flag().store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// Server `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.upstreams.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    }
+
+    /// Every server, by name.
+    pub fn all(&self) -> BTreeMap<String, Arc<Upstream>> {
+        self.upstreams.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The names of the servers.
+    pub fn names(&self) -> Vec<String> {
+        self.upstreams.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
+    }
+
+    /// The last known listing of every server that was ever connected.
+    pub(crate) fn listings(&self) -> BTreeMap<String, Listing> {
+        self.all().into_iter().filter_map(|(n, u)| u.listing().map(|l| (n, l))).collect()
+    }
+}

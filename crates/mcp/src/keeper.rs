@@ -1,0 +1,229 @@
+//! The task that keeps a running gateway current, without dropping a client session:
+//!
+//! - an upstream's tool list changes, or it goes down or comes back: listed again, the index
+//!   rebuilt (changes that arrive together cost one rebuild);
+//! - the config file is edited (or the process gets SIGHUP): servers added, removed or changed
+//!   are started, stopped or restarted, filters, trust, scopes and facades applied at the
+//!   rebuild that follows; a config that does not load is refused with its error and the
+//!   running one kept; settings that only a restart can apply (tokens, limits, the tool set)
+//!   are named in the status;
+//! - an operator approves a held tool (the pins file changes): rebuilt.
+//!
+//! Every session is then told `list_changed` where what it sees moved.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use toolsearch_embed::Embedder;
+
+use crate::config::GatewayConfig;
+use crate::fleet::Fleet;
+use crate::gateway::{rebuild, HeldNow, PinsStamp, Status};
+use crate::hub::Hub;
+use crate::listing::Listing;
+use crate::pins;
+use crate::upstream::UpEvent;
+
+/// How long the keeper waits after a change for more before it rebuilds.
+const COALESCE: Duration = Duration::from_millis(250);
+/// How often the config and pins files are looked at.
+const LOOK_EVERY: Duration = Duration::from_millis(500);
+
+/// What identifies a file's content for the watch: its inode, size and modification time.
+type FileStamp = (u64, u64, std::time::SystemTime);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.modified().ok()?))
+}
+
+/// The keeper's state.
+pub(crate) struct Keeper {
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) fleet: Arc<Fleet>,
+    pub(crate) config: GatewayConfig,
+    pub(crate) state: PathBuf,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) held: HeldNow,
+    pub(crate) status: Arc<dyn Status>,
+    /// The listings the index was last built from.
+    pub(crate) last: BTreeMap<String, Listing>,
+    /// The pins file as the last rebuild left it.
+    pub(crate) pins: Option<PinsStamp>,
+}
+
+impl Keeper {
+    /// Runs until the upstreams' event channel closes (the gateway is dropped).
+    pub(crate) async fn run(mut self, mut events: mpsc::UnboundedReceiver<UpEvent>) {
+        let mut tick = tokio::time::interval(LOOK_EVERY);
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let mut config_stamp = file_stamp(&self.config.path);
+        loop {
+            let (first, hup) = tokio::select! {
+                e = events.recv() => match e {
+                    Some(e) => (Some(e), false),
+                    None => break,
+                },
+                _ = tick.tick() => (None, false),
+                Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => (None, true),
+            };
+            let approved = pins::pins_stamp(&self.state) != self.pins;
+            let edited = hup || file_stamp(&self.config.path) != config_stamp;
+            if first.is_none() && !approved && !edited {
+                continue;
+            }
+            let mut force = approved;
+            if edited {
+                config_stamp = file_stamp(&self.config.path);
+                force |= self.reload(hup);
+            }
+            // A server that churns its list is heard out for a moment, so a burst of changes
+            // costs one rebuild, not one each.
+            tokio::time::sleep(COALESCE).await;
+            let mut batch: Vec<UpEvent> = first.into_iter().collect();
+            while let Ok(e) = events.try_recv() {
+                batch.push(e);
+            }
+            self.take(&batch).await;
+            if approved {
+                self.status.event("pins_changed", json!({"pins": pins::pins_path(&self.state)}));
+            }
+            let now = self.fleet.listings();
+            if (force || !same_listings(&now, &self.last)) && self.rebuild(now).await {
+                self.hub.announce_catalogue_changed().await;
+            } else {
+                self.hub.announce_changes().await;
+            }
+        }
+    }
+
+    /// Lists again each server whose tools changed (once, however many times it said so),
+    /// and reports every event.
+    async fn take(&self, batch: &[UpEvent]) {
+        let mut relisted = std::collections::BTreeSet::new();
+        for e in batch {
+            let (UpEvent::Up(n) | UpEvent::Down(n) | UpEvent::ToolsChanged(n)) = e;
+            // An event of a server removed since is moot.
+            let Some(up) = self.fleet.get(n) else { continue };
+            match e {
+                UpEvent::ToolsChanged(_) => {
+                    if relisted.insert(n.clone()) {
+                        up.relist().await;
+                    }
+                    self.status.event("tools_changed", json!({"server": n}));
+                }
+                UpEvent::Up(_) => self
+                    .status
+                    .event("upstream_up", json!({"server": n, "tools": up.listing().map_or(0, |l| l.tools.len())})),
+                UpEvent::Down(_) => {
+                    self.status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}))
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the index from `now` and reloads the engine on a blocking thread; whether it
+    /// did.
+    async fn rebuild(&mut self, now: BTreeMap<String, Listing>) -> bool {
+        let (config, embedder, status, live, held) = (
+            self.config.clone(),
+            self.embedder.clone(),
+            self.status.clone(),
+            self.hub.live().clone(),
+            self.held.clone(),
+        );
+        let (listings, state) = (now.clone(), self.state.clone());
+        let done = tokio::task::spawn_blocking(move || -> Result<Option<PinsStamp>, String> {
+            let (_, stamp) = rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref())
+                .map_err(|e| e.to_string())?;
+            live.reload().map_err(|e| e.to_string())?;
+            Ok(stamp)
+        })
+        .await;
+        match done {
+            Ok(Ok(stamp)) => {
+                self.last = now;
+                self.pins = stamp;
+                return true;
+            }
+            Ok(Err(e)) => self.status.event("index_error", json!({"error": e})),
+            Err(e) => self.status.event("index_error", json!({"error": e.to_string()})),
+        }
+        false
+    }
+
+    /// Applies the config file as it is now; whether the index must be rebuilt.
+    fn reload(&mut self, signalled: bool) -> bool {
+        let started = Instant::now();
+        let new = match GatewayConfig::load(&self.config.path) {
+            Ok(c) => c,
+            Err(e) => {
+                // The running config stays; the operator sees why the new one was refused.
+                self.status.event("config_error", json!({"error": crate::secrets::mask(&e.to_string())}));
+                return false;
+            }
+        };
+        let connect = Duration::from_secs(new.settings.connect_timeout_secs);
+        let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        for name in self.config.servers.keys() {
+            if !new.servers.contains_key(name) {
+                self.fleet.remove(name);
+                removed.push(name.clone());
+            }
+        }
+        for (name, spec) in &new.servers {
+            match self.config.servers.get(name) {
+                None => added.push(name.clone()),
+                Some(old) if old != spec || self.config.settings.limits.list != new.settings.limits.list => {
+                    changed.push(name.clone())
+                }
+                Some(_) => continue,
+            }
+            self.fleet.add(name, spec, new.settings.limits, connect);
+        }
+        let restart = restart_needed(&self.config, &new);
+        if !restart.is_empty() {
+            self.status.event("config_restart_needed", json!({"settings": restart}));
+        }
+        self.config = new;
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        self.status.event(
+            "config_reloaded",
+            json!({"added": added, "removed": removed, "changed": changed, "signal": signalled, "ms": ms}),
+        );
+        true
+    }
+}
+
+/// The settings a running gateway cannot change (its HTTP listener, its sessions' tool sets,
+/// its runner are made once): named so the operator knows to restart.
+fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
+    let (a, b) = (&old.settings, &new.settings);
+    let mut out = Vec::new();
+    let differs = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
+    for (name, x, y) in [
+        ("tokens", &a.tokens as &dyn std::fmt::Debug, &b.tokens as &dyn std::fmt::Debug),
+        ("toolset", &a.toolset, &b.toolset),
+        ("scopes", &a.scopes, &b.scopes),
+        ("access", &a.access, &b.access),
+        ("allowed_origins", &a.allowed_origins, &b.allowed_origins),
+        ("call_timeout_secs", &a.call_timeout_secs, &b.call_timeout_secs),
+        ("limits.http", &a.limits.http, &b.limits.http),
+        ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
+        ("audit", &a.audit, &b.audit),
+    ] {
+        if differs(x, y) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|((na, la), (nb, lb))| na == nb && la == lb)
+}

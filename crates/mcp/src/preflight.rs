@@ -1,0 +1,113 @@
+//! `toolsearch gateway --check --config FILE`: every server of a config started once, what
+//! each offers listed, and the problems found (a command not found, an authentication failure,
+//! a server that does not answer, tools the catalogue refuses or cannot validate, definitions
+//! that look injected), without building an index or serving anyone.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use toolsearch_disclosure::Availability;
+
+use crate::config::GatewayConfig;
+use crate::fleet::Fleet;
+use crate::gateway::{load_lenient, manifest_of, Status};
+use crate::upstream::UpEvent;
+
+/// What the check found of one server.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerCheck {
+    /// Its name in the config.
+    pub server: String,
+    /// It started and listed its tools.
+    pub up: bool,
+    /// Why not (the operator's wording, credentials masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The tools it lists, by name.
+    pub tools: Vec<String>,
+    /// Problems with its tools: left out, not validated, possibly injected.
+    pub warnings: Vec<String>,
+}
+
+/// Collects the warnings the catalogue loader reports.
+#[derive(Default)]
+struct Collect(Mutex<Vec<(String, Value)>>);
+
+impl Status for Collect {
+    fn event(&self, kind: &str, detail: Value) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push((kind.to_owned(), detail));
+    }
+}
+
+/// Starts every server of `config` once (within its connect timeout) and reports on each.
+pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
+    let connect = Duration::from_secs(config.settings.connect_timeout_secs);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let fleet = Fleet::new(events_tx, Arc::new(Availability::default()));
+    for (name, spec) in &config.servers {
+        fleet.add(name, spec, config.settings.limits, connect);
+    }
+    let deadline = Instant::now() + connect;
+    let mut settled = BTreeMap::new();
+    while settled.len() < config.servers.len() {
+        match tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), events.recv()).await {
+            Ok(Some(UpEvent::Up(n))) => {
+                settled.insert(n, true);
+            }
+            Ok(Some(UpEvent::Down(n))) => {
+                settled.entry(n).or_insert(false);
+            }
+            Ok(Some(UpEvent::ToolsChanged(_))) => {}
+            _ => break,
+        }
+    }
+    let mut out = Vec::new();
+    for (name, up) in fleet.all() {
+        let listing = up.listing().filter(|_| settled.get(&name) == Some(&true));
+        let mut check = ServerCheck {
+            server: name.clone(),
+            up: listing.is_some(),
+            reason: None,
+            tools: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let Some(listing) = listing else {
+            check.reason = Some(match settled.get(&name) {
+                Some(_) => crate::secrets::mask(&up.operator_reason()),
+                None => format!("it did not answer initialize within {} s", connect.as_secs()),
+            });
+            out.push(check);
+            continue;
+        };
+        check.tools =
+            listing.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned)).collect();
+        for t in &listing.tools {
+            let markers = crate::scan::markers(t);
+            if !markers.is_empty() {
+                let tool = t.get("name").and_then(Value::as_str).unwrap_or("?");
+                check.warnings.push(format!("{tool}: looks injected: {}", markers.join("; ")));
+            }
+        }
+        let collect = Collect::default();
+        let one = BTreeMap::from([(name.clone(), listing)]);
+        if let Err(e) = load_lenient(manifest_of(&one, config), &collect) {
+            check.warnings.push(e.to_string());
+        }
+        for (_, d) in collect.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            let tool = d["tool"].as_str().unwrap_or("a tool with no name");
+            check.warnings.push(format!("{tool}: {}", d["reason"].as_str().unwrap_or_default()));
+        }
+        out.push(check);
+    }
+    drop(fleet);
+    out
+}
+
+/// The report as JSON: `{"ok": bool, "servers": [...]}`.
+pub fn report_json(checks: &[ServerCheck]) -> Value {
+    json!({"ok": checks.iter().all(|c| c.up), "servers": checks})
+}

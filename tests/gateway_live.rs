@@ -1,0 +1,135 @@
+//! The gateway's config applied live: a server added to the config file while a client
+//! session stays open becomes searchable and callable in that session (told `list_changed`),
+//! a config that does not load is refused with the running one kept, a server removed is
+//! stopped, and SIGHUP reloads. The official Python MCP client and the npm reference servers.
+
+mod common;
+
+use std::time::Duration;
+
+use common::gateway::{client_steps, http_get, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+fn ready(gateway: &HttpGateway) -> Value {
+    serde_json::from_str(&http_get(&gateway.addr, "/readyz", &[]).1).unwrap()
+}
+
+fn wait_until(what: &str, check: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn count(gateway: &HttpGateway, text: &str) -> usize {
+    gateway.status.lock().unwrap().iter().filter(|l| l.contains(text)).count()
+}
+
+#[test]
+fn a_server_added_to_the_config_becomes_searchable_in_an_open_session() {
+    let dir = common::scratch().join("gateway-live");
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let config = write_config(&dir, &json!({"mcpServers": {"everything": everything}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let go = dir.join("go");
+    let query = "create entities in the knowledge graph";
+    let steps = json!([
+        ["search_tool_by_category", {"query": query}],
+        ["wait_for_file", go],
+        ["list_changed"],
+        ["search_tool_by_category", {"query": query}],
+        ["call", "memory.read_graph", {}],
+        ["call", "everything.echo", {"message": "still here"}]
+    ]);
+    let url = gateway.url();
+    let client = std::thread::spawn(move || client_steps(&url, "-", &steps));
+    wait_until("the client searched", || count(&gateway, "\"event\":\"request\"") >= 1);
+
+    // A config that does not load is refused; the running one stays and still serves.
+    std::fs::write(&config, "{\"mcpServers\": {\"everything\": ").unwrap();
+    wait_until("config_error", || count(&gateway, "\"event\":\"config_error\"") >= 1);
+    assert!(gateway.status.lock().unwrap().iter().any(|l| l.contains("config_error") && l.contains("gateway.json")));
+    assert_eq!(ready(&gateway)["upstreams"]["everything"]["state"], "up");
+
+    // The edit that adds server-memory: started, indexed, and the open session is told.
+    let before = count(&gateway, "\"event\":\"indexed\"");
+    write_config(&dir, &json!({"mcpServers": {"everything": everything, "memory": memory}}));
+    wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= 1);
+    wait_until("memory searchable", || {
+        count(&gateway, "\"event\":\"indexed\"") > before && {
+            let r = client_steps(&gateway.url(), "-", &json!([["search_tool_by_category", {"query": query}]]));
+            r[0]["text"].as_str().unwrap().contains("memory.create_entities")
+        }
+    });
+    let reloaded = gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(1));
+    let reloaded: Value = serde_json::from_str(&reloaded).unwrap();
+    assert_eq!((reloaded["added"].clone(), reloaded["removed"].clone()), (json!(["memory"]), json!([])));
+    std::fs::write(&go, "").unwrap();
+    let out = client.join().unwrap();
+    let ids = |r: &Value| -> String { r["text"].as_str().unwrap().to_owned() };
+    assert!(!ids(&out[0]).contains("memory."), "not there before: {out:?}");
+    assert!(out[2]["text"].as_str().unwrap().parse::<u32>().unwrap() >= 1, "list_changed: {out:?}");
+    assert!(ids(&out[3]).contains("memory.create_entities"), "searchable in the same session: {out:?}");
+    assert!(!out[4]["is_error"].as_bool().unwrap(), "{out:?}");
+    assert_eq!(out[5]["text"], "Echo: still here", "{out:?}");
+
+    // Removing a server stops it and takes its tools away; SIGHUP reloads too.
+    write_config(&dir, &json!({"mcpServers": {"memory": memory}}));
+    wait_until("everything removed", || ready(&gateway)["upstreams"].get("everything").is_none());
+    wait_until("reindexed", || {
+        let r =
+            client_steps(&gateway.url(), "-", &json!([["search_tool_by_category", {"query": "echo a message back"}]]));
+        !r[0]["text"].as_str().unwrap().contains("everything.echo")
+    });
+    let reloads = count(&gateway, "\"event\":\"config_reloaded\"");
+    std::process::Command::new("kill").args(["-HUP", &gateway.pid().to_string()]).status().unwrap();
+    wait_until("reloaded on SIGHUP", || count(&gateway, "\"signal\":true") >= 1);
+    assert_eq!(count(&gateway, "\"event\":\"config_reloaded\""), reloads + 1);
+}
+
+#[test]
+fn check_starts_every_server_once_and_reports_what_is_wrong_with_an_exit_status() {
+    let dir = common::scratch().join("gateway-check");
+    let shifty = common::repo().join("tests/mcp/shifty_server.py");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {
+            "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]},
+            "shifty": {"command": common::python(), "args": [shifty]},
+            "typo": {"command": "definitely-not-a-command-7d1e", "args": ["--token", "s3cr3t-value"]}
+        }}),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["--json", "gateway", "--check", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a server is down: the check fails");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server =
+        |name: &str| report["servers"].as_array().unwrap().iter().find(|s| s["server"] == name).unwrap().clone();
+    assert_eq!(report["ok"], false);
+    let everything = server("everything");
+    assert!(everything["up"].as_bool().unwrap() && everything["tools"].as_array().unwrap().iter().any(|t| t == "echo"));
+    let typo = server("typo");
+    assert!(
+        !typo["up"].as_bool().unwrap() && typo["reason"].as_str().unwrap().contains("command was not found"),
+        "{typo}"
+    );
+    assert!(!report.to_string().contains("s3cr3t-value"), "credentials masked: {report}");
+    let warnings = server("shifty")["warnings"].to_string();
+    assert!(warnings.contains("add_numbers: looks injected") && warnings.contains("U+200B"), "{warnings}");
+    // Without the broken server it passes.
+    let ok = write_config(
+        &dir.join("ok"),
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}}}),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "--check", "--config", ok.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("everything: up"));
+}
