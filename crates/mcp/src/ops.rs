@@ -27,6 +27,9 @@ use crate::hub::Hub;
 use crate::metrics::{Metrics, CONTENT_TYPE};
 use crate::trail::Trail;
 
+/// Request log events queued for the log thread at most.
+const LOG_QUEUE: usize = 4096;
+
 /// The scope a bearer token needs to read `/metrics` and `/readyz`'s details.
 pub const OPS_SCOPE: &str = "ops";
 
@@ -53,8 +56,11 @@ pub struct Operations {
     pub metrics: Metrics,
     /// The audit trail on disk, if one is kept.
     pub trail: Option<Trail>,
-    /// Where request log events go, if anywhere.
-    pub log: Option<Arc<dyn Status>>,
+    /// Where request log events go, if anywhere: through a bounded queue to a thread of its
+    /// own, so a reader that stops draining the log (a full stderr pipe) never blocks a call.
+    log: Option<std::sync::mpsc::SyncSender<(String, Value)>>,
+    /// Log events dropped because the queue was full.
+    dropped: Arc<AtomicU64>,
     /// Upstream states and held tools, for a gateway.
     pub details: Option<Details>,
     ids: AtomicU64,
@@ -79,7 +85,22 @@ impl Operations {
         // Request ids of two processes (two replicas) differ in their prefix.
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let prefix = (nanos as u32) ^ std::process::id().rotate_left(16);
-        Operations { metrics: Metrics::default(), trail, log, details, ids: AtomicU64::new(0), prefix }
+        let dropped = Arc::new(AtomicU64::new(0));
+        let log = log.and_then(|status| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Value)>(LOG_QUEUE);
+            let spawned = std::thread::Builder::new().name("toolsearch-log".into()).spawn(move || {
+                for (kind, detail) in rx {
+                    status.event(&kind, detail);
+                }
+            });
+            spawned.ok().map(|_| tx)
+        });
+        Operations { metrics: Metrics::default(), trail, log, dropped, details, ids: AtomicU64::new(0), prefix }
+    }
+
+    /// Log events dropped so far because the log was not read fast enough.
+    pub fn dropped_log_events(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// A new request id, unique within the process and unlikely to repeat across processes.
@@ -87,10 +108,12 @@ impl Operations {
         format!("{:08x}-{:x}", self.prefix, self.ids.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
-    /// Logs one event, when a log is configured.
+    /// Logs one event, when a log is configured; dropped (and counted) when the queue is full.
     pub fn log(&self, kind: &str, detail: Value) {
         if let Some(log) = &self.log {
-            log.event(kind, detail);
+            if log.try_send((kind.to_owned(), detail)).is_err() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }
