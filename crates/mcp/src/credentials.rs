@@ -5,8 +5,8 @@
 //! a restart and without a client noticing.
 //!
 //! The values live in memory only: never in the state directory, never in a status line (a
-//! failing command is reported by its exit status and its stderr, masked like any operator
-//! detail). Concurrent requests that meet the same 401 run the command once.
+//! failing command is reported by its exit status only, never its output or stderr).
+//! Concurrent requests that meet the same 401 run the command once.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -114,7 +114,7 @@ impl Credentials {
 }
 
 /// Runs one header command; its trimmed output. Errors name the header and the exit status,
-/// with the command's first stderr line masked (never its output).
+/// never the command's output or stderr.
 async fn run(header: &str, spec: &HeaderCommand) -> Result<String, Error> {
     let Some((program, args)) = spec.command.split_first() else {
         return Err(failure(format!("the command for header {header:?} is empty")));
@@ -126,9 +126,9 @@ async fn run(header: &str, spec: &HeaderCommand) -> Result<String, Error> {
         .map_err(|_| failure(format!("the command for header {header:?} did not finish within 30 s")))?
         .map_err(|e| failure(format!("the command for header {header:?} could not be run: {e}")))?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let first = crate::secrets::mask(stderr.lines().next().unwrap_or_default());
-        return Err(failure(format!("the command for header {header:?} failed ({}): {first}", out.status)));
+        // Its exit status only: this error can reach a client (a failed call), and a
+        // command's stderr may hold what it was fetching.
+        return Err(failure(format!("the command for header {header:?} failed ({})", out.status)));
     }
     let value = String::from_utf8(out.stdout)
         .map_err(|_| failure(format!("the command for header {header:?} printed something that is not UTF-8")))?;

@@ -351,6 +351,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_server_that_churns_names_cannot_grow_the_pins_without_end() {
+        let mut pins = Pins::default();
+        for i in 0..50 {
+            pins.pins.insert(format!("s.t{i}"), Pin::of(&json!({"name": format!("t{i}")})));
+        }
+        pins.pins.insert("other.t0".into(), Pin::of(&json!({"name": "t0"})));
+        let listed: std::collections::HashSet<&str> = ["t1", "t2"].into_iter().collect();
+        assert!(!forget_unlisted(&mut pins, "s", &listed, 20), "50 pins are within 4 x 20");
+        assert!(forget_unlisted(&mut pins, "s", &listed, 10), "past 4 x 10: unlisted pins go");
+        let left: Vec<&str> = pins.pins.keys().map(String::as_str).collect();
+        assert_eq!(left, ["other.t0", "s.t1", "s.t2"], "listed ones and other servers' stay");
+    }
+
+    #[test]
     fn the_digest_ignores_key_order_and_the_diff_names_what_changed() {
         let a = json!({"name": "w", "description": "Weather.\nFor a city.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}});
         let b = json!({"inputSchema": {"properties": {"city": {"type": "string"}}, "type": "object"}, "description": "Weather.\nFor a city.", "name": "w"});
