@@ -211,7 +211,7 @@ pub async fn start(
         match tokio::time::timeout(left, events.recv()).await {
             Ok(Some(e)) => match &e {
                 UpEvent::Up(n) => {
-                    let tools = upstreams[n].listing().map_or(0, |l| l.tools.len());
+                    let tools = upstreams[n].tool_count();
                     status.event("upstream_up", json!({"server": n, "tools": tools}));
                     settled.insert(n.clone(), true);
                 }
@@ -297,7 +297,7 @@ fn operations(
             .map(|(name, u)| UpstreamState {
                 name: name.clone(),
                 up: u.is_up(),
-                tools: u.listing().map_or(0, |l| l.tools.len()),
+                tools: u.tool_count(),
                 reason: (!u.is_up()).then(|| u.operator_reason()),
             })
             .collect();

@@ -117,9 +117,7 @@ impl Keeper {
                     }
                     self.status.event("tools_changed", json!({"server": n}));
                 }
-                UpEvent::Up(_) => self
-                    .status
-                    .event("upstream_up", json!({"server": n, "tools": up.listing().map_or(0, |l| l.tools.len())})),
+                UpEvent::Up(_) => self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()})),
                 UpEvent::Down(_) => {
                     self.status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}))
                 }

@@ -152,6 +152,11 @@ impl Upstream {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// How many tools its last listing holds (0 before the first), without copying it.
+    pub fn tool_count(&self) -> usize {
+        self.listing.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |l| l.tools.len())
+    }
+
     /// Why it is down, as a client may be told: the server's name and the kind of failure,
     /// never its command line, arguments, environment, URL or output (they may hold
     /// credentials).
