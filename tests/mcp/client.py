@@ -5,6 +5,7 @@ nobody here wrote. Prints one JSON object of observations; tests/gateway.rs asse
     python client.py http URL TOKEN         # connects to a running gateway (TOKEN may be "-")
     python client.py calls URL TOKEN STEPS  # one HTTP session: each step of the JSON list STEPS,
                                             # [discovery tool or "call", tool id or arguments, ...]
+                                            # or a step of OFFER_STEPS (resources, prompts)
 """
 
 import json
@@ -15,7 +16,7 @@ import time
 
 import anyio
 import httpx2
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -36,13 +37,20 @@ class Notes:
     def __init__(self):
         self.list_changed = 0
         self.progress = 0
+        self.methods = {}
+        self.updated = []
 
     async def handle(self, message):
         method = getattr(message, "method", None)
         if method is None and hasattr(message, "root"):
-            method = getattr(message.root, "method", None)
+            message = message.root
+            method = getattr(message, "method", None)
         if method == "notifications/tools/list_changed":
             self.list_changed += 1
+        if method:
+            self.methods[method] = self.methods.get(method, 0) + 1
+        if method == "notifications/resources/updated":
+            self.updated.append(str(message.params.uri))
 
 
 async def search(session, query):
@@ -186,6 +194,13 @@ async def calls_scenario(url, token, steps):
                     if step[0] == "list_changed":
                         results.append({"text": str(notes.list_changed), "is_error": False})
                         continue
+                    if step[0] in OFFER_STEPS:
+                        try:
+                            value = await OFFER_STEPS[step[0]](session, notes, *step[1:])
+                            results.append({"text": json.dumps(value), "is_error": False})
+                        except Exception as e:  # an MCP error answer: its message is the observation
+                            results.append({"text": str(e), "is_error": True})
+                        continue
                     if step[0] == "call":
                         r = await call(session, step[1], step[2])
                     else:
@@ -193,6 +208,78 @@ async def calls_scenario(url, token, steps):
                     d = dump(r)
                     results.append({"text": text_of(r), "is_error": bool(d.get("isError"))})
     return {"results": results}
+
+
+async def all_pages(list_page, key):
+    """Every item of a paged list and the number of pages it took."""
+    items, cursor, pages = [], None, 0
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = dump(await list_page(params=params))
+        pages += 1
+        items += page.get(key, [])
+        cursor = page.get("nextCursor")
+        if not cursor or pages > 100:
+            return {"items": items, "pages": pages}
+
+
+async def step_resources(session, notes):
+    return await all_pages(session.list_resources, "resources")
+
+
+async def step_templates(session, notes):
+    return await all_pages(session.list_resource_templates, "resourceTemplates")
+
+
+async def step_prompts(session, notes):
+    return await all_pages(session.list_prompts, "prompts")
+
+
+async def step_read(session, notes, uri):
+    return dump(await session.read_resource(uri))
+
+
+async def step_get_prompt(session, notes, name, arguments):
+    return dump(await session.get_prompt(name, arguments))
+
+
+async def step_subscribe(session, notes, uri):
+    await session.subscribe_resource(uri)
+    return {}
+
+
+async def step_wait_updated(session, notes, uri, seconds):
+    """Waits up to SECONDS for a notifications/resources/updated of URI; the URIs seen."""
+    deadline = time.monotonic() + seconds
+    while uri not in notes.updated and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    return notes.updated
+
+
+async def step_notes(session, notes):
+    """The notifications seen so far, by method."""
+    return notes.methods
+
+
+async def step_wait_note(session, notes, method, seconds):
+    """Waits up to SECONDS for a notification METHOD; the notifications seen."""
+    deadline = time.monotonic() + seconds
+    while method not in notes.methods and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    return notes.methods
+
+
+OFFER_STEPS = {
+    "resources": step_resources,
+    "templates": step_templates,
+    "prompts": step_prompts,
+    "read": step_read,
+    "get_prompt": step_get_prompt,
+    "subscribe": step_subscribe,
+    "wait_updated": step_wait_updated,
+    "notes": step_notes,
+    "wait_note": step_wait_note,
+}
 
 
 def main():

@@ -52,7 +52,15 @@ pub struct DiscoveryConfig {
     pub call_tool: bool,
     /// How many tools a search returns unless the model asks for another number (1-50).
     pub limit: usize,
+    /// Whether searches and listings take a `kind` argument (`tool`, `prompt` or `any`): set
+    /// where the catalogue also holds prompts, as entries tagged [`PROMPT_TAG`] (the gateway's
+    /// upstream prompts).
+    pub kinds: bool,
 }
+
+/// The tag of catalogue entries that are prompts, not tools: searches with `kind: "prompt"`
+/// keep only them, `kind: "tool"` leaves them out, and their pointers say `"kind": "prompt"`.
+pub const PROMPT_TAG: &str = "kind:prompt";
 
 impl Default for DiscoveryConfig {
     fn default() -> Self {
@@ -62,6 +70,7 @@ impl Default for DiscoveryConfig {
             detail: Detail::Summaries,
             call_tool: false,
             limit: 5,
+            kinds: false,
         }
     }
 }
@@ -146,13 +155,20 @@ impl DiscoveryTool {
         let tags = json!({"type": "array", "items": {"type": "string"}, "description": "Only tools carrying all these tags (e.g. \"read-only\")."});
         let cursor =
             json!({"type": "string", "description": "The next_cursor of the previous page, to get the next one."});
+        let kind = json!({"type": "string", "enum": ["tool", "prompt", "any"], "description": "What to find: tools, prompts (templated messages the servers offer; call_tool with a prompt's id returns its messages), or both (the default)."});
+        let with_kind = |mut schema: serde_json::Value| {
+            if config.kinds {
+                schema["properties"]["kind"] = kind.clone();
+            }
+            schema
+        };
         let (description, input_schema) = match self {
             DiscoveryTool::SearchTools => (
                 format!("Search the tool catalogue for tools that can do a task, optionally inside one category. {detail}"),
-                object_schema(
+                with_kind(object_schema(
                     json!({"query": query, "category_path": {"type": "string", "description": "Category to search in, e.g. \"Coding/Git\"; omit to search everything."}, "tags": tags, "limit": limit, "cursor": cursor, "match": {"type": "string", "enum": ["semantic", "regex"], "description": "\"regex\" treats query as a regular expression over tool ids and names (case-insensitive), e.g. \"^github\\\\.\" or \"issue\"; default \"semantic\"."}}),
                     &["query"],
-                ),
+                )),
             ),
             DiscoveryTool::SearchNodes => (
                 "Search the catalogue's categories; returns category paths with summaries, to narrow a later tool search."
@@ -162,7 +178,7 @@ impl DiscoveryTool {
             DiscoveryTool::List => (
                 "List a category of the tool catalogue: its subcategories and tools (the top level when no path is given)."
                     .to_owned(),
-                object_schema(json!({"path": {"type": "string", "description": "Category path, e.g. \"Coding/Git\"."}, "tags": tags, "limit": limit, "cursor": cursor}), &[]),
+                with_kind(object_schema(json!({"path": {"type": "string", "description": "Category path, e.g. \"Coding/Git\"."}, "tags": tags, "limit": limit, "cursor": cursor}), &[])),
             ),
             DiscoveryTool::Expand => (
                 "Get the full definition (arguments, result, usage notes) of a tool found by a search, and make it callable."

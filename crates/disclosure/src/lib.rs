@@ -26,7 +26,7 @@ mod toolset;
 
 pub use audit::{AuditEntry, AuditEvent, AuditTrail, CallOutcome};
 pub use definition::{sanitize_name, ToolDef, MAX_NAME_CHARS};
-pub use discovery::{Detail, DiscoveryConfig, DiscoveryMode};
+pub use discovery::{Detail, DiscoveryConfig, DiscoveryMode, PROMPT_TAG};
 pub use error::DisclosureError;
 pub use facade::{is_discovery_name, Facade, Inner, Item, Select, DEFAULT_QUERY_LIMIT};
 pub use groups::{Availability, Clock, ManualClock, Probe, Reason, SystemClock, DEFAULT_TTL};

@@ -20,12 +20,14 @@ use toolsearch_query::{Engine, EngineOptions, Principal};
 
 use crate::config::{Access, GatewayConfig, ServeError};
 use crate::fleet::Fleet;
+use crate::forward::UpstreamRunner;
 use crate::hub::Hub;
 use crate::keeper::Keeper;
 use crate::ops::{Details, Operations, UpstreamState};
+use crate::passthrough::Passthrough;
 use crate::pins::{self, Held};
 use crate::trail::Trail;
-use crate::upstream::{Listing, UpEvent, UpstreamRunner};
+use crate::upstream::{Listing, UpEvent};
 
 /// What the gateway reports while it works (a terminal line, or a JSON line for scripts).
 pub trait Status: Send + Sync {
@@ -91,6 +93,18 @@ pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig)
                 }
             }
             tools.push(tool_entry(server, name, t, s));
+        }
+        // Prompts are searchable beside the tools (a prompt named like a tool is left to it).
+        for p in &listing.offers.prompts {
+            let Some(name) = p.get("name").and_then(Value::as_str) else { continue };
+            if !seen.insert(name.to_owned()) {
+                continue;
+            }
+            let mut entry = crate::offers::prompt_entry(server, tool_id(server, name), name, p);
+            if let Some(r) = s.requires.get(server) {
+                entry["requires"] = json!(r);
+            }
+            tools.push(entry);
         }
     }
     json!({"nodes": nodes, "groups": groups, "tools": tools})
@@ -180,21 +194,48 @@ pub fn load_lenient(mut manifest: Value, status: &dyn Status) -> Result<Option<C
     Ok((!catalog.tools.is_empty()).then_some(catalog))
 }
 
-/// Starts the upstreams, builds (or refreshes) the index under `state`, and returns the hub
-/// to serve with the task that keeps it current.
+/// How a gateway uses its state directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Role {
+    /// It owns the state dir: builds the index, keeps pins and the audit trail there.
+    #[default]
+    Primary,
+    /// One of several gateways sharing a state dir a primary (or `gateway --build`) wrote: it
+    /// serves that index read-only, reloads it when it is rebuilt, and writes nothing under the
+    /// state dir; its audit trail goes to `audit` when given.
+    Replica {
+        /// Where its audit trail is written (none without it).
+        audit: Option<PathBuf>,
+    },
+}
+
+/// Starts the upstreams, builds (or refreshes) the index under `state` (a replica: opens it
+/// as it is), and returns the hub to serve with the task that keeps it current.
 pub async fn start(
     config: GatewayConfig,
     state: &Path,
     embedder: Arc<dyn Embedder>,
     engine_options: EngineOptions,
     status: Arc<dyn Status>,
+    role: Role,
 ) -> Result<Gateway, ServeError> {
     // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
     // memory up (see the function's doc for the measurement).
     toolsearch_embed::memory::fixed_mmap_threshold();
-    std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
-    private(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
     let index_dir = state.join("index");
+    let replica = matches!(role, Role::Replica { .. });
+    if !replica {
+        std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+        private(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+    } else if !index_dir.join("meta.bin").exists() {
+        return Err(ServeError::Config(
+            index_dir,
+            "a replica serves the index a primary gateway built under its state dir, and there is none: \
+             run `toolsearch gateway --build` (or a gateway without --replica) on it first"
+                .into(),
+        ));
+    }
+    let index_stamp = crate::keeper::file_stamp(&index_dir.join("meta.bin"));
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let availability = Arc::new(Availability::default());
@@ -219,7 +260,7 @@ pub async fn start(
                     status.event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()}));
                     settled.entry(n.clone()).or_insert(false);
                 }
-                UpEvent::ToolsChanged(_) => {}
+                _ => {}
             },
             _ => break,
         }
@@ -231,7 +272,10 @@ pub async fn start(
     }
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
-    let (built, first_stamp) = rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?;
+    let (built, first_stamp) = match replica {
+        true => (false, None),
+        false => rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?,
+    };
     if !built && !index_dir.join("meta.bin").exists() {
         let reasons: Vec<String> = upstreams.values().map(|u| u.operator_reason()).collect();
         return Err(ServeError::Config(
@@ -249,13 +293,25 @@ pub async fn start(
         (None, Access::Open) => Principal::trusted(),
     };
     let runner = Arc::new(UpstreamRunner { fleet: fleet.clone(), timeout: Duration::from_secs(s.call_timeout_secs) });
-    let hub = Hub::new(live.clone(), availability, s.toolset.clone(), principal, Arc::new(runner)).with_instructions(
+    let mut toolset = s.toolset.clone();
+    toolset.discovery.kinds = true;
+    let passthrough = Arc::new(Passthrough::new(
+        fleet.clone(),
+        s.requires.clone(),
+        Duration::from_secs(s.call_timeout_secs),
+        s.limits.list.page,
+    ));
+    // What the lists look like now: sessions are told of changes from here on.
+    passthrough.announce(&[]).await;
+    let hub = Hub::new(live.clone(), availability, toolset, principal, Arc::new(runner)).with_instructions(
         "This server is a gateway to several MCP servers: their tools are found by search \
              (search_tool_by_category), then expanded (expand_tool) and called by name, or called \
              through call_tool with the tool_id the search returned if your client does not \
              refresh its tool list.",
     );
-    let hub = hub.with_operations(operations(state, s, &fleet, held.clone(), status.clone())?);
+    let hub = hub
+        .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone())?)
+        .with_passthrough(passthrough);
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     let keeper = Keeper {
@@ -268,6 +324,7 @@ pub async fn start(
         status,
         last: listings,
         pins: first_stamp,
+        replica: replica.then_some(index_stamp),
     };
     let task = tokio::spawn(keeper.run(events));
     Ok(Gateway { hub, fleet, index_dir, tasks: vec![task] })
@@ -277,17 +334,21 @@ pub async fn start(
 /// logs to `status`, and the upstreams' states for `/readyz` and `/metrics`.
 fn operations(
     state: &Path,
+    role: &Role,
     settings: &crate::config::GatewaySettings,
     fleet: &Arc<Fleet>,
     held: HeldNow,
     status: Arc<dyn Status>,
 ) -> Result<Operations, ServeError> {
-    let trail = match settings.audit.enabled {
-        true => {
-            let dir = state.join("audit");
+    let dir = match role {
+        Role::Primary => Some(state.join("audit")),
+        Role::Replica { audit } => audit.clone(),
+    };
+    let trail = match (settings.audit.enabled, dir) {
+        (true, Some(dir)) => {
             Some(Trail::open(&dir, settings.audit).map_err(|e| ServeError::Config(dir, e.to_string()))?)
         }
-        false => None,
+        _ => None,
     };
     let fleet = fleet.clone();
     let details: Details = Arc::new(move || {

@@ -27,8 +27,22 @@ use crate::http::{HttpAccess, HttpLimits};
 use crate::session::Caller;
 
 const SESSION_HEADER: &str = "mcp-session-id";
-/// The requests a session answers; any other method is "method not found: NAME".
-const METHODS: &[&str] = &["initialize", "ping", "tools/list", "tools/call"];
+/// The requests a session answers; any other method is "method not found: NAME". (Resources
+/// and prompts are answered by a gateway's sessions; a `serve` session answers those with
+/// "method not found" itself.)
+const METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+];
 
 type TokenDigest = [u8; 32];
 

@@ -10,6 +10,7 @@ use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet,
 use toolsearch_query::Principal;
 
 use crate::ops::Operations;
+use crate::passthrough::Passthrough;
 use crate::runner::ToolRunner;
 use crate::session::{refresh, SessionHandle};
 
@@ -23,6 +24,7 @@ pub struct Hub {
     instructions: Option<String>,
     ops: Operations,
     sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
+    passthrough: Option<Arc<Passthrough>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -50,6 +52,7 @@ impl Hub {
             instructions: None,
             ops: Operations::default(),
             sessions: Mutex::default(),
+            passthrough: None,
         })
     }
 
@@ -65,6 +68,33 @@ impl Hub {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_operations before the hub is shared"));
         hub.ops = ops;
         Arc::new(hub)
+    }
+
+    /// The same hub passing `passthrough`'s resources and prompts on to its clients.
+    pub fn with_passthrough(self: Arc<Hub>, passthrough: Arc<Passthrough>) -> Arc<Hub> {
+        let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_passthrough before the hub is shared"));
+        hub.passthrough = Some(passthrough);
+        Arc::new(hub)
+    }
+
+    /// The upstreams' resources and prompts, when this hub passes them on (a gateway).
+    pub fn passthrough(&self) -> Option<&Arc<Passthrough>> {
+        self.passthrough.as_ref()
+    }
+
+    /// The clients of the sessions still open.
+    fn peers(&self) -> Vec<Peer<RoleServer>> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|(_, h)| h.strong_count() > 0);
+        sessions.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// Tells every session that the upstreams' resource or prompt lists changed, for each
+    /// that did since last told.
+    pub async fn announce_offers(&self) {
+        if let Some(p) = &self.passthrough {
+            p.announce(&self.peers()).await;
+        }
     }
 
     /// What the server measures and records.

@@ -7,9 +7,13 @@
 //!   rebuild that follows; a config that does not load is refused with its error and the
 //!   running one kept; settings that only a restart can apply (tokens, limits, the tool set)
 //!   are named in the status;
-//! - an operator approves a held tool (the pins file changes): rebuilt.
+//! - an operator approves a held tool (the pins file changes): rebuilt;
+//! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
+//!   change to them rebuilds); a watched resource's update goes to its watchers at once.
 //!
-//! Every session is then told `list_changed` where what it sees moved.
+//! Every session is then told `list_changed` (of tools, resources, prompts) where what it
+//! sees moved. A replica (`Role::Replica`) rebuilds nothing: it reloads the shared index when
+//! another process rebuilt it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,9 +38,9 @@ const COALESCE: Duration = Duration::from_millis(250);
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 
 /// What identifies a file's content for the watch: its inode, size and modification time.
-type FileStamp = (u64, u64, std::time::SystemTime);
+pub(crate) type FileStamp = (u64, u64, std::time::SystemTime);
 
-fn file_stamp(path: &Path) -> Option<FileStamp> {
+pub(crate) fn file_stamp(path: &Path) -> Option<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some((m.ino(), m.len(), m.modified().ok()?))
@@ -55,6 +59,10 @@ pub(crate) struct Keeper {
     pub(crate) last: BTreeMap<String, Listing>,
     /// The pins file as the last rebuild left it.
     pub(crate) pins: Option<PinsStamp>,
+    /// A replica's view of the shared index (`None` for the gateway that builds it): what
+    /// `index/meta.bin` was when last loaded. A replica never writes under the state dir; it
+    /// reloads the index when another process rebuilt it.
+    pub(crate) replica: Option<Option<FileStamp>>,
 }
 
 impl Keeper {
@@ -72,10 +80,21 @@ impl Keeper {
                 _ = tick.tick() => (None, false),
                 Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => (None, true),
             };
-            let approved = pins::pins_stamp(&self.state) != self.pins;
+            let approved = self.replica.is_none() && pins::pins_stamp(&self.state) != self.pins;
             let edited = hup || file_stamp(&self.config.path) != config_stamp;
-            if first.is_none() && !approved && !edited {
+            let index_now = self.replica.map(|_| file_stamp(&self.state.join("index").join("meta.bin")));
+            let moved = index_now.is_some() && index_now != self.replica;
+            if first.is_none() && !approved && !edited && !moved {
                 continue;
+            }
+            // A watched resource's update goes straight to its watchers.
+            if let Some(UpEvent::ResourceUpdated(server, uri)) = &first {
+                if let Some(p) = self.hub.passthrough() {
+                    p.updated(server, uri).await;
+                }
+                if !approved && !edited {
+                    continue;
+                }
             }
             let mut force = approved;
             if edited {
@@ -93,12 +112,17 @@ impl Keeper {
             if approved {
                 self.status.event("pins_changed", json!({"pins": pins::pins_path(&self.state)}));
             }
+            if let Some(stamp) = index_now {
+                self.follow(moved, stamp).await;
+                continue;
+            }
             let now = self.fleet.listings();
             if (force || !same_listings(&now, &self.last)) && self.rebuild(now).await {
                 self.hub.announce_catalogue_changed().await;
             } else {
                 self.hub.announce_changes().await;
             }
+            self.hub.announce_offers().await;
         }
     }
 
@@ -107,7 +131,11 @@ impl Keeper {
     async fn take(&self, batch: &[UpEvent]) {
         let mut relisted = std::collections::BTreeSet::new();
         for e in batch {
-            let (UpEvent::Up(n) | UpEvent::Down(n) | UpEvent::ToolsChanged(n)) = e;
+            let (UpEvent::Up(n)
+            | UpEvent::Down(n)
+            | UpEvent::ToolsChanged(n)
+            | UpEvent::OffersChanged(n)
+            | UpEvent::ResourceUpdated(n, _)) = e;
             // An event of a server removed since is moot.
             let Some(up) = self.fleet.get(n) else { continue };
             match e {
@@ -117,12 +145,50 @@ impl Keeper {
                     }
                     self.status.event("tools_changed", json!({"server": n}));
                 }
-                UpEvent::Up(_) => self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()})),
+                UpEvent::OffersChanged(_) => {
+                    if relisted.insert(format!("{n}\0offers")) {
+                        up.relist_offers().await;
+                    }
+                    self.status.event("offers_changed", json!({"server": n}));
+                }
+                UpEvent::ResourceUpdated(_, uri) => {
+                    if let Some(p) = self.hub.passthrough() {
+                        p.updated(n, uri).await;
+                    }
+                }
+                UpEvent::Up(_) => {
+                    if let Some(p) = self.hub.passthrough() {
+                        p.resubscribe(n).await;
+                    }
+                    self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()}))
+                }
                 UpEvent::Down(_) => {
                     self.status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}))
                 }
             }
         }
+    }
+
+    /// A replica's turn: the index reloaded if another process rebuilt it (`moved`, now at
+    /// `stamp`), and every session told what changed.
+    async fn follow(&mut self, moved: bool, stamp: Option<FileStamp>) {
+        if moved {
+            let live = self.hub.live().clone();
+            match tokio::task::spawn_blocking(move || live.reload()).await {
+                Ok(Ok(())) => {
+                    self.replica = Some(stamp);
+                    let tools = self.hub.live().engine().catalog().tools.len();
+                    self.status.event("index_reloaded", json!({"tools": tools}));
+                    self.hub.announce_catalogue_changed().await;
+                }
+                // Caught mid-swap or unreadable: tried again at the next look.
+                Ok(Err(e)) => self.status.event("index_error", json!({"error": e.to_string()})),
+                Err(e) => self.status.event("index_error", json!({"error": e.to_string()})),
+            }
+        } else {
+            self.hub.announce_changes().await;
+        }
+        self.hub.announce_offers().await;
     }
 
     /// Rebuilds the index from `now` and reloads the engine on a blocking thread; whether it
@@ -188,6 +254,9 @@ impl Keeper {
         if !restart.is_empty() {
             self.status.event("config_restart_needed", json!({"settings": restart}));
         }
+        if let Some(p) = self.hub.passthrough() {
+            p.set_requires(new.settings.requires.clone());
+        }
         self.config = new;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         self.status.event(
@@ -222,6 +291,11 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
     out
 }
 
+/// Whether two sets of listings index alike: the same servers, summaries, tools and prompts
+/// (resources are passed through, not indexed).
 fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|((na, la), (nb, lb))| na == nb && la == lb)
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((na, la), (nb, lb))| {
+            na == nb && la.summary == lb.summary && la.tools == lb.tools && la.offers.prompts == lb.offers.prompts
+        })
 }

@@ -18,6 +18,7 @@ mod credentials;
 mod cut;
 mod effects;
 pub mod fleet;
+mod forward;
 pub mod gateway;
 mod http;
 mod http_guard;
@@ -25,7 +26,9 @@ mod hub;
 mod keeper;
 mod listing;
 pub mod metrics;
+pub mod offers;
 pub mod ops;
+pub mod passthrough;
 pub mod pins;
 pub mod preflight;
 mod runner;
@@ -40,6 +43,7 @@ pub use checks::spawn_command_checks;
 pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, ServeConfig, ServeError, ServerSpec};
 pub use credentials::HeaderCommand;
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
+pub use forward::UpstreamRunner;
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
 pub use listing::{ListLimits, Listing};
@@ -48,7 +52,7 @@ pub use secrets::mask as mask_secrets;
 pub use session::{Caller, Session};
 pub use stdio::{serve_io, MAX_MESSAGE_BYTES};
 pub use tokio_util::sync::CancellationToken;
-pub use upstream::{Failure, Upstream, UpstreamRunner};
+pub use upstream::{Failure, Upstream};
 
 /// The MCP protocol versions served, oldest first (the session-less 2026-07-28 revision is
 /// not: progressive disclosure needs a session).

@@ -209,7 +209,10 @@ pub(crate) fn guard(
                 None => kept.push(tool.clone()),
             }
         }
-        out.insert(server.clone(), Listing { summary: listing.summary.clone(), tools: kept });
+        out.insert(
+            server.clone(),
+            Listing { summary: listing.summary.clone(), tools: kept, offers: listing.offers.clone() },
+        );
         changed_pins |= forget_unlisted(&mut pins, server, &names, config.settings.limits.list.max_tools);
     }
     if changed_pins {

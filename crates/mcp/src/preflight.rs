@@ -61,7 +61,7 @@ pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
             Ok(Some(UpEvent::Down(n))) => {
                 settled.entry(n).or_insert(false);
             }
-            Ok(Some(UpEvent::ToolsChanged(_))) => {}
+            Ok(Some(_)) => {}
             _ => break,
         }
     }

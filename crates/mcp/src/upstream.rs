@@ -19,14 +19,13 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
-use toolsearch_catalog::Tool;
 
 use crate::child::{ChildTransport, TOO_LARGE_CODE};
 use crate::config::{GatewayLimits, ServerSpec};
 use crate::credentials::{CredentialedClient, Credentials};
 use crate::listing::list_tools;
 pub use crate::listing::Listing;
-use crate::runner::{BoxFuture, ProgressSink, RunContext, RunError, ToolRunner};
+use crate::runner::{ProgressSink, RunContext, RunError};
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_LINES: usize = 12;
@@ -45,6 +44,10 @@ pub enum UpEvent {
     Down(String),
     /// Its tool list changed (it said so); listed again.
     ToolsChanged(String),
+    /// Its resources, templates or prompts changed (it said so); to be listed again.
+    OffersChanged(String),
+    /// A resource it was asked to watch changed: the server, and the URI as it gave it.
+    ResourceUpdated(String, String),
 }
 
 /// One upstream server.
@@ -104,6 +107,22 @@ impl ClientHandler for UpClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.events.send(UpEvent::ToolsChanged(self.name.clone()));
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(UpEvent::OffersChanged(self.name.clone()));
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(UpEvent::OffersChanged(self.name.clone()));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(UpEvent::ResourceUpdated(self.name.clone(), params.uri));
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -325,7 +344,9 @@ impl Upstream {
                 return Failure::new("its tool list could not be read", e);
             }
         };
-        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(Listing { summary: summary.clone(), tools });
+        let offers = crate::offers::list_offers(&peer, &self.limits.list).await;
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Listing { summary: summary.clone(), tools, offers });
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
         self.available.store(true, Ordering::SeqCst);
         let _ = events.send(UpEvent::Up(self.name.clone()));
@@ -361,15 +382,40 @@ impl Upstream {
             Ok(tools) => {
                 let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
                 let summary = listing.as_ref().map(|l| l.summary.clone()).unwrap_or_default();
-                *listing = Some(Listing { summary, tools });
+                let offers = listing.as_ref().map(|l| l.offers.clone()).unwrap_or_default();
+                *listing = Some(Listing { summary, tools, offers });
                 true
             }
             Err(_) => false,
         }
     }
 
+    /// Lists the resources, templates and prompts again after the upstream said they changed.
+    pub async fn relist_offers(&self) -> bool {
+        let Some(peer) = self.peer() else { return false };
+        let offers = crate::offers::list_offers(&peer, &self.limits.list).await;
+        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        match listing.as_mut() {
+            Some(l) => {
+                l.offers = offers;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The session with the server, while it is up.
+    pub(crate) fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone().filter(|_| self.is_up())
+    }
+
+    /// The limits its lists and answers are read within.
+    pub(crate) fn limits(&self) -> &GatewayLimits {
+        &self.limits
+    }
+
     /// `result`, cut to the limit a client is given, with a notice, when it is over it.
-    fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
+    pub(crate) fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
         let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
         if bytes > self.limits.max_result_bytes {
             return Ok(crate::cut::cut(result, bytes, self.limits.max_result_bytes));
@@ -378,7 +424,7 @@ impl Upstream {
     }
 
     /// Forwards one call to the upstream session.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         name: String,
         arguments: Value,
@@ -430,36 +476,3 @@ impl Upstream {
 /// The `_meta` key of a forwarded call that carries the gateway's request id, so an upstream's
 /// logs can be joined with the gateway's.
 pub const REQUEST_ID_META: &str = "io.toolsearch/requestId";
-
-/// Runs catalogue tools on their upstream servers: tool id `SERVER.TOOL` goes to `SERVER`,
-/// called by the name the upstream gave it.
-pub struct UpstreamRunner {
-    /// The upstreams.
-    pub fleet: Arc<crate::fleet::Fleet>,
-    /// Per-call timeout.
-    pub timeout: Duration,
-}
-
-impl ToolRunner for Arc<UpstreamRunner> {
-    fn run(
-        &self,
-        tool: Tool,
-        arguments: Value,
-        cx: RunContext,
-    ) -> BoxFuture<Result<rmcp::model::CallToolResult, RunError>> {
-        let this = self.clone();
-        Box::pin(async move {
-            let server = tool.group.clone().unwrap_or_default();
-            let Some(up) = this.fleet.get(&server) else {
-                return Err(RunError::Failed(format!("no upstream server owns tool {:?}", tool.id)));
-            };
-            let name = tool
-                .meta
-                .as_ref()
-                .and_then(|m| m.get("upstream_name"))
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| tool.name.clone());
-            up.call(name, arguments, cx, this.timeout, &this.fleet.progress).await
-        })
-    }
-}

@@ -17,7 +17,8 @@ pub struct ListRequest {
     /// The category to list; the root when absent.
     #[serde(default)]
     pub path: Option<PathSpec>,
-    /// Keep only tools carrying all these tags (and categories holding such tools).
+    /// Keep only tools carrying all these tags (and categories holding such tools); `!tag`
+    /// keeps the tools without `tag`.
     #[serde(default)]
     pub tags: Vec<String>,
     /// Keep only children matching this query, best first.
@@ -112,7 +113,7 @@ pub struct SearchToolsRequest {
     /// The category to search in; the whole catalogue when absent.
     #[serde(default)]
     pub category_path: Option<PathSpec>,
-    /// Keep only tools carrying all these tags.
+    /// Keep only tools carrying all these tags; `!tag` keeps the tools without `tag`.
     #[serde(default)]
     pub tags: Vec<String>,
     /// Page size (default 10, at most 50).

@@ -10,7 +10,7 @@ use toolsearch_catalog::{display_path, Catalog, CategoryPath};
 pub struct Filter {
     /// Category path prefix.
     pub path: CategoryPath,
-    /// Required tags.
+    /// Required tags; `!tag` requires a tool not to carry `tag`.
     pub tags: Vec<String>,
     /// The caller's scopes, sorted; `None` for a trusted caller.
     pub scopes: Option<Vec<String>>,
@@ -144,10 +144,17 @@ impl PathTable {
     pub(crate) fn allowed(&self, filter: &Filter) -> Option<Vec<u32>> {
         let mut allowed: Option<Vec<u32>> = (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec());
         for tag in &filter.tags {
+            // `!tag` keeps the tools without it.
+            let (tag, without) = match tag.trim().strip_prefix('!') {
+                Some(t) => (t, true),
+                None => (tag.trim(), false),
+            };
             let with_tag = self.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
-            allowed = Some(match allowed {
-                None => with_tag.to_vec(),
-                Some(a) => intersect(&a, with_tag),
+            allowed = Some(match (allowed, without) {
+                (None, false) => with_tag.to_vec(),
+                (Some(a), false) => intersect(&a, with_tag),
+                (None, true) => difference(&self.all, with_tag),
+                (Some(a), true) => difference(&a, with_tag),
             });
         }
         if let Some(scopes) = &filter.scopes {

@@ -24,6 +24,27 @@ struct DiscoveryArgs {
     arguments: Option<Value>,
     #[serde(default, rename = "match")]
     match_mode: MatchMode,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// `tags` with the filter a `kind` argument asks for.
+fn with_kind(mut tags: Vec<String>, kind: Option<&str>) -> Vec<String> {
+    match kind {
+        Some("prompt") => tags.push(PROMPT_TAG.to_owned()),
+        Some("tool") => tags.push(format!("!{PROMPT_TAG}")),
+        _ => {}
+    }
+    tags
+}
+
+/// A pointer's kind, where the catalogue holds more than tools.
+fn kind_of(tags: &[String]) -> &'static str {
+    if tags.iter().any(|t| t == PROMPT_TAG) {
+        "prompt"
+    } else {
+        "tool"
+    }
 }
 
 /// A non-blank path as the protocol takes it.
@@ -50,7 +71,9 @@ impl ToolSet {
                 return Err(refusal(ErrorCode::InvalidArgument, "limit must be an integer from 1 to 50", vec![]).into())
             }
         };
-        let DiscoveryArgs { query, category_path, path, tags, cursor, tool_id, arguments, match_mode, .. } = args;
+        let DiscoveryArgs { query, category_path, path, tags, cursor, tool_id, arguments, match_mode, kind, .. } = args;
+        let tags = with_kind(tags, kind.as_deref());
+        let kinds = self.config.discovery.kinds;
         match tool {
             DiscoveryTool::SearchTools | DiscoveryTool::Domain(_) => {
                 let category_path = match tool {
@@ -83,7 +106,13 @@ impl ToolSet {
                                 let results: Vec<Value> = answer
                                     .results
                                     .iter()
-                                    .map(|p| json!({"tool_id": p.tool_id, "summary": p.summary, "path": p.path, "confidence": round3(p.confidence)}))
+                                    .map(|p| {
+                                        let mut v = json!({"tool_id": p.tool_id, "summary": p.summary, "path": p.path, "confidence": round3(p.confidence)});
+                                        if kinds {
+                                            v["kind"] = json!(kind_of(&p.tags));
+                                        }
+                                        v
+                                    })
                                     .collect();
                                 json!({"category_path": answer.category_path, "results": results})
                             }

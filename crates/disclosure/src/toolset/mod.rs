@@ -18,7 +18,7 @@ use toolsearch_query::{
 
 use crate::audit::{AuditEvent, AuditTrail, CallOutcome};
 use crate::definition::{input_schema, ToolDef};
-use crate::discovery::{Detail, DiscoveryConfig, DiscoveryTool};
+use crate::discovery::{Detail, DiscoveryConfig, DiscoveryTool, PROMPT_TAG};
 use crate::error::DisclosureError;
 use crate::facade::{fold_name, is_discovery_name, Facade, Inner, Item, Select};
 use crate::groups::Availability;

@@ -11,15 +11,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 use toolsearch_disclosure::{render, Dialect, Outcome, Step, ToolSet};
 use toolsearch_query::{Principal, ToolFailure};
+
+use crate::passthrough::Offer;
+use offers::typed;
+
+mod offers;
 
 use crate::hub::Hub;
 use crate::metrics::OWN;
@@ -225,8 +232,12 @@ pub(crate) fn refresh(handle: &SessionHandle) -> Option<bool> {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        let mut info =
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build());
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        if self.hub.passthrough().is_some() {
+            capabilities.resources = serde_json::from_value(json!({"subscribe": true, "listChanged": true})).ok();
+            capabilities.prompts = serde_json::from_value(json!({"listChanged": true})).ok();
+        }
+        let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("toolsearch", env!("CARGO_PKG_VERSION"));
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info
@@ -277,6 +288,74 @@ impl ServerHandler for Session {
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None));
         self.hub.ops().metrics.request("tools/list", OWN, "ok", started.elapsed().as_secs_f64());
         result
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.offer_page(Offer::Resources, request, &context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.offer_page(Offer::Templates, request, &context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.offer_page(Offer::Prompts, request, &context).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let (pass, who) = self.passthrough("resources/read", &context)?;
+        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let answer = pass.read(&who, &request.uri, &id).await;
+        self.offer_done("resources/read", &request.uri, &id, &answer, started);
+        let result: ReadResourceResult = typed(answer?.1)?;
+        Ok(result.into())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (pass, who) = self.passthrough("prompts/get", &context)?;
+        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let answer = pass.get_prompt(&who, &request.name, request.arguments, &id).await;
+        self.offer_done("prompts/get", &request.name, &id, &answer, started);
+        let result: GetPromptResult = typed(answer?.1)?;
+        Ok(result.into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (pass, who) = self.passthrough("resources/subscribe", &context)?;
+        pass.subscribe(&who, &request.uri, context.peer.clone(), Arc::downgrade(&self.state)).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (pass, who) = self.passthrough("resources/unsubscribe", &context)?;
+        pass.unsubscribe(&who, &request.uri, &Arc::downgrade(&self.state)).await
     }
 
     async fn call_tool(

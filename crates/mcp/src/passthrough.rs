@@ -1,0 +1,374 @@
+//! Serving the upstreams' resources, resource templates and prompts to the gateway's clients:
+//! their lists (merged across servers, namespaced, paged), `resources/read`, `prompts/get`,
+//! subscriptions and their updates, and `list_changed` for each.
+//!
+//! A server's offers are seen by exactly the callers who may see its tools: it must be up, and
+//! the caller must hold the scopes the config `requires` of the server. A caller who may not
+//! see a server is answered as if it did not exist (the same error as an unknown URI or name).
+
+#![allow(deprecated)] // resources/subscribe is what servers of the protocol revisions with `initialize` take.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+    ServerResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+};
+use rmcp::service::{Peer, PeerRequestOptions};
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{json, Map, Value};
+use toolsearch_query::Principal;
+
+use crate::fleet::Fleet;
+use crate::listing::Offers;
+use crate::offers::{namespace_answer, prompt, resource, split_name, split_uri, template};
+use crate::session::SessionHandle;
+use crate::upstream::Upstream;
+
+/// One of the lists a client pages through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offer {
+    Resources,
+    Templates,
+    Prompts,
+}
+
+impl Offer {
+    fn key(self) -> &'static str {
+        match self {
+            Offer::Resources => "resources",
+            Offer::Templates => "resourceTemplates",
+            Offer::Prompts => "prompts",
+        }
+    }
+}
+
+/// How an item of a server's list is shown to clients (namespaced).
+type Shape = fn(&str, &Value) -> Value;
+
+/// A client session watching a resource.
+struct Subscriber {
+    peer: Peer<RoleServer>,
+    session: SessionHandle,
+}
+
+/// What the gateway passes through besides tools, shared by every session.
+pub struct Passthrough {
+    fleet: Arc<Fleet>,
+    /// The scopes each server requires (from the config; replaced when it is reloaded).
+    requires: RwLock<BTreeMap<String, Vec<String>>>,
+    timeout: Duration,
+    page: usize,
+    /// Who watches what: (server, its own URI) to the sessions subscribed.
+    watchers: Mutex<HashMap<(String, String), Vec<Subscriber>>>,
+    /// What the resource and prompt lists looked like when sessions were last told.
+    seen: Mutex<(u64, u64)>,
+}
+
+impl std::fmt::Debug for Passthrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passthrough").field("fleet", &self.fleet).finish()
+    }
+}
+
+/// Whether a caller holding `who`'s scopes may see what needs `requires`.
+fn may(who: &Principal, requires: &[String]) -> bool {
+    who.scopes().is_none_or(|held| requires.iter().all(|r| held.contains(r)))
+}
+
+impl Passthrough {
+    /// Offers of `fleet`'s servers, each request forwarded within `timeout`, lists paged by
+    /// `page` items.
+    pub(crate) fn new(
+        fleet: Arc<Fleet>,
+        requires: BTreeMap<String, Vec<String>>,
+        timeout: Duration,
+        page: usize,
+    ) -> Self {
+        Passthrough {
+            fleet,
+            requires: RwLock::new(requires),
+            timeout,
+            page: page.max(1),
+            watchers: Mutex::default(),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Takes the scopes each server requires from a reloaded config.
+    pub(crate) fn set_requires(&self, requires: BTreeMap<String, Vec<String>>) {
+        *self.requires.write().unwrap_or_else(|p| p.into_inner()) = requires;
+    }
+
+    fn permitted(&self, who: &Principal, server: &str) -> bool {
+        let requires = self.requires.read().unwrap_or_else(|p| p.into_inner());
+        may(who, requires.get(server).map_or(&[][..], Vec::as_slice))
+    }
+
+    /// The servers `who` may see that are up, with what they offer.
+    fn visible(&self, who: &Principal) -> Vec<(String, Offers)> {
+        self.fleet
+            .all()
+            .into_iter()
+            .filter(|(name, up)| up.is_up() && self.permitted(who, name))
+            .filter_map(|(name, up)| up.listing().map(|l| (name, l.offers)))
+            .collect()
+    }
+
+    /// One page of a merged list as `who` sees it: its items and, when more follow, the
+    /// cursor of the next page (an offset into the merged list).
+    pub(crate) fn page(&self, who: &Principal, offer: Offer, cursor: Option<&str>) -> Result<Value, ErrorData> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => c.strip_prefix("o").and_then(|n| n.parse::<usize>().ok()).ok_or_else(|| {
+                ErrorData::invalid_params("the cursor is not one this gateway gave (start again without it)", None)
+            })?,
+        };
+        let mut items = Vec::new();
+        let mut total = 0usize;
+        for (server, offers) in self.visible(who) {
+            let (list, shape): (&[Value], Shape) = match offer {
+                Offer::Resources => (&offers.resources, resource),
+                Offer::Templates => (&offers.templates, template),
+                Offer::Prompts => (&offers.prompts, prompt),
+            };
+            for item in list {
+                if total >= start && items.len() < self.page {
+                    items.push(shape(&server, item));
+                }
+                total += 1;
+            }
+        }
+        let mut answer = json!({ offer.key(): items });
+        if start + self.page < total {
+            answer["nextCursor"] = json!(format!("o{}", start + self.page));
+        }
+        Ok(answer)
+    }
+
+    /// The upstream behind a namespaced URI or name, if `who` may use it and it is up.
+    fn upstream(
+        &self,
+        who: &Principal,
+        server: &str,
+        unknown: impl Fn() -> ErrorData,
+    ) -> Result<Arc<Upstream>, ErrorData> {
+        let up = self.fleet.get(server).filter(|_| self.permitted(who, server)).ok_or_else(&unknown)?;
+        if !up.is_up() {
+            return Err(ErrorData::internal_error(up.client_reason(), None));
+        }
+        Ok(up)
+    }
+
+    /// `resources/read` of a namespaced URI, forwarded; the contents' URIs namespaced.
+    pub(crate) async fn read(
+        &self,
+        who: &Principal,
+        uri: &str,
+        request_id: &str,
+    ) -> Result<(String, Value), ErrorData> {
+        let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
+        let (server, original) = split_uri(uri).ok_or_else(unknown)?;
+        let up = self.upstream(who, server, unknown)?;
+        let params = ReadResourceRequestParams::new(original);
+        let mut answer =
+            self.ask(&up, ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)), request_id).await?;
+        namespace_answer(server, &mut answer);
+        Ok((server.to_owned(), answer))
+    }
+
+    /// `prompts/get` of a namespaced name, forwarded; embedded resources' URIs namespaced.
+    pub(crate) async fn get_prompt(
+        &self,
+        who: &Principal,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        request_id: &str,
+    ) -> Result<(String, Value), ErrorData> {
+        let unknown = || ErrorData::invalid_params(format!("no prompt {name:?}"), None);
+        let (server, original) = split_name(name).ok_or_else(unknown)?;
+        let up = self.upstream(who, server, unknown)?;
+        let known = up
+            .listing()
+            .is_some_and(|l| l.offers.prompts.iter().any(|p| p.get("name").and_then(Value::as_str) == Some(original)));
+        if !known {
+            return Err(unknown());
+        }
+        let mut params = GetPromptRequestParams::new(original);
+        params.arguments = arguments;
+        let mut answer =
+            self.ask(&up, ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), request_id).await?;
+        namespace_answer(server, &mut answer);
+        Ok((server.to_owned(), answer))
+    }
+
+    /// Sends `request` to `up` within the timeout; its answer as JSON, refused when over the
+    /// size a client is given.
+    async fn ask(&self, up: &Upstream, request: ClientRequest, request_id: &str) -> Result<Value, ErrorData> {
+        let peer = up.peer().ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.timeout);
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.insert(crate::upstream::REQUEST_ID_META.to_owned(), json!(request_id));
+        options.meta = Some(meta);
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("MCP server {:?}: {e}", up.name), None))?;
+        let answer = match handle.await_response().await {
+            Ok(ServerResult::CustomResult(c)) => c.0,
+            Ok(other) => serde_json::to_value(other).map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            Err(rmcp::service::ServiceError::McpError(e)) => return Err(e),
+            Err(rmcp::service::ServiceError::Timeout { .. }) => {
+                return Err(ErrorData::internal_error(
+                    format!("MCP server {:?} did not answer within {} s", up.name, self.timeout.as_secs()),
+                    None,
+                ))
+            }
+            Err(e) => return Err(ErrorData::internal_error(format!("MCP server {:?}: {e}", up.name), None)),
+        };
+        let bytes = answer.to_string().len();
+        let limit = up.limits().max_result_bytes;
+        if bytes > limit {
+            return Err(ErrorData::internal_error(
+                format!("the answer is {bytes} bytes, over the gateway's limit of {limit} (toolsearch.limits.max_result_bytes)"),
+                Some(json!({"bytes": bytes, "limit": limit})),
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// Subscribes `session` to a namespaced URI: the first watcher of a resource subscribes
+    /// the gateway upstream.
+    pub(crate) async fn subscribe(
+        &self,
+        who: &Principal,
+        uri: &str,
+        peer: Peer<RoleServer>,
+        session: SessionHandle,
+    ) -> Result<(), ErrorData> {
+        let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
+        let (server, original) = split_uri(uri).ok_or_else(unknown)?;
+        let up = self.upstream(who, server, unknown)?;
+        if !up.listing().is_some_and(|l| l.offers.subscribe) {
+            return Err(ErrorData::invalid_request(format!("MCP server {server:?} does not take subscriptions"), None));
+        }
+        let key = (server.to_owned(), original.to_owned());
+        let first = {
+            let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+            let list = watchers.entry(key.clone()).or_default();
+            list.retain(|s| s.session.strong_count() > 0);
+            if !list.iter().any(|s| s.session.ptr_eq(&session)) {
+                list.push(Subscriber { peer, session });
+            }
+            list.len() == 1
+        };
+        if first {
+            let params = SubscribeRequestParams::new(original);
+            if let Err(e) =
+                self.ask(&up, ClientRequest::SubscribeRequest(SubscribeRequest::new(params)), "subscribe").await
+            {
+                self.watchers.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Unsubscribes `session`; the last watcher of a resource unsubscribes the gateway.
+    pub(crate) async fn unsubscribe(
+        &self,
+        who: &Principal,
+        uri: &str,
+        session: &SessionHandle,
+    ) -> Result<(), ErrorData> {
+        let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
+        let (server, original) = split_uri(uri).ok_or_else(unknown)?;
+        if !self.permitted(who, server) {
+            return Err(unknown());
+        }
+        let key = (server.to_owned(), original.to_owned());
+        let last = {
+            let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(list) = watchers.get_mut(&key) else { return Ok(()) };
+            list.retain(|s| s.session.strong_count() > 0 && !s.session.ptr_eq(session));
+            let empty = list.is_empty();
+            if empty {
+                watchers.remove(&key);
+            }
+            empty
+        };
+        if let (true, Some(up)) = (last, self.fleet.get(server).filter(|u| u.is_up())) {
+            let params = UnsubscribeRequestParams::new(original);
+            let _ =
+                self.ask(&up, ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(params)), "unsubscribe").await;
+        }
+        Ok(())
+    }
+
+    /// A watched resource changed upstream: each session watching it is told, with its
+    /// namespaced URI.
+    pub(crate) async fn updated(&self, server: &str, uri: &str) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(list) = watchers.get_mut(&(server.to_owned(), uri.to_owned())) else { return };
+            list.retain(|s| s.session.strong_count() > 0);
+            list.iter().map(|s| s.peer.clone()).collect()
+        };
+        let namespaced = crate::offers::namespace_uri(server, uri);
+        for peer in peers {
+            let _ = peer
+                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(namespaced.clone()))
+                .await;
+        }
+    }
+
+    /// `server` connected again: the resources watched through it are subscribed anew (its
+    /// new session knows nothing of the old one's).
+    pub(crate) async fn resubscribe(&self, server: &str) {
+        let Some(up) = self.fleet.get(server).filter(|u| u.is_up()) else { return };
+        let uris: Vec<String> = {
+            let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
+            watchers.retain(|_, list| {
+                list.retain(|s| s.session.strong_count() > 0);
+                !list.is_empty()
+            });
+            watchers.keys().filter(|(s, _)| s == server).map(|(_, u)| u.clone()).collect()
+        };
+        for uri in uris {
+            let params = SubscribeRequestParams::new(uri);
+            let _ = self.ask(&up, ClientRequest::SubscribeRequest(SubscribeRequest::new(params)), "subscribe").await;
+        }
+    }
+
+    /// Tells every session in `peers` that the resource or prompt lists changed, for each
+    /// that did since the last call (a server came or went, said its lists changed, or the
+    /// scopes it requires did).
+    pub(crate) async fn announce(&self, peers: &[Peer<RoleServer>]) {
+        let (mut resources, mut prompts) =
+            (std::collections::hash_map::DefaultHasher::new(), std::collections::hash_map::DefaultHasher::new());
+        let requires = self.requires.read().unwrap_or_else(|p| p.into_inner()).clone();
+        // What clients can see: the servers that are up (a server starting or down lists nothing).
+        for (name, up) in self.fleet.all().into_iter().filter(|(_, u)| u.is_up()) {
+            let offers = up.listing().map(|l| l.offers).unwrap_or_default();
+            let head = (name.as_str(), requires.get(&name));
+            head.hash(&mut resources);
+            head.hash(&mut prompts);
+            json!([offers.resources, offers.templates]).to_string().hash(&mut resources);
+            json!(offers.prompts).to_string().hash(&mut prompts);
+        }
+        let now = (resources.finish(), prompts.finish());
+        let before = std::mem::replace(&mut *self.seen.lock().unwrap_or_else(|p| p.into_inner()), now);
+        for peer in peers {
+            if now.0 != before.0 {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+            if now.1 != before.1 {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+        }
+    }
+}

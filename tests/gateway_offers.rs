@@ -1,0 +1,165 @@
+//! What an MCP server offers beyond tools passes through the gateway: `server-everything`'s
+//! resources, resource templates and prompts reach the official Python MCP client, namespaced,
+//! paged, readable, subscribable, searchable (prompts, with `kind`), and hidden from a token
+//! without the server's scopes; a server added to the config tells an open session that the
+//! resource and prompt lists changed.
+
+mod common;
+
+use std::time::Duration;
+
+use common::gateway::{client_steps, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+const DOC: &str = "toolsearch://everything/demo://resource/static/document/architecture.md";
+const DYNAMIC: &str = "toolsearch://everything/demo://resource/dynamic/text/3";
+
+fn parsed(step: &Value) -> Value {
+    assert!(!step["is_error"].as_bool().unwrap(), "{step}");
+    serde_json::from_str(step["text"].as_str().unwrap()).unwrap()
+}
+
+fn names(list: &Value, key: &str) -> Vec<String> {
+    list["items"].as_array().unwrap().iter().map(|i| i[key].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
+    let dir = common::scratch().join("gateway-offers");
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {
+                "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]},
+                "memory": {"command": "node", "args": [reference_server("memory")],
+                           "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}}
+            },
+            "toolsearch": {
+                "tokens": {"token-demo": ["demo"], "token-plain": []},
+                "requires": {"everything": ["demo"]},
+                "limits": {"list": {"page": 2}}
+            }
+        }),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let watched = "toolsearch://everything/demo://resource/dynamic/text/1";
+    let steps = json!([
+        ["resources"],
+        ["templates"],
+        ["prompts"],
+        ["read", DOC],
+        ["read", DYNAMIC],
+        ["get_prompt", "everything.args-prompt", {"city": "Oslo"}],
+        ["search_tool_by_category", {"query": "ask a question about a city", "kind": "prompt"}],
+        ["search_tool_by_category", {"query": "ask a question about a city", "kind": "tool", "limit": 50}],
+        ["call", "everything.args-prompt", {"city": "Oslo"}],
+        ["subscribe", watched],
+        ["call", "everything.toggle-subscriber-updates", {}],
+        ["wait_updated", watched, 30],
+        ["read", "toolsearch://everything/demo://no/such/thing"]
+    ]);
+    let out = client_steps(&gateway.url(), "token-demo", &steps);
+
+    // Lists: namespaced, paged by the gateway (2 a page), the server's own items all there.
+    let resources = parsed(&out[0]);
+    let uris = names(&resources, "uri");
+    assert!(uris.contains(&DOC.to_owned()), "{uris:?}");
+    assert!(uris.contains(&"toolsearch://memory/memory://knowledge-graph".to_owned()), "{uris:?}");
+    assert!(
+        uris.iter().all(|u| u.starts_with("toolsearch://everything/demo://") || u.starts_with("toolsearch://memory/")),
+        "{uris:?}"
+    );
+    assert!(resources["pages"].as_u64().unwrap() >= 3, "paged: {resources}");
+    assert!(names(&resources, "name").contains(&"everything.architecture.md".to_owned()), "{resources}");
+    let templates = names(&parsed(&out[1]), "uriTemplate");
+    assert!(
+        templates.contains(&"toolsearch://everything/demo://resource/dynamic/text/{resourceId}".to_owned()),
+        "{templates:?}"
+    );
+    let prompts = names(&parsed(&out[2]), "name");
+    for p in ["everything.simple-prompt", "everything.args-prompt", "everything.resource-prompt"] {
+        assert!(prompts.contains(&p.to_owned()), "{prompts:?}");
+    }
+
+    // Reads: a listed resource and one built from a namespaced template round-trip.
+    let doc = parsed(&out[3]);
+    assert_eq!(doc["contents"][0]["uri"], DOC, "{doc}");
+    assert!(doc["contents"][0]["text"].as_str().unwrap().contains("Architecture"), "{doc}");
+    let dynamic = parsed(&out[4]);
+    assert_eq!(dynamic["contents"][0]["uri"], DYNAMIC, "{dynamic}");
+    assert!(!dynamic["contents"][0]["text"].as_str().unwrap().is_empty(), "{dynamic}");
+
+    // prompts/get forwards the arguments.
+    let prompt = parsed(&out[5]);
+    assert!(prompt["messages"][0]["content"]["text"].as_str().unwrap().contains("Oslo"), "{prompt}");
+
+    // Prompts are searchable beside tools; `kind` keeps one or the other.
+    let found: Value = serde_json::from_str(out[6]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(found["results"][0]["tool_id"], "everything.args-prompt", "{found}");
+    assert!(found["results"].as_array().unwrap().iter().all(|r| r["kind"] == "prompt"), "{found}");
+    let tools_only: Value = serde_json::from_str(out[7]["text"].as_str().unwrap()).unwrap();
+    let kinds: Vec<&Value> = tools_only["results"].as_array().unwrap().iter().map(|r| &r["kind"]).collect();
+    assert!(!kinds.is_empty() && kinds.iter().all(|k| *k == "tool"), "{tools_only}");
+    // ... and a prompt found by search is fetched through call_tool.
+    assert!(out[8]["text"].as_str().unwrap().contains("Oslo"), "{:?}", out[8]);
+
+    // A subscription's updates reach the subscriber, with the namespaced URI.
+    assert!(parsed(&out[11]).as_array().unwrap().contains(&json!(watched)), "{:?}", out[11]);
+    assert!(out[12]["is_error"].as_bool().unwrap(), "{:?}", out[12]);
+
+    // A token without the server's scope sees none of it, and is answered as for what does
+    // not exist.
+    let plain = client_steps(
+        &gateway.url(),
+        "token-plain",
+        &json!([
+            ["resources"],
+            ["prompts"],
+            ["read", DOC],
+            ["read", "toolsearch://nowhere/demo://x"],
+            ["get_prompt", "everything.args-prompt", {"city": "Oslo"}],
+            ["search_tool_by_category", {"query": "ask a question about a city", "kind": "prompt"}]
+        ]),
+    );
+    assert_eq!(names(&parsed(&plain[0]), "uri"), ["toolsearch://memory/memory://knowledge-graph"], "{plain:?}");
+    assert_eq!(parsed(&plain[1])["items"], json!([]), "{plain:?}");
+    let hidden = plain[2]["text"].as_str().unwrap().replace(DOC, "URI");
+    let missing = plain[3]["text"].as_str().unwrap().replace("toolsearch://nowhere/demo://x", "URI");
+    assert_eq!(hidden, missing, "a hidden resource reads like a missing one");
+    assert!(plain[4]["is_error"].as_bool().unwrap(), "{plain:?}");
+    assert!(!plain[5]["text"].as_str().unwrap().contains("everything."), "{plain:?}");
+    drop(gateway);
+}
+
+#[test]
+fn a_server_added_live_tells_an_open_session_its_resources_and_prompts_changed() {
+    let dir = common::scratch().join("gateway-offers-live");
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let go = dir.join("go");
+    let steps = json!([
+        ["search_tool_by_category", {"query": "read the knowledge graph"}],
+        ["prompts"],
+        ["wait_for_file", go],
+        ["wait_note", "notifications/prompts/list_changed", 60],
+        ["wait_note", "notifications/resources/list_changed", 60],
+        ["prompts"],
+        ["resources"]
+    ]);
+    let url = gateway.url();
+    let client = std::thread::spawn(move || client_steps(&url, "-", &steps));
+    gateway.wait_for_status("\"event\":\"request\"", Duration::from_secs(60));
+    write_config(&dir, &json!({"mcpServers": {"memory": memory, "everything": everything}}));
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    std::fs::write(&go, "").unwrap();
+    let out = client.join().unwrap();
+    assert_eq!(parsed(&out[1])["items"], json!([]), "{out:?}");
+    let seen = parsed(&out[4]);
+    assert!(seen["notifications/prompts/list_changed"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(seen["notifications/resources/list_changed"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(names(&parsed(&out[5]), "name").contains(&"everything.simple-prompt".to_owned()), "{out:?}");
+    assert!(names(&parsed(&out[6]), "uri").contains(&DOC.to_owned()), "{out:?}");
+}
