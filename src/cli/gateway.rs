@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch::mcp::gateway::{default_state_dir, start, Status};
+use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
 use toolsearch::mcp::pins;
 use toolsearch::mcp::{serve_http, serve_io, Access, CancellationToken, GatewayConfig, HttpAccess};
 
@@ -37,6 +37,18 @@ pub(crate) struct Args {
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Start every server, build the index under the state dir, and exit (for replicas to
+    /// serve, or to prepare a deployment).
+    #[arg(long, conflicts_with_all = ["check", "replica"])]
+    build: bool,
+    /// Serve the index another gateway built under --state, read-only: write nothing there,
+    /// reload the index when it is rebuilt. Several replicas can share one state dir (behind
+    /// a load balancer that keeps a session on one replica: docs/gateway.md).
+    #[arg(long)]
+    replica: bool,
+    /// Where a replica writes its audit trail (none without it).
+    #[arg(long, value_name = "DIR", requires = "replica")]
+    audit_dir: Option<PathBuf>,
     #[command(flatten)]
     cutoff: Cutoff,
 }
@@ -185,9 +197,17 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     }
     let options = engine_options(global, args.cutoff.min_confidence);
     let status = Arc::new(StderrStatus { json: global.json });
+    let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
     let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
     let result = runtime.block_on(async move {
-        let gateway = start(config, &state, embedder, options, status).await?;
+        let role = match replica {
+            true => Role::Replica { audit: audit_dir },
+            false => Role::Primary,
+        };
+        let gateway = start(config, &state, embedder, options, status, role).await?;
+        if build {
+            return Ok(());
+        }
         let hub = gateway.hub.clone();
         let served = match http {
             Some(addr) => {

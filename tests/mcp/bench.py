@@ -3,8 +3,11 @@
 1. a forwarded call's added latency: p50/p99 of `recall` called directly on the notes server vs
    through the gateway (by its revealed name), both over stdio;
 2. ping latency while a 5 s upstream call is in flight;
-3. searches per second with 8 concurrent Streamable HTTP clients;
-4. the gateway's RSS over 10,000 mixed requests (search, expand, call, list, ping) over HTTP.
+3. searches per second with 8 and with 200 concurrent Streamable HTTP clients (sessions), and
+   the gateway's RSS with 200 sessions open;
+4. the gateway's RSS over 10,000 mixed requests (search, expand, call, list, ping) over HTTP;
+5. reload time for a config change: a server added to the config until the gateway has
+   applied it (`config_reloaded`) and until the new server's tools are found by search.
 
     python bench.py TOOLSEARCH_BIN CONFIG STATE HTTP_CONFIG HTTP_STATE
 Prints a JSON report.
@@ -98,26 +101,43 @@ QUERIES = ["remember a note under a key", "echo a message back", "add two number
            "read back a stored note", "print environment variables", "sample an llm", "get a tiny image"]
 
 
-async def http_bench(url, pid):
-    # Searches per second with 8 concurrent clients for 10 s.
-    counts = [0] * 8
-    stop = time.monotonic() + 10.0
+async def searches_per_s(url, pid, clients, seconds):
+    """Searches per second with CLIENTS concurrent sessions for SECONDS, once all are open; the
+    gateway's RSS (MB) with them all open."""
+    counts = [0] * clients
+    opened = [0]
+    all_open = anyio.Event()
+    window = {}
 
     async def searcher(i):
         async def work(s):
+            opened[0] += 1
+            if opened[0] == clients:
+                window["rss_mb"] = round(rss_kb(pid) / 1024, 1)
+                window["stop"] = time.monotonic() + seconds
+                all_open.set()
+            await all_open.wait()
             k = 0
-            while time.monotonic() < stop:
+            while time.monotonic() < window["stop"]:
                 await s.call_tool("search_tool_by_category", {"query": QUERIES[(i + k) % len(QUERIES)] + f" {k % 50}"})
                 counts[i] += 1
                 k += 1
         await http_session(url, work)
 
-    t0 = time.monotonic()
     async with anyio.create_task_group() as tg:
-        for i in range(8):
+        for i in range(clients):
             tg.start_soon(searcher, i)
-    elapsed = time.monotonic() - t0
-    REPORT["http_searches_per_s_8_clients"] = round(sum(counts) / elapsed, 1)
+    return round(sum(counts) / seconds, 1), window["rss_mb"]
+
+
+async def http_bench(url, pid):
+    REPORT["rss_idle_mb"] = round(rss_kb(pid) / 1024, 1)
+    REPORT["http_searches_per_s_8_clients"], _ = await searches_per_s(url, pid, 8, 10.0)
+    per_s, rss = await searches_per_s(url, pid, 200, 10.0)
+    REPORT["http_searches_per_s_200_clients"] = per_s
+    REPORT["rss_with_200_sessions_mb"] = rss
+    await anyio.sleep(1.0)
+    REPORT["rss_after_200_sessions_closed_mb"] = round(rss_kb(pid) / 1024, 1)
 
     # RSS over 10,000 mixed requests (one client).
     samples = []
@@ -152,19 +172,50 @@ async def main():
     REPORT["added_p50_ms"] = round(pct(through, 50) - pct(direct, 50), 3)
     REPORT["added_p99_ms"] = round(pct(through, 99) - pct(direct, 99), 3)
     REPORT["ping_during_5s_call"] = summary(pings)
-    gw = subprocess.Popen([BIN, "gateway", "--config", HTTP_CONFIG, "--state", HTTP_STATE, "--http", "127.0.0.1:0"],
+    gw = subprocess.Popen([BIN, "--json", "gateway", "--config", HTTP_CONFIG, "--state", HTTP_STATE, "--http", "127.0.0.1:0"],
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = None
     for line in gw.stderr:
         if "http://" in line:
-            url = "http://" + line.split("http://")[1].strip()
+            url = "http://" + line.split("http://")[1].split('"')[0].strip()
             break
+    # The status lines that follow are read on a thread (the log queue drops lines a parent
+    # does not read; the reload below waits for one).
+    events = []
+    import threading
+    threading.Thread(target=lambda: events.extend(gw.stderr), daemon=True).start()
     try:
         await http_bench(url, gw.pid)
+        await reload_bench(url, events)
     finally:
         gw.terminate()
         gw.wait(timeout=20)
     print(json.dumps(REPORT, indent=2))
+
+
+async def reload_bench(url, events):
+    """A server added to the config: until the gateway applied it, and until its tools are found."""
+    with open(HTTP_CONFIG) as f:
+        config = json.load(f)
+    memory = os.path.join(os.path.dirname(os.path.dirname(HERE)), "target/npm/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+    config["mcpServers"]["memory"] = {"command": "node", "args": [memory], "env": {"MEMORY_FILE_PATH": HTTP_CONFIG + ".memory.jsonl"}}
+    t0 = time.monotonic()
+    with open(HTTP_CONFIG + ".new", "w") as f:
+        json.dump(config, f)
+    os.replace(HTTP_CONFIG + ".new", HTTP_CONFIG)
+
+    async def until_found(s):
+        while time.monotonic() - t0 < 120:
+            r = await s.call_tool("search_tool_by_category", {"query": "create entities in the knowledge graph"})
+            if "memory.create_entities" in r.content[0].text:
+                return time.monotonic() - t0
+            await anyio.sleep(0.05)
+        return None
+
+    found = await http_session(url, until_found)
+    applied = [json.loads(l)["ms"] for l in events if '"config_reloaded"' in l]
+    REPORT["reload_applied_ms"] = applied[0] if applied else None
+    REPORT["reload_until_searchable_s"] = round(found, 2) if found else None
 
 
 anyio.run(main)
