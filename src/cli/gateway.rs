@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
 use toolsearch::mcp::pins;
-use toolsearch::mcp::{serve_http, serve_io, Access, CancellationToken, GatewayConfig, HttpAccess};
+use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig, HttpAccess};
 
 use super::common::{engine_options, model_failure, Cutoff, Global};
 use super::failure::{Failure, Problem};
@@ -218,7 +218,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
                 })
                 .await
             }
-            None => serve_io(hub, tokio::io::BufReader::new(tokio::io::stdin()), tokio::io::stdout()).await,
+            None => {
+                let (input, output) = stdio_streams();
+                serve_io(hub, input, output).await
+            }
         };
         drop(gateway);
         served

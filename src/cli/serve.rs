@@ -79,8 +79,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     say_err!("toolsearch serve: MCP over stdio, index {}, {} tools visible", args.index.display(), set.visible().len());
     drop(set);
     let _ = shared.set(hub.clone());
-    let input = tokio::io::BufReader::new(tokio::io::stdin());
-    let result = runtime.block_on(serve_io(hub, input, tokio::io::stdout()));
+    let result = runtime.block_on(async move {
+        let (input, output) = toolsearch::mcp::stdio_streams();
+        serve_io(hub, input, output).await
+    });
     runtime.shutdown_timeout(Duration::from_millis(100));
     result.map_err(|e| Problem::Io.because(e))
 }

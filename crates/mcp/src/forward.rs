@@ -73,6 +73,12 @@ impl ToolRunner for Arc<UpstreamRunner> {
             }
             let mut result = up.call(name, arguments, cx, this.timeout, &this.fleet.progress).await?;
             // Resource links and embedded resources point at URIs a client reads through us.
+            let points = |c: &rmcp::model::ContentBlock| {
+                matches!(c, rmcp::model::ContentBlock::Resource(_) | rmcp::model::ContentBlock::ResourceLink(_))
+            };
+            if !result.content.iter().any(points) {
+                return Ok(result);
+            }
             if let Ok(mut v) = serde_json::to_value(&result) {
                 crate::offers::namespace_answer(&server, &mut v);
                 if let Ok(r) = serde_json::from_value(v) {

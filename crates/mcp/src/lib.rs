@@ -50,7 +50,7 @@ pub use listing::{ListLimits, Listing};
 pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
 pub use secrets::mask as mask_secrets;
 pub use session::{Caller, Session};
-pub use stdio::{serve_io, MAX_MESSAGE_BYTES};
+pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};
 pub use tokio_util::sync::CancellationToken;
 pub use upstream::{Failure, Upstream};
 

@@ -41,6 +41,32 @@ struct Outstanding {
 /// Longest wait for unanswered requests at the end of input.
 const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 
+/// The process's stdin and stdout as async streams. When they are pipes (as an MCP client
+/// that starts a server makes them), they are read and written in the reactor like sockets;
+/// otherwise (a terminal, a file) through tokio's stdio, which runs each read and write on the
+/// blocking pool: two thread hand-offs per message that a pipe does not need. Call within a
+/// runtime.
+pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let fifo = |fd: std::os::fd::BorrowedFd<'_>| -> Option<std::fs::File> {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        use std::os::unix::fs::FileTypeExt;
+        file.metadata().ok()?.file_type().is_fifo().then_some(file)
+    };
+    let input: Box<dyn AsyncBufRead + Unpin + Send> =
+        match fifo(std::io::stdin().as_fd()).and_then(|f| pipe::Receiver::from_file_unchecked(f).ok()) {
+            Some(r) => Box::new(tokio::io::BufReader::new(r)),
+            None => Box::new(tokio::io::BufReader::new(tokio::io::stdin())),
+        };
+    let output: Box<dyn AsyncWrite + Unpin + Send> =
+        match fifo(std::io::stdout().as_fd()).and_then(|f| pipe::Sender::from_file_unchecked(f).ok()) {
+            Some(w) => Box::new(w),
+            None => Box::new(tokio::io::stdout()),
+        };
+    (input, output)
+}
+
 /// Serves one client on `input` / `output` until `input` ends and every request read is
 /// answered.
 pub async fn serve_io(

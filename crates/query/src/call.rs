@@ -93,16 +93,42 @@ impl Engine {
 
     fn checked_tool(&self, who: &Principal, req: &CallToolRequest) -> Result<Tool, ProtocolError> {
         let tool = self.usable_tool(who, &req.tool_id)?;
-        validate(&tool, &req.arguments)?;
+        let validator = self.validators.get(&tool);
+        validate(&tool, &validator, &req.arguments)?;
         Ok(tool)
+    }
+}
+
+/// Most compiled schemas an engine keeps (past it, the cache starts over).
+const VALIDATORS_KEPT: usize = 4096;
+
+/// The compiled argument schemas of the tools called lately, by tool id. Compiling a schema
+/// (checking it against its dialect's meta-schema, then building the validator) costs far
+/// more than validating a call's arguments, and a gateway validates every forwarded call. An
+/// engine serves one index build, so an entry never outlives the schema it was compiled from.
+#[derive(Default)]
+pub(crate) struct Validators(std::sync::Mutex<std::collections::HashMap<String, Arc<SchemaValidator>>>);
+
+impl Validators {
+    fn get(&self, tool: &Tool) -> Arc<SchemaValidator> {
+        if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&tool.id) {
+            return v.clone();
+        }
+        let compiled = Arc::new(SchemaValidator::new(&tool.args_schema.value()));
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= VALIDATORS_KEPT {
+            cache.clear();
+        }
+        cache.insert(tool.id.clone(), compiled.clone());
+        compiled
     }
 }
 
 /// Checks `arguments` against the tool's schema in its dialect; `INVALID_ARGUMENT` lists each
 /// failing JSON pointer. A schema that cannot be compiled validates nothing: the call is passed
 /// on and whoever runs the tool decides (`expand_tool` says so in its `validation` field).
-fn validate(tool: &Tool, arguments: &Value) -> Result<(), ProtocolError> {
-    let problems = SchemaValidator::new(&tool.args_schema.value()).problems(arguments, 5);
+fn validate(tool: &Tool, validator: &SchemaValidator, arguments: &Value) -> Result<(), ProtocolError> {
+    let problems = validator.problems(arguments, 5);
     if problems.is_empty() {
         return Ok(());
     }

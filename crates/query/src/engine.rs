@@ -28,6 +28,8 @@ pub struct Engine {
     ranker: Ranker,
     cursors: CursorKey,
     pub(crate) executor: RwLock<Option<Arc<dyn Executor>>>,
+    /// Compiled argument schemas of the tools called lately (see `call::Validators`).
+    pub(crate) validators: crate::call::Validators,
 }
 
 impl std::fmt::Debug for Engine {
@@ -66,7 +68,7 @@ impl Engine {
     /// The protocol over a ranker.
     pub fn over(ranker: Ranker) -> Engine {
         let cursors = CursorKey::new(ranker.index().meta().generation, &ranker.index().meta().catalog_hash);
-        Engine { ranker, cursors, executor: RwLock::new(None) }
+        Engine { ranker, cursors, executor: RwLock::new(None), validators: Default::default() }
     }
 
     /// Dispatches a protocol call given as JSON (`call` is `list`, `search_nodes`,

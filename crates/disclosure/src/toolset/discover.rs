@@ -224,7 +224,7 @@ impl ToolSet {
 /// Checks `input` against a discovery tool's input schema; every problem, each naming the
 /// argument at fault (`query`: 5 is not of type "string"; `color`: unknown argument).
 pub(super) fn check_arguments(schema: &Value, input: &Value) -> Result<(), Vec<String>> {
-    let Ok(validator) = jsonschema::validator_for(schema) else {
+    let Some(validator) = compiled(schema) else {
         return Ok(());
     };
     let problems: Vec<String> = validator
@@ -250,6 +250,26 @@ pub(super) fn check_arguments(schema: &Value, input: &Value) -> Result<(), Vec<S
     } else {
         Err(problems)
     }
+}
+
+/// The compiled form of a discovery tool's input schema. The few schemas there are (one per
+/// discovery tool and configuration) are compiled once per process: compiling, which checks
+/// the schema against the meta-schema, costs far more than checking a call's arguments.
+fn compiled(schema: &Value) -> Option<std::sync::Arc<jsonschema::Validator>> {
+    type Compiled = HashMap<String, Option<std::sync::Arc<jsonschema::Validator>>>;
+    static CACHE: std::sync::OnceLock<std::sync::Mutex<Compiled>> = std::sync::OnceLock::new();
+    let key = schema.to_string();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(v) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return v.clone();
+    }
+    let v = jsonschema::validator_for(schema).ok().map(std::sync::Arc::new);
+    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= 256 {
+        cache.clear();
+    }
+    cache.insert(key, v.clone());
+    v
 }
 
 /// A confidence as the model reads it: three decimals, without f32-to-f64 noise.

@@ -97,7 +97,7 @@ impl Session {
         self.state.set.get().ok_or_else(|| ErrorData::internal_error("no tool set", None))
     }
 
-    /// Runs `f` on the tool set on a blocking thread (tool set work may embed a query).
+    /// Runs `f` on the tool set where blocking is allowed (tool set work may embed a query).
     async fn with_set<T: Send + 'static>(
         &self,
         context: &RequestContext<RoleServer>,
@@ -116,15 +116,24 @@ impl Session {
     ) -> Result<T, ErrorData> {
         self.set(context)?;
         let (state, hub) = (self.state.clone(), self.hub.clone());
-        tokio::task::spawn_blocking(move || {
+        let work = move || {
             let set = state.set.get().expect("made above");
             let mut guard = set.lock().unwrap_or_else(|p| p.into_inner());
             let out = f(&mut guard);
             write_trail(&hub, &state, &guard, note);
             out
-        })
-        .await
-        .map_err(|e| ErrorData::internal_error(format!("tool set task failed: {e}"), None))
+        };
+        let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("tool set task failed: {e}"), None);
+        // On a multi-threaded runtime the work runs here, the worker's other tasks handed to
+        // another thread: no hop to the blocking pool and back (two thread wake-ups) on every
+        // request, which on a busy machine cost a forwarded call most of its added latency.
+        match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)))
+                    .map_err(|_| failed(&"it panicked"))
+            }
+            _ => tokio::task::spawn_blocking(work).await.map_err(|e| failed(&e)),
+        }
     }
 }
 
