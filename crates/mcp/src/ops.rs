@@ -207,3 +207,47 @@ pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request
     ops.metrics.sizes(state.hub.live().engine().catalog().tools.len(), sessions);
     (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], ops.metrics.encode()).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A log that stops being read: its first event blocks until the test lets it go.
+    struct Stalled {
+        gate: Mutex<()>,
+        seen: Mutex<Vec<u64>>,
+    }
+
+    impl Status for Stalled {
+        fn event(&self, _kind: &str, detail: Value) {
+            drop(self.gate.lock().unwrap());
+            self.seen.lock().unwrap().push(detail.as_u64().unwrap());
+        }
+    }
+
+    #[test]
+    fn a_log_nobody_reads_drops_and_counts_events_instead_of_blocking_a_request() {
+        let status = Arc::new(Stalled { gate: Mutex::new(()), seen: Mutex::default() });
+        let held = status.gate.lock().unwrap();
+        let ops = Operations::new(None, Some(status.clone() as Arc<dyn Status>), None);
+        let sent = LOG_QUEUE as u64 + 10;
+        for i in 0..sent {
+            ops.log("request", json!(i));
+        }
+        // The log thread holds at most one event; the queue the next LOG_QUEUE; the rest were
+        // dropped, and none of the calls above waited.
+        let dropped = ops.dropped_log_events();
+        assert!((9..=10).contains(&dropped), "{dropped}");
+        drop(held);
+        let delivered = sent - dropped;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while (status.seen.lock().unwrap().len() as u64) < delivered {
+            assert!(std::time::Instant::now() < deadline, "the queued events were not delivered");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let seen = status.seen.lock().unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order");
+        assert_eq!(seen[0], 0);
+    }
+}
