@@ -44,8 +44,9 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 /// The process's stdin and stdout as async streams. When they are pipes (as an MCP client
 /// that starts a server makes them), they are read and written in the reactor like sockets;
 /// otherwise (a terminal, a file) through tokio's stdio, which runs each read and write on the
-/// blocking pool: two thread hand-offs per message that a pipe does not need. Call within a
-/// runtime.
+/// blocking pool: two thread hand-offs per message that a pipe does not need. A pipe is set
+/// non-blocking (nothing else in the process reads stdin or writes stdout while it serves).
+/// Call within a runtime.
 pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
@@ -55,12 +56,12 @@ pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWr
         file.metadata().ok()?.file_type().is_fifo().then_some(file)
     };
     let input: Box<dyn AsyncBufRead + Unpin + Send> =
-        match fifo(std::io::stdin().as_fd()).and_then(|f| pipe::Receiver::from_file_unchecked(f).ok()) {
+        match fifo(std::io::stdin().as_fd()).and_then(|f| pipe::Receiver::from_file(f).ok()) {
             Some(r) => Box::new(tokio::io::BufReader::new(r)),
             None => Box::new(tokio::io::BufReader::new(tokio::io::stdin())),
         };
     let output: Box<dyn AsyncWrite + Unpin + Send> =
-        match fifo(std::io::stdout().as_fd()).and_then(|f| pipe::Sender::from_file_unchecked(f).ok()) {
+        match fifo(std::io::stdout().as_fd()).and_then(|f| pipe::Sender::from_file(f).ok()) {
             Some(w) => Box::new(w),
             None => Box::new(tokio::io::stdout()),
         };
