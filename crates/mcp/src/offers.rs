@@ -56,21 +56,20 @@ pub fn split_name(name: &str) -> Option<(&str, &str)> {
 
 /// A resource of `server` as clients see it: its URI namespaced, its name prefixed.
 pub(crate) fn resource(server: &str, item: &Value) -> Value {
-    let mut item = item.clone();
-    if let Some(uri) = item.get("uri").and_then(Value::as_str) {
-        item["uri"] = json!(namespace_uri(server, uri));
-    }
-    prefix_name(server, &mut item);
-    item
+    namespaced(server, item, "uri")
 }
 
 /// A resource template of `server` as clients see it.
 pub(crate) fn template(server: &str, item: &Value) -> Value {
-    let mut item = item.clone();
-    if let Some(uri) = item.get("uriTemplate").and_then(Value::as_str) {
-        item["uriTemplate"] = json!(namespace_uri(server, uri));
+    namespaced(server, item, "uriTemplate")
+}
+
+/// `item` with the URI under `key` namespaced and its name prefixed.
+fn namespaced(server: &str, item: &Value, key: &str) -> Value {
+    let mut item = prompt(server, item);
+    if let Some(uri) = item.get(key).and_then(Value::as_str) {
+        item[key] = json!(namespace_uri(server, uri));
     }
-    prefix_name(server, &mut item);
     item
 }
 
