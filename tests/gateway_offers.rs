@@ -137,9 +137,15 @@ fn a_server_added_live_tells_an_open_session_its_resources_and_prompts_changed()
     let dir = common::scratch().join("gateway-offers-live");
     let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
     let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
-    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}}));
+    // A caller without `demo` may not see server-everything; a read answer over 1 KiB is refused.
+    let mut settings = json!({
+        "tokens": {"token-demo": ["demo"], "token-plain": []},
+        "limits": {"max_result_bytes": 1024}
+    });
+    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": settings}));
+    settings["requires"] = json!({"everything": ["demo"]});
     let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
-    let go = dir.join("go");
+    let (go, go_plain) = (dir.join("go"), dir.join("go-plain"));
     let steps = json!([
         ["search_tool_by_category", {"query": "read the knowledge graph"}],
         ["prompts"],
@@ -147,19 +153,40 @@ fn a_server_added_live_tells_an_open_session_its_resources_and_prompts_changed()
         ["wait_note", "notifications/prompts/list_changed", 60],
         ["wait_note", "notifications/resources/list_changed", 60],
         ["prompts"],
-        ["resources"]
+        ["resources"],
+        ["read", DOC]
+    ]);
+    let plain_steps = json!([
+        ["search_tool_by_category", {"query": "read the knowledge graph"}],
+        ["wait_for_file", go_plain],
+        ["notes"]
     ]);
     let url = gateway.url();
-    let client = std::thread::spawn(move || client_steps(&url, "-", &steps));
-    gateway.wait_for_status("\"event\":\"request\"", Duration::from_secs(60));
-    write_config(&dir, &json!({"mcpServers": {"memory": memory, "everything": everything}}));
+    let client = std::thread::spawn(move || client_steps(&url, "token-demo", &steps));
+    let url = gateway.url();
+    let plain = std::thread::spawn(move || client_steps(&url, "token-plain", &plain_steps));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while gateway.status.lock().unwrap().iter().filter(|l| l.contains("\"event\":\"request\"")).count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "both sessions searched");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write_config(&dir, &json!({"mcpServers": {"memory": memory, "everything": everything}, "toolsearch": settings}));
     gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
     std::fs::write(&go, "").unwrap();
     let out = client.join().unwrap();
+    // The caller who may not see the new server was told nothing about its lists.
+    std::fs::write(&go_plain, "").unwrap();
+    let plain = plain.join().unwrap();
+    let told = parsed(&plain[2]);
+    assert!(told.get("notifications/prompts/list_changed").is_none(), "{told}");
+    assert!(told.get("notifications/resources/list_changed").is_none(), "{told}");
     assert_eq!(parsed(&out[1])["items"], json!([]), "{out:?}");
     let seen = parsed(&out[4]);
     assert!(seen["notifications/prompts/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(seen["notifications/resources/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(names(&parsed(&out[5]), "name").contains(&"everything.simple-prompt".to_owned()), "{out:?}");
     assert!(names(&parsed(&out[6]), "uri").contains(&DOC.to_owned()), "{out:?}");
+    // The bound on what a client is given holds for reads: an error naming the size and limit.
+    let too_large = out[7]["text"].as_str().unwrap();
+    assert!(out[7]["is_error"] == true && too_large.contains("max_result_bytes"), "{too_large}");
 }

@@ -301,8 +301,6 @@ pub async fn start(
         Duration::from_secs(s.call_timeout_secs),
         s.limits.list.page,
     ));
-    // What the lists look like now: sessions are told of changes from here on.
-    passthrough.announce(&[]).await;
     let hub = Hub::new(live.clone(), availability, toolset, principal, Arc::new(runner)).with_instructions(
         "This server is a gateway to several MCP servers: their tools are found by search \
              (search_tool_by_category), then expanded (expand_tool) and called by name, or called \

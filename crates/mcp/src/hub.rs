@@ -82,19 +82,16 @@ impl Hub {
         self.passthrough.as_ref()
     }
 
-    /// The clients of the sessions still open.
-    fn peers(&self) -> Vec<Peer<RoleServer>> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|(_, h)| h.strong_count() > 0);
-        sessions.iter().map(|(p, _)| p.clone()).collect()
-    }
-
     /// Tells every session that the upstreams' resource or prompt lists changed, for each
-    /// that did since last told.
+    /// that did in what its caller may see since last told.
     pub async fn announce_offers(&self) {
-        if let Some(p) = &self.passthrough {
-            p.announce(&self.peers()).await;
-        }
+        let Some(p) = &self.passthrough else { return };
+        let sessions: Vec<(Peer<RoleServer>, SessionHandle, Principal)> = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            sessions.retain(|(_, h)| h.strong_count() > 0);
+            sessions.iter().filter_map(|(peer, h)| Some((peer.clone(), h.clone(), h.upgrade()?.principal()?))).collect()
+        };
+        p.announce(&sessions).await;
     }
 
     /// What the server measures and records.
@@ -135,6 +132,9 @@ impl Hub {
     pub(crate) fn register(&self, peer: Peer<RoleServer>, handle: SessionHandle) {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.retain(|(_, h)| h.strong_count() > 0);
+        if let (Some(p), Some(who)) = (&self.passthrough, handle.upgrade().and_then(|s| s.principal())) {
+            p.watch(&handle, &who);
+        }
         sessions.push((peer, handle));
     }
 

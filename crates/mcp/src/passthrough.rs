@@ -64,8 +64,9 @@ pub struct Passthrough {
     page: usize,
     /// Who watches what: (server, its own URI) to the sessions subscribed.
     watchers: Mutex<HashMap<(String, String), Vec<Subscriber>>>,
-    /// What the resource and prompt lists looked like when sessions were last told.
-    seen: Mutex<(u64, u64)>,
+    /// What each session (by its state's address) saw of the resource and prompt lists when
+    /// last told.
+    seen: Mutex<HashMap<usize, (u64, u64)>>,
 }
 
 impl std::fmt::Debug for Passthrough {
@@ -114,7 +115,7 @@ impl Passthrough {
             .all()
             .into_iter()
             .filter(|(name, up)| up.is_up() && self.permitted(who, name))
-            .filter_map(|(name, up)| up.listing().map(|l| (name, l.offers)))
+            .map(|(name, up)| (name, up.offers()))
             .collect()
     }
 
@@ -191,9 +192,7 @@ impl Passthrough {
         let unknown = || ErrorData::invalid_params(format!("no prompt {name:?}"), None);
         let (server, original) = split_name(name).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
-        let known = up
-            .listing()
-            .is_some_and(|l| l.offers.prompts.iter().any(|p| p.get("name").and_then(Value::as_str) == Some(original)));
+        let known = up.offers().prompts.iter().any(|p| p.get("name").and_then(Value::as_str) == Some(original));
         if !known {
             return Err(unknown());
         }
@@ -253,7 +252,7 @@ impl Passthrough {
         let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
         let (server, original) = split_uri(uri).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
-        if !up.listing().is_some_and(|l| l.offers.subscribe) {
+        if !up.offers().subscribe {
             return Err(ErrorData::invalid_request(format!("MCP server {server:?} does not take subscriptions"), None));
         }
         let key = (server.to_owned(), original.to_owned());
@@ -344,29 +343,47 @@ impl Passthrough {
         }
     }
 
-    /// Tells every session in `peers` that the resource or prompt lists changed, for each
-    /// that did since the last call (a server came or went, said its lists changed, or the
-    /// scopes it requires did).
-    pub(crate) async fn announce(&self, peers: &[Peer<RoleServer>]) {
+    /// What `who` sees of the resource (with templates) and prompt lists, as two hashes.
+    fn fingerprint(&self, who: &Principal) -> (u64, u64) {
         let (mut resources, mut prompts) =
             (std::collections::hash_map::DefaultHasher::new(), std::collections::hash_map::DefaultHasher::new());
-        let requires = self.requires.read().unwrap_or_else(|p| p.into_inner()).clone();
-        // What clients can see: the servers that are up (a server starting or down lists nothing).
-        for (name, up) in self.fleet.all().into_iter().filter(|(_, u)| u.is_up()) {
-            let offers = up.listing().map(|l| l.offers).unwrap_or_default();
-            let head = (name.as_str(), requires.get(&name));
-            head.hash(&mut resources);
-            head.hash(&mut prompts);
+        for (name, offers) in self.visible(who) {
+            name.hash(&mut resources);
+            name.hash(&mut prompts);
             json!([offers.resources, offers.templates]).to_string().hash(&mut resources);
             json!(offers.prompts).to_string().hash(&mut prompts);
         }
-        let now = (resources.finish(), prompts.finish());
-        let before = std::mem::replace(&mut *self.seen.lock().unwrap_or_else(|p| p.into_inner()), now);
-        for peer in peers {
-            if now.0 != before.0 {
+        (resources.finish(), prompts.finish())
+    }
+
+    /// Remembers what a new session of `who` sees, for [`Passthrough::announce`].
+    pub(crate) fn watch(&self, session: &SessionHandle, who: &Principal) {
+        let now = self.fingerprint(who);
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).insert(session.as_ptr() as usize, now);
+    }
+
+    /// Tells each session in `sessions` whose view of the resource or prompt lists changed
+    /// since it was last told (a server it may see came or went or said its lists changed, or
+    /// the scopes a server requires did) that they did, list by list. Each session is judged by
+    /// what its own caller may see: a change to a server it may not see tells it nothing.
+    pub(crate) async fn announce(&self, sessions: &[(Peer<RoleServer>, SessionHandle, Principal)]) {
+        let mut tell = Vec::new();
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let live: std::collections::HashSet<usize> = sessions.iter().map(|(_, h, _)| h.as_ptr() as usize).collect();
+            seen.retain(|k, _| live.contains(k));
+            for (peer, handle, who) in sessions {
+                let now = self.fingerprint(who);
+                if let Some(before) = seen.insert(handle.as_ptr() as usize, now) {
+                    tell.push((peer.clone(), now.0 != before.0, now.1 != before.1));
+                }
+            }
+        }
+        for (peer, resources, prompts) in tell {
+            if resources {
                 let _ = peer.notify_resource_list_changed().await;
             }
-            if now.1 != before.1 {
+            if prompts {
                 let _ = peer.notify_prompt_list_changed().await;
             }
         }

@@ -171,6 +171,12 @@ impl Upstream {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// What its last listing offers beyond tools (nothing before the first), without copying
+    /// its tools.
+    pub(crate) fn offers(&self) -> crate::listing::Offers {
+        self.listing.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|l| l.offers.clone()).unwrap_or_default()
+    }
+
     /// How many tools its last listing holds (0 before the first), without copying it.
     pub fn tool_count(&self) -> usize {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |l| l.tools.len())

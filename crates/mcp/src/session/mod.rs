@@ -219,6 +219,11 @@ fn outcome_result(outcome: &Outcome) -> CallToolResult {
 }
 
 impl SessionState {
+    /// The caller's principal, once its first request set it.
+    pub(crate) fn principal(&self) -> Option<Principal> {
+        self.principal.get().cloned()
+    }
+
     /// Recomputes visibility (availability or the catalogue changed); whether it changed.
     pub(crate) fn refresh(&self) -> bool {
         match self.set.get() {
