@@ -174,16 +174,21 @@ fn a_server_added_live_tells_an_open_session_its_resources_and_prompts_changed()
     gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
     std::fs::write(&go, "").unwrap();
     let out = client.join().unwrap();
-    // The caller who may not see the new server was told nothing about its lists.
+    // The caller who may not see the new server was told nothing: not about its lists, and
+    // not that the catalogue changed (its tools are hidden from that caller).
     std::fs::write(&go_plain, "").unwrap();
     let plain = plain.join().unwrap();
     let told = parsed(&plain[2]);
     assert!(told.get("notifications/prompts/list_changed").is_none(), "{told}");
     assert!(told.get("notifications/resources/list_changed").is_none(), "{told}");
+    assert!(told.get("notifications/tools/list_changed").is_none(), "{told}");
     assert_eq!(parsed(&out[1])["items"], json!([]), "{out:?}");
+    // The caller who may see it was told about all three (tools first: the catalogue is
+    // announced before the lists of resources and prompts).
     let seen = parsed(&out[4]);
     assert!(seen["notifications/prompts/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(seen["notifications/resources/list_changed"].as_u64().unwrap() >= 1, "{seen}");
+    assert!(seen["notifications/tools/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(names(&parsed(&out[5]), "name").contains(&"everything.simple-prompt".to_owned()), "{out:?}");
     assert!(names(&parsed(&out[6]), "uri").contains(&DOC.to_owned()), "{out:?}");
     // The bound on what a client is given holds for reads: an error naming the size and limit.

@@ -198,7 +198,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let options = engine_options(global, args.cutoff.min_confidence);
     let status = Arc::new(StderrStatus { json: global.json });
     let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
-    let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
+    // One stdio client: one thread serves it, so a forwarded call's hops (client filter, SDK,
+    // upstream relay, writer) are task switches, not thread wake-ups (docs/gateway.md,
+    // Performance). Searches and index builds still run on the blocking pool.
+    let runtime = match http {
+        None if !build => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        _ => tokio::runtime::Runtime::new(),
+    }
+    .map_err(|e| Problem::Io.because(e))?;
     let result = runtime.block_on(async move {
         let role = match replica {
             true => Role::Replica { audit: audit_dir },

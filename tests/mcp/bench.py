@@ -1,7 +1,8 @@
 """Gateway benchmark, one run, with the official Python MCP SDK as the client:
 
 1. a forwarded call's added latency: p50/p99 of `recall` called directly on the notes server vs
-   through the gateway (by its revealed name), both over stdio;
+   through the gateway (by its revealed name), both over stdio, alternated call by call; and
+   the gateway's context switches and CPU time per forwarded call;
 2. ping latency while a 5 s upstream call is in flight;
 3. searches per second with 8 and with 200 concurrent Streamable HTTP clients (sessions), and
    the gateway's RSS with 200 sessions open;
@@ -47,28 +48,57 @@ async def timed(f):
     return (time.perf_counter() - t) * 1000
 
 
-async def direct_calls(n):
-    params = StdioServerParameters(command=PY, args=[os.path.join(HERE, "notes_server.py")])
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w) as s:
-            await s.initialize()
-            await s.call_tool("remember", {"key": "k", "text": "v"})
-            for _ in range(20):
-                await s.call_tool("recall", {"key": "k"})
-            return [await timed(lambda: s.call_tool("recall", {"key": "k"})) for _ in range(n)]
+def gateway_pid():
+    """The gateway this process started over stdio (a child running BIN)."""
+    me = str(os.getpid())
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]
+            if ppid == me and open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[0].decode() == BIN:
+                return int(p)
+        except OSError:
+            pass
 
 
-async def gateway_calls(n):
+def switches_and_cpu_ms(pid):
+    """Context switches of every thread of `pid`, and its CPU time in ms, so far."""
+    switches = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        for line in open(f"/proc/{pid}/task/{t}/status"):
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                switches += int(line.split()[1])
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return switches, (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+async def calls(n):
+    """`recall` directly on the notes server and through the gateway, alternated call by call
+    in two sessions open side by side, so both meet the same load on the machine; then pings
+    through the gateway while a 5 s upstream call is in flight."""
+    direct_params = StdioServerParameters(command=PY, args=[os.path.join(HERE, "notes_server.py")])
     params = StdioServerParameters(command=BIN, args=["gateway", "--config", CONFIG, "--state", STATE])
-    async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w) as s:
+    async with stdio_client(direct_params) as (dr, dw), stdio_client(params) as (r, w):
+        async with ClientSession(dr, dw) as d, ClientSession(r, w) as s:
+            await d.initialize()
             await s.initialize()
             expanded = json.loads((await s.call_tool("expand_tool", {"tool_id": "notes.recall"})).content[0].text)
             name = expanded["callable_as"]
+            await d.call_tool("remember", {"key": "k", "text": "v"})
             await s.call_tool("call_tool", {"tool_id": "notes.remember", "arguments": {"key": "k", "text": "v"}})
             for _ in range(20):
+                await d.call_tool("recall", {"key": "k"})
                 await s.call_tool(name, {"key": "k"})
-            calls = [await timed(lambda: s.call_tool(name, {"key": "k"})) for _ in range(n)]
+            pid = gateway_pid()
+            before = switches_and_cpu_ms(pid)
+            direct, through = [], []
+            for _ in range(n):
+                direct.append(await timed(lambda: d.call_tool("recall", {"key": "k"})))
+                through.append(await timed(lambda: s.call_tool(name, {"key": "k"})))
+            after = switches_and_cpu_ms(pid)
+            REPORT["gateway_per_call"] = {
+                "context_switches": round((after[0] - before[0]) / n, 1),
+                "cpu_ms": round((after[1] - before[1]) / n, 3),
+            }
             # Pings while a 5 s upstream call is in flight.
             pings = []
             async with anyio.create_task_group() as tg:
@@ -78,7 +108,7 @@ async def gateway_calls(n):
                 while time.monotonic() < t_end:
                     pings.append(await timed(s.send_ping))
                     await anyio.sleep(0.05)
-            return calls, pings
+            return direct, through, pings
 
 
 def rss_kb(pid):
@@ -165,8 +195,7 @@ async def http_bench(url, pid):
 
 
 async def main():
-    direct = await direct_calls(300)
-    through, pings = await gateway_calls(300)
+    direct, through, pings = await calls(1000)
     REPORT["direct_call"] = summary(direct)
     REPORT["gateway_call"] = summary(through)
     REPORT["added_p50_ms"] = round(pct(through, 50) - pct(direct, 50), 3)

@@ -1,6 +1,8 @@
 //! What every session of one server shares: the live catalogue, group availability, the tool
 //! set configuration, how tools run, and the list of sessions to tell when something changes.
 
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use rmcp::service::Peer;
@@ -25,6 +27,54 @@ pub struct Hub {
     ops: Operations,
     sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
     passthrough: Option<Arc<Passthrough>>,
+    digests: Arc<Mutex<Digests>>,
+}
+
+/// What callers may see of the catalogue, as one digest per set of scopes, for one index
+/// generation: a rebuild that changes only tools a caller may not see leaves its digest as it
+/// was, so the caller is not told that anything changed.
+#[derive(Default)]
+struct Digests {
+    generation: Option<u64>,
+    /// Each tool's digest (its whole record: description and schemas too), by ordinal.
+    tools: Vec<u64>,
+    /// The sum of the digests of the tools each set of scopes may see (`None`: every tool).
+    by_scopes: HashMap<Option<BTreeSet<String>>, u64>,
+}
+
+/// The digest of what `who` may see of `live`'s catalogue now (computed once per index
+/// generation and set of scopes; the first call after a rebuild reads every tool record).
+fn visible_digest(live: &LiveCatalog, digests: &Mutex<Digests>, who: &Principal) -> u64 {
+    let engine = live.engine();
+    let mut d = digests.lock().unwrap_or_else(|p| p.into_inner());
+    let generation = engine.index().meta().generation;
+    if d.generation != Some(generation) {
+        let tools = (0..engine.catalog().tools.len() as u32)
+            .map(|o| {
+                let mut h = std::hash::DefaultHasher::new();
+                match engine.index().tool_record(o) {
+                    Ok(tool) => serde_json::to_string(&tool).unwrap_or_default().hash(&mut h),
+                    Err(_) => o.hash(&mut h),
+                }
+                h.finish()
+            })
+            .collect();
+        *d = Digests { generation: Some(generation), tools, by_scopes: HashMap::new() };
+    }
+    let key = who.scopes().cloned();
+    if let Some(&v) = d.by_scopes.get(&key) {
+        return v;
+    }
+    // A sum, not a chain: the order of tools in the index is not part of what a caller sees.
+    let v = engine
+        .catalog()
+        .tools
+        .iter()
+        .zip(&d.tools)
+        .filter(|(t, _)| who.may_use(t))
+        .fold(0u64, |acc, (_, h)| acc.wrapping_add(*h));
+    d.by_scopes.insert(key, v);
+    v
 }
 
 impl std::fmt::Debug for Hub {
@@ -53,6 +103,7 @@ impl Hub {
             ops: Operations::default(),
             sessions: Mutex::default(),
             passthrough: None,
+            digests: Arc::default(),
         })
     }
 
@@ -130,6 +181,11 @@ impl Hub {
     }
 
     pub(crate) fn register(&self, peer: Peer<RoleServer>, handle: SessionHandle) {
+        if let Some(state) = handle.upgrade() {
+            if let Some(who) = state.principal() {
+                state.saw_catalogue(visible_digest(&self.live, &self.digests, &who));
+            }
+        }
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.retain(|(_, h)| h.strong_count() > 0);
         if let (Some(p), Some(who)) = (&self.passthrough, handle.upgrade().and_then(|s| s.principal())) {
@@ -153,14 +209,23 @@ impl Hub {
     }
 
     /// The catalogue changed (a rebuild after an upstream or the config changed): every
-    /// session recomputes what it sees and is told `list_changed` whether or not its visible
-    /// tools moved, since what its searches find did.
+    /// session recomputes what it sees and is told `list_changed` when its visible tools moved
+    /// or what its caller may see of the catalogue changed (what its searches find, a tool's
+    /// description or schema), and only then: a change to tools a caller may not see tells
+    /// that caller nothing.
     pub async fn announce_catalogue_changed(&self) {
         self.availability.invalidate();
         let sessions: Vec<(Peer<RoleServer>, SessionHandle)> =
             self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
         for (peer, handle) in sessions {
-            if tokio::task::spawn_blocking(move || refresh(&handle)).await.ok().flatten().is_some() {
+            let (live, digests) = (self.live.clone(), self.digests.clone());
+            let told = tokio::task::spawn_blocking(move || {
+                let state = handle.upgrade()?;
+                let moved = state.refresh();
+                let seen = state.principal().map(|who| visible_digest(&live, &digests, &who));
+                Some(moved | seen.is_some_and(|d| state.saw_catalogue(d)))
+            });
+            if told.await.ok().flatten() == Some(true) {
                 let _ = peer.notify_tool_list_changed().await;
             }
         }

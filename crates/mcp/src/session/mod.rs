@@ -6,7 +6,7 @@
 //! checks of a call, recording its outcome), never while a catalogue tool runs: a slow call
 //! delays neither a `ping` nor a search of the same client, nor any other client.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,8 @@ pub(crate) struct SessionState {
     id: String,
     /// The last audit step written to the trail on disk.
     audited: AtomicUsize,
+    /// The digest of what its caller may see of the catalogue, when last told (`Hub`).
+    catalogue: AtomicU64,
 }
 
 impl Session {
@@ -72,6 +74,7 @@ impl Session {
             caller: OnceLock::new(),
             id,
             audited: AtomicUsize::new(0),
+            catalogue: AtomicU64::new(0),
         };
         Session { hub, state: Arc::new(state) }
     }
@@ -97,21 +100,30 @@ impl Session {
         self.state.set.get().ok_or_else(|| ErrorData::internal_error("no tool set", None))
     }
 
-    /// Runs `f` on the tool set where blocking is allowed (tool set work may embed a query).
+    /// Runs `f` on the tool set: light work (no query to embed), see [`Session::with_set_noted`].
     async fn with_set<T: Send + 'static>(
         &self,
         context: &RequestContext<RoleServer>,
         f: impl FnOnce(&mut ToolSet) -> T + Send + 'static,
     ) -> Result<T, ErrorData> {
-        self.with_set_noted(context, Map::new(), f).await
+        self.with_set_noted(context, Map::new(), Work::Light, f).await
     }
 
-    /// [`Session::with_set`], then the audit entries `f` added written to the trail on disk
+    /// Runs `f` on the tool set, then writes the audit entries `f` added to the trail on disk
     /// with `note` (a request id, a latency).
+    ///
+    /// Where it runs is chosen for latency, since every forwarded call passes here twice:
+    /// - on a multi-threaded runtime (the HTTP gateway), here, the worker's other tasks handed
+    ///   to another thread (`block_in_place`): no hop to the blocking pool and back;
+    /// - on a current-thread runtime (the stdio gateway, one client), [`Work::Light`] inline
+    ///   (microseconds: checking a call's arguments, recording its outcome), no thread hand-off
+    ///   at all, and [`Work::Heavy`] (a search embeds its query) on the blocking pool, so the
+    ///   one thread keeps answering pings and relaying upstream answers meanwhile.
     async fn with_set_noted<T: Send + 'static>(
         &self,
         context: &RequestContext<RoleServer>,
         note: Map<String, Value>,
+        weight: Work,
         f: impl FnOnce(&mut ToolSet) -> T + Send + 'static,
     ) -> Result<T, ErrorData> {
         self.set(context)?;
@@ -124,15 +136,32 @@ impl Session {
             out
         };
         let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("tool set task failed: {e}"), None);
-        // On a multi-threaded runtime the work runs here, the worker's other tasks handed to
-        // another thread: no hop to the blocking pool and back (two thread wake-ups) on every
-        // request, which on a busy machine cost a forwarded call most of its added latency.
-        match tokio::runtime::Handle::current().runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)))
-                    .map_err(|_| failed(&"it panicked"))
-            }
-            _ => tokio::task::spawn_blocking(work).await.map_err(|e| failed(&e)),
+        let caught =
+            |work| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| failed(&"it panicked"));
+        match (tokio::runtime::Handle::current().runtime_flavor(), weight) {
+            (tokio::runtime::RuntimeFlavor::MultiThread, _) => tokio::task::block_in_place(|| caught(work)),
+            (_, Work::Light) => caught(work),
+            (_, Work::Heavy) => tokio::task::spawn_blocking(work).await.map_err(|e| failed(&e)),
+        }
+    }
+}
+
+/// How long tool set work may take, which decides where [`Session::with_set_noted`] runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// Microseconds: no query embedded.
+    Light,
+    /// Milliseconds: a search, which embeds its query.
+    Heavy,
+}
+
+impl Work {
+    /// The weight of a `tools/call` of `name`: a search is heavy, anything else light.
+    fn of_call(name: &str) -> Work {
+        if is_search(name) {
+            Work::Heavy
+        } else {
+            Work::Light
         }
     }
 }
@@ -144,7 +173,10 @@ fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String,
     let last = state.audited.load(Ordering::Relaxed);
     let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     let mut newest = last;
-    for entry in set.audit().entries().iter().filter(|e| e.step > last) {
+    // Entries are in step order: the new ones are found without a scan of the whole trail,
+    // which a long session would make longer on every request.
+    let entries = set.audit().entries();
+    for entry in &entries[entries.partition_point(|e| e.step <= last)..] {
         newest = newest.max(entry.step);
         let Ok(Value::Object(mut record)) = serde_json::to_value(entry) else { continue };
         if !trail.arguments() {
@@ -222,6 +254,12 @@ impl SessionState {
     /// The caller's principal, once its first request set it.
     pub(crate) fn principal(&self) -> Option<Principal> {
         self.principal.get().cloned()
+    }
+
+    /// Records `digest` as what its caller may see of the catalogue; whether that differs
+    /// from what it saw before.
+    pub(crate) fn saw_catalogue(&self, digest: u64) -> bool {
+        self.catalogue.swap(digest, Ordering::Relaxed) != digest
     }
 
     /// Recomputes visibility (availability or the catalogue changed); whether it changed.
@@ -382,8 +420,11 @@ impl ServerHandler for Session {
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let called = name.clone();
-        let step =
-            self.with_set_noted(&context, note(&id, None), move |set| set.begin_call(&called, &arguments)).await?;
+        let step = self
+            .with_set_noted(&context, note(&id, None), Work::of_call(&name), move |set| {
+                set.begin_call(&called, &arguments)
+            })
+            .await?;
         let pending = match step {
             Step::Done(outcome) => {
                 if is_search(&name) {
@@ -406,7 +447,8 @@ impl ServerHandler for Session {
         let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
         if let Some(error) = crate::effects::refusal(&who, &tool) {
             let done = note(&id, Some(started.elapsed()));
-            let outcome = self.with_set_noted(&context, done, move |set| set.refuse_call(pending, error)).await?;
+            let outcome =
+                self.with_set_noted(&context, done, Work::Light, move |set| set.refuse_call(pending, error)).await?;
             self.finished(&id, &name, Some(&tool_id), &upstream, "refused", started);
             announce(&context.peer, &outcome.added, &outcome.removed).await;
             return Ok(outcome_result(&outcome).into());
@@ -422,7 +464,7 @@ impl ServerHandler for Session {
         let failed = result.is_error == Some(true);
         let done = note(&id, Some(started.elapsed()));
         let outcome = self
-            .with_set_noted(&context, done, move |set| {
+            .with_set_noted(&context, done, Work::Light, move |set| {
                 set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
             })
             .await?;
