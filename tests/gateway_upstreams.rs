@@ -126,6 +126,37 @@ fn thousands_of_bad_tools_cost_only_themselves_and_a_list_that_pages_forever_is_
 }
 
 #[test]
+fn resource_and_prompt_lists_that_page_forever_are_bounded_and_the_server_stays_up() {
+    let dir = common::scratch().join("gw-offer-pages");
+    let steps = json!([
+        {"list": "resources"},
+        {"list": "prompts"},
+        {"call": "offers.dump_logs", "arguments": {"mib": 0.001}},
+    ]);
+    let p = probe(
+        &dir,
+        json!({"offers": rude("offer_pages"), "plain": rude("schemas")}),
+        json!({"limits": {"list": {"max_pages": 20}}}),
+        steps,
+    );
+    // Each endless list stops at the limit and is offered empty; the operator is told which and
+    // why; the server stays up and its tool is callable.
+    let refused = p.events_of("offers_refused");
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        assert!(
+            refused.iter().any(|e| e["server"] == "offers"
+                && e["reason"].as_str().unwrap().contains(method)
+                && e["reason"].as_str().unwrap().contains("limit of 20 pages")),
+            "{method}: {refused:?}"
+        );
+    }
+    assert_eq!(p.step(0)["names"], json!([]), "{}", p.step(0));
+    assert_eq!(p.step(1)["names"], json!([]), "{}", p.step(1));
+    assert!(!p.step(2)["is_error"].as_bool().unwrap(), "{}", p.step(2));
+    assert!(p.events_of("upstream_up").iter().any(|e| e["server"] == "offers"), "{:?}", p.events);
+}
+
+#[test]
 fn an_answer_over_the_result_limit_is_cut_with_a_notice_or_refused_at_once() {
     let dir = common::scratch().join("gw-huge");
     let steps = json!([

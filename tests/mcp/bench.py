@@ -12,6 +12,11 @@
 
     python bench.py TOOLSEARCH_BIN CONFIG STATE HTTP_CONFIG HTTP_STATE
 Prints a JSON report.
+
+    python bench.py --compare BIN_A,BIN_B CONFIG STATE [STARTS [CALLS]]
+compares binaries on 1 only (a before/after in one run): each gateway started STARTS times
+(default 4), alternating which goes first, CALLS alternated calls each (default 500); prints one
+JSON line per binary.
 """
 
 import json
@@ -27,7 +32,13 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-BIN, CONFIG, STATE, HTTP_CONFIG, HTTP_STATE = sys.argv[1:6]
+COMPARE = sys.argv[1] == "--compare"
+if COMPARE:
+    BINS, CONFIG, STATE = sys.argv[2].split(","), sys.argv[3], sys.argv[4]
+    STARTS, CALLS = (int(a) for a in (sys.argv[5:7] + ["4", "500"][len(sys.argv[5:7]):]))
+    BIN = HTTP_CONFIG = HTTP_STATE = None
+else:
+    BIN, CONFIG, STATE, HTTP_CONFIG, HTTP_STATE = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 REPORT: dict = {}
@@ -247,4 +258,27 @@ async def reload_bench(url, events):
     REPORT["reload_until_searchable_s"] = round(found, 2) if found else None
 
 
-anyio.run(main)
+async def compare():
+    """Added latency, context switches and CPU per call of each of BINS, in one run."""
+    global BIN
+    seen = {b: {"direct": [], "through": [], "per_call": []} for b in BINS}
+    for start in range(STARTS):
+        for b in BINS if start % 2 == 0 else BINS[::-1]:
+            BIN = b
+            direct, through, _ = await calls(CALLS)
+            seen[b]["direct"] += direct
+            seen[b]["through"] += through
+            seen[b]["per_call"].append(REPORT["gateway_per_call"])
+    for b in BINS:
+        d, g, per = seen[b]["direct"], seen[b]["through"], seen[b]["per_call"]
+        print(json.dumps({
+            "bin": b,
+            "direct_p50_ms": round(pct(d, 50), 3),
+            "added_p50_ms": round(pct(g, 50) - pct(d, 50), 3),
+            "added_p99_ms": round(pct(g, 99) - pct(d, 99), 3),
+            "context_switches_per_call": round(sum(x["context_switches"] for x in per) / len(per), 1),
+            "cpu_ms_per_call": round(sum(x["cpu_ms"] for x in per) / len(per), 3),
+        }))
+
+
+anyio.run(compare if COMPARE else main)

@@ -6,7 +6,7 @@ the gateway's stderr (its status, as JSON lines) goes to a file. tests/gateway_u
 
 A step is {"call": TOOL_ID, "arguments": {...}} (through call_tool), {"tool": NAME,
 "arguments": {...}} (tools/call by name), {"search": QUERY}, {"expand": TOOL_ID} or
-{"sleep": SECONDS}.
+{"sleep": SECONDS}, or {"list": "resources" | "prompts"} (every page; the URIs or names).
 """
 
 import json
@@ -16,6 +16,7 @@ import time
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
+from mcp.types import PaginatedRequestParams
 from mcp.client.stdio import stdio_client
 
 TOOLSEARCH = os.environ["TOOLSEARCH_BIN"]
@@ -30,6 +31,20 @@ async def step(session, s):
     if "sleep" in s:
         await anyio.sleep(s["sleep"])
         return {}
+    if "list" in s:
+        # {"list": "resources" | "prompts"}: every page, the names (resources: URIs).
+        names, cursor = [], None
+        for _ in range(1000):
+            if s["list"] == "resources":
+                page = await session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                names += [str(r.uri) for r in page.resources]
+            else:
+                page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                names += [p.name for p in page.prompts]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return {"names": names}
     if "call" in s:
         r = await session.call_tool("call_tool", {"tool_id": s["call"], "arguments": s.get("arguments", {})})
     elif "tool" in s:

@@ -1,12 +1,13 @@
 """An MCP server over stdio written by hand (no SDK) to do what real servers do that the SDKs
 would not let us write: old-style and uncompilable schemas, tools with no inputSchema, a
-second tool of one name, tool lists that page forever or are full of bad tools, answers too
+second tool of one name, tool (or resource and prompt) lists that page forever or are full of bad tools, answers too
 large to carry, and tool lists that change every few milliseconds. The gateway's tests put it
 upstream.
 
     python rude_server.py MODE [MARKER]
 
-MODE: schemas | pages | bad_tools | huge | churn. MARKER is ignored (it tags the process).
+MODE: schemas | pages | bad_tools | huge | churn | offer_pages (one tool; resource and prompt
+lists that page forever). MARKER is ignored (it tags the process).
 """
 
 import json
@@ -106,13 +107,23 @@ def main():
                 threading.Thread(target=churn, daemon=True).start()
             continue
         if method == "initialize":
+            capabilities = {"tools": {"listChanged": True}}
+            if MODE == "offer_pages":
+                capabilities.update({"resources": {}, "prompts": {}})
             result = {
                 "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": capabilities,
                 "serverInfo": {"name": "rude", "version": "0"},
             }
         elif method == "tools/list":
             result = tools_page((msg.get("params") or {}).get("cursor"))
+        elif method in ("resources/list", "resources/templates/list", "prompts/list") and MODE == "offer_pages":
+            n = int((msg.get("params") or {}).get("cursor") or 0)
+            key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}[method]
+            item = {"resources": {"uri": f"page://{n}", "name": f"page {n}"},
+                    "resourceTemplates": {"uriTemplate": f"page://{n}/{{x}}", "name": f"pages {n}"},
+                    "prompts": {"name": f"page_prompt_{n}"}}[key]
+            result = {key: [item], "nextCursor": str(n + 1)}
         elif method == "tools/call":
             result = call(msg.get("params") or {})
         elif method == "ping":

@@ -254,6 +254,7 @@ pub async fn start(
                 UpEvent::Up(n) => {
                     let tools = upstreams[n].tool_count();
                     status.event("upstream_up", json!({"server": n, "tools": tools}));
+                    crate::keeper::offers_refused(status.as_ref(), n, &upstreams[n]);
                     settled.insert(n.clone(), true);
                 }
                 UpEvent::Down(n) => {

@@ -30,7 +30,7 @@ use crate::gateway::{rebuild, HeldNow, PinsStamp, Status};
 use crate::hub::Hub;
 use crate::listing::Listing;
 use crate::pins;
-use crate::upstream::UpEvent;
+use crate::upstream::{UpEvent, Upstream};
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -148,6 +148,7 @@ impl Keeper {
                 UpEvent::OffersChanged(_) => {
                     if relisted.insert(format!("{n}\0offers")) {
                         up.relist_offers().await;
+                        offers_refused(self.status.as_ref(), n, &up);
                     }
                     self.status.event("offers_changed", json!({"server": n}));
                 }
@@ -160,7 +161,8 @@ impl Keeper {
                     if let Some(p) = self.hub.passthrough() {
                         p.resubscribe(n).await;
                     }
-                    self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()}))
+                    self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()}));
+                    offers_refused(self.status.as_ref(), n, &up);
                 }
                 UpEvent::Down(_) => {
                     self.status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}))
@@ -298,4 +300,12 @@ fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -
         && a.iter().zip(b).all(|((na, la), (nb, lb))| {
             na == nb && la.summary == lb.summary && la.tools == lb.tools && la.offers.prompts == lb.offers.prompts
         })
+}
+
+/// Reports each of `server`'s resource, template or prompt lists left out, and why (the server
+/// stays up: its tools and its other lists are served).
+pub(crate) fn offers_refused(status: &dyn Status, server: &str, up: &Upstream) {
+    for reason in up.offers().problems {
+        status.event("offers_refused", json!({"server": server, "reason": reason}));
+    }
 }

@@ -59,6 +59,9 @@ pub struct Offers {
     pub prompts: Vec<Value>,
     /// Whether it takes `resources/subscribe`.
     pub subscribe: bool,
+    /// Why a list was left out (it failed, or passed a bound of `limits.list`): each is
+    /// reported to the operator as `offers_refused`, and the list is offered empty.
+    pub problems: Vec<String>,
 }
 
 /// One of an upstream's lists.

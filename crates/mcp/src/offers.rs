@@ -25,14 +25,22 @@ pub const PROMPT_TAG: &str = toolsearch_disclosure::PROMPT_TAG;
 pub(crate) async fn list_offers(peer: &Peer<RoleClient>, limits: &ListLimits) -> Offers {
     let capabilities = peer.peer_info().map(|i| i.capabilities.clone()).unwrap_or_default();
     let mut offers = Offers::default();
+    let mut problems = Vec::new();
+    let mut kept = |listed: Result<Vec<Value>, String>| {
+        listed.unwrap_or_else(|reason| {
+            problems.push(reason);
+            Vec::new()
+        })
+    };
     if let Some(resources) = &capabilities.resources {
         offers.subscribe = resources.subscribe == Some(true);
-        offers.resources = list_all(peer, ListKind::Resources, limits).await.unwrap_or_default();
-        offers.templates = list_all(peer, ListKind::Templates, limits).await.unwrap_or_default();
+        offers.resources = kept(list_all(peer, ListKind::Resources, limits).await);
+        offers.templates = kept(list_all(peer, ListKind::Templates, limits).await);
     }
     if capabilities.prompts.is_some() {
-        offers.prompts = list_all(peer, ListKind::Prompts, limits).await.unwrap_or_default();
+        offers.prompts = kept(list_all(peer, ListKind::Prompts, limits).await);
     }
+    offers.problems = problems;
     offers
 }
 
