@@ -139,7 +139,7 @@ def parity(a, b):
             print(f"| {n} | {x:.4f} | {y:.4f} | {y - x:+.4f} | {u:.4f} | {v:.4f} | {v - u:+.4f} |")
 
 
-def speed(onnx, rounds=3):
+def speed(onnx, rounds=7):
     """Query embedding p50 of the stock file and of `onnx`, alternated, on the
     mcptoolbenchpp held-out queries (`toolsearch bench --mode dense --json`)."""
     out = {}
@@ -154,8 +154,12 @@ def speed(onnx, rounds=3):
             r = subprocess.run([str(BIN), "--models", str(models), "--json", "bench", str(idx),
                                 str(WORK / "heldout" / "mcptoolbenchpp.jsonl"), "--mode", "dense"],
                                check=True, capture_output=True, text=True)
-            p50[label].append(json.loads(r.stdout))
-    print(json.dumps(p50, indent=1)[:4000])
+            p50[label].append(json.loads(r.stdout)[0])
+    med = {k: sorted(r["latency_ms"]["embed"]["p50"] for r in v)[len(v) // 2] for k, v in p50.items()}
+    for k, v in p50.items():
+        print(f"{k}: embed p50 per round " + ", ".join(f"{r['latency_ms']['embed']['p50']:.2f}" for r in v)
+              + f" ms; median {med[k]:.2f} ms; dense nDCG@10 {v[0]['ndcg10']:.4f}")
+    print(f"candidate / stock: {med['candidate'] / med['stock']:.3f}x (aim: at most 1.05x)")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,12 @@ impl IndexReader {
         self.catalog.tool(ord)
     }
 
+    /// Tool `ord`'s full record as stored (one JSON object), its blocks checked, not parsed:
+    /// what changed in a tool between two indexes, found without decoding either.
+    pub fn tool_record_bytes(&self, ord: u32) -> Result<&[u8], IndexError> {
+        self.catalog.record_bytes(ord)
+    }
+
     /// The whole normalised catalogue the index was built from, every tool record read.
     pub fn full_catalog(&self) -> Result<Catalog, IndexError> {
         self.catalog.full()

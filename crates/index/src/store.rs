@@ -146,18 +146,25 @@ impl CatalogStore {
         &self.lean
     }
 
-    /// Tool `ord`'s full record.
-    pub(crate) fn tool(&self, ord: u32) -> Result<Tool, IndexError> {
+    /// The bytes of tool `ord`'s record in `tools.json` (its JSON line), after the blocks they
+    /// lie in were checked.
+    pub(crate) fn record_bytes(&self, ord: u32) -> Result<&[u8], IndexError> {
         let i = ord as usize;
         let (Some(records), Some(&from), Some(&to)) = (&self.records, self.offsets.get(i), self.offsets.get(i + 1))
         else {
             return Err(IndexError::Corrupted(self.records_path.clone(), format!("no record for tool {ord}")));
         };
         let range = from as usize..to as usize;
-        let bytes = match &self.records_check {
-            Some(check) => check.bytes(records, range)?,
-            None => &records[range],
-        };
+        match &self.records_check {
+            Some(check) => check.bytes(records, range),
+            None => Ok(&records[range]),
+        }
+    }
+
+    /// Tool `ord`'s full record.
+    pub(crate) fn tool(&self, ord: u32) -> Result<Tool, IndexError> {
+        let i = ord as usize;
+        let bytes = self.record_bytes(ord)?;
         let tool: Tool = serde_json::from_slice(bytes)
             .map_err(|e| IndexError::Corrupted(self.records_path.clone(), format!("record {ord}: {e}")))?;
         if tool.id != self.lean.tools[i].id {

@@ -52,8 +52,8 @@ fn visible_digest(live: &LiveCatalog, digests: &Mutex<Digests>, who: &Principal)
         let tools = (0..engine.catalog().tools.len() as u32)
             .map(|o| {
                 let mut h = std::hash::DefaultHasher::new();
-                match engine.index().tool_record(o) {
-                    Ok(tool) => serde_json::to_string(&tool).unwrap_or_default().hash(&mut h),
+                match engine.index().tool_record_bytes(o) {
+                    Ok(bytes) => bytes.hash(&mut h),
                     Err(_) => o.hash(&mut h),
                 }
                 h.finish()
