@@ -1,7 +1,7 @@
 """The evaluator: the product's own ranking (the release `toolsearch` binary) with a model.
 
     python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets, dump candidates
-    python training/evaluate.py report                 # every fold against the stock model
+    python training/evaluate.py report [PREFIX]        # every fold against the stock model
     python training/evaluate.py parity LABEL_A LABEL_B # two dumps of one model (int8, fp32)
     python training/evaluate.py speed ONNX             # query embedding p50, stock vs ONNX
 
@@ -97,11 +97,11 @@ def refit(data, held):
     return max(tune.GRID, key=lambda c: sum(mean(per_query(data[n], c)) for n in rest))
 
 
-def report():
+def report(prefix="fold"):
     stock = load("stock")
     rows = []
     for held in common.SETS:
-        fold = load(f"fold-{held}")
+        fold = load(f"{prefix}-{held}")
         if held not in fold or held not in stock:
             continue
         s_cfg, f_cfg = refit(stock, held), refit(fold, held)
@@ -124,7 +124,7 @@ def report():
         print(f"| {r['held_out']} | {r['queries']} | {d[0]:.4f} | {d[1]:.4f} | {d[2]:+.4f} ({d[3]:.4f}) | {h[0]:.4f} | {h[1]:.4f} | {h[2]:+.4f} ({h[3]:.4f}) | {h[4]} / {h[5]} | {s[0]:.4f} / {s[1]:.4f} / {s[2]:+.4f} ({s[3]:.4f}) |")
     ship = rows and len(rows) == len(common.SETS) and all(r["hybrid_refit"][2] >= 0.01 and r["dense"][2] >= 0.02 for r in rows)
     print(f"\nship rule (every fold: hybrid >= +0.01 and dense >= +0.02): {'MET' if ship else 'NOT MET'} over {len(rows)} folds")
-    (WORK / "report.json").write_text(json.dumps(rows, indent=2))
+    (WORK / f"report-{prefix}.json").write_text(json.dumps(rows, indent=2))
 
 
 def parity(a, b):
@@ -170,4 +170,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "speed":
         speed(sys.argv[2])
     else:
-        report()
+        report(sys.argv[2] if len(sys.argv) > 2 else "fold")

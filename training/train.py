@@ -92,19 +92,54 @@ def teacher_cache(base, cache_dir, examples, tools):
     return dict(zip(texts, torch.from_numpy(arr)))
 
 
-def mine_negatives(examples, tools, teacher):
-    """Per example, the stock model's top non-gold tools of its catalogue, near-duplicates of a
-    gold tool skipped."""
-    by_set = {}
+def bm25_scorer(texts, k1=1.2, b=0.75):
+    """BM25 over `texts` (words lower-cased, identifiers split as the indexer splits them): a
+    function from a query to every text's score, in order."""
+    import math
+    import re
+    from collections import Counter
+    words = lambda t: re.findall(r"[a-z0-9]+", common.split_identifier(t))
+    docs = [Counter(words(t)) for t in texts]
+    lens = [sum(d.values()) for d in docs]
+    avg = sum(lens) / max(1, len(lens))
+    df = Counter(w for d in docs for w in d)
+    n = len(docs)
+    idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+    postings = {}
+    for i, d in enumerate(docs):
+        for w, tf in d.items():
+            postings.setdefault(w, []).append((i, tf * (k1 + 1) / (tf + k1 * (1 - b + b * lens[i] / avg))))
+
+    def score(query):
+        out = torch.zeros(n)
+        for w in set(words(query)):
+            for i, part in postings.get(w, ()):
+                out[i] += idf[w] * part
+        return out
+
+    return score
+
+
+def mine_negatives(examples, tools, teacher, ranking="dense"):
+    """Per example, the top non-gold tools of its catalogue by the stock model (`dense`), or by
+    the product's hybrid ranking with the stock model (`hybrid`: 0.5 cos + 0.5 bm25 / (best +
+    32), so negatives are the errors BM25 does not already fix), near-duplicates of a gold tool
+    skipped."""
+    by_set, lexical = {}, {}
     for name, ts in tools.items():
         ids = list(ts)
         by_set[name] = (ids, torch.stack([teacher[ts[i]] for i in ids]))
+        if ranking == "hybrid":
+            lexical[name] = bm25_scorer([ts[i] for i in ids])
     names = {name: {i: common.split_identifier(i.split("::")[-1].split(":")[-1]) for i in ts} for name, ts in tools.items()}
     for e in examples:
         ids, mat = by_set[e["set"]]
         gold = set(e["gold"])
         gold_rows = mat[[ids.index(g) for g in e["gold"]]]
         scores = mat @ teacher[e["query"]]
+        if ranking == "hybrid":
+            bm = lexical[e["set"]](e["query"])
+            scores = 0.5 * scores + 0.5 * bm / (bm.max() + 32)
         near = (mat @ gold_rows.T).max(dim=1).values >= NEAR_DUP
         gold_names = {names[e["set"]][g] for g in gold}
         negs = []
@@ -163,10 +198,15 @@ def main():
     ap.add_argument("--base", required=True)
     ap.add_argument("--fold", required=True, help="a dev set held out, or 'final'")
     ap.add_argument("--minutes", type=float, default=12)
+    ap.add_argument("--steps", type=int, default=0,
+                    help="stop after this many steps (0: the time budget alone); a fold trained on "
+                         "cores shared with other work gets as many steps as one trained alone")
     ap.add_argument("--out", required=True)
     ap.add_argument("--cache", default=str(common.REPO / "target" / "training"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--mine", choices=["dense", "hybrid"], default="dense",
+                    help="which stock ranking's top non-gold tools are the hard negatives")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -177,7 +217,7 @@ def main():
     teacher = teacher_cache(args.base, args.cache, all_ex, all_tools)
     examples = [e for e in all_ex if e["set"] in sets]
     tools = {n: all_tools[n] for n in sets}
-    mine_negatives(examples, tools, teacher)
+    mine_negatives(examples, tools, teacher, args.mine)
     print(f"fold {args.fold}: training on {sets}, {len(examples)} examples", flush=True)
 
     tok = AutoTokenizer.from_pretrained(args.base)
@@ -193,7 +233,7 @@ def main():
     budget = args.minutes * 60
     log = []
     for batch in batches(examples, rng):
-        if time.time() - start > budget:
+        if time.time() - start > budget or (args.steps and steps >= args.steps):
             break
         for g in opt.param_groups:
             g["lr"] = LR * min(1.0, (steps + 1) / 10)
@@ -223,7 +263,7 @@ def main():
         "seconds": round(time.time() - start),
         "threads": args.threads,
         "recipe": {"temperature": TEMPERATURE, "distil": DISTIL, "lr": LR, "batch": BATCH, "frozen_layers": FROZEN_LAYERS,
-                   "q_len": Q_LEN, "d_len": D_LEN, "hard_top": HARD_TOP, "near_dup": NEAR_DUP},
+                   "q_len": Q_LEN, "d_len": D_LEN, "hard_top": HARD_TOP, "near_dup": NEAR_DUP, "mine": args.mine},
     }
     (out / "training.json").write_text(json.dumps(info, indent=2))
     print(json.dumps(info), flush=True)
