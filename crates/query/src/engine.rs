@@ -152,7 +152,7 @@ impl Engine {
     ) -> Result<SearchNodesResponse, ProtocolError> {
         let query = checked_query(&req.query)?;
         let limit = checked_limit(req.limit)?;
-        let visible = self.paths().visible_nodes(scopes, self.catalog());
+        let visible = self.paths().visible_nodes(scopes);
         let all: Vec<u32> = (0..self.catalog().nodes.len() as u32)
             .filter(|&n| visible.as_ref().is_none_or(|v| v[n as usize]))
             .collect();
@@ -326,9 +326,9 @@ impl Engine {
         })?;
         // For a restricted caller a category holding none of its tools does not exist, for
         // exact and case-insensitive matches alike.
-        let visible = self.paths().visible_nodes(scopes, self.catalog());
+        let visible = self.paths().visible_nodes(scopes);
         let is_visible = |n: u32| visible.as_ref().is_none_or(|v| v[n as usize]);
-        if let Some(p) = self.paths().resolve(segments, self.catalog(), is_visible) {
+        if let Some(p) = self.paths().resolve(segments, is_visible) {
             return Ok(p);
         }
         Err(hints::unknown_path(self, spec, field, visible.as_deref()))

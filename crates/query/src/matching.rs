@@ -94,7 +94,14 @@ impl NameTable {
 /// nothing per key).
 fn hash_folded(hasher: &DefaultHashBuilder, key: &str, buf: &mut String) -> u64 {
     buf.clear();
-    buf.extend(fold(key));
+    let key = key.trim();
+    if key.is_ascii() {
+        // The same folding as [`fold`], a byte at a time.
+        buf.push_str(key);
+        buf.make_ascii_lowercase();
+    } else {
+        buf.extend(fold(key));
+    }
     hasher.hash_one(buf.as_str())
 }
 
@@ -174,6 +181,15 @@ mod tests {
         assert!(bad.message.contains("not a valid regular expression"), "{}", bad.message);
         assert!(compile(&"a".repeat(MAX_PATTERN + 1)).is_err());
         assert!(compile("(a{1000}){1000}").is_err(), "a pattern over the size limit is refused");
+    }
+
+    #[test]
+    fn ascii_keys_fold_as_any_other() {
+        let h = DefaultHashBuilder::default();
+        let slow = |k: &str| h.hash_one(fold(k).collect::<String>());
+        for k in ["  GitHub.Create_Issue ", "plain", "", "ÄRGER.Tool"] {
+            assert_eq!(hash_folded(&h, k, &mut String::new()), slow(k), "{k:?}");
+        }
     }
 
     #[test]

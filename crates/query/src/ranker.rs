@@ -12,7 +12,7 @@ use crate::cache::Lru;
 use crate::fusion::{Calibration, Fusion, Scored};
 use crate::matching::NameTable;
 use crate::ranking::ResultKey;
-use crate::scope::PathTable;
+use crate::scope::{PathTable, Paths};
 
 /// Most bytes each query cache holds, keys included.
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
@@ -118,7 +118,7 @@ impl Ranker {
     ) -> Result<Ranker, EngineError> {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
-        // Independent, and at a million tools each takes about a second: built side by side.
+        // Independent: built side by side.
         let (paths, names) = rayon::join(|| PathTable::new(index.catalog()), || NameTable::new(index.catalog()));
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
@@ -134,8 +134,9 @@ impl Ranker {
         })
     }
 
-    pub(crate) fn paths(&self) -> &PathTable {
-        &self.paths
+    /// The category graph's lookups, over this index's catalogue.
+    pub(crate) fn paths(&self) -> Paths<'_> {
+        Paths { table: &self.paths, catalog: self.index.catalog() }
     }
 
     pub(crate) fn names(&self) -> &NameTable {

@@ -205,7 +205,7 @@ impl Ranker {
 
     /// The statistics base of a caller's category searches: the categories it may see.
     pub(crate) fn node_view(&self, scopes: &Option<Vec<String>>) -> View {
-        match self.paths().visible_nodes(scopes, self.catalog()) {
+        match self.paths().visible_nodes(scopes) {
             Some(v) if v.iter().any(|visible| !visible) => {
                 let ords: Vec<u32> = (0..v.len() as u32).filter(|&n| v[n as usize]).collect();
                 View::of(scopes_key(scopes), &ords, v.len())

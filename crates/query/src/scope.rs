@@ -1,7 +1,10 @@
 //! Category scopes: resolving a requested path, and the tools and child nodes under a path.
 
-use hashbrown::HashMap;
-use toolsearch_catalog::{display_path, Catalog, CategoryPath};
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
 
 /// What a request restricts the catalogue to: a category path (empty = everything), tags (a
 /// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
@@ -28,96 +31,199 @@ impl Filter {
     }
 }
 
-/// Lookup tables over the category graph, built once per engine (when an index opens: at a
-/// million tools they are built in a fraction of a second, each key allocated once, never
-/// per lookup; hashbrown's seeded foldhash, not SipHash).
+/// Lookup tables over the category graph, built once per engine (when an index opens).
+///
+/// Lists are kept by node ordinal, and the path lookups hold ordinals only, 4 bytes an entry,
+/// their keys read from the catalogue when a bucket is probed: no category path is copied
+/// (at a million tools and 320,000 categories, path-keyed maps cost a second of every open
+/// and a few hundred bytes a tool). hashbrown's seeded foldhash, not SipHash.
 pub(crate) struct PathTable {
-    node_by_path: HashMap<CategoryPath, u32>,
-    node_by_display: HashMap<String, Vec<u32>>,
-    /// Tool ordinals at or below each path but the root (that is [`PathTable::all`]), sorted.
-    under: HashMap<CategoryPath, Vec<u32>>,
-    /// Tool ordinals directly at each path, sorted.
-    direct: HashMap<CategoryPath, Vec<u32>>,
-    /// Child node ordinals of each path.
-    children: HashMap<CategoryPath, Vec<u32>>,
+    hasher: DefaultHashBuilder,
+    /// Node ordinals by path.
+    by_path: HashTable<u32>,
+    /// Node ordinals by lower-cased display path (several nodes may share one); made when
+    /// first needed (a path given in another case), not on every open.
+    by_display: OnceLock<HashTable<u32>>,
+    /// Per node: the tool ordinals at or below it, sorted.
+    under: Vec<Vec<u32>>,
+    /// Per node: the tool ordinals directly at it, sorted.
+    direct: Vec<Vec<u32>>,
+    /// Per node: its child nodes' ordinals.
+    children: Vec<Vec<u32>>,
+    /// The top-level nodes' ordinals.
+    top: Vec<u32>,
+    /// The same lists for paths no category node has, which a normalised catalogue never
+    /// holds (every ancestor of a tool's path is a node), but a catalogue made by hand may.
+    stray: Stray,
     /// Tool ordinals carrying each (lower-cased) tag, sorted.
     tagged: HashMap<String, Vec<u32>>,
-    /// Tools that require scopes, with those scopes, sorted by ordinal.
-    restricted: Vec<(u32, Vec<String>)>,
+    /// Tools that require scopes, sorted.
+    restricted: Vec<u32>,
     /// Every tool ordinal, sorted.
     all: Vec<u32>,
 }
 
+/// Lists keyed by paths that have no node.
+#[derive(Default)]
+struct Stray {
+    under: HashMap<CategoryPath, Vec<u32>>,
+    direct: HashMap<CategoryPath, Vec<u32>>,
+    children: HashMap<CategoryPath, Vec<u32>>,
+}
+
+/// Whether lower-casing changes `s`.
+fn folds(s: &str) -> bool {
+    if s.is_ascii() {
+        return s.bytes().any(|b| b.is_ascii_uppercase());
+    }
+    s.chars().any(|c| {
+        let mut lower = c.to_lowercase();
+        lower.next() != Some(c) || lower.next().is_some()
+    })
+}
+
+/// Appends `ord` to sorted `list` unless it is already last (ordinals arrive in order).
+fn add(list: &mut Vec<u32>, ord: u32) {
+    if list.last() != Some(&ord) {
+        list.push(ord);
+    }
+}
+
 impl PathTable {
     pub(crate) fn new(catalog: &Catalog) -> PathTable {
+        let nodes = &catalog.nodes;
+        let hasher = DefaultHashBuilder::default();
         let mut t = PathTable {
-            node_by_path: HashMap::new(),
-            node_by_display: HashMap::new(),
-            under: HashMap::new(),
-            direct: HashMap::new(),
-            children: HashMap::new(),
+            by_path: HashTable::with_capacity(nodes.len()),
+            by_display: OnceLock::new(),
+            under: vec![Vec::new(); nodes.len()],
+            direct: vec![Vec::new(); nodes.len()],
+            children: vec![Vec::new(); nodes.len()],
+            top: Vec::new(),
+            stray: Stray::default(),
             tagged: HashMap::new(),
             restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
+            hasher,
         };
-        for (i, n) in catalog.nodes.iter().enumerate() {
-            t.node_by_path.insert(n.path.clone(), i as u32);
-            t.node_by_display.entry(display_path(&n.path).to_lowercase()).or_default().push(i as u32);
-            push(&mut t.children, &n.path[..n.path.len() - 1], i as u32);
+        let hasher = &t.hasher;
+        for (i, n) in nodes.iter().enumerate() {
+            let (ord, hash) = (i as u32, hasher.hash_one(&n.path[..]));
+            // A catalogue holds each path once; should one repeat, the first node keeps it.
+            if t.by_path.find(hash, |&o| nodes[o as usize].path == n.path).is_none() {
+                t.by_path.insert_unique(hash, ord, |&o| hasher.hash_one(&nodes[o as usize].path[..]));
+            }
+        }
+        // Each node's parent, when it has one (None at the top, or when no node is its parent).
+        let parent: Vec<Option<u32>> = nodes
+            .iter()
+            .map(|n| match n.path.len() {
+                0 | 1 => None,
+                d => find(&t.by_path, hasher, nodes, &n.path[..d - 1]),
+            })
+            .collect();
+        for (i, n) in nodes.iter().enumerate() {
+            match (n.path.len(), parent[i]) {
+                (0, _) => {}
+                (1, _) => t.top.push(i as u32),
+                (_, Some(p)) => t.children[p as usize].push(i as u32),
+                (d, None) => t.stray.children.entry_ref(&n.path[..d - 1]).or_default().push(i as u32),
+            }
         }
         for (i, tool) in catalog.tools.iter().enumerate() {
             let ord = i as u32;
             for p in &tool.paths {
-                push(&mut t.direct, p, ord);
-                for d in 1..=p.len() {
-                    push(&mut t.under, &p[..d], ord);
+                let mut at = find(&t.by_path, hasher, nodes, p);
+                match at {
+                    Some(n) => add(&mut t.direct[n as usize], ord),
+                    None => add(t.stray.direct.entry_ref(&p[..]).or_default(), ord),
                 }
-            }
-            if !tool.requires.is_empty() {
-                t.restricted.push((ord, tool.requires.clone()));
-            }
-            for tag in &tool.tags {
-                let tag = tag.to_lowercase();
-                match t.tagged.get_mut(&tag) {
-                    Some(list) if list.last() == Some(&ord) => {}
-                    Some(list) => list.push(ord),
-                    None => {
-                        t.tagged.insert(tag, vec![ord]);
+                // Up the ancestors: by the parent links, by path where a node is missing.
+                for d in (1..=p.len()).rev() {
+                    match at {
+                        Some(n) => {
+                            add(&mut t.under[n as usize], ord);
+                            at = parent[n as usize];
+                        }
+                        None => {
+                            add(t.stray.under.entry_ref(&p[..d]).or_default(), ord);
+                            at = if d > 1 { find(&t.by_path, hasher, nodes, &p[..d - 1]) } else { None };
+                        }
                     }
                 }
             }
+            if !tool.requires.is_empty() {
+                t.restricted.push(ord);
+            }
+            for tag in &tool.tags {
+                // Most tags are lower case already: looked up as they are, not copied.
+                let lower = folds(tag).then(|| tag.to_lowercase());
+                add(t.tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord);
+            }
         }
-        for list in t.under.values_mut().chain(t.direct.values_mut()) {
-            list.sort_unstable();
-            list.dedup();
+        for list in t.under.iter_mut().chain(t.direct.iter_mut()) {
             list.shrink_to_fit();
         }
         t
     }
 
+    /// Node ordinals by lower-cased display path.
+    fn by_display(&self, catalog: &Catalog) -> &HashTable<u32> {
+        self.by_display.get_or_init(|| {
+            let (nodes, hasher) = (&catalog.nodes, &self.hasher);
+            let key = |o: u32| hasher.hash_one(display_path(&nodes[o as usize].path).to_lowercase());
+            let mut table = HashTable::with_capacity(nodes.len());
+            for o in 0..nodes.len() as u32 {
+                table.insert_unique(key(o), o, |&o| key(o));
+            }
+            table
+        })
+    }
+
+    /// The ordinal of the node at `path`, if there is one.
+    fn node(&self, catalog: &Catalog, path: &[String]) -> Option<u32> {
+        find(&self.by_path, &self.hasher, &catalog.nodes, path)
+    }
+}
+
+/// The ordinal of the node at `path` in `table` (keyed by the nodes' paths).
+fn find(table: &HashTable<u32>, hasher: &DefaultHashBuilder, nodes: &[Node], path: &[String]) -> Option<u32> {
+    table.find(hasher.hash_one(path), |&o| nodes[o as usize].path == path).copied()
+}
+
+/// A [`PathTable`] with the catalogue its keys are read from: what requests ask of the
+/// category graph.
+#[derive(Clone, Copy)]
+pub(crate) struct Paths<'a> {
+    pub(crate) table: &'a PathTable,
+    pub(crate) catalog: &'a Catalog,
+}
+
+impl<'a> Paths<'a> {
     /// The path `segments` (parsed by the path rule) names among the categories `visible`
     /// accepts, if any: the exact path first, then a case-insensitive match when exactly one
     /// visible category has it (so a category the caller cannot see never makes a name
     /// ambiguous, nor resolves it).
-    pub(crate) fn resolve(
-        &self,
-        segments: CategoryPath,
-        catalog: &Catalog,
-        visible: impl Fn(u32) -> bool,
-    ) -> Option<CategoryPath> {
+    pub(crate) fn resolve(&self, segments: CategoryPath, visible: impl Fn(u32) -> bool) -> Option<CategoryPath> {
         if segments.is_empty() {
             return Some(segments);
         }
-        if let Some(&n) = self.node_by_path.get(&segments) {
+        if let Some(n) = self.node_ord(&segments) {
             if visible(n) {
                 return Some(segments);
             }
         }
+        let nodes = &self.catalog.nodes;
         let joined = display_path(&segments).to_lowercase();
-        let matches: Vec<u32> =
-            self.node_by_display.get(&joined).into_iter().flatten().copied().filter(|&n| visible(n)).collect();
+        let matches: Vec<u32> = self
+            .table
+            .by_display(self.catalog)
+            .iter_hash(self.table.hasher.hash_one(&joined))
+            .copied()
+            .filter(|&n| visible(n) && display_path(&nodes[n as usize].path).to_lowercase() == joined)
+            .collect();
         match matches.as_slice() {
-            [only] => Some(catalog.nodes[*only as usize].path.clone()),
+            [only] => Some(nodes[*only as usize].path.clone()),
             _ => None,
         }
     }
@@ -129,19 +235,24 @@ impl PathTable {
 
     /// The ordinal of the category at `path`, if there is one.
     pub(crate) fn node_ord(&self, path: &[String]) -> Option<u32> {
-        self.node_by_path.get(path).copied()
+        self.table.node(self.catalog, path)
     }
 
     /// Tools at or below `path`, sorted.
-    pub(crate) fn tools_under(&self, path: &[String]) -> &[u32] {
+    pub(crate) fn tools_under(&self, path: &[String]) -> &'a [u32] {
+        let t = self.table;
         if path.is_empty() {
-            return &self.all;
+            return &t.all;
         }
-        self.under.get(path).map_or(&[], Vec::as_slice)
+        match self.node_ord(path) {
+            Some(n) => &t.under[n as usize],
+            None => t.stray.under.get(path).map_or(&[], Vec::as_slice),
+        }
     }
 
     /// The tools a filter allows, sorted; `None` when it allows every tool.
     pub(crate) fn allowed(&self, filter: &Filter) -> Option<Vec<u32>> {
+        let t = self.table;
         let mut allowed: Option<Vec<u32>> = (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec());
         for tag in &filter.tags {
             // `!tag` keeps the tools without it.
@@ -149,23 +260,24 @@ impl PathTable {
                 Some(t) => (t, true),
                 None => (tag.trim(), false),
             };
-            let with_tag = self.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
+            let with_tag = t.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
             allowed = Some(match (allowed, without) {
                 (None, false) => with_tag.to_vec(),
                 (Some(a), false) => intersect(&a, with_tag),
-                (None, true) => difference(&self.all, with_tag),
+                (None, true) => difference(&t.all, with_tag),
                 (Some(a), true) => difference(&a, with_tag),
             });
         }
         if let Some(scopes) = &filter.scopes {
-            let hidden: Vec<u32> = self
+            let tools = &self.catalog.tools;
+            let hidden: Vec<u32> = t
                 .restricted
                 .iter()
-                .filter(|(_, requires)| requires.iter().any(|r| scopes.binary_search(r).is_err()))
-                .map(|(o, _)| *o)
+                .copied()
+                .filter(|&o| tools[o as usize].requires.iter().any(|r| scopes.binary_search(r).is_err()))
                 .collect();
             if !hidden.is_empty() {
-                let base = allowed.unwrap_or_else(|| self.all.clone());
+                let base = allowed.unwrap_or_else(|| t.all.clone());
                 allowed = Some(difference(&base, &hidden));
             }
         }
@@ -174,14 +286,14 @@ impl PathTable {
 
     /// For a restricted caller, which nodes (by ordinal) hold a tool it may see, computed in
     /// one pass over its tools; `None` for a trusted caller (every node is visible).
-    pub(crate) fn visible_nodes(&self, scopes: &Option<Vec<String>>, catalog: &Catalog) -> Option<Vec<bool>> {
+    pub(crate) fn visible_nodes(&self, scopes: &Option<Vec<String>>) -> Option<Vec<bool>> {
         scopes.as_ref()?;
         let allowed = self.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() });
-        let mut visible = vec![allowed.is_none(); catalog.nodes.len()];
+        let mut visible = vec![allowed.is_none(); self.catalog.nodes.len()];
         for &t in allowed.as_deref().unwrap_or(&[]) {
-            for p in &catalog.tools[t as usize].paths {
+            for p in &self.catalog.tools[t as usize].paths {
                 for d in 1..=p.len() {
-                    if let Some(&n) = self.node_by_path.get(&p[..d]) {
+                    if let Some(n) = self.node_ord(&p[..d]) {
                         visible[n as usize] = true;
                     }
                 }
@@ -191,22 +303,21 @@ impl PathTable {
     }
 
     /// Tools directly at `path`, sorted.
-    pub(crate) fn tools_at(&self, path: &[String]) -> &[u32] {
-        self.direct.get(path).map_or(&[], Vec::as_slice)
+    pub(crate) fn tools_at(&self, path: &[String]) -> &'a [u32] {
+        match self.node_ord(path) {
+            Some(n) => &self.table.direct[n as usize],
+            None => self.table.stray.direct.get(path).map_or(&[], Vec::as_slice),
+        }
     }
 
     /// Child nodes of `path`.
-    pub(crate) fn children(&self, path: &[String]) -> &[u32] {
-        self.children.get(path).map_or(&[], Vec::as_slice)
-    }
-}
-
-/// Appends `ord` to the list at `key`, allocating the key only when it is new.
-fn push(map: &mut HashMap<CategoryPath, Vec<u32>>, key: &[String], ord: u32) {
-    match map.get_mut(key) {
-        Some(list) => list.push(ord),
-        None => {
-            map.insert(key.to_vec(), vec![ord]);
+    pub(crate) fn children(&self, path: &[String]) -> &'a [u32] {
+        if path.is_empty() {
+            return &self.table.top;
+        }
+        match self.node_ord(path) {
+            Some(n) => &self.table.children[n as usize],
+            None => self.table.stray.children.get(path).map_or(&[], Vec::as_slice),
         }
     }
 }
@@ -235,7 +346,68 @@ pub(crate) fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::intersect;
+    use super::*;
+    use toolsearch_catalog::Tool;
+
+    fn path(p: &str) -> CategoryPath {
+        p.split('/').map(str::to_owned).collect()
+    }
+
+    /// Nodes `a` and `a/b`; tool 0 at `a/b` tagged `Net`, tool 1 at `x/y` (no node: a
+    /// catalogue made by hand), tool 2 at `a` requiring `admin`, tagged `ǅx` (title case).
+    fn catalog() -> Catalog {
+        let node = |p: &str| Node { path: path(p), ..Node::default() };
+        let tool = |id: &str, p: &str, tags: &[&str], requires: &[&str]| Tool {
+            id: id.into(),
+            name: id.into(),
+            paths: vec![path(p)],
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            requires: requires.iter().map(|t| t.to_string()).collect(),
+            ..Tool::default()
+        };
+        Catalog {
+            nodes: vec![node("a"), node("a/b")],
+            tools: vec![
+                tool("t0", "a/b", &["Net"], &[]),
+                tool("t1", "x/y", &[], &[]),
+                tool("t2", "a", &["ǅx"], &["admin"]),
+            ],
+            ..Catalog::default()
+        }
+    }
+
+    #[test]
+    fn lists_by_node_and_by_path_where_no_node_is() {
+        let catalog = catalog();
+        let table = PathTable::new(&catalog);
+        let paths = Paths { table: &table, catalog: &catalog };
+        assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+        assert_eq!(paths.tools_under(&path("a/b")), [0]);
+        assert_eq!(paths.tools_at(&path("a")), [2]);
+        assert_eq!(paths.tools_under(&path("x")), [1]);
+        assert_eq!(paths.tools_at(&path("x/y")), [1]);
+        assert_eq!(paths.tools_under(&[]), [0, 1, 2]);
+        assert!(paths.tools_under(&path("nowhere")).is_empty());
+        assert_eq!(paths.children(&[]), [0]);
+        assert_eq!(paths.children(&path("a")), [1]);
+        assert_eq!(paths.node_ord(&path("a/b")), Some(1));
+        assert_eq!(paths.resolve(path("A/B"), |_| true), Some(path("a/b")));
+        assert_eq!(paths.resolve(path("A/B"), |n| n != 1), None, "a hidden category does not resolve");
+    }
+
+    #[test]
+    fn tags_fold_and_scopes_hide() {
+        let catalog = catalog();
+        let table = PathTable::new(&catalog);
+        let paths = Paths { table: &table, catalog: &catalog };
+        let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
+        assert_eq!(paths.allowed(&tags(&["NET"])), Some(vec![0]));
+        assert_eq!(paths.allowed(&tags(&["ǆx"])), Some(vec![2]), "a title-case tag is folded");
+        assert_eq!(paths.allowed(&tags(&["!net"])), Some(vec![1, 2]));
+        assert_eq!(paths.visible_tools(&Some(vec![])), Some(vec![0, 1]));
+        assert_eq!(paths.visible_tools(&Some(vec!["admin".into()])), None);
+        assert_eq!(paths.visible_nodes(&Some(vec![])), Some(vec![true, true]));
+    }
 
     #[test]
     fn intersect_keeps_common_sorted_items() {
