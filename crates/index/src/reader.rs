@@ -12,7 +12,7 @@ use crate::error::IndexError;
 use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, View};
-use crate::store::{CatalogStore, StoreSums};
+use crate::store::CatalogStore;
 use crate::vectors::Vectors;
 
 /// How to open an index.
@@ -106,25 +106,40 @@ impl IndexReader {
                 return Err(IndexError::Corrupted(path, format!("{len} bytes, expected {}", sum.len)));
             }
         }
-        let (mut store_sums, mut vector_sums) = (StoreSums::default(), None);
-        if options.verify_checksums {
-            for sum in meta.files.iter().filter(|s| checked_whole_on_open(&s.path)) {
-                if file_sum(dir, &sum.path)?.xxh3 != sum.xxh3 {
-                    return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
-                }
-            }
-            let sum_of = |rel: &str| meta.files.iter().find(|f| f.path == rel);
-            let lens = BLOCK_CHECKED.map(|rel| sum_of(rel).map_or(0, |f| f.len));
-            let [vectors, records] = blocks::read(dir, sum_of(BLOCKS_FILE).map(|f| f.xxh3), lens)?;
-            vector_sums = Some(vectors);
-            store_sums = StoreSums { table: sum_of(CATALOG_FILE).map(|f| f.xxh3), records: Some(records) };
-        }
         let (tools, nodes) = (meta.tools as usize, meta.nodes as usize);
-        let catalog = CatalogStore::open(dir, tools, nodes, store_sums)?;
-        let vectors =
-            Vectors::open_checked(&dir.join(VECTORS_FILE), tools + nodes, meta.dimension as usize, vector_sums)?;
-        let graph = Graph::open(&dir.join(GRAPH_FILE), tools)?;
-        let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
+        let sum_of = |rel: &str| meta.files.iter().find(|f| f.path == rel);
+        let table = sum_of(CATALOG_FILE).map(|f| f.xxh3).filter(|_| options.verify_checksums);
+        // The lean table is decoded while the other files are checked and mapped: side by side,
+        // the two take the time of the longer (the table's, from a few thousand tools on).
+        let (rest, catalog) = rayon::join(
+            || -> Result<_, IndexError> {
+                let mut sums = None;
+                if options.verify_checksums {
+                    for sum in meta.files.iter().filter(|s| checked_whole_on_open(&s.path)) {
+                        if file_sum(dir, &sum.path)?.xxh3 != sum.xxh3 {
+                            return Err(IndexError::Corrupted(dir.join(&sum.path), "checksum mismatch".into()));
+                        }
+                    }
+                    let lens = BLOCK_CHECKED.map(|rel| sum_of(rel).map_or(0, |f| f.len));
+                    sums = Some(blocks::read(dir, sum_of(BLOCKS_FILE).map(|f| f.xxh3), lens)?);
+                }
+                let (vector_sums, record_sums) = sums.map(|[v, r]| (v, r)).unzip();
+                let vectors = Vectors::open_checked(
+                    &dir.join(VECTORS_FILE),
+                    tools + nodes,
+                    meta.dimension as usize,
+                    vector_sums,
+                )?;
+                let graph = Graph::open(&dir.join(GRAPH_FILE), tools)?;
+                let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
+                Ok((record_sums, vectors, graph, lexical))
+            },
+            || CatalogStore::open(dir, tools, nodes, table),
+        );
+        // A file checked whole is named first, as when the checks ran before the table's read.
+        let (record_sums, vectors, graph, lexical) = rest?;
+        let mut catalog = catalog?;
+        catalog.check_records(record_sums);
         Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
     }
 

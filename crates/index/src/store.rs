@@ -92,24 +92,16 @@ pub(crate) struct CatalogStore {
     records_path: PathBuf,
 }
 
-/// What [`CatalogStore::open`] checks the files against (nothing, for an index opened without
-/// checks).
-#[derive(Default)]
-pub(crate) struct StoreSums {
-    /// XXH3-64 of the whole `catalog.bin`, checked on the bytes read before they are decoded.
-    pub(crate) table: Option<u64>,
-    /// The block sums of `tools.json`.
-    pub(crate) records: Option<Vec<u64>>,
-}
-
 impl CatalogStore {
     /// Reads the lean table and maps the records, checking counts, offsets and the invariants
-    /// the engine relies on.
-    pub(crate) fn open(dir: &Path, tools: usize, nodes: usize, sums: StoreSums) -> Result<CatalogStore, IndexError> {
+    /// the engine relies on, and the table's bytes against `table` (XXH3-64 of the whole
+    /// `catalog.bin`; `None` for an index opened without checks) before they are decoded. The
+    /// records are checked once [`CatalogStore::check_records`] gave their block sums.
+    pub(crate) fn open(dir: &Path, tools: usize, nodes: usize, table: Option<u64>) -> Result<CatalogStore, IndexError> {
         let path = dir.join(CATALOG_FILE);
         let bad = |why: String| IndexError::Corrupted(path.clone(), why);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
-        if sums.table.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(&bytes)) {
+        if table.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(&bytes)) {
             return Err(bad("checksum mismatch".into()));
         }
         let file = crate::table::decode(&path, &bytes)?;
@@ -137,8 +129,13 @@ impl CatalogStore {
             Some(unsafe { memmap2::Mmap::map(&records_file) }.map_err(io(&records_path))?)
         };
         let lean = Catalog { nodes: file.nodes, tools: file.tools, groups: file.groups, warnings: Vec::new() };
-        let records_check = sums.records.map(|s| Checked::new(&records_path, s));
-        Ok(CatalogStore { lean, offsets: file.offsets, records, records_check, records_path })
+        Ok(CatalogStore { lean, offsets: file.offsets, records, records_check: None, records_path })
+    }
+
+    /// Checks each block of `tools.json` against `sums` before its bytes are first used
+    /// (`None`: records are read unchecked, as an index opened without verification reads them).
+    pub(crate) fn check_records(&mut self, sums: Option<Vec<u64>>) {
+        self.records_check = sums.map(|s| Checked::new(&self.records_path, s));
     }
 
     /// The lean catalogue: tools without description, schemas, notes, examples or metadata.
