@@ -166,12 +166,10 @@ impl Engine {
         let filter = Filter { scopes: scopes.clone(), ..Filter::default() };
         for s in self.rank_tools(query, &filter, self.options().candidates)? {
             for p in &self.catalog().tools[s.ord as usize].paths {
-                for d in 1..=p.len() {
-                    if let Some(n) = self.paths().node_ord(&p[..d]) {
-                        let e = best.entry(n).or_insert(0.0);
-                        *e = e.max(s.confidence);
-                    }
-                }
+                self.paths().ancestors(p, |n| {
+                    let e = best.entry(n).or_insert(0.0);
+                    *e = e.max(s.confidence);
+                });
             }
         }
         let mut ranked: Vec<(u32, f32)> = best.into_iter().collect();

@@ -50,6 +50,8 @@ pub(crate) struct PathTable {
     direct: Vec<Vec<u32>>,
     /// Per node: its child nodes' ordinals.
     children: Vec<Vec<u32>>,
+    /// Per node: its parent's ordinal (`None` at the top, or when no node is its parent).
+    parent: Vec<Option<u32>>,
     /// The top-level nodes' ordinals.
     top: Vec<u32>,
     /// The same lists for paths no category node has, which a normalised catalogue never
@@ -99,6 +101,7 @@ impl PathTable {
             under: vec![Vec::new(); nodes.len()],
             direct: vec![Vec::new(); nodes.len()],
             children: vec![Vec::new(); nodes.len()],
+            parent: Vec::new(),
             top: Vec::new(),
             stray: Stray::default(),
             tagged: HashMap::new(),
@@ -114,8 +117,7 @@ impl PathTable {
                 t.by_path.insert_unique(hash, ord, |&o| hasher.hash_one(&nodes[o as usize].path[..]));
             }
         }
-        // Each node's parent, when it has one (None at the top, or when no node is its parent).
-        let parent: Vec<Option<u32>> = nodes
+        t.parent = nodes
             .iter()
             .map(|n| match n.path.len() {
                 0 | 1 => None,
@@ -123,7 +125,7 @@ impl PathTable {
             })
             .collect();
         for (i, n) in nodes.iter().enumerate() {
-            match (n.path.len(), parent[i]) {
+            match (n.path.len(), t.parent[i]) {
                 (0, _) => {}
                 (1, _) => t.top.push(i as u32),
                 (_, Some(p)) => t.children[p as usize].push(i as u32),
@@ -133,24 +135,18 @@ impl PathTable {
         for (i, tool) in catalog.tools.iter().enumerate() {
             let ord = i as u32;
             for p in &tool.paths {
-                let mut at = find(&t.by_path, hasher, nodes, p);
-                match at {
-                    Some(n) => add(&mut t.direct[n as usize], ord),
-                    None => add(t.stray.direct.entry_ref(&p[..]).or_default(), ord),
-                }
-                // Up the ancestors: by the parent links, by path where a node is missing.
-                for d in (1..=p.len()).rev() {
-                    match at {
-                        Some(n) => {
-                            add(&mut t.under[n as usize], ord);
-                            at = parent[n as usize];
-                        }
-                        None => {
-                            add(t.stray.under.entry_ref(&p[..d]).or_default(), ord);
-                            at = if d > 1 { find(&t.by_path, hasher, nodes, &p[..d - 1]) } else { None };
+                ancestors(&t.by_path, hasher, nodes, &t.parent, p, |prefix, node| {
+                    if prefix.len() == p.len() {
+                        match node {
+                            Some(n) => add(&mut t.direct[n as usize], ord),
+                            None => add(t.stray.direct.entry_ref(prefix).or_default(), ord),
                         }
                     }
-                }
+                    match node {
+                        Some(n) => add(&mut t.under[n as usize], ord),
+                        None => add(t.stray.under.entry_ref(prefix).or_default(), ord),
+                    }
+                });
             }
             if !tool.requires.is_empty() {
                 t.restricted.push(ord);
@@ -189,6 +185,27 @@ impl PathTable {
 /// The ordinal of the node at `path` in `table` (keyed by the nodes' paths).
 fn find(table: &HashTable<u32>, hasher: &DefaultHashBuilder, nodes: &[Node], path: &[String]) -> Option<u32> {
     table.find(hasher.hash_one(path), |&o| nodes[o as usize].path == path).copied()
+}
+
+/// Calls `f` with each prefix of `path`, deepest first, and the node at it (`None` where no
+/// node is): up the parent links, by lookup where a node is missing.
+fn ancestors<'p>(
+    table: &HashTable<u32>,
+    hasher: &DefaultHashBuilder,
+    nodes: &[Node],
+    parent: &[Option<u32>],
+    path: &'p [String],
+    mut f: impl FnMut(&'p [String], Option<u32>),
+) {
+    let mut at = find(table, hasher, nodes, path);
+    for d in (1..=path.len()).rev() {
+        f(&path[..d], at);
+        at = match at {
+            Some(n) => parent[n as usize],
+            None if d > 1 => find(table, hasher, nodes, &path[..d - 1]),
+            None => None,
+        };
+    }
 }
 
 /// A [`PathTable`] with the catalogue its keys are read from: what requests ask of the
@@ -292,14 +309,20 @@ impl<'a> Paths<'a> {
         let mut visible = vec![allowed.is_none(); self.catalog.nodes.len()];
         for &t in allowed.as_deref().unwrap_or(&[]) {
             for p in &self.catalog.tools[t as usize].paths {
-                for d in 1..=p.len() {
-                    if let Some(n) = self.node_ord(&p[..d]) {
-                        visible[n as usize] = true;
-                    }
-                }
+                self.ancestors(p, |n| visible[n as usize] = true);
             }
         }
         Some(visible)
+    }
+
+    /// Calls `f` with the node at `path` and each node above it, deepest first.
+    pub(crate) fn ancestors(&self, path: &[String], mut f: impl FnMut(u32)) {
+        let t = self.table;
+        ancestors(&t.by_path, &t.hasher, &self.catalog.nodes, &t.parent, path, |_, node| {
+            if let Some(n) = node {
+                f(n)
+            }
+        });
     }
 
     /// Tools directly at `path`, sorted.
