@@ -172,6 +172,24 @@ impl IndexReader {
         self.catalog.lean()
     }
 
+    /// The ordinal of the tool whose id is exactly `id`.
+    pub fn tool_by_id(&self, id: &str) -> Option<u32> {
+        self.catalog.names().by_id(id, &self.catalog().tools)
+    }
+
+    /// The tools whose id or name is `query` once both are trimmed and case-folded: id
+    /// matches first, then name matches, in catalogue order within each, each tool once.
+    pub fn tools_named(&self, query: &str) -> Vec<u32> {
+        self.catalog.names().exact(query, &self.catalog().tools)
+    }
+
+    /// Per tool, by ordinal: the ordinal of the category node at its path when it has one
+    /// path and a node is there, else [`NO_NODE`](crate::NO_NODE) (found as the table is
+    /// decoded, so the engine's path table need not look every tool's path up again).
+    pub fn tool_nodes(&self) -> &[u32] {
+        self.catalog.tool_nodes()
+    }
+
     /// Tool `ord`'s full record, read from the index.
     pub fn tool_record(&self, ord: u32) -> Result<Tool, IndexError> {
         self.catalog.tool(ord)

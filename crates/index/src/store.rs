@@ -16,6 +16,7 @@ use toolsearch_catalog::{Catalog, Tool};
 use crate::blocks::Checked;
 use crate::error::{io, IndexError};
 use crate::format::{CATALOG_FILE, RECORDS_FILE};
+use crate::names::Names;
 
 /// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`, streaming both (a build holds
 /// no copy of the catalogue).
@@ -86,6 +87,8 @@ impl<W: std::io::Write> std::io::Write for Counted<'_, W> {
 pub(crate) struct CatalogStore {
     lean: Catalog,
     offsets: Vec<u64>,
+    names: Names,
+    tool_nodes: Vec<u32>,
     records: Option<memmap2::Mmap>,
     /// The records' block sums, each block checked before a record in it is parsed.
     records_check: Option<Checked>,
@@ -100,21 +103,19 @@ impl CatalogStore {
     pub(crate) fn open(dir: &Path, tools: usize, nodes: usize, table: Option<u64>) -> Result<CatalogStore, IndexError> {
         let path = dir.join(CATALOG_FILE);
         let bad = |why: String| IndexError::Corrupted(path.clone(), why);
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let file = std::fs::File::open(&path).map_err(io(&path))?;
+        // Mapped, not read: the table is decoded from the page cache without a copy.
+        // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
+        let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(io(&path))?;
         if table.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(&bytes)) {
             return Err(bad("checksum mismatch".into()));
         }
-        let file = crate::table::decode(&path, &bytes)?;
+        // The decode checks that every tool has an id and a path and every category a path:
+        // the loaders guarantee these; an index opened without checksum verification might not.
+        let file = crate::table::decode(&path, &bytes, tools)?;
         drop(bytes);
-        if file.tools.len() != tools || file.nodes.len() != nodes || file.offsets.len() != tools + 1 {
+        if file.nodes.len() != nodes {
             return Err(bad("document counts differ from the metadata".into()));
-        }
-        // The loaders guarantee these; an index opened without checksum verification might not.
-        if let Some(t) = file.tools.iter().find(|t| t.paths.is_empty() || t.id.is_empty()) {
-            return Err(bad(format!("tool {:?} has no id or no path", t.id)));
-        }
-        if file.nodes.iter().any(|n| n.path.is_empty()) {
-            return Err(bad("a category has an empty path".into()));
         }
         let records_path = dir.join(RECORDS_FILE);
         let records_file = std::fs::File::open(&records_path).map_err(io(&records_path))?;
@@ -122,14 +123,32 @@ impl CatalogStore {
         if file.offsets[0] != 0 || file.offsets.windows(2).any(|w| w[0] > w[1]) || file.offsets[tools] != len {
             return Err(bad(format!("record offsets do not fit {RECORDS_FILE}")));
         }
-        // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
+        // SAFETY: as above.
         let records = if len == 0 {
             None
         } else {
             Some(unsafe { memmap2::Mmap::map(&records_file) }.map_err(io(&records_path))?)
         };
         let lean = Catalog { nodes: file.nodes, tools: file.tools, groups: file.groups, warnings: Vec::new() };
-        Ok(CatalogStore { lean, offsets: file.offsets, records, records_check: None, records_path })
+        Ok(CatalogStore {
+            lean,
+            offsets: file.offsets,
+            names: file.names,
+            tool_nodes: file.tool_nodes,
+            records,
+            records_check: None,
+            records_path,
+        })
+    }
+
+    /// The tools by id and by folded id and name.
+    pub(crate) fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// Per tool: the node at its one path, or [`crate::table::NO_NODE`].
+    pub(crate) fn tool_nodes(&self) -> &[u32] {
+        &self.tool_nodes
     }
 
     /// Checks each block of `tools.json` against `sums` before its bytes are first used

@@ -18,6 +18,7 @@ use toolsearch_catalog::{Group, Node, Tool};
 
 use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
+use crate::names::{self, Names};
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
 /// the header stays small.
@@ -197,19 +198,75 @@ pub(crate) struct Table {
     pub(crate) offsets: Vec<u64>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) groups: Vec<Group>,
+    /// The tools by id and by folded id and name.
+    pub(crate) names: Names,
+    /// Per tool: the node at its path when it has one path and a node is there, else
+    /// [`NO_NODE`].
+    pub(crate) tool_nodes: Vec<u32>,
 }
 
-/// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), the chunks of
-/// tools in parallel.
-pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Table, IndexError> {
+/// In [`Table::tool_nodes`]: a tool with several paths, or none, or a path no node has.
+pub const NO_NODE: u32 = u32::MAX;
+
+/// Node ordinals by the XXH3 of their paths: sorted entries, the high 32 bits of the hash
+/// above the ordinal (a catalogue has fewer than 2^32 nodes).
+struct NodeLookup<'a> {
+    nodes: &'a [LeanNode],
+    entries: Vec<u64>,
+}
+
+fn path_hash(path: &[String]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    path.hash(&mut h);
+    h.finish()
+}
+
+impl<'a> NodeLookup<'a> {
+    fn new(nodes: &'a [LeanNode]) -> NodeLookup<'a> {
+        let mut entries: Vec<u64> =
+            nodes.par_iter().enumerate().map(|(o, n)| (path_hash(&n.path) & !0xffff_ffff) | o as u64).collect();
+        entries.par_sort_unstable();
+        NodeLookup { nodes, entries }
+    }
+
+    /// The first node (in catalogue order) at `path`.
+    fn find(&self, path: &[String]) -> Option<u32> {
+        let high = path_hash(path) & !0xffff_ffff;
+        let from = self.entries.partition_point(|&e| e < high);
+        self.entries[from..]
+            .iter()
+            .take_while(|&&e| e & !0xffff_ffff == high)
+            .map(|&e| e as u32)
+            .find(|&o| self.nodes[o as usize].path == path)
+    }
+}
+
+/// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), which the
+/// metadata says holds `tools` tools: the chunks of tools in parallel.
+pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, IndexError> {
     let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
-    let body = bytes.len().checked_sub(8).ok_or_else(|| bad("truncated".into()))?;
-    let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
-    let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or_else(|| bad("bad header position".into()))?;
-    let (header, used): (Header, usize) =
-        bincode::serde::decode_from_slice(&bytes[at..body], config()).map_err(|e| bad(e.to_string()))?;
-    if at + used != body {
-        return Err(bad("trailing bytes after the header".into()));
+    // A tool takes at least a byte for each of its eight fields: a larger count is not
+    // believed (nor given room).
+    if tools.saturating_mul(8) > bytes.len() {
+        return Err(bad(format!("{} bytes cannot hold {tools} tools", bytes.len())));
+    }
+    // The header (its categories are a few allocations each, read in order) is decoded while
+    // the room for the tools is made.
+    let (header, mut all) = rayon::join(
+        || header(path, bytes),
+        || {
+            let mut all: Vec<Tool> = Vec::with_capacity(tools);
+            all.par_extend((0..tools).into_par_iter().map(|_| Tool::default()));
+            all
+        },
+    );
+    let (header, at) = header?;
+    if header.offsets.len() != tools + 1 {
+        return Err(bad(format!("{} record offsets for {tools} tools", header.offsets.len())));
+    }
+    if let Some(n) = header.nodes.iter().find(|n| n.path.is_empty()) {
+        return Err(bad(format!("a category has an empty path ({:?})", n.summary)));
     }
     let mut ranges = Vec::with_capacity(header.chunks.len());
     let mut from = 0usize;
@@ -222,33 +279,52 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Table, IndexError> {
     if from != at {
         return Err(bad("the chunks of tools do not fill the space before the header".into()));
     }
-    let tools = header.offsets.len().saturating_sub(1);
-    let chunks: Vec<Vec<Tool>> = ranges
+    if ranges.len() != tools.div_ceil(CHUNK) {
+        return Err(bad(format!("{} chunks of tools for {tools} record offsets", ranges.len())));
+    }
+    let lookup = NodeLookup::new(&header.nodes);
+    // Each chunk is decoded straight into its place, and what is derived from a tool is
+    // derived while its bytes are in cache: no chunk is copied after.
+    let (mut tool_nodes, mut by_id, mut by_key) = (vec![NO_NODE; tools], vec![0u64; tools], vec![0u64; 2 * tools]);
+    ranges
         .into_par_iter()
+        .zip(all.par_chunks_mut(CHUNK))
+        .zip(tool_nodes.par_chunks_mut(CHUNK))
+        .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
         .enumerate()
-        .map(|(i, range)| {
-            let want = CHUNK.min(tools.saturating_sub(i * CHUNK));
+        .try_for_each(|(i, (((range, out), nodes_out), (ids, keys)))| {
             let mut rest = &bytes[range];
-            let mut out = Vec::with_capacity(want);
+            let mut buf = String::new();
+            let mut n = 0;
             while !rest.is_empty() {
+                if n == out.len() {
+                    return Err(bad(format!("chunk {i} holds more than {} tools", out.len())));
+                }
                 let (t, used): (LeanTool, usize) =
                     bincode::serde::decode_from_slice(rest, config()).map_err(|e| bad(e.to_string()))?;
-                out.push(t.into_tool());
+                let t = t.into_tool();
+                if t.paths.is_empty() || t.id.is_empty() {
+                    return Err(bad(format!("tool {:?} has no id or no path", t.id)));
+                }
+                let ord = u32::try_from(i * CHUNK + n).map_err(|_| bad("too many tools".into()))?;
+                (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
+                // A catalogue lists a server's or a category's tools together: a path is
+                // compared with the one before it before it is looked up.
+                nodes_out[n] = match (&t.paths[..], n.checked_sub(1).map(|p| &out[p])) {
+                    ([p], Some(last)) if last.paths.len() == 1 && last.paths[0] == *p => nodes_out[n - 1],
+                    ([p], _) => lookup.find(p).unwrap_or(NO_NODE),
+                    _ => NO_NODE,
+                };
+                out[n] = t;
+                n += 1;
                 rest = &rest[used..];
             }
-            match out.len() == want {
-                true => Ok(out),
-                false => Err(bad(format!("chunk {i} holds {} tools, expected {want}", out.len()))),
+            match n == out.len() {
+                true => Ok(()),
+                false => Err(bad(format!("chunk {i} holds {n} tools, expected {}", out.len()))),
             }
-        })
-        .collect::<Result<_, _>>()?;
-    let mut all = Vec::with_capacity(tools);
-    for chunk in chunks {
-        all.extend(chunk);
-    }
-    if all.len() != tools {
-        return Err(bad(format!("{} tools, but {} record offsets", all.len(), header.offsets.len())));
-    }
+        })?;
+    drop(lookup);
     let nodes = header.nodes.into_iter().map(LeanNode::into_node).collect::<Result<_, _>>();
     let groups = serde_json::from_str(&header.groups);
     Ok(Table {
@@ -256,5 +332,21 @@ pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<Table, IndexError> {
         offsets: header.offsets,
         nodes: nodes.map_err(|e| bad(e.to_string()))?,
         groups: groups.map_err(|e| bad(e.to_string()))?,
+        names: Names::sorted(by_id, by_key),
+        tool_nodes,
     })
+}
+
+/// The header of `bytes` and where it starts.
+fn header(path: &Path, bytes: &[u8]) -> Result<(Header, usize), IndexError> {
+    let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
+    let body = bytes.len().checked_sub(8).ok_or_else(|| bad("truncated".into()))?;
+    let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
+    let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or_else(|| bad("bad header position".into()))?;
+    let (header, used): (Header, usize) =
+        bincode::serde::decode_from_slice(&bytes[at..body], config()).map_err(|e| bad(e.to_string()))?;
+    if at + used != body {
+        return Err(bad("trailing bytes after the header".into()));
+    }
+    Ok((header, at))
 }

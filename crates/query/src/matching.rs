@@ -2,11 +2,7 @@
 //! that tool first, and `match: "regex"` selects tools whose id or name a pattern matches (as
 //! agent platforms' regex tool search does). Both look only at the tools the filter allows.
 
-use std::hash::BuildHasher;
-
-use hashbrown::{DefaultHashBuilder, HashTable};
 use regex::{Regex, RegexBuilder};
-use toolsearch_catalog::Catalog;
 
 use crate::error::ProtocolError;
 use crate::fusion::Scored;
@@ -20,91 +16,6 @@ const MAX_PATTERN: usize = 512;
 /// Most memory a compiled pattern may take.
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
-/// Tool ordinals by their exact id, and by their folded id and folded name.
-///
-/// The tables hold ordinals only, 4 bytes an entry: keys are read from the catalogue when a
-/// bucket is probed, never copied (at a million tools, copies of every id and name cost
-/// hundreds of megabytes and most of the time an index took to open).
-#[derive(Debug)]
-pub(crate) struct NameTable {
-    hasher: DefaultHashBuilder,
-    /// Ordinals by exact id.
-    by_id: HashTable<u32>,
-    /// Ordinals by folded id, and ordinals | [`BY_NAME`] by folded name.
-    by_key: HashTable<u32>,
-}
-
-/// Marks an entry of [`NameTable::by_key`] keyed by the tool's name, not its id.
-const BY_NAME: u32 = 1 << 31;
-
-/// How a key is compared: trimmed, case-folded (char by char, without allocating).
-fn fold(s: &str) -> impl Iterator<Item = char> + Clone + '_ {
-    s.trim().chars().flat_map(char::to_lowercase)
-}
-
-impl NameTable {
-    pub(crate) fn new(catalog: &Catalog) -> NameTable {
-        let hasher = DefaultHashBuilder::default();
-        let tools = &catalog.tools;
-        let (mut by_id, mut by_key) =
-            (HashTable::with_capacity(tools.len()), HashTable::with_capacity(2 * tools.len()));
-        // Only when the table grows past its capacity (never, sized as it is).
-        let folded = |ord: u32| {
-            let t = &tools[(ord & !BY_NAME) as usize];
-            hash_folded(&hasher, if ord & BY_NAME != 0 { &t.name } else { &t.id }, &mut String::new())
-        };
-        let mut buf = String::new();
-        for (ord, tool) in tools.iter().enumerate() {
-            let ord = ord as u32;
-            by_id.insert_unique(hasher.hash_one(&tool.id), ord, |&o| hasher.hash_one(&tools[o as usize].id));
-            by_key.insert_unique(hash_folded(&hasher, &tool.id, &mut buf), ord, |&o| folded(o));
-            by_key.insert_unique(hash_folded(&hasher, &tool.name, &mut buf), ord | BY_NAME, |&o| folded(o));
-        }
-        NameTable { hasher, by_id, by_key }
-    }
-
-    /// The tool whose id is exactly `id`.
-    pub(crate) fn by_id(&self, id: &str, catalog: &Catalog) -> Option<u32> {
-        self.by_id.find(self.hasher.hash_one(id), |&o| catalog.tools[o as usize].id == id).copied()
-    }
-
-    /// Tools whose folded id or name is `query`'s (ids first, each tool once).
-    fn exact(&self, query: &str, catalog: &Catalog) -> Vec<u32> {
-        let key = fold(query);
-        let same = |o: u32| {
-            let t = &catalog.tools[(o & !BY_NAME) as usize];
-            fold(if o & BY_NAME != 0 { &t.name } else { &t.id }).eq(key.clone())
-        };
-        let hash = hash_folded(&self.hasher, query, &mut String::new());
-        let mut found: Vec<u32> = self.by_key.iter_hash(hash).copied().filter(|&o| same(o)).collect();
-        // Ids first, then names; in catalogue order within each.
-        found.sort_unstable();
-        let mut out: Vec<u32> = Vec::with_capacity(found.len());
-        for o in found {
-            let ord = o & !BY_NAME;
-            if !out.contains(&ord) {
-                out.push(ord);
-            }
-        }
-        out
-    }
-}
-
-/// The hash of `key` folded, folded into `buf` (reused, so building the table allocates
-/// nothing per key).
-fn hash_folded(hasher: &DefaultHashBuilder, key: &str, buf: &mut String) -> u64 {
-    buf.clear();
-    let key = key.trim();
-    if key.is_ascii() {
-        // The same folding as [`fold`], a byte at a time.
-        buf.push_str(key);
-        buf.make_ascii_lowercase();
-    } else {
-        buf.extend(fold(key));
-    }
-    hasher.hash_one(buf.as_str())
-}
-
 /// Whether `ord` is in `allowed` (sorted; `None` = every tool).
 fn permitted(allowed: Option<&[u32]>, ord: u32) -> bool {
     allowed.is_none_or(|a| a.binary_search(&ord).is_ok())
@@ -114,7 +25,7 @@ impl Ranker {
     /// `ranked` with the allowed tools whose id or name equals `query` moved to the front, at
     /// [`EXACT_CONFIDENCE`] or more.
     pub(crate) fn promote_exact(&self, query: &str, filter: &Filter, mut ranked: Vec<Scored>) -> Vec<Scored> {
-        let exact = self.names().exact(query, self.catalog());
+        let exact = self.index().tools_named(query);
         if exact.is_empty() {
             return ranked;
         }
@@ -181,15 +92,6 @@ mod tests {
         assert!(bad.message.contains("not a valid regular expression"), "{}", bad.message);
         assert!(compile(&"a".repeat(MAX_PATTERN + 1)).is_err());
         assert!(compile("(a{1000}){1000}").is_err(), "a pattern over the size limit is refused");
-    }
-
-    #[test]
-    fn ascii_keys_fold_as_any_other() {
-        let h = DefaultHashBuilder::default();
-        let slow = |k: &str| h.hash_one(fold(k).collect::<String>());
-        for k in ["  GitHub.Create_Issue ", "plain", "", "ÄRGER.Tool"] {
-            assert_eq!(hash_folded(&h, k, &mut String::new()), slow(k), "{k:?}");
-        }
     }
 
     #[test]

@@ -10,7 +10,6 @@ use toolsearch_index::{IndexError, IndexReader, OpenOptions, QueryAdapter};
 
 use crate::cache::Lru;
 use crate::fusion::{Calibration, Fusion, Scored};
-use crate::matching::NameTable;
 use crate::ranking::ResultKey;
 use crate::scope::{PathTable, Paths};
 
@@ -71,7 +70,6 @@ pub struct Ranker {
     index: IndexReader,
     embedder: Arc<dyn Embedder>,
     paths: PathTable,
-    names: NameTable,
     adapter: Option<QueryAdapter>,
     calibration: Calibration,
     pub(crate) vectors: Lru<String, Vec<f32>>,
@@ -119,13 +117,12 @@ impl Ranker {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
         // Independent: built side by side.
-        let (paths, names) = rayon::join(|| PathTable::new(index.catalog()), || NameTable::new(index.catalog()));
+        let paths = PathTable::new(index.catalog(), index.tool_nodes());
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
             index,
             embedder,
             paths,
-            names,
             adapter,
             calibration,
             vectors: Lru::new(options.query_cache, CACHE_BYTES),
@@ -137,10 +134,6 @@ impl Ranker {
     /// The category graph's lookups, over this index's catalogue.
     pub(crate) fn paths(&self) -> Paths<'_> {
         Paths { table: &self.paths, catalog: self.index.catalog() }
-    }
-
-    pub(crate) fn names(&self) -> &NameTable {
-        &self.names
     }
 
     /// The query adapter in force (stored by `toolsearch learn`, and not disabled).
@@ -192,11 +185,11 @@ impl Ranker {
 
     /// The tool with this id, if any, lean (as in [`Ranker::catalog`]).
     pub fn tool(&self, id: &str) -> Option<&Tool> {
-        self.names.by_id(id, self.catalog()).map(|o| &self.catalog().tools[o as usize])
+        self.index.tool_by_id(id).map(|o| &self.catalog().tools[o as usize])
     }
 
     /// The full record of the tool with this id, if any, read from the index.
     pub fn full_tool(&self, id: &str) -> Result<Option<Tool>, IndexError> {
-        self.names.by_id(id, self.catalog()).map(|o| self.index.tool_record(o)).transpose()
+        self.index.tool_by_id(id).map(|o| self.index.tool_record(o)).transpose()
     }
 }

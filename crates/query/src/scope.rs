@@ -4,7 +4,9 @@ use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use rayon::prelude::*;
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
+use toolsearch_index::NO_NODE;
 
 /// What a request restricts the catalogue to: a category path (empty = everything), tags (a
 /// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
@@ -45,9 +47,9 @@ pub(crate) struct PathTable {
     /// first needed (a path given in another case), not on every open.
     by_display: OnceLock<HashTable<u32>>,
     /// Per node: the tool ordinals at or below it, sorted.
-    under: Vec<Vec<u32>>,
+    under: Lists,
     /// Per node: the tool ordinals directly at it, sorted.
-    direct: Vec<Vec<u32>>,
+    direct: Lists,
     /// Per node: its child nodes' ordinals.
     children: Vec<Vec<u32>>,
     /// Per node: its parent's ordinal (`None` at the top, or when no node is its parent).
@@ -57,8 +59,9 @@ pub(crate) struct PathTable {
     /// The same lists for paths no category node has, which a normalised catalogue never
     /// holds (every ancestor of a tool's path is a node), but a catalogue made by hand may.
     stray: Stray,
-    /// Tool ordinals carrying each (lower-cased) tag, sorted.
-    tagged: HashMap<String, Vec<u32>>,
+    /// Tool ordinals carrying each (lower-cased) tag, sorted; made when a filter first names
+    /// a tag, not on every open.
+    tagged: OnceLock<HashMap<String, Vec<u32>>>,
     /// Tools that require scopes, sorted.
     restricted: Vec<u32>,
     /// Every tool ordinal, sorted.
@@ -71,6 +74,33 @@ struct Stray {
     under: HashMap<CategoryPath, Vec<u32>>,
     direct: HashMap<CategoryPath, Vec<u32>>,
     children: HashMap<CategoryPath, Vec<u32>>,
+}
+
+/// Lists of tool ordinals by node ordinal, in one array: node `n`'s list is
+/// `items[at[n]..at[n + 1]]`.
+#[derive(Default)]
+struct Lists {
+    at: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Lists {
+    /// Room for lists of the lengths `counts[1..]` (`counts[0]` is 0).
+    fn with_counts(mut counts: Vec<u32>) -> Lists {
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let total = counts.last().copied().unwrap_or(0) as usize;
+        Lists { at: counts, items: vec![0; total] }
+    }
+
+    /// Node `n`'s list.
+    fn get(&self, n: u32) -> &[u32] {
+        match (self.at.get(n as usize), self.at.get(n as usize + 1)) {
+            (Some(&from), Some(&to)) => &self.items[from as usize..to as usize],
+            _ => &[],
+        }
+    }
 }
 
 /// Whether lower-casing changes `s`.
@@ -92,19 +122,22 @@ fn add(list: &mut Vec<u32>, ord: u32) {
 }
 
 impl PathTable {
-    pub(crate) fn new(catalog: &Catalog) -> PathTable {
+    /// The table of `catalog`, whose tools are at the nodes `tool_nodes` gives
+    /// ([`IndexReader::tool_nodes`](toolsearch_index::IndexReader::tool_nodes); tools past its
+    /// end, or at [`NO_NODE`], are looked up by path).
+    pub(crate) fn new(catalog: &Catalog, tool_nodes: &[u32]) -> PathTable {
         let nodes = &catalog.nodes;
         let hasher = DefaultHashBuilder::default();
         let mut t = PathTable {
             by_path: HashTable::with_capacity(nodes.len()),
             by_display: OnceLock::new(),
-            under: vec![Vec::new(); nodes.len()],
-            direct: vec![Vec::new(); nodes.len()],
+            under: Lists::default(),
+            direct: Lists::default(),
             children: vec![Vec::new(); nodes.len()],
             parent: Vec::new(),
             top: Vec::new(),
             stray: Stray::default(),
-            tagged: HashMap::new(),
+            tagged: OnceLock::new(),
             restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
             hasher,
@@ -118,7 +151,7 @@ impl PathTable {
             }
         }
         t.parent = nodes
-            .iter()
+            .par_iter()
             .map(|n| match n.path.len() {
                 0 | 1 => None,
                 d => find(&t.by_path, hasher, nodes, &n.path[..d - 1]),
@@ -132,35 +165,108 @@ impl PathTable {
                 (d, None) => t.stray.children.entry_ref(&n.path[..d - 1]).or_default().push(i as u32),
             }
         }
-        for (i, tool) in catalog.tools.iter().enumerate() {
-            let ord = i as u32;
-            for p in &tool.paths {
-                ancestors(&t.by_path, hasher, nodes, &t.parent, p, |prefix, node| {
-                    if prefix.len() == p.len() {
-                        match node {
-                            Some(n) => add(&mut t.direct[n as usize], ord),
-                            None => add(t.stray.direct.entry_ref(prefix).or_default(), ord),
+        // Whether each node's ancestors are all nodes (as in every normalised catalogue):
+        // then a tool at it is listed up its parent links, without its path being read.
+        let mut linked = vec![false; nodes.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            let mut at = Some(i as u32);
+            let mut depth = n.path.len();
+            while let Some(x) = at.filter(|_| depth > 1) {
+                at = t.parent[x as usize];
+                depth -= 1;
+            }
+            linked[i] = at.is_some() || depth <= 1;
+        }
+        let (by_path, parent) = (&t.by_path, &t.parent);
+        let mut stray = std::mem::take(&mut t.stray);
+        // Calls `f(node, directly)` once for each node tool `i` is at (directly) or under:
+        // up the parent links when the node at its one path is linked to the top, else by
+        // path (a catalogue made by hand), adding it to the stray lists of paths without a
+        // node when `stray` is given.
+        let visit = |i: usize, stray: Option<&mut Stray>, f: &mut dyn FnMut(u32, bool)| match tool_nodes
+            .get(i)
+            .copied()
+            .filter(|&n| n != NO_NODE && linked[n as usize])
+        {
+            Some(n) => {
+                f(n, true);
+                let mut at = Some(n);
+                while let Some(x) = at {
+                    f(x, false);
+                    at = parent[x as usize];
+                }
+            }
+            None => {
+                let (ord, mut pairs, mut stray) = (i as u32, Vec::new(), stray);
+                for p in &catalog.tools[i].paths {
+                    ancestors(by_path, hasher, nodes, parent, p, |prefix, node| match node {
+                        Some(n) => {
+                            if prefix.len() == p.len() {
+                                pairs.push((n, true));
+                            }
+                            pairs.push((n, false));
                         }
-                    }
-                    match node {
-                        Some(n) => add(&mut t.under[n as usize], ord),
-                        None => add(t.stray.under.entry_ref(prefix).or_default(), ord),
-                    }
-                });
+                        None => {
+                            if let Some(s) = stray.as_deref_mut() {
+                                if prefix.len() == p.len() {
+                                    add(s.direct.entry_ref(prefix).or_default(), ord);
+                                }
+                                add(s.under.entry_ref(prefix).or_default(), ord);
+                            }
+                        }
+                    });
+                }
+                pairs.sort_unstable();
+                pairs.dedup();
+                for (n, directly) in pairs {
+                    f(n, directly);
+                }
             }
-            if !tool.requires.is_empty() {
-                t.restricted.push(ord);
-            }
-            for tag in &tool.tags {
-                // Most tags are lower case already: looked up as they are, not copied.
-                let lower = folds(tag).then(|| tag.to_lowercase());
-                add(t.tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord);
-            }
+        };
+        // Counted first, then filled in place: one array a kind, no list grown or shrunk.
+        let (mut under, mut direct) = (vec![0u32; nodes.len() + 1], vec![0u32; nodes.len() + 1]);
+        for i in 0..catalog.tools.len() {
+            visit(i, None, &mut |n, directly| match directly {
+                true => direct[n as usize + 1] += 1,
+                false => under[n as usize + 1] += 1,
+            });
         }
-        for list in t.under.iter_mut().chain(t.direct.iter_mut()) {
-            list.shrink_to_fit();
+        let (mut under, mut direct) = (Lists::with_counts(under), Lists::with_counts(direct));
+        let (mut under_next, mut direct_next) = (under.at.clone(), direct.at.clone());
+        for i in 0..catalog.tools.len() {
+            visit(i, Some(&mut stray), &mut |n, directly| {
+                let (lists, next) = match directly {
+                    true => (&mut direct, &mut direct_next),
+                    false => (&mut under, &mut under_next),
+                };
+                lists.items[next[n as usize] as usize] = i as u32;
+                next[n as usize] += 1;
+            });
         }
+        (t.under, t.direct, t.stray) = (under, direct, stray);
+        t.restricted = catalog
+            .tools
+            .par_iter()
+            .enumerate()
+            .filter(|(_, t)| !t.requires.is_empty())
+            .map(|(o, _)| o as u32)
+            .collect();
         t
+    }
+
+    /// Tool ordinals by lower-cased tag, made when a filter first names a tag.
+    fn tagged(&self, catalog: &Catalog) -> &HashMap<String, Vec<u32>> {
+        self.tagged.get_or_init(|| {
+            let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
+            for (ord, tool) in catalog.tools.iter().enumerate() {
+                for tag in &tool.tags {
+                    // Most tags are lower case already: looked up as they are, not copied.
+                    let lower = folds(tag).then(|| tag.to_lowercase());
+                    add(tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord as u32);
+                }
+            }
+            tagged
+        })
     }
 
     /// Node ordinals by lower-cased display path.
@@ -262,7 +368,7 @@ impl<'a> Paths<'a> {
             return &t.all;
         }
         match self.node_ord(path) {
-            Some(n) => &t.under[n as usize],
+            Some(n) => t.under.get(n),
             None => t.stray.under.get(path).map_or(&[], Vec::as_slice),
         }
     }
@@ -277,7 +383,7 @@ impl<'a> Paths<'a> {
                 Some(t) => (t, true),
                 None => (tag.trim(), false),
             };
-            let with_tag = t.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
+            let with_tag = t.tagged(self.catalog).get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
             allowed = Some(match (allowed, without) {
                 (None, false) => with_tag.to_vec(),
                 (Some(a), false) => intersect(&a, with_tag),
@@ -328,7 +434,7 @@ impl<'a> Paths<'a> {
     /// Tools directly at `path`, sorted.
     pub(crate) fn tools_at(&self, path: &[String]) -> &'a [u32] {
         match self.node_ord(path) {
-            Some(n) => &self.table.direct[n as usize],
+            Some(n) => self.table.direct.get(n),
             None => self.table.stray.direct.get(path).map_or(&[], Vec::as_slice),
         }
     }
@@ -402,7 +508,7 @@ mod tests {
     #[test]
     fn lists_by_node_and_by_path_where_no_node_is() {
         let catalog = catalog();
-        let table = PathTable::new(&catalog);
+        let table = PathTable::new(&catalog, &[]);
         let paths = Paths { table: &table, catalog: &catalog };
         assert_eq!(paths.tools_under(&path("a")), [0, 2]);
         assert_eq!(paths.tools_under(&path("a/b")), [0]);
@@ -419,9 +525,34 @@ mod tests {
     }
 
     #[test]
+    fn tools_listed_by_their_node_as_by_their_path() {
+        let catalog = catalog();
+        let by_path = PathTable::new(&catalog, &[]);
+        let by_node = PathTable::new(&catalog, &[1, NO_NODE, 0]);
+        for table in [&by_path, &by_node] {
+            let paths = Paths { table, catalog: &catalog };
+            assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+            assert_eq!(paths.tools_at(&path("a/b")), [0]);
+            assert_eq!(paths.tools_at(&path("a")), [2]);
+            assert_eq!(paths.tools_under(&path("x/y")), [1]);
+        }
+    }
+
+    #[test]
+    fn a_tool_on_two_paths_is_listed_once_under_each_node() {
+        let mut catalog = catalog();
+        catalog.tools[0].paths.push(path("a"));
+        let table = PathTable::new(&catalog, &[NO_NODE, NO_NODE, 0]);
+        let paths = Paths { table: &table, catalog: &catalog };
+        assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+        assert_eq!(paths.tools_at(&path("a")), [0, 2]);
+        assert_eq!(paths.tools_at(&path("a/b")), [0]);
+    }
+
+    #[test]
     fn tags_fold_and_scopes_hide() {
         let catalog = catalog();
-        let table = PathTable::new(&catalog);
+        let table = PathTable::new(&catalog, &[]);
         let paths = Paths { table: &table, catalog: &catalog };
         let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
         assert_eq!(paths.allowed(&tags(&["NET"])), Some(vec![0]));
