@@ -350,3 +350,73 @@ fn header(path: &Path, bytes: &[u8]) -> Result<(Header, usize), IndexError> {
     }
     Ok((header, at))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: &str) -> Vec<String> {
+        p.split('/').map(str::to_owned).collect()
+    }
+
+    /// `n` tools (more than a chunk when `n` > [`CHUNK`]): tool `i` at `a/b` when `i` is
+    /// even, at `a` when odd, except tool 1 (at `a` and `a/b`) and tool 3 (at `x/y`, no node).
+    fn written(n: usize) -> (tempfile::TempDir, Vec<Tool>) {
+        let nodes: Vec<Node> = ["a", "a/b"].iter().map(|p| Node { path: path(p), ..Node::default() }).collect();
+        let tools: Vec<Tool> = (0..n)
+            .map(|i| Tool {
+                id: format!("t{i}"),
+                name: format!("Tool {i}"),
+                paths: match i {
+                    1 => vec![path("a"), path("a/b")],
+                    3 => vec![path("x/y")],
+                    _ if i % 2 == 0 => vec![path("a/b")],
+                    _ => vec![path("a")],
+                },
+                ..Tool::default()
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let offsets: Vec<u64> = (0..=n as u64).collect();
+        write(dir.path(), tools.iter().map(|t| Ok(Cow::Borrowed(t))), &offsets, &nodes, &[]).unwrap();
+        (dir, tools)
+    }
+
+    #[test]
+    fn tools_decode_with_their_nodes_and_names_across_chunks() {
+        let n = CHUNK + 5;
+        let (dir, tools) = written(n);
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        let table = decode(Path::new("catalog.bin"), &bytes, n).unwrap();
+        assert_eq!(table.tools.len(), n);
+        assert_eq!(table.tools[CHUNK + 4].id, tools[CHUNK + 4].id);
+        assert_eq!(table.tools[1].paths, tools[1].paths);
+        assert_eq!(&table.tool_nodes[..6], &[1, NO_NODE, 1, NO_NODE, 1, 0]);
+        assert_eq!(table.tool_nodes[CHUNK], 1, "the first tool of a chunk is looked up");
+        assert_eq!(table.names.by_id(&format!("t{}", CHUNK + 2), &table.tools), Some(CHUNK as u32 + 2));
+        assert_eq!(table.names.exact("TOOL 7", &table.tools), vec![7]);
+    }
+
+    #[test]
+    fn a_count_the_table_does_not_hold_is_an_error() {
+        let (dir, _) = written(10);
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        for wrong in [9, 11, usize::MAX / 2] {
+            let err = decode(Path::new("catalog.bin"), &bytes, wrong).err().expect("refused");
+            assert!(err.to_string().contains("catalog.bin"), "{err}");
+        }
+    }
+
+    #[test]
+    fn damaged_bytes_are_an_error_or_a_table_never_a_panic() {
+        let (dir, _) = written(40);
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        for at in 0..bytes.len() {
+            for flip in [0x01, 0x80] {
+                let mut damaged = bytes.clone();
+                damaged[at] ^= flip;
+                let _ = decode(Path::new("catalog.bin"), &damaged, 40);
+            }
+        }
+    }
+}
