@@ -9,21 +9,23 @@
 //! insert a cache miss). A lookup is a binary search, a query or two at a time. A sorted
 //! array has no probe sequence to flood, so a fixed hash is safe.
 
+use std::sync::{Mutex, OnceLock};
+
 use rayon::prelude::*;
 use toolsearch_catalog::Tool;
 use xxhash_rust::xxh3::xxh3_64;
 
-/// Marks an entry of [`Names::by_key`] keyed by the tool's name, not its id.
+/// Marks an entry of the table by folded key keyed by the tool's name, not its id.
 const BY_NAME: u32 = 1 << 31;
 const HIGH: u64 = !0xffff_ffff;
 
 /// The name lookups of an opened index.
 #[derive(Debug, Default)]
 pub(crate) struct Names {
-    /// Entries by exact id.
-    by_id: Vec<u64>,
-    /// Entries by folded id, and (ordinal | [`BY_NAME`]) by folded name.
-    by_key: Vec<u64>,
+    /// The entries as decoded, until they are sorted.
+    unsorted: Mutex<Option<(Vec<u64>, Vec<u64>)>>,
+    /// The entries by exact id; by folded id, and (ordinal | [`BY_NAME`]) by folded name.
+    sorted: OnceLock<(Vec<u64>, Vec<u64>)>,
 }
 
 /// How a key is compared: trimmed, case-folded (char by char, without allocating).
@@ -64,15 +66,29 @@ pub(crate) fn entries_of(ord: u32, tool: &Tool, buf: &mut String) -> (u64, [u64;
 }
 
 impl Names {
-    /// The tables of the entries of every tool ([`entries_of`]), sorted in parallel.
-    pub(crate) fn sorted(mut by_id: Vec<u64>, mut by_key: Vec<u64>) -> Names {
-        rayon::join(|| by_id.par_sort_unstable(), || by_key.par_sort_unstable());
-        Names { by_id, by_key }
+    /// The tables of the entries of every tool ([`entries_of`]), to be sorted by
+    /// [`Names::sort`] or the first lookup.
+    pub(crate) fn new(by_id: Vec<u64>, by_key: Vec<u64>) -> Names {
+        Names { unsorted: Mutex::new(Some((by_id, by_key))), sorted: OnceLock::new() }
+    }
+
+    /// Sorts the tables (in parallel) unless they are sorted.
+    pub(crate) fn sort(&self) {
+        self.tables();
+    }
+
+    fn tables(&self) -> &(Vec<u64>, Vec<u64>) {
+        self.sorted.get_or_init(|| {
+            let (mut by_id, mut by_key) =
+                self.unsorted.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
+            rayon::join(|| by_id.par_sort_unstable(), || by_key.par_sort_unstable());
+            (by_id, by_key)
+        })
     }
 
     /// The tool whose id is exactly `id`.
     pub(crate) fn by_id(&self, id: &str, tools: &[Tool]) -> Option<u32> {
-        entries(&self.by_id, xxh3_64(id.as_bytes())).find(|&o| tools.get(o as usize).is_some_and(|t| t.id == id))
+        entries(&self.tables().0, xxh3_64(id.as_bytes())).find(|&o| tools.get(o as usize).is_some_and(|t| t.id == id))
     }
 
     /// Tools whose folded id or name is `query`'s: ids first, then names, in catalogue order
@@ -85,7 +101,7 @@ impl Names {
                 .is_some_and(|t| fold(if o & BY_NAME != 0 { &t.name } else { &t.id }).eq(key.clone()))
         };
         let mut found: Vec<u32> =
-            entries(&self.by_key, hash_folded(query, &mut String::new())).filter(|&o| same(o)).collect();
+            entries(&self.tables().1, hash_folded(query, &mut String::new())).filter(|&o| same(o)).collect();
         found.sort_unstable();
         let mut out: Vec<u32> = Vec::with_capacity(found.len());
         for o in found {
@@ -113,7 +129,7 @@ mod tests {
             by_id.push(id);
             by_key.extend(keys);
         }
-        Names::sorted(by_id, by_key)
+        Names::new(by_id, by_key)
     }
 
     #[test]

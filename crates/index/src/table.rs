@@ -332,7 +332,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
         offsets: header.offsets,
         nodes: nodes.map_err(|e| bad(e.to_string()))?,
         groups: groups.map_err(|e| bad(e.to_string()))?,
-        names: Names::sorted(by_id, by_key),
+        names: Names::new(by_id, by_key),
         tool_nodes,
     })
 }

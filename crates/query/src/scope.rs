@@ -177,8 +177,21 @@ impl PathTable {
             }
             linked[i] = at.is_some() || depth <= 1;
         }
-        let (by_path, parent) = (&t.by_path, &t.parent);
-        let mut stray = std::mem::take(&mut t.stray);
+        // Which tools require scopes, found beside the lists (a pass over every tool).
+        let restricted = || {
+            let tools = catalog.tools.par_iter().enumerate();
+            tools.filter(|(_, t)| !t.requires.is_empty()).map(|(o, _)| o as u32).collect::<Vec<u32>>()
+        };
+        let (restricted, ()) = rayon::join(restricted, || t.lists(catalog, tool_nodes, &linked));
+        t.restricted = restricted;
+        t
+    }
+
+    /// Fills the lists of tools under and at each node (and at paths without a node).
+    fn lists(&mut self, catalog: &Catalog, tool_nodes: &[u32], linked: &[bool]) {
+        let (nodes, hasher) = (&catalog.nodes, &self.hasher);
+        let (by_path, parent) = (&self.by_path, &self.parent);
+        let mut stray = std::mem::take(&mut self.stray);
         // Calls `f(node, directly)` once for each node tool `i` is at (directly) or under:
         // up the parent links when the node at its one path is linked to the top, else by
         // path (a catalogue made by hand), adding it to the stray lists of paths without a
@@ -243,15 +256,7 @@ impl PathTable {
                 next[n as usize] += 1;
             });
         }
-        (t.under, t.direct, t.stray) = (under, direct, stray);
-        t.restricted = catalog
-            .tools
-            .par_iter()
-            .enumerate()
-            .filter(|(_, t)| !t.requires.is_empty())
-            .map(|(o, _)| o as u32)
-            .collect();
-        t
+        (self.under, self.direct, self.stray) = (under, direct, stray);
     }
 
     /// Tool ordinals by lower-cased tag, made when a filter first names a tag.
