@@ -205,7 +205,8 @@ pub(crate) struct Table {
     pub(crate) tool_nodes: Vec<u32>,
 }
 
-/// In [`Table::tool_nodes`]: a tool with several paths, or none, or a path no node has.
+/// In [`IndexReader::tool_nodes`](crate::IndexReader::tool_nodes): a tool with several
+/// paths, or at a path no category node has.
 pub const NO_NODE: u32 = u32::MAX;
 
 /// Node ordinals by the XXH3 of their paths: sorted entries, the high 32 bits of the hash
