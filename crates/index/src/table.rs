@@ -209,8 +209,7 @@ pub(crate) struct Table {
 /// paths, or at a path no category node has.
 pub const NO_NODE: u32 = u32::MAX;
 
-/// Node ordinals by the XXH3 of their paths: sorted entries, the high 32 bits of the hash
-/// above the ordinal (a catalogue has fewer than 2^32 nodes).
+/// Node ordinals by the XXH3 of their paths, as the name lookups keep tools ([`names::entry`]).
 struct NodeLookup<'a> {
     nodes: &'a [LeanNode],
     entries: Vec<u64>,
@@ -226,20 +225,14 @@ fn path_hash(path: &[String]) -> u64 {
 impl<'a> NodeLookup<'a> {
     fn new(nodes: &'a [LeanNode]) -> NodeLookup<'a> {
         let mut entries: Vec<u64> =
-            nodes.par_iter().enumerate().map(|(o, n)| (path_hash(&n.path) & !0xffff_ffff) | o as u64).collect();
+            nodes.par_iter().enumerate().map(|(o, n)| names::entry(path_hash(&n.path), o as u32)).collect();
         entries.par_sort_unstable();
         NodeLookup { nodes, entries }
     }
 
     /// The first node (in catalogue order) at `path`.
     fn find(&self, path: &[String]) -> Option<u32> {
-        let high = path_hash(path) & !0xffff_ffff;
-        let from = self.entries.partition_point(|&e| e < high);
-        self.entries[from..]
-            .iter()
-            .take_while(|&&e| e & !0xffff_ffff == high)
-            .map(|&e| e as u32)
-            .find(|&o| self.nodes[o as usize].path == path)
+        names::entries(&self.entries, path_hash(path)).find(|&o| self.nodes[o as usize].path == path)
     }
 }
 

@@ -116,7 +116,6 @@ impl Ranker {
     ) -> Result<Ranker, EngineError> {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
-        // Independent: built side by side.
         // The index's name lookups are sorted while the path table is built.
         let (paths, ()) = rayon::join(|| PathTable::new(index.catalog(), index.tool_nodes()), || index.prepare_names());
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
