@@ -3,6 +3,7 @@
 //! indexes, by searching every serialised answer for the ids and the category names of hidden
 //! tools.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

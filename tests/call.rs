@@ -1,6 +1,7 @@
 //! call_tool: schema validation with JSON pointers, the host's executor, authorization, and the
 //! record of calls.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,6 @@
 //! The `toolsearch` command line: verbs, JSON output, exit codes and error lines.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::process::{Command, Output};

@@ -4,6 +4,7 @@
 //! calls it forbids are refused with the field named; a schema that cannot compile is indexed
 //! with a warning, and its calls pass unchecked.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! The disclosure runtime end to end: real model, real index of the sample catalogue, the
 //! facades and groups its manifest declares.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,6 +3,7 @@
 //! server written with the Python SDK, over stdio and Streamable HTTP. `scripts/test-deps`
 //! (run by `scripts/test`) installs them under target/.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use common::{python, write_config};

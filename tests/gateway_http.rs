@@ -3,6 +3,7 @@
 //! spellings, too many sessions, headers sent slowly; plus what an operator relies on (a
 //! private state directory, secrets from the environment, responses not held back by Nagle).
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -3,6 +3,7 @@
 //! a config that does not load is refused with the running one kept, a server removed is
 //! stopped, and SIGHUP reloads. The official Python MCP client and the npm reference servers.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::time::Duration;

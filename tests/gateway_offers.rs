@@ -4,6 +4,7 @@
 //! without the server's scopes; a server added to the config tells an open session that the
 //! resource and prompt lists changed.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! on disk that `toolsearch learn` learns from. The official Python MCP client drives it, in
 //! front of a server written with the Python SDK and the npm reference server.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::process::Command;

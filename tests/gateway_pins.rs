@@ -3,6 +3,7 @@
 //! (a "rug pull") and carries a poisoned tool, and the official Python MCP client calls through
 //! the gateway.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::process::Command;

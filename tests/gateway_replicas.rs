@@ -3,6 +3,7 @@
 //! same answers, and follow the index when it is rebuilt. The official Python MCP client in
 //! front of the npm reference servers. (`scripts/gateway-replicas` puts HAProxy in front.)
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! What a token may call, and the credentials the gateway sends upstream, proven with the
 //! official Python MCP client in front of the MCP reference servers from npm.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use common::gateway::{client_steps, reference_server, HttpGateway};

@@ -4,6 +4,7 @@
 //! answers too large to carry. The official Python MCP SDK client drives the gateway
 //! (tests/mcp/probe.py).
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::path::Path;

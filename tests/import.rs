@@ -1,5 +1,6 @@
 //! Importers: MCP tools/list results, OpenAI tools arrays and Anthropic tool definitions.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::path::PathBuf;

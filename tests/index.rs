@@ -1,5 +1,6 @@
 //! The on-disk index: JSON Lines input, vector reuse, HNSW, integrity checks and atomic writes.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::path::Path;

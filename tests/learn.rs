@@ -1,6 +1,7 @@
 //! `toolsearch learn`: a query adapter fitted to an index's own labels, stored in the index,
 //! used by search and bench, refused when labels are too few, removable.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::process::{Command, Output};

@@ -1,5 +1,6 @@
 //! Paging with cursors and the tags filter, on the sample catalogue.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::collections::HashSet;

@@ -1,5 +1,6 @@
 //! The discovery protocol end to end: sample manifest -> real index -> every answer and error.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use serde_json::json;

@@ -1,5 +1,6 @@
 //! Benchmark harness and calibration on the sample catalogue with our own labelled queries.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use toolsearch::eval::{fit_calibration, load_queries, run_bench, BenchOptions};

@@ -1,6 +1,7 @@
 //! Regression tests for what an attacker's pass broke (one test, or a few, per finding; each
 //! fails on the code before its fix). docs/robustness.md maps every guarantee to its test.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::io::Write;

@@ -1,5 +1,6 @@
 //! `toolsearch serve`: an MCP client's view over stdio.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use std::io::Write;

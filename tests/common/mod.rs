@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::embed::OnnxEmbedder;
 use toolsearch::{build_index, load_path, BuildOptions, Engine, EngineOptions};
 
 pub fn repo() -> PathBuf {
@@ -16,19 +16,38 @@ pub fn sample_catalog() -> PathBuf {
     repo().join("data/sample-catalog.json")
 }
 
+/// The real embedding model, loaded once per test binary (see `tests/all.rs`).
 pub fn embedder() -> Arc<OnnxEmbedder> {
-    static E: OnceLock<Arc<OnnxEmbedder>> = OnceLock::new();
-    E.get_or_init(|| {
-        let files = ModelFiles::locate(None).expect("model files: run scripts/setup");
-        Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
-    })
-    .clone()
+    crate::shared_embedder()
 }
 
-/// A temporary directory that lives for the whole test binary.
+/// A temporary directory that lives for the whole test binary, under cargo's
+/// `target/tmp` rather than the system's: a static is never dropped, so the directory is
+/// removed when the process exits, and one a killed run leaves is `target/`'s to clean.
 pub fn scratch() -> &'static Path {
-    static D: OnceLock<tempfile::TempDir> = OnceLock::new();
-    D.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("scratch-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("tempdir under target/tmp")
+            .keep();
+        SCRATCH.set(dir.clone()).expect("scratch set once");
+        // SAFETY: `remove_scratch` is a plain `extern "C"` function with no arguments,
+        // as `atexit` expects; it only reads a `OnceLock` that is set before this call.
+        unsafe { libc::atexit(remove_scratch) };
+        dir
+    })
+}
+
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+/// Removes the scratch directory as the process exits (the test harness ends with `exit`,
+/// passed or failed, which runs `atexit` handlers).
+extern "C" fn remove_scratch() {
+    if let Some(dir) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// Builds the index of `catalogue` into a fresh directory under the scratch dir.

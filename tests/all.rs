@@ -1,0 +1,46 @@
+//! The integration tests, one binary: each file of `tests/` is a module here, so the whole
+//! stack (ONNX Runtime, tantivy, the MCP SDK) is linked once rather than once per file,
+//! which keeps a clean build's `target/` gigabytes smaller and its link steps few.
+//!
+//! Each file keeps its own copy of `common` (`#[path]`), so its fixtures (the scratch
+//! directory, the sample engine) are its own, as when every file was its own binary; the
+//! embedding model alone is loaded once for all of them.
+
+// Each module's own copy of `common` is the point (see above).
+#![allow(clippy::duplicate_mod)]
+
+mod authz;
+mod call;
+mod catalog;
+mod cli;
+mod dialects;
+mod disclosure;
+mod gateway;
+mod gateway_http;
+mod gateway_live;
+mod gateway_offers;
+mod gateway_ops;
+mod gateway_pins;
+mod gateway_replicas;
+mod gateway_tokens;
+mod gateway_upstreams;
+mod import;
+mod index;
+mod learn;
+mod paging;
+mod protocol;
+mod quality;
+mod security;
+mod serve;
+
+/// The real embedding model, loaded once for the whole binary and shared by every module's
+/// `common::embedder()`.
+pub fn shared_embedder() -> std::sync::Arc<toolsearch::embed::OnnxEmbedder> {
+    use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+    static E: std::sync::OnceLock<std::sync::Arc<OnnxEmbedder>> = std::sync::OnceLock::new();
+    E.get_or_init(|| {
+        let files = ModelFiles::locate(None).expect("model files: run scripts/setup");
+        std::sync::Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
+    })
+    .clone()
+}
