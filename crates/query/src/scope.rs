@@ -59,9 +59,10 @@ pub(crate) struct PathTable {
     /// The same lists for paths no category node has, which a normalised catalogue never
     /// holds (every ancestor of a tool's path is a node), but a catalogue made by hand may.
     stray: Stray,
-    /// Tool ordinals carrying each (lower-cased) tag, sorted; made when a filter first names
-    /// a tag, not on every open.
-    tagged: OnceLock<HashMap<String, Vec<u32>>>,
+    /// Tool ordinals carrying each (lower-cased) tag, sorted. Made on open, beside the path
+    /// lists: made on first use, its cost (which grows with every tool, hidden ones included)
+    /// would show in one caller's answer time.
+    tagged: HashMap<String, Vec<u32>>,
     /// Tools that require scopes, sorted.
     restricted: Vec<u32>,
     /// Every tool ordinal, sorted.
@@ -121,6 +122,19 @@ fn add(list: &mut Vec<u32>, ord: u32) {
     }
 }
 
+/// Tool ordinals by lower-cased tag, sorted.
+fn tag_lists(catalog: &Catalog) -> HashMap<String, Vec<u32>> {
+    let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
+    for (ord, tool) in catalog.tools.iter().enumerate() {
+        for tag in &tool.tags {
+            // Most tags are lower case already: looked up as they are, not copied.
+            let lower = folds(tag).then(|| tag.to_lowercase());
+            add(tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord as u32);
+        }
+    }
+    tagged
+}
+
 impl PathTable {
     /// The table of `catalog`, whose tools are at the nodes `tool_nodes` gives
     /// ([`IndexReader::tool_nodes`](toolsearch_index::IndexReader::tool_nodes); tools past its
@@ -137,7 +151,7 @@ impl PathTable {
             parent: Vec::new(),
             top: Vec::new(),
             stray: Stray::default(),
-            tagged: OnceLock::new(),
+            tagged: HashMap::new(),
             restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
             hasher,
@@ -182,8 +196,9 @@ impl PathTable {
             let tools = catalog.tools.par_iter().enumerate();
             tools.filter(|(_, t)| !t.requires.is_empty()).map(|(o, _)| o as u32).collect::<Vec<u32>>()
         };
-        let (restricted, ()) = rayon::join(restricted, || t.lists(catalog, tool_nodes, &linked));
-        t.restricted = restricted;
+        let scans = || rayon::join(restricted, || tag_lists(catalog));
+        let ((restricted, tagged), ()) = rayon::join(scans, || t.lists(catalog, tool_nodes, &linked));
+        (t.restricted, t.tagged) = (restricted, tagged);
         t
     }
 
@@ -257,21 +272,6 @@ impl PathTable {
             });
         }
         (self.under, self.direct, self.stray) = (under, direct, stray);
-    }
-
-    /// Tool ordinals by lower-cased tag, made when a filter first names a tag.
-    fn tagged(&self, catalog: &Catalog) -> &HashMap<String, Vec<u32>> {
-        self.tagged.get_or_init(|| {
-            let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
-            for (ord, tool) in catalog.tools.iter().enumerate() {
-                for tag in &tool.tags {
-                    // Most tags are lower case already: looked up as they are, not copied.
-                    let lower = folds(tag).then(|| tag.to_lowercase());
-                    add(tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord as u32);
-                }
-            }
-            tagged
-        })
     }
 
     /// Node ordinals by lower-cased display path.
@@ -388,7 +388,7 @@ impl<'a> Paths<'a> {
                 Some(t) => (t, true),
                 None => (tag.trim(), false),
             };
-            let with_tag = t.tagged(self.catalog).get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
+            let with_tag = t.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
             allowed = Some(match (allowed, without) {
                 (None, false) => with_tag.to_vec(),
                 (Some(a), false) => intersect(&a, with_tag),
