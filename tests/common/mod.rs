@@ -25,16 +25,14 @@ pub fn embedder() -> Arc<OnnxEmbedder> {
 /// `target/tmp` rather than the system's: a static is never dropped, so the directory is
 /// removed when the process exits, and one a killed run leaves is `target/`'s to clean.
 pub fn scratch() -> &'static Path {
-    static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| {
+    SCRATCH.get_or_init(|| {
         let dir = tempfile::Builder::new()
             .prefix("scratch-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .expect("tempdir under target/tmp")
             .keep();
-        SCRATCH.set(dir.clone()).expect("scratch set once");
-        // SAFETY: `remove_scratch` is a plain `extern "C"` function with no arguments,
-        // as `atexit` expects; it only reads a `OnceLock` that is set before this call.
+        // SAFETY: `remove_scratch` is a plain `extern "C"` function with no arguments, as
+        // `atexit` expects; it only reads `SCRATCH`, and finds nothing if that is not set yet.
         unsafe { libc::atexit(remove_scratch) };
         dir
     })
