@@ -48,7 +48,7 @@ fn hash_folded(key: &str, buf: &mut String) -> u64 {
 }
 
 /// The entry of `ord` under a key hashing to `hash` (kept sorted, entries are searched by
-/// [`entries`]; the category lookup of a table's decode uses the same scheme).
+/// [`entries`]).
 pub(crate) fn entry(hash: u64, ord: u32) -> u64 {
     (hash & HIGH) | u64::from(ord)
 }

@@ -12,6 +12,7 @@ use crate::error::IndexError;
 use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, View};
+use crate::lookups::{NodePaths, ToolFacets};
 use crate::store::CatalogStore;
 use crate::vectors::Vectors;
 
@@ -194,6 +195,22 @@ impl IndexReader {
     /// decoded, so the engine's path table need not look every tool's path up again).
     pub fn tool_nodes(&self) -> &[u32] {
         self.catalog.tool_nodes()
+    }
+
+    /// The category nodes of [`IndexReader::catalog`] by path (made as the table is decoded).
+    pub fn node_paths(&self) -> &NodePaths {
+        self.catalog.node_paths()
+    }
+
+    /// The ordinal of the category node at `path`, if there is one.
+    pub fn node_by_path(&self, path: &[String]) -> Option<u32> {
+        self.node_paths().find(&self.catalog().nodes, path)
+    }
+
+    /// The tools by lower-cased tag, and those that require scopes (found as the table is
+    /// decoded, each tool's tags and scopes still in cache).
+    pub fn tool_facets(&self) -> &ToolFacets {
+        self.catalog.facets()
     }
 
     /// Tool `ord`'s full record, read from the index.

@@ -16,6 +16,7 @@ use toolsearch_catalog::{Catalog, Tool};
 use crate::blocks::Checked;
 use crate::error::{io, IndexError};
 use crate::format::{CATALOG_FILE, RECORDS_FILE};
+use crate::lookups::{NodePaths, ToolFacets};
 use crate::names::Names;
 
 /// Writes `catalog.bin` and `tools.json` for `catalog` in `dir`, streaming both (a build holds
@@ -89,6 +90,8 @@ pub(crate) struct CatalogStore {
     offsets: Vec<u64>,
     names: Names,
     tool_nodes: Vec<u32>,
+    node_paths: NodePaths,
+    facets: ToolFacets,
     records: Option<memmap2::Mmap>,
     /// The records' block sums, each block checked before a record in it is parsed.
     records_check: Option<Checked>,
@@ -135,6 +138,8 @@ impl CatalogStore {
             offsets: file.offsets,
             names: file.names,
             tool_nodes: file.tool_nodes,
+            node_paths: file.node_paths,
+            facets: file.facets,
             records,
             records_check: None,
             records_path,
@@ -149,6 +154,16 @@ impl CatalogStore {
     /// Per tool: the node at its one path, or [`crate::table::NO_NODE`].
     pub(crate) fn tool_nodes(&self) -> &[u32] {
         &self.tool_nodes
+    }
+
+    /// The nodes by path.
+    pub(crate) fn node_paths(&self) -> &NodePaths {
+        &self.node_paths
+    }
+
+    /// The tools by tag, and those that require scopes.
+    pub(crate) fn facets(&self) -> &ToolFacets {
+        &self.facets
     }
 
     /// Checks each block of `tools.json` against `sums` before its bytes are first used

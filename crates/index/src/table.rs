@@ -18,6 +18,7 @@ use toolsearch_catalog::{Group, Node, Tool};
 
 use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
+use crate::lookups::{NodePaths, ToolFacets};
 use crate::names::{self, Names};
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
@@ -203,38 +204,15 @@ pub(crate) struct Table {
     /// Per tool: the node at its path when it has one path and a node is there, else
     /// [`NO_NODE`].
     pub(crate) tool_nodes: Vec<u32>,
+    /// The nodes by path.
+    pub(crate) node_paths: NodePaths,
+    /// The tools by tag and the tools that require scopes.
+    pub(crate) facets: ToolFacets,
 }
 
 /// In [`IndexReader::tool_nodes`](crate::IndexReader::tool_nodes): a tool with several
 /// paths, or at a path no category node has.
 pub const NO_NODE: u32 = u32::MAX;
-
-/// Node ordinals by the XXH3 of their paths, as the name lookups keep tools ([`names::entry`]).
-struct NodeLookup<'a> {
-    nodes: &'a [LeanNode],
-    entries: Vec<u64>,
-}
-
-fn path_hash(path: &[String]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    path.hash(&mut h);
-    h.finish()
-}
-
-impl<'a> NodeLookup<'a> {
-    fn new(nodes: &'a [LeanNode]) -> NodeLookup<'a> {
-        let mut entries: Vec<u64> =
-            nodes.par_iter().enumerate().map(|(o, n)| names::entry(path_hash(&n.path), o as u32)).collect();
-        entries.par_sort_unstable();
-        NodeLookup { nodes, entries }
-    }
-
-    /// The first node (in catalogue order) at `path`.
-    fn find(&self, path: &[String]) -> Option<u32> {
-        names::entries(&self.entries, path_hash(path)).find(|&o| self.nodes[o as usize].path == path)
-    }
-}
 
 /// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), which the
 /// metadata says holds `tools` tools: the chunks of tools in parallel.
@@ -276,19 +254,21 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
     if ranges.len() != tools.div_ceil(CHUNK) {
         return Err(bad(format!("{} chunks of tools for {tools} record offsets", ranges.len())));
     }
-    let lookup = NodeLookup::new(&header.nodes);
+    let lean_nodes = &header.nodes;
+    let node_paths = NodePaths::over(lean_nodes.len(), |o| &lean_nodes[o as usize].path);
     // Each chunk is decoded straight into its place, and what is derived from a tool is
     // derived while its bytes are in cache: no chunk is copied after.
     let (mut tool_nodes, mut by_id, mut by_key) = (vec![NO_NODE; tools], vec![0u64; tools], vec![0u64; 2 * tools]);
-    ranges
+    let chunk_facets = ranges
         .into_par_iter()
         .zip(all.par_chunks_mut(CHUNK))
         .zip(tool_nodes.par_chunks_mut(CHUNK))
         .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
         .enumerate()
-        .try_for_each(|(i, (((range, out), nodes_out), (ids, keys)))| {
+        .map(|(i, (((range, out), nodes_out), (ids, keys)))| {
             let mut rest = &bytes[range];
             let mut buf = String::new();
+            let mut facets = ToolFacets::default();
             let mut n = 0;
             while !rest.is_empty() {
                 if n == out.len() {
@@ -302,11 +282,12 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
                 }
                 let ord = u32::try_from(i * CHUNK + n).map_err(|_| bad("too many tools".into()))?;
                 (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
+                facets.add(ord, &t.tags, &t.requires);
                 // A catalogue lists a server's or a category's tools together: a path is
                 // compared with the one before it before it is looked up.
                 nodes_out[n] = match (&t.paths[..], n.checked_sub(1).map(|p| &out[p])) {
                     ([p], Some(last)) if last.paths.len() == 1 && last.paths[0] == *p => nodes_out[n - 1],
-                    ([p], _) => lookup.find(p).unwrap_or(NO_NODE),
+                    ([p], _) => node_paths.find_with(p, |o| &lean_nodes[o as usize].path).unwrap_or(NO_NODE),
                     _ => NO_NODE,
                 };
                 out[n] = t;
@@ -314,11 +295,15 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
                 rest = &rest[used..];
             }
             match n == out.len() {
-                true => Ok(()),
+                true => Ok(facets),
                 false => Err(bad(format!("chunk {i} holds {n} tools, expected {}", out.len()))),
             }
-        })?;
-    drop(lookup);
+        })
+        .collect::<Result<Vec<ToolFacets>, IndexError>>()?;
+    let mut facets = ToolFacets::default();
+    for f in chunk_facets {
+        facets.append(f);
+    }
     let nodes = header.nodes.into_iter().map(LeanNode::into_node).collect::<Result<_, _>>();
     let groups = serde_json::from_str(&header.groups);
     Ok(Table {
@@ -328,6 +313,8 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
         groups: groups.map_err(|e| bad(e.to_string()))?,
         names: Names::new(by_id, by_key),
         tool_nodes,
+        node_paths,
+        facets,
     })
 }
 

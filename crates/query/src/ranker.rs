@@ -117,7 +117,10 @@ impl Ranker {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
         // The index's name lookups are sorted while the path table is built.
-        let (paths, ()) = rayon::join(|| PathTable::new(index.catalog(), index.tool_nodes()), || index.prepare_names());
+        let (paths, ()) = rayon::join(
+            || PathTable::new(index.catalog(), index.tool_nodes(), index.node_paths()),
+            || index.prepare_names(),
+        );
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
             index,
@@ -133,7 +136,8 @@ impl Ranker {
 
     /// The category graph's lookups, over this index's catalogue.
     pub(crate) fn paths(&self) -> Paths<'_> {
-        Paths { table: &self.paths, catalog: self.index.catalog() }
+        let index = &self.index;
+        Paths { table: &self.paths, catalog: index.catalog(), nodes: index.node_paths(), facets: index.tool_facets() }
     }
 
     /// The query adapter in force (stored by `toolsearch learn`, and not disabled).

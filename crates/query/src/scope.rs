@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use rayon::prelude::*;
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
-use toolsearch_index::NO_NODE;
+use toolsearch_index::{NodePaths, ToolFacets, NO_NODE};
 
 /// What a request restricts the catalogue to: a category path (empty = everything), tags (a
 /// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
@@ -38,11 +38,10 @@ impl Filter {
 /// Lists are kept by node ordinal, and the path lookups hold ordinals only, 4 bytes an entry,
 /// their keys read from the catalogue when a bucket is probed: no category path is copied
 /// (at a million tools and 320,000 categories, path-keyed maps cost a second of every open
-/// and a few hundred bytes a tool). hashbrown's seeded foldhash, not SipHash.
+/// and a few hundred bytes a tool). hashbrown's seeded foldhash, not SipHash. Nodes are
+/// found by path through the index's lookup ([`NodePaths`]), made as its table is decoded.
 pub(crate) struct PathTable {
     hasher: DefaultHashBuilder,
-    /// Node ordinals by path.
-    by_path: HashTable<u32>,
     /// Node ordinals by lower-cased display path (several nodes may share one); made when
     /// first needed (a path given in another case), not on every open.
     by_display: OnceLock<HashTable<u32>>,
@@ -59,12 +58,6 @@ pub(crate) struct PathTable {
     /// The same lists for paths no category node has, which a normalised catalogue never
     /// holds (every ancestor of a tool's path is a node), but a catalogue made by hand may.
     stray: Stray,
-    /// Tool ordinals carrying each (lower-cased) tag, sorted. Made on open, beside the path
-    /// lists: made on first use, its cost (which grows with every tool, hidden ones included)
-    /// would show in one caller's answer time.
-    tagged: HashMap<String, Vec<u32>>,
-    /// Tools that require scopes, sorted.
-    restricted: Vec<u32>,
     /// Every tool ordinal, sorted.
     all: Vec<u32>,
 }
@@ -104,17 +97,6 @@ impl Lists {
     }
 }
 
-/// Whether lower-casing changes `s`.
-fn folds(s: &str) -> bool {
-    if s.is_ascii() {
-        return s.bytes().any(|b| b.is_ascii_uppercase());
-    }
-    s.chars().any(|c| {
-        let mut lower = c.to_lowercase();
-        lower.next() != Some(c) || lower.next().is_some()
-    })
-}
-
 /// Appends `ord` to sorted `list` unless it is already last (ordinals arrive in order).
 fn add(list: &mut Vec<u32>, ord: u32) {
     if list.last() != Some(&ord) {
@@ -122,28 +104,13 @@ fn add(list: &mut Vec<u32>, ord: u32) {
     }
 }
 
-/// Tool ordinals by lower-cased tag, sorted.
-fn tag_lists(catalog: &Catalog) -> HashMap<String, Vec<u32>> {
-    let mut tagged: HashMap<String, Vec<u32>> = HashMap::new();
-    for (ord, tool) in catalog.tools.iter().enumerate() {
-        for tag in &tool.tags {
-            // Most tags are lower case already: looked up as they are, not copied.
-            let lower = folds(tag).then(|| tag.to_lowercase());
-            add(tagged.entry_ref(lower.as_deref().unwrap_or(tag)).or_default(), ord as u32);
-        }
-    }
-    tagged
-}
-
 impl PathTable {
-    /// The table of `catalog`, whose tools are at the nodes `tool_nodes` gives
-    /// ([`IndexReader::tool_nodes`](toolsearch_index::IndexReader::tool_nodes); tools past its
-    /// end, or at [`NO_NODE`], are looked up by path).
-    pub(crate) fn new(catalog: &Catalog, tool_nodes: &[u32]) -> PathTable {
+    /// The table of `catalog`, whose nodes `node_paths` finds by path and whose tools are at
+    /// the nodes `tool_nodes` gives ([`IndexReader::tool_nodes`](toolsearch_index::IndexReader::tool_nodes);
+    /// tools past its end, or at [`NO_NODE`], are looked up by path).
+    pub(crate) fn new(catalog: &Catalog, tool_nodes: &[u32], node_paths: &NodePaths) -> PathTable {
         let nodes = &catalog.nodes;
-        let hasher = DefaultHashBuilder::default();
         let mut t = PathTable {
-            by_path: HashTable::with_capacity(nodes.len()),
             by_display: OnceLock::new(),
             under: Lists::default(),
             direct: Lists::default(),
@@ -151,24 +118,14 @@ impl PathTable {
             parent: Vec::new(),
             top: Vec::new(),
             stray: Stray::default(),
-            tagged: HashMap::new(),
-            restricted: Vec::new(),
             all: (0..catalog.tools.len() as u32).collect(),
-            hasher,
+            hasher: DefaultHashBuilder::default(),
         };
-        let hasher = &t.hasher;
-        for (i, n) in nodes.iter().enumerate() {
-            let (ord, hash) = (i as u32, hasher.hash_one(&n.path[..]));
-            // A catalogue holds each path once; should one repeat, the first node keeps it.
-            if t.by_path.find(hash, |&o| nodes[o as usize].path == n.path).is_none() {
-                t.by_path.insert_unique(hash, ord, |&o| hasher.hash_one(&nodes[o as usize].path[..]));
-            }
-        }
         t.parent = nodes
             .par_iter()
             .map(|n| match n.path.len() {
                 0 | 1 => None,
-                d => find(&t.by_path, hasher, nodes, &n.path[..d - 1]),
+                d => node_paths.find(nodes, &n.path[..d - 1]),
             })
             .collect();
         for (i, n) in nodes.iter().enumerate() {
@@ -191,21 +148,13 @@ impl PathTable {
             }
             linked[i] = at.is_some() || depth <= 1;
         }
-        // Which tools require scopes, found beside the lists (a pass over every tool).
-        let restricted = || {
-            let tools = catalog.tools.par_iter().enumerate();
-            tools.filter(|(_, t)| !t.requires.is_empty()).map(|(o, _)| o as u32).collect::<Vec<u32>>()
-        };
-        let scans = || rayon::join(restricted, || tag_lists(catalog));
-        let ((restricted, tagged), ()) = rayon::join(scans, || t.lists(catalog, tool_nodes, &linked));
-        (t.restricted, t.tagged) = (restricted, tagged);
+        t.lists(catalog, tool_nodes, node_paths, &linked);
         t
     }
 
     /// Fills the lists of tools under and at each node (and at paths without a node).
-    fn lists(&mut self, catalog: &Catalog, tool_nodes: &[u32], linked: &[bool]) {
-        let (nodes, hasher) = (&catalog.nodes, &self.hasher);
-        let (by_path, parent) = (&self.by_path, &self.parent);
+    fn lists(&mut self, catalog: &Catalog, tool_nodes: &[u32], node_paths: &NodePaths, linked: &[bool]) {
+        let (nodes, parent) = (&catalog.nodes, &self.parent);
         let mut stray = std::mem::take(&mut self.stray);
         // Calls `f(node, directly)` once for each node tool `i` is at (directly) or under:
         // up the parent links when the node at its one path is linked to the top, else by
@@ -227,7 +176,7 @@ impl PathTable {
             None => {
                 let (ord, mut pairs, mut stray) = (i as u32, Vec::new(), stray);
                 for p in &catalog.tools[i].paths {
-                    ancestors(by_path, hasher, nodes, parent, p, |prefix, node| match node {
+                    ancestors(node_paths, nodes, parent, p, |prefix, node| match node {
                         Some(n) => {
                             if prefix.len() == p.len() {
                                 pairs.push((n, true));
@@ -286,45 +235,38 @@ impl PathTable {
             table
         })
     }
-
-    /// The ordinal of the node at `path`, if there is one.
-    fn node(&self, catalog: &Catalog, path: &[String]) -> Option<u32> {
-        find(&self.by_path, &self.hasher, &catalog.nodes, path)
-    }
-}
-
-/// The ordinal of the node at `path` in `table` (keyed by the nodes' paths).
-fn find(table: &HashTable<u32>, hasher: &DefaultHashBuilder, nodes: &[Node], path: &[String]) -> Option<u32> {
-    table.find(hasher.hash_one(path), |&o| nodes[o as usize].path == path).copied()
 }
 
 /// Calls `f` with each prefix of `path`, deepest first, and the node at it (`None` where no
 /// node is): up the parent links, by lookup where a node is missing.
 fn ancestors<'p>(
-    table: &HashTable<u32>,
-    hasher: &DefaultHashBuilder,
+    node_paths: &NodePaths,
     nodes: &[Node],
     parent: &[Option<u32>],
     path: &'p [String],
     mut f: impl FnMut(&'p [String], Option<u32>),
 ) {
-    let mut at = find(table, hasher, nodes, path);
+    let mut at = node_paths.find(nodes, path);
     for d in (1..=path.len()).rev() {
         f(&path[..d], at);
         at = match at {
             Some(n) => parent[n as usize],
-            None if d > 1 => find(table, hasher, nodes, &path[..d - 1]),
+            None if d > 1 => node_paths.find(nodes, &path[..d - 1]),
             None => None,
         };
     }
 }
 
-/// A [`PathTable`] with the catalogue its keys are read from: what requests ask of the
-/// category graph.
+/// A [`PathTable`] with the catalogue its keys are read from and the index's lookups: what
+/// requests ask of the category graph.
 #[derive(Clone, Copy)]
 pub(crate) struct Paths<'a> {
     pub(crate) table: &'a PathTable,
     pub(crate) catalog: &'a Catalog,
+    /// The nodes by path.
+    pub(crate) nodes: &'a NodePaths,
+    /// The tools by tag, and those that require scopes.
+    pub(crate) facets: &'a ToolFacets,
 }
 
 impl<'a> Paths<'a> {
@@ -363,7 +305,7 @@ impl<'a> Paths<'a> {
 
     /// The ordinal of the category at `path`, if there is one.
     pub(crate) fn node_ord(&self, path: &[String]) -> Option<u32> {
-        self.table.node(self.catalog, path)
+        self.nodes.find(&self.catalog.nodes, path)
     }
 
     /// Tools at or below `path`, sorted.
@@ -388,7 +330,7 @@ impl<'a> Paths<'a> {
                 Some(t) => (t, true),
                 None => (tag.trim(), false),
             };
-            let with_tag = t.tagged.get(&tag.trim().to_lowercase()).map_or(&[][..], Vec::as_slice);
+            let with_tag = self.facets.tagged(&tag.trim().to_lowercase());
             allowed = Some(match (allowed, without) {
                 (None, false) => with_tag.to_vec(),
                 (Some(a), false) => intersect(&a, with_tag),
@@ -398,8 +340,9 @@ impl<'a> Paths<'a> {
         }
         if let Some(scopes) = &filter.scopes {
             let tools = &self.catalog.tools;
-            let hidden: Vec<u32> = t
-                .restricted
+            let hidden: Vec<u32> = self
+                .facets
+                .restricted()
                 .iter()
                 .copied()
                 .filter(|&o| tools[o as usize].requires.iter().any(|r| scopes.binary_search(r).is_err()))
@@ -429,7 +372,7 @@ impl<'a> Paths<'a> {
     /// Calls `f` with the node at `path` and each node above it, deepest first.
     pub(crate) fn ancestors(&self, path: &[String], mut f: impl FnMut(u32)) {
         let t = self.table;
-        ancestors(&t.by_path, &t.hasher, &self.catalog.nodes, &t.parent, path, |_, node| {
+        ancestors(self.nodes, &self.catalog.nodes, &t.parent, path, |_, node| {
             if let Some(n) = node {
                 f(n)
             }
@@ -513,8 +456,9 @@ mod tests {
     #[test]
     fn lists_by_node_and_by_path_where_no_node_is() {
         let catalog = catalog();
-        let table = PathTable::new(&catalog, &[]);
-        let paths = Paths { table: &table, catalog: &catalog };
+        let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+        let table = PathTable::new(&catalog, &[], &nodes);
+        let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
         assert_eq!(paths.tools_under(&path("a")), [0, 2]);
         assert_eq!(paths.tools_under(&path("a/b")), [0]);
         assert_eq!(paths.tools_at(&path("a")), [2]);
@@ -532,10 +476,11 @@ mod tests {
     #[test]
     fn tools_listed_by_their_node_as_by_their_path() {
         let catalog = catalog();
-        let by_path = PathTable::new(&catalog, &[]);
-        let by_node = PathTable::new(&catalog, &[1, NO_NODE, 0]);
+        let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+        let by_path = PathTable::new(&catalog, &[], &nodes);
+        let by_node = PathTable::new(&catalog, &[1, NO_NODE, 0], &nodes);
         for table in [&by_path, &by_node] {
-            let paths = Paths { table, catalog: &catalog };
+            let paths = Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets };
             assert_eq!(paths.tools_under(&path("a")), [0, 2]);
             assert_eq!(paths.tools_at(&path("a/b")), [0]);
             assert_eq!(paths.tools_at(&path("a")), [2]);
@@ -547,8 +492,9 @@ mod tests {
     fn a_tool_on_two_paths_is_listed_once_under_each_node() {
         let mut catalog = catalog();
         catalog.tools[0].paths.push(path("a"));
-        let table = PathTable::new(&catalog, &[NO_NODE, NO_NODE, 0]);
-        let paths = Paths { table: &table, catalog: &catalog };
+        let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+        let table = PathTable::new(&catalog, &[NO_NODE, NO_NODE, 0], &nodes);
+        let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
         assert_eq!(paths.tools_under(&path("a")), [0, 2]);
         assert_eq!(paths.tools_at(&path("a")), [0, 2]);
         assert_eq!(paths.tools_at(&path("a/b")), [0]);
@@ -557,8 +503,9 @@ mod tests {
     #[test]
     fn tags_fold_and_scopes_hide() {
         let catalog = catalog();
-        let table = PathTable::new(&catalog, &[]);
-        let paths = Paths { table: &table, catalog: &catalog };
+        let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+        let table = PathTable::new(&catalog, &[], &nodes);
+        let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
         let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
         assert_eq!(paths.allowed(&tags(&["NET"])), Some(vec![0]));
         assert_eq!(paths.allowed(&tags(&["ǆx"])), Some(vec![2]), "a title-case tag is folded");
