@@ -273,6 +273,12 @@ fn an_index_of_another_format_version_is_refused() {
     let err = toolsearch::IndexReader::open(&dir).unwrap_err();
     assert!(matches!(err, IndexError::Version { found: 0, .. }), "{err}");
     assert!(err.to_string().contains("meta.bin"));
+    // An upgrade rebuilds it in place: every file an older format wrote is known as the
+    // index's own, so the build replaces it rather than refusing to clobber it.
+    let catalog = toolsearch::load_path(&common::repo().join("tests/data/tools.jsonl"), None).unwrap();
+    let options = toolsearch::BuildOptions::default();
+    toolsearch::build_index(&catalog, common::embedder().as_ref(), &dir, &options).expect("rebuilt over it");
+    assert!(toolsearch::IndexReader::open(&dir).is_ok());
 }
 
 /// Same vectors, different identity: the index must refuse a model it was not built with.

@@ -191,8 +191,9 @@ impl IndexReader {
     }
 
     /// Per tool, by ordinal: the ordinal of the category node at its path when it has one
-    /// path and a node is there, else [`NO_NODE`](crate::NO_NODE) (found as the table is
-    /// decoded, so the engine's path table need not look every tool's path up again).
+    /// path and a node is there, else [`NO_NODE`](crate::NO_NODE) (stored in the table when it
+    /// is written, so neither the open nor the engine's path table looks a tool's path up;
+    /// `toolsearch verify` checks each against its path).
     pub fn tool_nodes(&self) -> &[u32] {
         self.catalog.tool_nodes()
     }

@@ -110,12 +110,10 @@ impl CatalogStore {
         // Mapped, not read: the table is decoded from the page cache without a copy.
         // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
         let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(io(&path))?;
-        if table.is_some_and(|sum| sum != xxhash_rust::xxh3::xxh3_64(&bytes)) {
-            return Err(bad("checksum mismatch".into()));
-        }
-        // The decode checks that every tool has an id and a path and every category a path:
-        // the loaders guarantee these; an index opened without checksum verification might not.
-        let file = crate::table::decode(&path, &bytes, tools)?;
+        // The decode checks the bytes against `table` before it decodes them, and that every
+        // tool has an id and a path and every category a path: the loaders guarantee these;
+        // an index opened without checksum verification might not.
+        let file = crate::table::decode(&path, &bytes, tools, table)?;
         drop(bytes);
         if file.nodes.len() != nodes {
             return Err(bad("document counts differ from the metadata".into()));

@@ -1,6 +1,6 @@
 //! `catalog.bin`, the lean table: what every answer may need of every tool (id, name, paths,
-//! summary, tags, scopes, group, version), the categories and groups, and where each tool's
-//! full record starts in `tools.json`.
+//! summary, tags, scopes, group, version, and the category node at its path), the categories
+//! and groups, and where each tool's full record starts in `tools.json`.
 //!
 //! It is the one file an open reads and decodes whole, so its layout is for decoding fast:
 //! the tools come first, in chunks of [`CHUNK`] tools that are decoded in parallel, each
@@ -18,6 +18,7 @@ use toolsearch_catalog::{Group, Node, Tool};
 
 use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
+use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
 use crate::names::{self, Names};
 
@@ -27,48 +28,6 @@ const CHUNK: usize = 16_384;
 
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
-}
-
-/// The fields of a tool every answer may need (no skipped fields: bincode is positional).
-#[derive(Deserialize)]
-struct LeanTool {
-    id: String,
-    name: String,
-    paths: Vec<Vec<String>>,
-    summary: String,
-    tags: Vec<String>,
-    requires: Vec<String>,
-    group: Option<String>,
-    version: Option<String>,
-}
-
-/// A [`LeanTool`] borrowed from a [`Tool`], for writing.
-#[derive(Serialize)]
-struct LeanToolRef<'a> {
-    id: &'a str,
-    name: &'a str,
-    paths: &'a [Vec<String>],
-    summary: &'a str,
-    tags: &'a [String],
-    requires: &'a [String],
-    group: Option<&'a str>,
-    version: Option<&'a str>,
-}
-
-impl LeanTool {
-    fn into_tool(self) -> Tool {
-        Tool {
-            id: self.id,
-            name: self.name,
-            paths: self.paths,
-            summary: self.summary,
-            tags: self.tags,
-            requires: self.requires,
-            group: self.group,
-            version: self.version,
-            ..Tool::default()
-        }
-    }
 }
 
 /// A category: every field, none skipped, the rare facade settings as JSON.
@@ -156,8 +115,23 @@ pub(crate) fn write<'a>(
     let json_err = |e: serde_json::Error| IndexError::Io(path.clone(), e.into());
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
     let (mut chunks, mut chunk, mut in_chunk, mut count) = (Vec::new(), 0u64, 0usize, 0usize);
+    let node_paths = NodePaths::new(nodes);
+    let mut last: Option<(Vec<String>, u32)> = None;
     for t in tools {
         let t = t?;
+        // A catalogue lists a server's or a category's tools together: a path is compared
+        // with the one before it before it is looked up.
+        let node = match &t.paths[..] {
+            [p] => match &last {
+                Some((q, n)) if q == p => *n,
+                _ => {
+                    let n = node_paths.find(nodes, p).unwrap_or(NO_NODE);
+                    last = Some((p.clone(), n));
+                    n
+                }
+            },
+            _ => NO_NODE,
+        };
         let lean = LeanToolRef {
             id: &t.id,
             name: &t.name,
@@ -167,6 +141,7 @@ pub(crate) fn write<'a>(
             requires: &t.requires,
             group: t.group.as_deref(),
             version: t.version.as_deref(),
+            node,
         };
         chunk += bincode::serde::encode_into_std_write(&lean, &mut out, config()).map_err(encode_err)? as u64;
         (in_chunk, count) = (in_chunk + 1, count + 1);
@@ -216,17 +191,21 @@ pub const NO_NODE: u32 = u32::MAX;
 
 /// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), which the
 /// metadata says holds `tools` tools: the chunks of tools in parallel.
-pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, IndexError> {
+pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) -> Result<Table, IndexError> {
     let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
     // A tool takes at least a byte for each of its eight fields: a larger count is not
     // believed (nor given room).
     if tools.saturating_mul(8) > bytes.len() {
         return Err(bad(format!("{} bytes cannot hold {tools} tools", bytes.len())));
     }
-    // The header (its categories are a few allocations each, read in order) is decoded while
-    // the room for the tools is made.
+    // The bytes are checked against their XXH3 `sum` (when given), then the header (its
+    // categories are a few allocations each, read in order) decoded, while the room for the
+    // tools is made: no byte is decoded before it is checked.
     let (header, mut all) = rayon::join(
-        || header(path, bytes),
+        || match sum {
+            Some(sum) if sum != xxhash_rust::xxh3::xxh3_64(bytes) => Err(bad("checksum mismatch".into())),
+            _ => header(path, bytes),
+        },
         || {
             let mut all: Vec<Tool> = Vec::with_capacity(tools);
             all.par_extend((0..tools).into_par_iter().map(|_| Tool::default()));
@@ -255,51 +234,52 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize) -> Result<Table, I
         return Err(bad(format!("{} chunks of tools for {tools} record offsets", ranges.len())));
     }
     let lean_nodes = &header.nodes;
-    let node_paths = NodePaths::over(lean_nodes.len(), |o| &lean_nodes[o as usize].path);
+    let node_count = u32::try_from(lean_nodes.len()).map_err(|_| bad("too many categories".into()))?;
     // Each chunk is decoded straight into its place, and what is derived from a tool is
-    // derived while its bytes are in cache: no chunk is copied after.
+    // derived while its bytes are in cache: no chunk is copied after. The nodes' lookup by
+    // path (for the engine; the tools' nodes are stored) is made beside it.
     let (mut tool_nodes, mut by_id, mut by_key) = (vec![NO_NODE; tools], vec![0u64; tools], vec![0u64; 2 * tools]);
-    let chunk_facets = ranges
-        .into_par_iter()
-        .zip(all.par_chunks_mut(CHUNK))
-        .zip(tool_nodes.par_chunks_mut(CHUNK))
-        .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
-        .enumerate()
-        .map(|(i, (((range, out), nodes_out), (ids, keys)))| {
-            let mut rest = &bytes[range];
-            let mut buf = String::new();
-            let mut facets = ToolFacets::default();
-            let mut n = 0;
-            while !rest.is_empty() {
-                if n == out.len() {
-                    return Err(bad(format!("chunk {i} holds more than {} tools", out.len())));
+    let decode_chunks = || {
+        ranges
+            .into_par_iter()
+            .zip(all.par_chunks_mut(CHUNK))
+            .zip(tool_nodes.par_chunks_mut(CHUNK))
+            .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
+            .enumerate()
+            .map(|(i, (((range, out), nodes_out), (ids, keys)))| {
+                let mut rest = &bytes[range];
+                let mut buf = String::new();
+                let mut facets = ToolFacets::default();
+                let mut n = 0;
+                while !rest.is_empty() {
+                    if n == out.len() {
+                        return Err(bad(format!("chunk {i} holds more than {} tools", out.len())));
+                    }
+                    let (t, node, used) = lean::decode(rest).map_err(|e| bad(format!("chunk {i}, tool {n}: {e}")))?;
+                    if t.paths.is_empty() || t.id.is_empty() {
+                        return Err(bad(format!("tool {:?} has no id or no path", t.id)));
+                    }
+                    if node != NO_NODE && (node >= node_count || t.paths.len() != 1) {
+                        return Err(bad(format!("tool {:?} is at category {node} of {node_count}", t.id)));
+                    }
+                    let ord = u32::try_from(i * CHUNK + n).map_err(|_| bad("too many tools".into()))?;
+                    (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
+                    facets.add(ord, &t.tags, &t.requires);
+                    nodes_out[n] = node;
+                    out[n] = t;
+                    n += 1;
+                    rest = &rest[used..];
                 }
-                let (t, used): (LeanTool, usize) =
-                    bincode::serde::decode_from_slice(rest, config()).map_err(|e| bad(e.to_string()))?;
-                let t = t.into_tool();
-                if t.paths.is_empty() || t.id.is_empty() {
-                    return Err(bad(format!("tool {:?} has no id or no path", t.id)));
+                match n == out.len() {
+                    true => Ok(facets),
+                    false => Err(bad(format!("chunk {i} holds {n} tools, expected {}", out.len()))),
                 }
-                let ord = u32::try_from(i * CHUNK + n).map_err(|_| bad("too many tools".into()))?;
-                (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
-                facets.add(ord, &t.tags, &t.requires);
-                // A catalogue lists a server's or a category's tools together: a path is
-                // compared with the one before it before it is looked up.
-                nodes_out[n] = match (&t.paths[..], n.checked_sub(1).map(|p| &out[p])) {
-                    ([p], Some(last)) if last.paths.len() == 1 && last.paths[0] == *p => nodes_out[n - 1],
-                    ([p], _) => node_paths.find_with(p, |o| &lean_nodes[o as usize].path).unwrap_or(NO_NODE),
-                    _ => NO_NODE,
-                };
-                out[n] = t;
-                n += 1;
-                rest = &rest[used..];
-            }
-            match n == out.len() {
-                true => Ok(facets),
-                false => Err(bad(format!("chunk {i} holds {n} tools, expected {}", out.len()))),
-            }
-        })
-        .collect::<Result<Vec<ToolFacets>, IndexError>>()?;
+            })
+            .collect::<Result<Vec<ToolFacets>, IndexError>>()
+    };
+    let (node_paths, chunk_facets) =
+        rayon::join(|| NodePaths::over(lean_nodes.len(), |o| &lean_nodes[o as usize].path), decode_chunks);
+    let chunk_facets = chunk_facets?;
     let mut facets = ToolFacets::default();
     for f in chunk_facets {
         facets.append(f);
@@ -368,7 +348,7 @@ mod tests {
         let n = CHUNK + 5;
         let (dir, tools) = written(n);
         let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
-        let table = decode(Path::new("catalog.bin"), &bytes, n).unwrap();
+        let table = decode(Path::new("catalog.bin"), &bytes, n, None).unwrap();
         assert_eq!(table.tools.len(), n);
         assert_eq!(table.tools[CHUNK + 4].id, tools[CHUNK + 4].id);
         assert_eq!(table.tools[1].paths, tools[1].paths);
@@ -379,11 +359,21 @@ mod tests {
     }
 
     #[test]
+    fn bytes_unlike_their_checksum_are_refused_before_they_are_decoded() {
+        let (dir, _) = written(10);
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        let sum = xxhash_rust::xxh3::xxh3_64(&bytes);
+        assert!(decode(Path::new("catalog.bin"), &bytes, 10, Some(sum)).is_ok());
+        let err = decode(Path::new("catalog.bin"), &bytes, 10, Some(sum ^ 1)).err().expect("refused");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    }
+
+    #[test]
     fn a_count_the_table_does_not_hold_is_an_error() {
         let (dir, _) = written(10);
         let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
         for wrong in [9, 11, usize::MAX / 2] {
-            let err = decode(Path::new("catalog.bin"), &bytes, wrong).err().expect("refused");
+            let err = decode(Path::new("catalog.bin"), &bytes, wrong, None).err().expect("refused");
             assert!(err.to_string().contains("catalog.bin"), "{err}");
         }
     }
@@ -396,7 +386,14 @@ mod tests {
             for flip in [0x01, 0x80] {
                 let mut damaged = bytes.clone();
                 damaged[at] ^= flip;
-                let _ = decode(Path::new("catalog.bin"), &damaged, 40);
+                if let Ok(table) = decode(Path::new("catalog.bin"), &damaged, 40, None) {
+                    let nodes = table.nodes.len() as u32;
+                    let at_one = |o: usize| table.tools[o].paths.len() == 1;
+                    assert!(
+                        table.tool_nodes.iter().enumerate().all(|(o, &n)| n == NO_NODE || (n < nodes && at_one(o))),
+                        "a stored node is a category of the table, for a tool with one path"
+                    );
+                }
             }
         }
     }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::IndexError;
-use crate::format::{file_sum, IndexMeta, GRAPH_FILE};
+use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE};
 use crate::graph::Graph;
+use crate::table::NO_NODE;
 
 /// What [`verify`] found in an index.
 #[derive(Debug, Clone, Serialize)]
@@ -98,14 +99,36 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
     // not checksum them again).
     if faults.is_empty() {
         let options = crate::OpenOptions { verify_checksums: false, ..crate::OpenOptions::default() };
-        if let Err(e) = crate::IndexReader::open_with(dir, options) {
-            let file = match &e {
-                IndexError::Corrupted(p, _) | IndexError::Io(p, _) => p.clone(),
-                _ => dir.to_path_buf(),
-            };
-            faults.push(Fault { file, problem: e.to_string() });
+        match crate::IndexReader::open_with(dir, options) {
+            Ok(reader) => faults.extend(misplaced_tools(&reader)),
+            Err(e) => {
+                let file = match &e {
+                    IndexError::Corrupted(p, _) | IndexError::Io(p, _) => p.clone(),
+                    _ => dir.to_path_buf(),
+                };
+                faults.push(Fault { file, problem: e.to_string() });
+            }
         }
     }
     report.faults = faults;
     Ok(report)
+}
+
+/// A fault when a tool's category node stored in the table (which an open trusts, the table's
+/// checksum being right) is not the node at its path.
+fn misplaced_tools(reader: &crate::IndexReader) -> Option<Fault> {
+    let tools = &reader.catalog().tools;
+    let wrong = (0..tools.len())
+        .filter(|&o| {
+            let at = match &tools[o].paths[..] {
+                [p] => reader.node_by_path(p).unwrap_or(NO_NODE),
+                _ => NO_NODE,
+            };
+            reader.tool_nodes().get(o) != Some(&at)
+        })
+        .count();
+    (wrong > 0).then(|| Fault {
+        file: reader.dir().join(CATALOG_FILE),
+        problem: format!("{wrong} tools are stored under another category than their path's; rebuild the index"),
+    })
 }

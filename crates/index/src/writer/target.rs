@@ -29,6 +29,7 @@ const OLD_FORMAT_ENTRIES: &[&str] = &[
     "vectors.f16",
     "graph.bin",
     "hashes.bin",
+    "blocks.bin",
 ];
 
 /// An existing target must be an empty directory, or an index whose metadata verifies and

@@ -1,0 +1,168 @@
+//! A tool's lean fields as `catalog.bin` stores them: written with bincode's standard
+//! configuration (serde), read back by a decoder of that encoding written for them.
+//!
+//! The table's tools are most of an open's work at a million tools, and through serde each
+//! string cost a zeroed allocation, a copy and a visitor's calls; read by hand, it is one
+//! allocation and one copy, each length checked against the bytes left before anything is
+//! allocated (so damaged bytes are an error, never a huge allocation or a panic).
+
+use serde::Serialize;
+use toolsearch_catalog::Tool;
+
+/// The fields of a tool every answer may need, borrowed from a [`Tool`], for writing (no
+/// skipped fields: bincode is positional, and [`decode`] reads them in this order).
+#[derive(Serialize)]
+pub(crate) struct LeanToolRef<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) paths: &'a [Vec<String>],
+    pub(crate) summary: &'a str,
+    pub(crate) tags: &'a [String],
+    pub(crate) requires: &'a [String],
+    pub(crate) group: Option<&'a str>,
+    pub(crate) version: Option<&'a str>,
+    /// The node at the tool's path when it has one path and a node is there, else
+    /// [`NO_NODE`](crate::NO_NODE): found when the table is written, so an open looks no
+    /// path up.
+    pub(crate) node: u32,
+}
+
+/// bincode's encoding, read from a slice.
+struct Bytes<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if n > self.rest.len() {
+            return Err(format!("{n} bytes wanted, {} left", self.rest.len()));
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(head)
+    }
+
+    fn byte(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    /// An unsigned integer: one byte below 251, else a tag (251, 252, 253) and 2, 4 or 8
+    /// little-endian bytes.
+    fn varint(&mut self) -> Result<u64, String> {
+        Ok(match self.byte()? {
+            b @ 0..=250 => u64::from(b),
+            251 => u64::from(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes"))),
+            252 => u64::from(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"))),
+            253 => u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")),
+            tag => return Err(format!("bad integer tag {tag}")),
+        })
+    }
+
+    /// A length of items each at least a byte long: never more than the bytes left.
+    fn len(&mut self) -> Result<usize, String> {
+        let n = self.varint()?;
+        usize::try_from(n).ok().filter(|&n| n <= self.rest.len()).ok_or_else(|| format!("length {n} past the end"))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let n = self.len()?;
+        let bytes = self.take(n)?;
+        std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| e.to_string())
+    }
+
+    fn strings(&mut self) -> Result<Vec<String>, String> {
+        self.list(Bytes::string)
+    }
+
+    /// A list, held in a vector of its exact length (collecting from an iterator of results
+    /// would start it at four, and double it): room for at most [`ROOM`] items is made before
+    /// they are read, so a damaged length cannot make a large allocation.
+    fn list<T>(&mut self, item: impl Fn(&mut Self) -> Result<T, String>) -> Result<Vec<T>, String> {
+        const ROOM: usize = 64;
+        let n = self.len()?;
+        let mut items = Vec::with_capacity(n.min(ROOM));
+        for _ in 0..n {
+            items.push(item(self)?);
+        }
+        Ok(items)
+    }
+
+    fn option(&mut self) -> Result<Option<String>, String> {
+        match self.byte()? {
+            0 => Ok(None),
+            1 => self.string().map(Some),
+            tag => Err(format!("bad option tag {tag}")),
+        }
+    }
+}
+
+/// Decodes the tool at the start of `bytes` (a [`LeanToolRef`] as written): the tool, the node
+/// at its path, and the bytes it took.
+pub(crate) fn decode(bytes: &[u8]) -> Result<(Tool, u32, usize), String> {
+    let mut b = Bytes { rest: bytes };
+    let (id, name) = (b.string()?, b.string()?);
+    let paths = b.list(Bytes::strings)?;
+    let (summary, tags, requires) = (b.string()?, b.strings()?, b.strings()?);
+    let (group, version) = (b.option()?, b.option()?);
+    let node = b.varint()?;
+    let node = u32::try_from(node).map_err(|_| format!("node {node} is not a u32"))?;
+    let tool = Tool { id, name, paths, summary, tags, requires, group, version, ..Tool::default() };
+    Ok((tool, node, bytes.len() - b.rest.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(t: &Tool, node: u32) -> Vec<u8> {
+        let lean = LeanToolRef {
+            id: &t.id,
+            name: &t.name,
+            paths: &t.paths,
+            summary: &t.summary,
+            tags: &t.tags,
+            requires: &t.requires,
+            group: t.group.as_deref(),
+            version: t.version.as_deref(),
+            node,
+        };
+        bincode::serde::encode_to_vec(&lean, bincode::config::standard()).unwrap()
+    }
+
+    #[test]
+    fn what_bincode_writes_decodes_field_for_field() {
+        let long = "é".repeat(40_000); // a length past one byte and past u16
+        let tool = Tool {
+            id: "a".into(),
+            name: long.clone(),
+            paths: vec![vec!["x".into(), "y".repeat(300)], vec![]],
+            summary: String::new(),
+            tags: vec!["t".into(); 260],
+            requires: vec!["admin".into()],
+            group: Some("g".into()),
+            version: None,
+            ..Tool::default()
+        };
+        for node in [0, 250, 251, 70_000, u32::MAX] {
+            let mut bytes = encoded(&tool, node);
+            let len = bytes.len();
+            bytes.extend_from_slice(b"next");
+            let (got, got_node, used) = decode(&bytes).unwrap();
+            assert_eq!((got_node, used), (node, len));
+            assert_eq!((&got.id, &got.name, &got.paths, &got.summary), (&tool.id, &long, &tool.paths, &tool.summary));
+            assert_eq!(
+                (&got.tags, &got.requires, &got.group, &got.version),
+                (&tool.tags, &tool.requires, &tool.group, &tool.version)
+            );
+        }
+    }
+
+    #[test]
+    fn a_length_past_the_end_is_an_error_before_any_allocation() {
+        let mut bytes = vec![253];
+        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode(&bytes).unwrap_err().contains("past the end"));
+        assert!(decode(&[]).is_err());
+        assert!(decode(&[2, 0xff, 0xfe]).is_err(), "not UTF-8");
+    }
+}
