@@ -47,6 +47,7 @@ mod lookups;
 mod names;
 mod progress;
 mod reader;
+mod room;
 mod source;
 mod store;
 mod table;

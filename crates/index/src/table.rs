@@ -20,6 +20,7 @@ use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
 use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
+use crate::room::{Kept, Room};
 use crate::names::{self, Names};
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
@@ -200,17 +201,14 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
     }
     // The bytes are checked against their XXH3 `sum` (when given), then the header (its
     // categories are a few allocations each, read in order) decoded, while the room for the
-    // tools is made: no byte is decoded before it is checked.
-    let (header, mut all) = rayon::join(
+    // tools is made resident: no byte is decoded before it is checked.
+    let mut room: Room<Tool> = Room::new(tools, CHUNK);
+    let (header, ()) = rayon::join(
         || match sum {
             Some(sum) if sum != xxhash_rust::xxh3::xxh3_64(bytes) => Err(bad("checksum mismatch".into())),
             _ => header(path, bytes),
         },
-        || {
-            let mut all: Vec<Tool> = Vec::with_capacity(tools);
-            all.par_extend((0..tools).into_par_iter().map(|_| Tool::default()));
-            all
-        },
+        || room.populate(),
     );
     let (header, at) = header?;
     if header.offsets.len() != tools + 1 {
@@ -242,11 +240,11 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
     let decode_chunks = || {
         ranges
             .into_par_iter()
-            .zip(all.par_chunks_mut(CHUNK))
+            .zip(room.chunks())
             .zip(tool_nodes.par_chunks_mut(CHUNK))
             .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
             .enumerate()
-            .map(|(i, (((range, out), nodes_out), (ids, keys)))| {
+            .map(|(i, (((range, mut out), nodes_out), (ids, keys)))| {
                 let mut rest = &bytes[range];
                 let mut buf = String::new();
                 let mut facets = ToolFacets::default();
@@ -266,24 +264,35 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
                     (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
                     facets.add(ord, &t.tags, &t.requires);
                     nodes_out[n] = node;
-                    out[n] = t;
+                    // A chunk has room for as many tools as it is checked to hold above.
+                    let _ = out.push(t);
                     n += 1;
                     rest = &rest[used..];
                 }
-                match n == out.len() {
-                    true => Ok(facets),
-                    false => Err(bad(format!("chunk {i} holds {n} tools, expected {}", out.len()))),
-                }
+                let expected = out.len();
+                out.keep()
+                    .map(|kept| (kept, facets))
+                    .ok_or_else(|| bad(format!("chunk {i} holds {n} tools, expected {expected}")))
             })
-            .collect::<Result<Vec<ToolFacets>, IndexError>>()
+            .collect::<Vec<Result<(Kept, ToolFacets), IndexError>>>()
     };
-    let (node_paths, chunk_facets) =
+    let (node_paths, chunks) =
         rayon::join(|| NodePaths::over(lean_nodes.len(), |o| &lean_nodes[o as usize].path), decode_chunks);
-    let chunk_facets = chunk_facets?;
-    let mut facets = ToolFacets::default();
-    for f in chunk_facets {
-        facets.append(f);
+    // Every chunk is decoded before a fault is answered, so the room knows which it must drop.
+    let (mut kept, mut facets, mut fault) = (Vec::with_capacity(chunks.len()), ToolFacets::default(), None);
+    for chunk in chunks {
+        match chunk {
+            Ok((k, f)) => {
+                kept.push(k);
+                facets.append(f);
+            }
+            Err(e) => fault = fault.or(Some(e)),
+        }
     }
+    let all = match (room.finish(kept), fault) {
+        (Some(all), None) => all,
+        (_, fault) => return Err(fault.unwrap_or_else(|| bad("a chunk of tools was not filled".into()))),
+    };
     let nodes = header.nodes.into_iter().map(LeanNode::into_node).collect::<Result<_, _>>();
     let groups = serde_json::from_str(&header.groups);
     Ok(Table {
