@@ -62,10 +62,11 @@ impl<T: Send> Room<T> {
     /// The chunks, in order, to write in parallel.
     pub(crate) fn chunks(&mut self) -> impl IndexedParallelIterator<Item = Chunk<'_, T>> {
         let size = self.size;
-        self.vec.spare_capacity_mut()[..self.len]
-            .par_chunks_mut(size)
-            .enumerate()
-            .map(move |(i, slots)| Chunk { at: i * size, slots, written: 0 })
+        self.vec.spare_capacity_mut()[..self.len].par_chunks_mut(size).enumerate().map(move |(i, slots)| Chunk {
+            at: i * size,
+            slots,
+            written: 0,
+        })
     }
 
     /// The values, when `kept` holds every chunk of this room, in order; else `None`, the

@@ -20,8 +20,8 @@ use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
 use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
-use crate::room::{Kept, Room};
 use crate::names::{self, Names};
+use crate::room::{Kept, Room};
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
 /// the header stays small.
