@@ -13,18 +13,35 @@ use toolsearch_catalog::Tool;
 /// skipped fields: bincode is positional, and [`decode`] reads them in this order).
 #[derive(Serialize)]
 pub(crate) struct LeanToolRef<'a> {
-    pub(crate) id: &'a str,
-    pub(crate) name: &'a str,
-    pub(crate) paths: &'a [Vec<String>],
-    pub(crate) summary: &'a str,
-    pub(crate) tags: &'a [String],
-    pub(crate) requires: &'a [String],
-    pub(crate) group: Option<&'a str>,
-    pub(crate) version: Option<&'a str>,
+    id: &'a str,
+    name: &'a str,
+    paths: &'a [Vec<String>],
+    summary: &'a str,
+    tags: &'a [String],
+    requires: &'a [String],
+    group: Option<&'a str>,
+    version: Option<&'a str>,
     /// The node at the tool's path when it has one path and a node is there, else
     /// [`NO_NODE`](crate::NO_NODE): found when the table is written, so an open looks no
     /// path up.
-    pub(crate) node: u32,
+    node: u32,
+}
+
+impl<'a> LeanToolRef<'a> {
+    /// The lean fields of `t`, at category `node`.
+    pub(crate) fn of(t: &'a Tool, node: u32) -> LeanToolRef<'a> {
+        LeanToolRef {
+            id: &t.id,
+            name: &t.name,
+            paths: &t.paths,
+            summary: &t.summary,
+            tags: &t.tags,
+            requires: &t.requires,
+            group: t.group.as_deref(),
+            version: t.version.as_deref(),
+            node,
+        }
+    }
 }
 
 /// bincode's encoding, read from a slice.
@@ -115,18 +132,7 @@ mod tests {
     use super::*;
 
     fn encoded(t: &Tool, node: u32) -> Vec<u8> {
-        let lean = LeanToolRef {
-            id: &t.id,
-            name: &t.name,
-            paths: &t.paths,
-            summary: &t.summary,
-            tags: &t.tags,
-            requires: &t.requires,
-            group: t.group.as_deref(),
-            version: t.version.as_deref(),
-            node,
-        };
-        bincode::serde::encode_to_vec(&lean, bincode::config::standard()).unwrap()
+        bincode::serde::encode_to_vec(LeanToolRef::of(t, node), bincode::config::standard()).unwrap()
     }
 
     #[test]

@@ -133,17 +133,7 @@ pub(crate) fn write<'a>(
             },
             _ => NO_NODE,
         };
-        let lean = LeanToolRef {
-            id: &t.id,
-            name: &t.name,
-            paths: &t.paths,
-            summary: &t.summary,
-            tags: &t.tags,
-            requires: &t.requires,
-            group: t.group.as_deref(),
-            version: t.version.as_deref(),
-            node,
-        };
+        let lean = LeanToolRef::of(&t, node);
         chunk += bincode::serde::encode_into_std_write(&lean, &mut out, config()).map_err(encode_err)? as u64;
         (in_chunk, count) = (in_chunk + 1, count + 1);
         if in_chunk == CHUNK {
