@@ -21,7 +21,7 @@ fn the_sample_catalogue_is_valid_and_large_enough() {
         toolsearch::load_path(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample-catalog.json"), None).unwrap();
     assert!(c.tools.len() >= 150, "{}", c.tools.len());
     assert!(c.nodes.iter().any(|n| n.path.len() == 3));
-    assert!(c.tools.iter().all(|t| t.args_schema.value()["type"] == "object"));
+    assert!(c.tools.iter().all(|t| t.details.args_schema.value()["type"] == "object"));
     assert!(c.tools.iter().any(|t| t.paths.len() > 1), "some tool sits under two paths");
 }
 
@@ -84,7 +84,7 @@ fn over_long_text_is_refused_with_the_limit_and_a_long_description_is_cut() {
     let ten_mb = "y".repeat(10 * 1024 * 1024);
     let catalog =
         manifest(&format!(r#"{{"tools": [{{"id": "x", "name": "x", "description": "{ten_mb}"}}]}}"#)).unwrap();
-    assert_eq!(catalog.tools[0].description.len(), toolsearch::catalog::limits::MAX_DESCRIPTION_BYTES);
+    assert_eq!(catalog.tools[0].details.description.len(), toolsearch::catalog::limits::MAX_DESCRIPTION_BYTES);
     assert_eq!(catalog.warnings[0].kind, toolsearch::catalog::WarningKind::Truncated);
 }
 
@@ -120,7 +120,7 @@ fn json_lines_bench_format_loads_with_ignored_extra_fields() {
     assert_eq!(c.tools.len(), 2);
     assert_eq!(c.tools[0].paths, vec![vec!["Data".to_string(), "T".to_string()]]);
     assert_eq!(c.tools[1].paths, vec![Vec::<String>::new()]);
-    assert_eq!(c.tools[1].args_schema.value()["type"], "object");
+    assert_eq!(c.tools[1].details.args_schema.value()["type"], "object");
 }
 
 #[test]

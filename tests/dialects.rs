@@ -136,13 +136,13 @@ fn a_very_long_description_is_cut_with_a_warning_and_indexed_by_its_start() {
     let manifest = json!({"tools": [{"id": "fx", "name": "convert_currency", "description": description}]});
     std::fs::write(&file, manifest.to_string()).unwrap();
     let catalog = load_path(&file, None).unwrap();
-    assert_eq!(catalog.tools[0].description.len(), limit);
+    assert_eq!(catalog.tools[0].details.description.len(), limit);
     assert_eq!(catalog.warnings.len(), 1);
     assert_eq!(catalog.warnings[0].kind, WarningKind::Truncated);
     let under = json!({"tools": [{"id": "fx", "name": "convert_currency", "description": "x".repeat(300_000)}]});
     std::fs::write(&file, under.to_string()).unwrap();
     let catalog = load_path(&file, None).unwrap();
-    assert_eq!(catalog.tools[0].description.len(), 300_000, "kept whole under the limit");
+    assert_eq!(catalog.tools[0].details.description.len(), 300_000, "kept whole under the limit");
     assert!(catalog.warnings.is_empty());
 }
 

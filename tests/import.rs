@@ -17,8 +17,8 @@ fn an_mcp_tools_list_response_becomes_a_server_category() {
     let ids: Vec<&str> = c.tools.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["mcp-filesystem.read_text_file", "mcp-filesystem.write_file", "mcp-filesystem.search_files"]);
     assert!(c.tools.iter().all(|t| t.paths == vec![vec!["mcp-filesystem".to_string()]]));
-    assert_eq!(c.tools[0].args_schema.value()["required"][0], "path");
-    assert_eq!(c.tools[0].meta.as_ref().unwrap().value()["annotations"]["readOnlyHint"], true);
+    assert_eq!(c.tools[0].details.args_schema.value()["required"][0], "path");
+    assert_eq!(c.tools[0].details.meta.as_ref().unwrap().value()["annotations"]["readOnlyHint"], true);
     assert_eq!(c.tools[0].group.as_deref(), Some("mcp-filesystem"));
     assert_eq!(c.groups.len(), 1);
 }
@@ -36,14 +36,14 @@ fn a_map_of_mcp_servers_gives_one_category_per_server_with_its_description() {
 fn openai_and_anthropic_definitions_import_with_their_schemas() {
     let o = load_path(&data("openai-tools.json"), None).unwrap();
     assert_eq!(o.tools[0].id, "get_weather");
-    assert_eq!(o.tools[0].args_schema.value()["additionalProperties"], false);
+    assert_eq!(o.tools[0].details.args_schema.value()["additionalProperties"], false);
     assert_eq!(o.tools[0].summary, "Get current temperature for a given location.");
     let a = load_path(&data("anthropic-tools.json"), None).unwrap();
     assert_eq!(
         a.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         ["get_stock_price", "get_time", "translate_text"]
     );
-    assert_eq!(a.tools[1].args_schema.value()["properties"]["timezone"]["type"], "string");
+    assert_eq!(a.tools[1].details.args_schema.value()["properties"]["timezone"]["type"], "string");
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn a_registry_map_of_servers_to_tool_arrays_namespaces_each_server() {
     assert_eq!(ids, ["github.status", "github.merge", "gitlab.status"], "a repeated name is no clash across servers");
     assert!(c.tools[0].tags.contains(&"read-only".to_owned()), "annotations become tags: {:?}", c.tools[0].tags);
     assert!(!c.tools[1].tags.contains(&"read-only".to_owned()));
-    assert_eq!(c.tools[0].meta.as_ref().unwrap().value()["title"], "The status tool");
+    assert_eq!(c.tools[0].details.meta.as_ref().unwrap().value()["title"], "The status tool");
 }
 
 #[test]

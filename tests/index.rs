@@ -88,15 +88,19 @@ fn rebuilding_reuses_vectors_and_one_changed_tool_is_embedded_alone() {
     assert_eq!(first.embedded, first.tools + first.nodes);
     let again = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert_eq!((again.embedded, again.reused), (0, first.tools + first.nodes));
-    catalog.tools[2].description = "Live football scores, updated every minute.".into();
+    catalog.tools[2].details.description = "Live football scores, updated every minute.".into();
     let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert_eq!(changed.embedded, 1);
     let engine = common::open(&out);
     assert_eq!(
-        engine.full_tool(&catalog.tools[2].id).unwrap().unwrap().description,
+        engine.full_tool(&catalog.tools[2].id).unwrap().unwrap().details.description,
         "Live football scores, updated every minute."
     );
-    assert_eq!(engine.catalog().tools[2].description, "", "the lean catalogue leaves descriptions in the records");
+    assert_eq!(
+        engine.catalog().tools[2].details.description,
+        "",
+        "the lean catalogue leaves descriptions in the records"
+    );
 }
 
 #[test]
@@ -107,7 +111,7 @@ fn a_rebuild_that_changed_few_tools_updates_the_graph_and_finds_the_changed_tool
     let first = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert!(!first.graph_updated);
     let id = catalog.tools[7].id.clone();
-    catalog.tools[7].description = "Waters the office plants on a schedule and reports soil moisture.".into();
+    catalog.tools[7].details.description = "Waters the office plants on a schedule and reports soil moisture.".into();
     let changed = build_index(&catalog, e.as_ref(), &out, &BuildOptions::default()).unwrap();
     assert!(changed.graph_updated, "one changed tool of {} updates the graph", catalog.tools.len());
     // Through the graph, not the exact scan: the changed tool was inserted and is found.

@@ -51,7 +51,7 @@ pub fn catalogue(n: usize) -> Catalog {
             let region = REGIONS[(round - 1) % REGIONS.len()];
             t.id = format!("{}#{round}", t.id);
             t.name = format!("{} {region} {round}", t.name);
-            t.description = format!("{} ({region} edition {round})", t.description);
+            t.details.description = format!("{} ({region} edition {round})", t.details.description);
             for p in &mut t.paths {
                 p.insert(0, format!("{region} {}", round.div_ceil(REGIONS.len())));
             }

@@ -27,6 +27,9 @@ fn null_raw() -> &'static RawValue {
 }
 
 impl Json {
+    /// `null`, unallocated.
+    pub const NULL: Json = Json(None);
+
     /// The value's canonical text.
     pub fn new(value: &Value) -> Json {
         // Serialising a `Value` cannot fail (its keys are strings) and yields valid JSON.

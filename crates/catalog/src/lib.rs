@@ -10,6 +10,7 @@
 //! indexer and the query engine never see a half-valid catalogue.
 #![deny(missing_docs)]
 
+mod details;
 mod error;
 mod facade;
 mod import;
@@ -25,6 +26,7 @@ mod path;
 pub mod schema;
 mod warning;
 
+pub use details::{Details, ToolDetails};
 pub use error::{CatalogError, Location};
 pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,

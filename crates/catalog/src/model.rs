@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::details::Details;
 use crate::facade::FacadeSettings;
-use crate::json::Json;
 use crate::path::CategoryPath;
 use crate::warning::CatalogWarning;
 
@@ -54,7 +54,11 @@ pub struct Node {
 }
 
 /// A tool an agent can call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Its JSON has every field inline (`description`, `args_schema`, `result_schema`,
+/// `usage_notes`, `examples` and `meta` beside the rest); in memory those are its
+/// [`details`](Tool::details), boxed apart (see [`Details`]).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tool {
     /// Unique, stable identifier.
     pub id: String,
@@ -64,35 +68,17 @@ pub struct Tool {
     pub paths: Vec<CategoryPath>,
     /// One line: what pointers show.
     pub summary: String,
-    /// Full description.
-    #[serde(default)]
-    pub description: String,
     /// Free-form labels.
-    #[serde(default)]
     pub tags: Vec<String>,
-    /// JSON Schema of the arguments (an object schema).
-    pub args_schema: Json,
-    /// JSON Schema of the result, if declared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_schema: Option<Json>,
-    /// Guidance revealed with the full schema.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage_notes: Option<String>,
-    /// Sample requests that should find this tool.
-    #[serde(default)]
-    pub examples: Vec<String>,
     /// Scopes a caller must hold to see and call the tool.
-    #[serde(default)]
     pub requires: Vec<String>,
     /// The availability group the tool belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// Version string, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Free-form metadata from the source, kept verbatim and never indexed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Json>,
+    /// Description, schemas, usage notes, examples and source metadata: empty in an index's
+    /// lean copy of the tool, read from its records when the tool is expanded.
+    pub details: Details,
 }
 
 impl Tool {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::details::ToolDetails;
 use crate::error::CatalogError;
 use crate::facade::{check_unique_names, FacadeSettings};
 use crate::json::Json;
@@ -340,22 +341,15 @@ fn normalize_tool(
             return Err(origin.error(file, "group", format!("unknown group {g:?} (declared groups: {known:?})")));
         }
     }
-    Ok(Tool {
-        id,
-        name,
-        paths,
-        summary,
-        description,
-        tags: bounded_list(file, origin, "tags", rt.tags, MAX_TAGS, MAX_TAG_BYTES)?,
-        args_schema,
-        result_schema,
-        usage_notes: optional_text(file, origin, "usage_notes", rt.usage_notes, MAX_TEXT_BYTES)?,
-        examples: bounded_list(file, origin, "examples", rt.examples, MAX_EXAMPLES, MAX_EXAMPLE_BYTES)?,
-        requires: bounded_list(file, origin, "requires", rt.requires, MAX_TAGS, MAX_TAG_BYTES)?,
-        group,
-        version: optional_text(file, origin, "version", rt.version, MAX_NAME_BYTES)?,
-        meta: checked_meta(file, origin, rt.meta)?,
-    })
+    // Checked in the order of the tool's fields, so the first fault found is the first named.
+    let tags = bounded_list(file, origin, "tags", rt.tags, MAX_TAGS, MAX_TAG_BYTES)?;
+    let usage_notes = optional_text(file, origin, "usage_notes", rt.usage_notes, MAX_TEXT_BYTES)?;
+    let examples = bounded_list(file, origin, "examples", rt.examples, MAX_EXAMPLES, MAX_EXAMPLE_BYTES)?;
+    let requires = bounded_list(file, origin, "requires", rt.requires, MAX_TAGS, MAX_TAG_BYTES)?;
+    let version = optional_text(file, origin, "version", rt.version, MAX_NAME_BYTES)?;
+    let meta = checked_meta(file, origin, rt.meta)?;
+    let details = ToolDetails { description, args_schema, result_schema, usage_notes, examples, meta };
+    Ok(Tool { id, name, paths, summary, tags, requires, group, version, details: details.into() })
 }
 
 /// A schema that is a schema at all (an object or a boolean) and within the size limit; what

@@ -102,16 +102,17 @@ pub fn tool_dense_text(tool: &Tool) -> String {
     }
     out.push_str(": ");
     out.push_str(&tool.summary);
-    if !tool.description.is_empty() && !tool.description.starts_with(tool.summary.trim_end_matches('…')) {
+    if !tool.details.description.is_empty() && !tool.details.description.starts_with(tool.summary.trim_end_matches('…'))
+    {
         out.push(' ');
     }
-    let rest = tool.description.strip_prefix(tool.summary.as_str()).unwrap_or(&tool.description);
+    let rest = tool.details.description.strip_prefix(tool.summary.as_str()).unwrap_or(&tool.details.description);
     out.push_str(&truncate_chars(rest.trim(), MAX_DENSE_DESC));
-    for ex in tool.examples.iter().take(4) {
+    for ex in tool.details.examples.iter().take(4) {
         out.push_str(" Example: ");
         out.push_str(ex);
     }
-    let params = param_phrases(&tool.args_schema.value());
+    let params = param_phrases(&tool.details.args_schema.value());
     if !params.is_empty() {
         out.push_str(" Parameters: ");
         out.push_str(&params.join("; "));
@@ -124,7 +125,7 @@ pub fn tool_dense_text(tool: &Tool) -> String {
 pub fn tool_lexical(tool: &Tool) -> LexicalFields {
     let split = split_identifier(&tool.name);
     let name = if split == tool.name.to_lowercase() { split } else { format!("{split} {}", tool.name) };
-    let description = truncate_chars(&tool.description, MAX_LEXICAL_DESC);
+    let description = truncate_chars(&tool.details.description, MAX_LEXICAL_DESC);
     let mut body = tool.summary.clone();
     if !description.starts_with(tool.summary.trim_end_matches('…')) {
         body.push('\n');
@@ -132,7 +133,7 @@ pub fn tool_lexical(tool: &Tool) -> LexicalFields {
     } else {
         body = description;
     }
-    for ex in &tool.examples {
+    for ex in &tool.details.examples {
         body.push('\n');
         body.push_str(ex);
     }
@@ -140,7 +141,7 @@ pub fn tool_lexical(tool: &Tool) -> LexicalFields {
         name,
         path: path_phrases(&tool.paths),
         body,
-        params: param_text(&tool.args_schema.value()),
+        params: param_text(&tool.details.args_schema.value()),
         tags: tool.tags.join(" "),
     }
 }

@@ -30,7 +30,7 @@ pub(crate) struct Effects {
 impl Effects {
     /// The effects of a gateway tool (its server's annotations are in `meta.annotations`).
     pub(crate) fn of(tool: &Tool) -> Effects {
-        let meta = tool.meta.as_ref().map(|m| m.value()).unwrap_or(Value::Null);
+        let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or(Value::Null);
         let hint = |name: &str| meta.get("annotations").and_then(|a| a.get(name)).and_then(Value::as_bool);
         let read_only = hint("readOnlyHint") == Some(true);
         Effects { read_only, destructive: !read_only && hint("destructiveHint") != Some(false) }
@@ -61,11 +61,16 @@ pub(crate) fn refusal(who: &Principal, tool: &Tool) -> Option<ProtocolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolsearch_catalog::Json;
+    use toolsearch_catalog::{Json, ToolDetails};
 
     fn tool(annotations: Option<Value>) -> Tool {
         let meta = annotations.map(|a| Json::from(serde_json::json!({"annotations": a})));
-        Tool { id: "s.t".into(), name: "t".into(), meta, ..Tool::default() }
+        Tool {
+            id: "s.t".into(),
+            name: "t".into(),
+            details: ToolDetails { meta, ..ToolDetails::default() }.into(),
+            ..Tool::default()
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl ToolRunner for Arc<UpstreamRunner> {
             let Some(up) = this.fleet.get(&server) else {
                 return Err(RunError::Failed(format!("no upstream server owns tool {:?}", tool.id)));
             };
-            let meta = tool.meta.as_ref().map(|m| m.value()).unwrap_or_default();
+            let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or_default();
             let name = meta["upstream_name"].as_str().map_or_else(|| tool.name.clone(), str::to_owned);
             if meta["kind"] == "prompt" {
                 return up.prompt(name, arguments, this.timeout).await;

@@ -238,10 +238,10 @@ impl Hub {
         let Some(id) = tool_id else { return };
         let engine = self.live.engine();
         let Ok(Some(tool)) = engine.full_tool(id) else { return };
-        if let Some(schema) = &tool.result_schema {
+        if let Some(schema) = &tool.details.result_schema {
             def["outputSchema"] = schema.value();
         }
-        if let Some(meta) = tool.meta.as_ref().map(|m| m.value()) {
+        if let Some(meta) = tool.details.meta.as_ref().map(|m| m.value()) {
             if let Some(title) = meta.get("title").filter(|t| t.is_string()) {
                 def["title"] = title.clone();
             }

@@ -114,7 +114,7 @@ impl Validators {
         if let Some(v) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&tool.id) {
             return v.clone();
         }
-        let compiled = Arc::new(SchemaValidator::new(&tool.args_schema.value()));
+        let compiled = Arc::new(SchemaValidator::new(&tool.details.args_schema.value()));
         let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= VALIDATORS_KEPT {
             cache.clear();

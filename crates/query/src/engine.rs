@@ -261,8 +261,9 @@ impl Engine {
     /// `TOOL_NOT_FOUND`, as if it did not exist, unless the caller's catalogue is declared public
     /// ([`Principal::with_public_catalog`]): then `NOT_AUTHORIZED` names the missing scopes.
     pub fn expand_tool(&self, who: &Principal, req: &ExpandToolRequest) -> Result<ExpandToolResponse, ProtocolError> {
-        let t = self.usable_tool(who, &req.tool_id)?;
-        let meta = t.meta.as_ref().map(|m| m.value());
+        let mut t = self.usable_tool(who, &req.tool_id)?;
+        let details = std::mem::take(&mut t.details).into_inner();
+        let meta = details.meta.as_ref().map(|m| m.value());
         Ok(ExpandToolResponse {
             path: display_path(&t.paths[0]),
             paths: t.paths.iter().map(|p| display_path(p)).collect(),
@@ -271,12 +272,12 @@ impl Engine {
             tool_id: t.id,
             name: t.name,
             summary: t.summary,
-            description: t.description,
+            description: details.description,
             tags: t.tags,
-            validation: SchemaValidator::new(&t.args_schema.value()).validation().describe(),
-            args_schema: t.args_schema.value(),
-            result_schema: t.result_schema.map(|s| s.value()),
-            usage_notes: t.usage_notes,
+            validation: SchemaValidator::new(&details.args_schema.value()).validation().describe(),
+            args_schema: details.args_schema.value(),
+            result_schema: details.result_schema.map(|s| s.value()),
+            usage_notes: details.usage_notes,
         })
     }
 

@@ -84,13 +84,13 @@ impl ToolSet {
 
 /// A catalogue tool's definition: its description (with its own usage notes) and arguments.
 pub(super) fn tool_definition(tool: &Tool, name: &str) -> ToolDef {
-    let mut description = tool.description.trim().to_owned();
+    let mut description = tool.details.description.trim().to_owned();
     if description.is_empty() {
         description = tool.summary.clone();
     }
-    if let Some(notes) = &tool.usage_notes {
+    if let Some(notes) = &tool.details.usage_notes {
         description.push_str("\n\nUsage notes: ");
         description.push_str(notes.trim());
     }
-    ToolDef { name: name.to_owned(), description, input_schema: input_schema(&tool.args_schema.value()) }
+    ToolDef { name: name.to_owned(), description, input_schema: input_schema(&tool.details.args_schema.value()) }
 }
