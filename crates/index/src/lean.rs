@@ -9,6 +9,8 @@
 use serde::Serialize;
 use toolsearch_catalog::Tool;
 
+use crate::wire::Bytes;
+
 /// The fields of a tool every answer may need, borrowed from a [`Tool`], for writing (no
 /// skipped fields: bincode is positional, and [`decode`] reads them in this order).
 #[derive(Serialize)]
@@ -44,79 +46,10 @@ impl<'a> LeanToolRef<'a> {
     }
 }
 
-/// bincode's encoding, read from a slice.
-struct Bytes<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Bytes<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.rest.len() {
-            return Err(format!("{n} bytes wanted, {} left", self.rest.len()));
-        }
-        let (head, rest) = self.rest.split_at(n);
-        self.rest = rest;
-        Ok(head)
-    }
-
-    fn byte(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-
-    /// An unsigned integer: one byte below 251, else a tag (251, 252, 253) and 2, 4 or 8
-    /// little-endian bytes.
-    fn varint(&mut self) -> Result<u64, String> {
-        Ok(match self.byte()? {
-            b @ 0..=250 => u64::from(b),
-            251 => u64::from(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes"))),
-            252 => u64::from(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"))),
-            253 => u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")),
-            tag => return Err(format!("bad integer tag {tag}")),
-        })
-    }
-
-    /// A length of items each at least a byte long: never more than the bytes left.
-    fn len(&mut self) -> Result<usize, String> {
-        let n = self.varint()?;
-        usize::try_from(n).ok().filter(|&n| n <= self.rest.len()).ok_or_else(|| format!("length {n} past the end"))
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        let n = self.len()?;
-        let bytes = self.take(n)?;
-        std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| e.to_string())
-    }
-
-    fn strings(&mut self) -> Result<Vec<String>, String> {
-        self.list(Bytes::string)
-    }
-
-    /// A list, held in a vector of its exact length (collecting from an iterator of results
-    /// would start it at four, and double it): room for at most [`ROOM`] items is made before
-    /// they are read, so a damaged length cannot make a large allocation.
-    fn list<T>(&mut self, item: impl Fn(&mut Self) -> Result<T, String>) -> Result<Vec<T>, String> {
-        const ROOM: usize = 64;
-        let n = self.len()?;
-        let mut items = Vec::with_capacity(n.min(ROOM));
-        for _ in 0..n {
-            items.push(item(self)?);
-        }
-        Ok(items)
-    }
-
-    fn option(&mut self) -> Result<Option<String>, String> {
-        match self.byte()? {
-            0 => Ok(None),
-            1 => self.string().map(Some),
-            tag => Err(format!("bad option tag {tag}")),
-        }
-    }
-}
-
 /// Decodes the tool at the start of `bytes` (a [`LeanToolRef`] as written): the tool, the node
 /// at its path, and the bytes it took.
 pub(crate) fn decode(bytes: &[u8]) -> Result<(Tool, u32, usize), String> {
-    let mut b = Bytes { rest: bytes };
+    let mut b = Bytes::new(bytes);
     let (id, name) = (b.string()?, b.string()?);
     let paths = b.list(Bytes::strings)?;
     let (summary, tags, requires) = (b.string()?, b.strings()?, b.strings()?);
@@ -124,7 +57,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Tool, u32, usize), String> {
     let node = b.varint()?;
     let node = u32::try_from(node).map_err(|_| format!("node {node} is not a u32"))?;
     let tool = Tool { id, name, paths, summary, tags, requires, group, version, ..Tool::default() };
-    Ok((tool, node, bytes.len() - b.rest.len()))
+    Ok((tool, node, bytes.len() - b.left()))
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ mod store;
 mod table;
 mod vectors;
 mod verify;
+mod wire;
 mod writer;
 
 pub use adapter::{apply as adapter_apply, QueryAdapter};

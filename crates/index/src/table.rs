@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toolsearch_catalog::{Group, Node, Tool};
 
 use crate::error::{io, IndexError};
@@ -22,6 +22,7 @@ use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
 use crate::names::{self, Names};
 use crate::room::{Kept, Room};
+use crate::wire::Bytes;
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
 /// the header stays small.
@@ -31,19 +32,8 @@ fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
 
-/// A category: every field, none skipped, the rare facade settings as JSON.
-#[derive(Deserialize)]
-struct LeanNode {
-    path: Vec<String>,
-    summary: String,
-    description: Option<String>,
-    tags: Vec<String>,
-    usage_notes: Option<String>,
-    facade: Option<String>,
-    implicit: bool,
-}
-
-/// A [`LeanNode`] borrowed from a [`Node`], for writing.
+/// A category as the header holds it, for writing: every field, none skipped, the rare
+/// facade settings as JSON (read back by [`read_node`]).
 #[derive(Serialize)]
 struct LeanNodeRef<'a> {
     path: &'a [String],
@@ -69,28 +59,33 @@ impl<'a> LeanNodeRef<'a> {
     }
 }
 
-impl LeanNode {
-    fn into_node(self) -> Result<Node, serde_json::Error> {
-        Ok(Node {
-            path: self.path,
-            summary: self.summary,
-            description: self.description,
-            tags: self.tags,
-            usage_notes: self.usage_notes,
-            facade: self.facade.as_deref().map(serde_json::from_str).transpose()?,
-            implicit: self.implicit,
-        })
-    }
+/// A [`LeanNodeRef`] as written, read back.
+fn read_node(b: &mut Bytes) -> Result<Node, String> {
+    let (path, summary, description, tags) = (b.strings()?, b.string()?, b.option()?, b.strings()?);
+    let (usage_notes, facade, implicit) = (b.option()?, b.option()?, b.bool()?);
+    let facade = facade.as_deref().map(serde_json::from_str).transpose().map_err(|e| format!("facade: {e}"))?;
+    Ok(Node { path, summary, description, tags, usage_notes, facade, implicit })
 }
 
+/// Bytes a [`LeanNodeRef`] takes at least: a length or tag a field, a byte the flag.
+const MIN_NODE_BYTES: usize = 7;
+
 /// The header as read.
-#[derive(Deserialize)]
 struct Header {
     /// Bytes of each chunk of tools, in order from the start of the file.
     chunks: Vec<u64>,
     offsets: Vec<u64>,
-    nodes: Vec<LeanNode>,
+    nodes: Vec<Node>,
     groups: String,
+}
+
+impl Header {
+    /// A [`HeaderRef`] as written, read back.
+    fn read(b: &mut Bytes) -> Result<Header, String> {
+        let (chunks, offsets) = (b.varints()?, b.varints()?);
+        let nodes = b.sized_list(MIN_NODE_BYTES, read_node)?;
+        Ok(Header { chunks, offsets, nodes, groups: b.string()? })
+    }
 }
 
 /// The header as written.
@@ -283,12 +278,11 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
         (Some(all), None) => all,
         (_, fault) => return Err(fault.unwrap_or_else(|| bad("a chunk of tools was not filled".into()))),
     };
-    let nodes = header.nodes.into_iter().map(LeanNode::into_node).collect::<Result<_, _>>();
     let groups = serde_json::from_str(&header.groups);
     Ok(Table {
         tools: all,
         offsets: header.offsets,
-        nodes: nodes.map_err(|e| bad(e.to_string()))?,
+        nodes: header.nodes,
         groups: groups.map_err(|e| bad(e.to_string()))?,
         names: Names::new(by_id, by_key),
         tool_nodes,
@@ -303,9 +297,9 @@ fn header(path: &Path, bytes: &[u8]) -> Result<(Header, usize), IndexError> {
     let body = bytes.len().checked_sub(8).ok_or_else(|| bad("truncated".into()))?;
     let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
     let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or_else(|| bad("bad header position".into()))?;
-    let (header, used): (Header, usize) =
-        bincode::serde::decode_from_slice(&bytes[at..body], config()).map_err(|e| bad(e.to_string()))?;
-    if at + used != body {
+    let mut b = Bytes::new(&bytes[at..body]);
+    let header = Header::read(&mut b).map_err(|e| bad(format!("header: {e}")))?;
+    if b.left() != 0 {
         return Err(bad("trailing bytes after the header".into()));
     }
     Ok((header, at))
@@ -355,6 +349,47 @@ mod tests {
         assert_eq!(table.tool_nodes[CHUNK], 1, "the first tool of a chunk is looked up");
         assert_eq!(table.names.by_id(&format!("t{}", CHUNK + 2), &table.tools), Some(CHUNK as u32 + 2));
         assert_eq!(table.names.exact("TOOL 7", &table.tools), vec![7]);
+    }
+
+    #[test]
+    fn categories_and_groups_decode_field_for_field() {
+        use toolsearch_catalog::{FacadeSelect, FacadeSettings, Visibility};
+        let facade = FacadeSettings {
+            name: "open_git".into(),
+            description: "Git tools".into(),
+            remove_on_invoke: true,
+            exclusive: false,
+            select: FacadeSelect::Query { limit: 7 },
+            foldable: true,
+        };
+        let nodes = vec![
+            Node { path: path("a"), ..Node::default() },
+            Node {
+                path: path("a/é"),
+                summary: "s".repeat(300),
+                description: Some("d".into()),
+                tags: vec!["t".into(), String::new()],
+                usage_notes: Some("u".into()),
+                facade: Some(Box::new(facade)),
+                implicit: true,
+            },
+        ];
+        let groups = vec![Group {
+            id: "g".into(),
+            visibility: Visibility::Conditional,
+            check: Some("c".into()),
+            ttl_secs: Some(9),
+            suggestion: None,
+        }];
+        let tool = Tool { id: "t".into(), paths: vec![path("a/é")], ..Tool::default() };
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), std::iter::once(Ok(Cow::Borrowed(&tool))), &[0, 300], &nodes, &groups).unwrap();
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        let table = decode(Path::new("catalog.bin"), &bytes, 1, None).unwrap();
+        assert_eq!(table.nodes, nodes);
+        assert_eq!(table.groups, groups);
+        assert_eq!(table.offsets, [0, 300]);
+        assert_eq!(table.tool_nodes, [1]);
     }
 
     #[test]
