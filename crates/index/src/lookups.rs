@@ -22,17 +22,12 @@ pub struct NodePaths {
 impl NodePaths {
     /// The lookup over `nodes`: the first node (in catalogue order) holds a path that repeats.
     pub fn new(nodes: &[Node]) -> NodePaths {
-        NodePaths::over(nodes.len(), |o| &nodes[o as usize].path)
-    }
-
-    /// The lookup over `count` nodes whose paths `path_of` gives by ordinal.
-    pub(crate) fn over<'a>(count: usize, path_of: impl Fn(u32) -> &'a [String]) -> NodePaths {
+        let path_of = |o: u32| nodes[o as usize].path.as_slice();
         let hasher = DefaultHashBuilder::default();
-        let mut table = HashTable::with_capacity(count);
-        for ord in 0..count as u32 {
-            let path = path_of(ord);
-            let hash = hasher.hash_one(path);
-            if table.find(hash, |&o| path_of(o) == path).is_none() {
+        let mut table = HashTable::with_capacity(nodes.len());
+        for (ord, node) in (0u32..).zip(nodes) {
+            let hash = hasher.hash_one(&node.path);
+            if table.find(hash, |&o| path_of(o) == node.path).is_none() {
                 table.insert_unique(hash, ord, |&o| hasher.hash_one(path_of(o)));
             }
         }

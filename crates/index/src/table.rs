@@ -216,8 +216,8 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
     if ranges.len() != tools.div_ceil(CHUNK) {
         return Err(bad(format!("{} chunks of tools for {tools} record offsets", ranges.len())));
     }
-    let lean_nodes = &header.nodes;
-    let node_count = u32::try_from(lean_nodes.len()).map_err(|_| bad("too many categories".into()))?;
+    let nodes = &header.nodes;
+    let node_count = u32::try_from(nodes.len()).map_err(|_| bad("too many categories".into()))?;
     // Each chunk is decoded straight into its place, and what is derived from a tool is
     // derived while its bytes are in cache: no chunk is copied after. The nodes' lookup by
     // path (for the engine; the tools' nodes are stored) is made beside it.
@@ -261,8 +261,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
             })
             .collect::<Vec<Result<(Kept, ToolFacets), IndexError>>>()
     };
-    let (node_paths, chunks) =
-        rayon::join(|| NodePaths::over(lean_nodes.len(), |o| &lean_nodes[o as usize].path), decode_chunks);
+    let (node_paths, chunks) = rayon::join(|| NodePaths::new(nodes), decode_chunks);
     // Every chunk is decoded before a fault is answered, so the room knows which it must drop.
     let (mut kept, mut facets, mut fault) = (Vec::with_capacity(chunks.len()), ToolFacets::default(), None);
     for chunk in chunks {

@@ -73,15 +73,9 @@ impl<'a> Bytes<'a> {
         self.list(Bytes::string)
     }
 
-    /// A list of unsigned integers, in a vector made at its length (at most eight bytes of
-    /// memory for each byte left, since each takes at least one).
+    /// A list of unsigned integers, in a vector made at its length (each takes a byte or more).
     pub(crate) fn varints(&mut self) -> Result<Vec<u64>, String> {
-        let n = self.len()?;
-        let mut items = Vec::with_capacity(n);
-        for _ in 0..n {
-            items.push(self.varint()?);
-        }
-        Ok(items)
+        self.sized_list(1, Bytes::varint)
     }
 
     /// A list, held in a vector of its exact length (collecting from an iterator of results
