@@ -41,6 +41,7 @@ pub mod graph_bench;
 mod graph_build;
 mod graph_parts;
 mod graph_repair;
+mod header;
 mod lean;
 mod lexical;
 mod lookups;

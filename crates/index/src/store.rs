@@ -101,8 +101,9 @@ pub(crate) struct CatalogStore {
 impl CatalogStore {
     /// Reads the lean table and maps the records, checking counts, offsets and the invariants
     /// the engine relies on, and the table's bytes against `table` (XXH3-64 of the whole
-    /// `catalog.bin`; `None` for an index opened without checks) before they are decoded. The
-    /// records are checked once [`CatalogStore::check_records`] gave their block sums.
+    /// `catalog.bin`; `None` for an index opened without checks) beside their decode, which
+    /// is kept only when they match. The records are checked once
+    /// [`CatalogStore::check_records`] gave their block sums.
     pub(crate) fn open(dir: &Path, tools: usize, nodes: usize, table: Option<u64>) -> Result<CatalogStore, IndexError> {
         let path = dir.join(CATALOG_FILE);
         let bad = |why: String| IndexError::Corrupted(path.clone(), why);
@@ -110,9 +111,9 @@ impl CatalogStore {
         // Mapped, not read: the table is decoded from the page cache without a copy.
         // SAFETY: index files are never modified in place (a rebuild swaps a new directory in).
         let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(io(&path))?;
-        // The decode checks the bytes against `table` before it decodes them, and that every
-        // tool has an id and a path and every category a path: the loaders guarantee these;
-        // an index opened without checksum verification might not.
+        // The decode checks the bytes against `table` (keeping nothing it decoded when they
+        // differ), and that every tool has an id and a path and every category a path: the
+        // loaders guarantee these; an index opened without checksum verification might not.
         let file = crate::table::decode(&path, &bytes, tools, table)?;
         drop(bytes);
         if file.nodes.len() != nodes {

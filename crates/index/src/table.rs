@@ -7,94 +7,33 @@
 //! straight into the catalogue's own type; then a header (bincode) with each chunk's length,
 //! the record offsets, the categories and the groups; then the header's position (8 bytes,
 //! little-endian). Written as a stream: a build never holds the table.
+//!
+//! The whole file's checksum is verified while the tools are decoded, not before: on two
+//! cores the sum and the categories (read in order) take one core while the other starts on
+//! the tools. Nothing decoded is kept unless the sum matched, and the decoders are bounded on
+//! any bytes, so a damaged table is refused, never answered from.
 
 use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::Serialize;
 use toolsearch_catalog::{Group, Node, Tool};
 
 use crate::error::{io, IndexError};
 use crate::format::CATALOG_FILE;
+use crate::header::{Head, HeaderRef, LeanNodeRef};
 use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
 use crate::names::{self, Names};
 use crate::room::{Kept, Room};
-use crate::wire::Bytes;
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
 /// the header stays small.
-const CHUNK: usize = 16_384;
+pub(crate) const CHUNK: usize = 16_384;
 
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
-}
-
-/// A category as the header holds it, for writing: every field, none skipped, the rare
-/// facade settings as JSON (read back by [`read_node`]).
-#[derive(Serialize)]
-struct LeanNodeRef<'a> {
-    path: &'a [String],
-    summary: &'a str,
-    description: Option<&'a str>,
-    tags: &'a [String],
-    usage_notes: Option<&'a str>,
-    facade: Option<String>,
-    implicit: bool,
-}
-
-impl<'a> LeanNodeRef<'a> {
-    fn of(n: &'a Node) -> Result<LeanNodeRef<'a>, serde_json::Error> {
-        Ok(LeanNodeRef {
-            path: &n.path,
-            summary: &n.summary,
-            description: n.description.as_deref(),
-            tags: &n.tags,
-            usage_notes: n.usage_notes.as_deref(),
-            facade: n.facade.as_ref().map(serde_json::to_string).transpose()?,
-            implicit: n.implicit,
-        })
-    }
-}
-
-/// A [`LeanNodeRef`] as written, read back.
-fn read_node(b: &mut Bytes) -> Result<Node, String> {
-    let (path, summary, description, tags) = (b.strings()?, b.string()?, b.option()?, b.strings()?);
-    let (usage_notes, facade, implicit) = (b.option()?, b.option()?, b.bool()?);
-    let facade = facade.as_deref().map(serde_json::from_str).transpose().map_err(|e| format!("facade: {e}"))?;
-    Ok(Node { path, summary, description, tags, usage_notes, facade, implicit })
-}
-
-/// Bytes a [`LeanNodeRef`] takes at least: a length or tag a field, a byte the flag.
-const MIN_NODE_BYTES: usize = 7;
-
-/// The header as read.
-struct Header {
-    /// Bytes of each chunk of tools, in order from the start of the file.
-    chunks: Vec<u64>,
-    offsets: Vec<u64>,
-    nodes: Vec<Node>,
-    groups: String,
-}
-
-impl Header {
-    /// A [`HeaderRef`] as written, read back.
-    fn read(b: &mut Bytes) -> Result<Header, String> {
-        let (chunks, offsets) = (b.varints()?, b.varints()?);
-        let nodes = b.sized_list(MIN_NODE_BYTES, read_node)?;
-        Ok(Header { chunks, offsets, nodes, groups: b.string()? })
-    }
-}
-
-/// The header as written.
-#[derive(Serialize)]
-struct HeaderRef<'a> {
-    chunks: &'a [u64],
-    offsets: &'a [u64],
-    nodes: Vec<LeanNodeRef<'a>>,
-    groups: String,
 }
 
 /// Writes `catalog.bin` in `dir`: the lean fields of the `offsets.len() - 1` tools `tools`
@@ -176,53 +115,28 @@ pub(crate) struct Table {
 pub const NO_NODE: u32 = u32::MAX;
 
 /// Decodes `bytes`, the content of the `catalog.bin` at `path` (for errors), which the
-/// metadata says holds `tools` tools: the chunks of tools in parallel.
+/// metadata says holds `tools` tools: the chunks of tools in parallel, beside the check of the
+/// bytes against their XXH3 `sum` (when given) and the decode of the categories.
+///
+/// Bytes are decoded before their sum is known, but nothing decoded leaves this function
+/// unless the sum matched: the decoders are bounded and checked on any bytes (a damaged
+/// length is an error before it is allocated), so damaged bytes cost a refused open, never an
+/// answer, a panic or a large allocation.
 pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) -> Result<Table, IndexError> {
     let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
-    // A tool takes at least a byte for each of its eight fields: a larger count is not
-    // believed (nor given room).
-    if tools.saturating_mul(8) > bytes.len() {
-        return Err(bad(format!("{} bytes cannot hold {tools} tools", bytes.len())));
-    }
-    // The bytes are checked against their XXH3 `sum` (when given), then the header (its
-    // categories are a few allocations each, read in order) decoded, while the room for the
-    // tools is made resident: no byte is decoded before it is checked.
+    let checked = || match sum {
+        Some(sum) if sum != xxhash_rust::xxh3::xxh3_64(bytes) => Err(bad("checksum mismatch".into())),
+        _ => Ok(()),
+    };
+    // A fault found before the sum is known is named as a checksum mismatch when it is one.
+    let head = Head::read(bytes, tools).map_err(|why| checked().err().unwrap_or_else(|| bad(why)));
+    let Head { chunks: ranges, offsets, nodes: node_count, tail } = head?;
     let mut room: Room<Tool> = Room::new(tools, CHUNK);
-    let (header, ()) = rayon::join(
-        || match sum {
-            Some(sum) if sum != xxhash_rust::xxh3::xxh3_64(bytes) => Err(bad("checksum mismatch".into())),
-            _ => header(path, bytes),
-        },
-        || room.populate(),
-    );
-    let (header, at) = header?;
-    if header.offsets.len() != tools + 1 {
-        return Err(bad(format!("{} record offsets for {tools} tools", header.offsets.len())));
-    }
-    if let Some(n) = header.nodes.iter().find(|n| n.path.is_empty()) {
-        return Err(bad(format!("a category has an empty path ({:?})", n.summary)));
-    }
-    let mut ranges = Vec::with_capacity(header.chunks.len());
-    let mut from = 0usize;
-    for &len in &header.chunks {
-        let to = usize::try_from(len).ok().and_then(|l| from.checked_add(l)).filter(|&t| t <= at);
-        let to = to.ok_or_else(|| bad("a chunk of tools runs past the header".into()))?;
-        ranges.push(from..to);
-        from = to;
-    }
-    if from != at {
-        return Err(bad("the chunks of tools do not fill the space before the header".into()));
-    }
-    if ranges.len() != tools.div_ceil(CHUNK) {
-        return Err(bad(format!("{} chunks of tools for {tools} record offsets", ranges.len())));
-    }
-    let nodes = &header.nodes;
-    let node_count = u32::try_from(nodes.len()).map_err(|_| bad("too many categories".into()))?;
     // Each chunk is decoded straight into its place, and what is derived from a tool is
-    // derived while its bytes are in cache: no chunk is copied after. The nodes' lookup by
-    // path (for the engine; the tools' nodes are stored) is made beside it.
+    // derived while its bytes are in cache: no chunk is copied after.
     let (mut tool_nodes, mut by_id, mut by_key) = (vec![NO_NODE; tools], vec![0u64; tools], vec![0u64; 2 * tools]);
     let decode_chunks = || {
+        room.populate();
         ranges
             .into_par_iter()
             .zip(room.chunks())
@@ -261,7 +175,18 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
             })
             .collect::<Vec<Result<(Kept, ToolFacets), IndexError>>>()
     };
-    let (node_paths, chunks) = rayon::join(|| NodePaths::new(nodes), decode_chunks);
+    // The sum and the categories (a few allocations each, read in order) beside the tools.
+    let categories = || {
+        checked()?;
+        let (nodes, groups) = tail.read(node_count).map_err(|why| bad(format!("header: {why}")))?;
+        if let Some(n) = nodes.iter().find(|n| n.path.is_empty()) {
+            return Err(bad(format!("a category has an empty path ({:?})", n.summary)));
+        }
+        let groups: Vec<Group> = serde_json::from_str(&groups).map_err(|e| bad(e.to_string()))?;
+        let node_paths = NodePaths::new(&nodes);
+        Ok((nodes, groups, node_paths))
+    };
+    let (categories, chunks) = rayon::join(categories, decode_chunks);
     // Every chunk is decoded before a fault is answered, so the room knows which it must drop.
     let (mut kept, mut facets, mut fault) = (Vec::with_capacity(chunks.len()), ToolFacets::default(), None);
     for chunk in chunks {
@@ -273,35 +198,14 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
             Err(e) => fault = fault.or(Some(e)),
         }
     }
-    let all = match (room.finish(kept), fault) {
+    let all = room.finish(kept);
+    // The sum's verdict first: a damaged table is named as such, whatever else failed.
+    let (nodes, groups, node_paths) = categories?;
+    let all = match (all, fault) {
         (Some(all), None) => all,
         (_, fault) => return Err(fault.unwrap_or_else(|| bad("a chunk of tools was not filled".into()))),
     };
-    let groups = serde_json::from_str(&header.groups);
-    Ok(Table {
-        tools: all,
-        offsets: header.offsets,
-        nodes: header.nodes,
-        groups: groups.map_err(|e| bad(e.to_string()))?,
-        names: Names::new(by_id, by_key),
-        tool_nodes,
-        node_paths,
-        facets,
-    })
-}
-
-/// The header of `bytes` and where it starts.
-fn header(path: &Path, bytes: &[u8]) -> Result<(Header, usize), IndexError> {
-    let bad = |why: String| IndexError::Corrupted(path.to_path_buf(), why);
-    let body = bytes.len().checked_sub(8).ok_or_else(|| bad("truncated".into()))?;
-    let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
-    let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or_else(|| bad("bad header position".into()))?;
-    let mut b = Bytes::new(&bytes[at..body]);
-    let header = Header::read(&mut b).map_err(|e| bad(format!("header: {e}")))?;
-    if b.left() != 0 {
-        return Err(bad("trailing bytes after the header".into()));
-    }
-    Ok((header, at))
+    Ok(Table { tools: all, offsets, nodes, groups, names: Names::new(by_id, by_key), tool_nodes, node_paths, facets })
 }
 
 #[cfg(test)]
@@ -392,13 +296,28 @@ mod tests {
     }
 
     #[test]
-    fn bytes_unlike_their_checksum_are_refused_before_they_are_decoded() {
+    fn bytes_unlike_their_checksum_are_refused() {
         let (dir, _) = written(10);
         let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
         let sum = xxhash_rust::xxh3::xxh3_64(&bytes);
         assert!(decode(Path::new("catalog.bin"), &bytes, 10, Some(sum)).is_ok());
         let err = decode(Path::new("catalog.bin"), &bytes, 10, Some(sum ^ 1)).err().expect("refused");
         assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_byte_anywhere_is_named_a_checksum_mismatch_whatever_else_it_breaks() {
+        // The sum is verified beside the decode: whether the damage is in a tool, the head of
+        // the header, a category or the header's position, the sum's verdict is the answer.
+        let (dir, _) = written(40);
+        let bytes = std::fs::read(dir.path().join(CATALOG_FILE)).unwrap();
+        let sum = xxhash_rust::xxh3::xxh3_64(&bytes);
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x01;
+            let err = decode(Path::new("catalog.bin"), &damaged, 40, Some(sum)).err().expect("refused");
+            assert!(err.to_string().contains("checksum mismatch"), "byte {at}: {err}");
+        }
     }
 
     #[test]

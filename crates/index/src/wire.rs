@@ -65,6 +65,12 @@ impl<'a> Bytes<'a> {
     pub(crate) fn string(&mut self) -> Result<String, String> {
         let n = self.len()?;
         let bytes = self.take(n)?;
+        // Most strings are ASCII, which a word-at-a-time check confirms faster than full
+        // UTF-8 validation; the rest are validated.
+        if bytes.is_ascii() {
+            // SAFETY: ASCII bytes are valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) }.to_owned());
+        }
         std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| e.to_string())
     }
 
@@ -99,15 +105,39 @@ impl<'a> Bytes<'a> {
         min_bytes: usize,
         item: impl Fn(&mut Self) -> Result<T, String>,
     ) -> Result<Vec<T>, String> {
+        let n = self.sized_len(min_bytes)?;
+        self.items(n, min_bytes, item)
+    }
+
+    /// The length of a list of items each at least `min_bytes` long (at least 1), checked
+    /// against the bytes left; the items are read by [`Bytes::items`].
+    pub(crate) fn sized_len(&mut self, min_bytes: usize) -> Result<usize, String> {
         let n = self.len()?;
-        if n.saturating_mul(min_bytes.max(1)) > self.rest.len() {
-            return Err(format!("{n} items of {min_bytes} bytes or more past the end"));
-        }
+        self.fits(n, min_bytes)?;
+        Ok(n)
+    }
+
+    /// `n` items each at least `min_bytes` long, in a vector made at length `n` once the bytes
+    /// left are checked to hold them.
+    pub(crate) fn items<T>(
+        &mut self,
+        n: usize,
+        min_bytes: usize,
+        item: impl Fn(&mut Self) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        self.fits(n, min_bytes)?;
         let mut items = Vec::with_capacity(n);
         for _ in 0..n {
             items.push(item(self)?);
         }
         Ok(items)
+    }
+
+    fn fits(&self, n: usize, min_bytes: usize) -> Result<(), String> {
+        match n.saturating_mul(min_bytes.max(1)) > self.rest.len() {
+            true => Err(format!("{n} items of {min_bytes} bytes or more past the end")),
+            false => Ok(()),
+        }
     }
 
     /// An optional string: a tag byte (0 none, 1 some), then the string.
