@@ -10,6 +10,11 @@ use std::sync::Arc;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::{Catalog, Tool};
 
+/// The allocator of the programs the benches stand for (the CLI and the Python module), so
+/// they measure what a user runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

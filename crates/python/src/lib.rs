@@ -17,6 +17,11 @@ use serde_json::Value;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::{BuildOptions, Embedder, Engine, EngineOptions, Principal};
 
+/// mimalloc for the module's own allocations, as in the CLI (docs/scaling.md): an index's
+/// open makes millions of small strings. Python's objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(_native, NativeProtocolError, pyo3::exceptions::PyException, "A protocol error, as JSON.");
 
 /// Runs the `toolsearch` command line on `argv` (program name first); its exit status.
