@@ -37,7 +37,8 @@ impl<T: Send> Room<T> {
     }
 
     /// Makes the room's pages resident now, as huge pages where the kernel allows, so no write
-    /// into it faults a page in: two calls, on the core the header's decode leaves free. Linux
+    /// into it faults a page in: two calls, made before the chunks are written (while the
+    /// other core sums the table and reads its categories). Linux
     /// (MADV_POPULATE_WRITE, 5.14 and later); elsewhere, or when refused, the writes fault the
     /// pages in as they come.
     pub(crate) fn populate(&mut self) {

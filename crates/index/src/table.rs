@@ -129,8 +129,8 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
         _ => Ok(()),
     };
     // A fault found before the sum is known is named as a checksum mismatch when it is one.
-    let head = Head::read(bytes, tools).map_err(|why| checked().err().unwrap_or_else(|| bad(why)));
-    let Head { chunks: ranges, offsets, nodes: node_count, tail } = head?;
+    let Head { chunks: ranges, offsets, nodes: node_count, tail } =
+        Head::read(bytes, tools).map_err(|why| checked().err().unwrap_or_else(|| bad(why)))?;
     let mut room: Room<Tool> = Room::new(tools, CHUNK);
     // Each chunk is decoded straight into its place, and what is derived from a tool is
     // derived while its bytes are in cache: no chunk is copied after.
