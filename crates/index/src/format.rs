@@ -10,7 +10,7 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";

@@ -2,11 +2,14 @@
 //! offsets, the categories and the groups (bincode, standard configuration), written through
 //! serde and read by hand in two steps. The [`Head`] (the chunks, the offsets and the number of
 //! categories) is read before the tools, which need it; the [`Tail`] (the categories, a few
-//! allocations each, and the groups) is read beside the tools, on the other core.
+//! allocations each, and the groups) is read beside the tools, on the other core. The name
+//! tables ([`crate::names`]) follow the header from the next multiple of 8 bytes, and the
+//! file ends with the header's position (8 bytes, little-endian).
 
 use serde::Serialize;
 use toolsearch_catalog::Node;
 
+use crate::names;
 use crate::table::CHUNK;
 use crate::wire::Bytes;
 
@@ -66,6 +69,8 @@ pub(crate) struct Head<'a> {
     pub(crate) offsets: Vec<u64>,
     /// How many categories the header holds.
     pub(crate) nodes: u32,
+    /// Where the name tables start (a multiple of 8, [`crate::names`]).
+    pub(crate) names_at: usize,
     pub(crate) tail: Tail<'a>,
 }
 
@@ -76,15 +81,20 @@ impl<'a> Head<'a> {
     /// The head of the table `bytes`, which holds `tools` tools, checked against the file's
     /// layout.
     pub(crate) fn read(bytes: &'a [u8], tools: usize) -> Result<Head<'a>, String> {
-        // A tool takes at least a byte for each of its eight fields: a larger count is not
-        // believed (nor given room).
-        if tools.saturating_mul(8) > bytes.len() {
+        // A tool takes at least a byte for each of its eight fields and 24 bytes of name
+        // tables: a larger count is not believed (nor given room).
+        let least = tools.checked_mul(8).zip(names::tables_len(tools)).and_then(|(a, b)| a.checked_add(b));
+        if least.is_none_or(|least| least > bytes.len()) {
             return Err(format!("{} bytes cannot hold {tools} tools", bytes.len()));
         }
         let body = bytes.len().checked_sub(8).ok_or("truncated")?;
         let at = u64::from_le_bytes(bytes[body..].try_into().expect("8 bytes"));
-        let at = usize::try_from(at).ok().filter(|&a| a <= body).ok_or("bad header position")?;
-        let mut b = Bytes::new(&bytes[at..body]);
+        let names_at = names::tables_len(tools).and_then(|len| body.checked_sub(len)).ok_or("truncated")?;
+        if names_at % 8 != 0 {
+            return Err("the name tables do not start on a word".into());
+        }
+        let at = usize::try_from(at).ok().filter(|&a| a <= names_at).ok_or("bad header position")?;
+        let mut b = Bytes::new(&bytes[at..names_at]);
         let header = |e: String| format!("header: {e}");
         let (lens, offsets) = (b.varints().map_err(header)?, b.varints().map_err(header)?);
         let nodes = b.sized_len(MIN_NODE_BYTES).map_err(header)?;
@@ -106,7 +116,7 @@ impl<'a> Head<'a> {
         if chunks.len() != tools.div_ceil(CHUNK) {
             return Err(format!("{} chunks of tools for {tools} record offsets", chunks.len()));
         }
-        Ok(Head { chunks, offsets, nodes, tail: Tail(b) })
+        Ok(Head { chunks, offsets, nodes, names_at, tail: Tail(b) })
     }
 }
 
@@ -116,7 +126,8 @@ impl Tail<'_> {
         let mut b = self.0;
         let nodes = b.items(nodes as usize, MIN_NODE_BYTES, read_node)?;
         let groups = b.string()?;
-        if b.left() != 0 {
+        // Up to the name tables, which start on a word: at most 7 bytes of zeros.
+        if b.left() > 7 || b.rest().iter().any(|&z| z != 0) {
             return Err("trailing bytes after the header".into());
         }
         Ok((nodes, groups))

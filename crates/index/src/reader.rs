@@ -184,12 +184,6 @@ impl IndexReader {
         self.catalog.names().exact(query, &self.catalog().tools)
     }
 
-    /// Makes the name lookups ready now ([`IndexReader::tool_by_id`], [`IndexReader::tools_named`]);
-    /// otherwise the first lookup does (an engine calls it beside building its own tables).
-    pub fn prepare_names(&self) {
-        self.catalog.names().sort();
-    }
-
     /// Per tool, by ordinal: the ordinal of the category node at its path when it has one
     /// path and a node is there, else [`NO_NODE`](crate::NO_NODE) (stored in the table when it
     /// is written, so neither the open nor the engine's path table looks a tool's path up;

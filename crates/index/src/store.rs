@@ -115,7 +115,8 @@ impl CatalogStore {
         // differ), and that every tool has an id and a path and every category a path: the
         // loaders guarantee these; an index opened without checksum verification might not.
         let file = crate::table::decode(&path, &bytes, tools, table)?;
-        drop(bytes);
+        // The map stays for the name tables, used in place.
+        let names = Names::mapped(bytes, file.names_at, tools);
         if file.nodes.len() != nodes {
             return Err(bad("document counts differ from the metadata".into()));
         }
@@ -135,7 +136,7 @@ impl CatalogStore {
         Ok(CatalogStore {
             lean,
             offsets: file.offsets,
-            names: file.names,
+            names,
             tool_nodes: file.tool_nodes,
             node_paths: file.node_paths,
             facets: file.facets,

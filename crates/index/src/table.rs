@@ -25,7 +25,7 @@ use crate::format::CATALOG_FILE;
 use crate::header::{Head, HeaderRef, LeanNodeRef};
 use crate::lean::{self, LeanToolRef};
 use crate::lookups::{NodePaths, ToolFacets};
-use crate::names::{self, Names};
+use crate::names;
 use crate::room::{Kept, Room};
 
 /// Tools a chunk: enough chunks at a million tools to keep two cores busy, few enough that
@@ -52,8 +52,10 @@ pub(crate) fn write<'a>(
     let (mut chunks, mut chunk, mut in_chunk, mut count) = (Vec::new(), 0u64, 0usize, 0usize);
     let node_paths = NodePaths::new(nodes);
     let mut last: Option<(Vec<String>, u32)> = None;
+    let mut names = names::Tables::default();
     for t in tools {
         let t = t?;
+        names.add(&t);
         // A catalogue lists a server's or a category's tools together: a path is compared
         // with the one before it before it is looked up.
         let node = match &t.paths[..] {
@@ -88,7 +90,11 @@ pub(crate) fn write<'a>(
         groups: serde_json::to_string(groups).map_err(json_err)?,
     };
     let at: u64 = chunks.iter().sum();
-    bincode::serde::encode_into_std_write(&header, &mut out, config()).map_err(encode_err)?;
+    let written = bincode::serde::encode_into_std_write(&header, &mut out, config()).map_err(encode_err)? as u64;
+    // The name tables start on a word, so an open uses them in place.
+    let pad = (8 - (at + written) % 8) % 8;
+    out.write_all(&[0; 8][..pad as usize]).map_err(io(&path))?;
+    names::write_tables(&mut out, &names.finish()).map_err(io(&path))?;
     out.write_all(&at.to_le_bytes()).map_err(io(&path))?;
     out.flush().map_err(io(&path))
 }
@@ -99,8 +105,8 @@ pub(crate) struct Table {
     pub(crate) offsets: Vec<u64>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) groups: Vec<Group>,
-    /// The tools by id and by folded id and name.
-    pub(crate) names: Names,
+    /// Where the name tables start ([`Names::mapped`]).
+    pub(crate) names_at: usize,
     /// Per tool: the node at its path when it has one path and a node is there, else
     /// [`NO_NODE`].
     pub(crate) tool_nodes: Vec<u32>,
@@ -129,23 +135,21 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
         _ => Ok(()),
     };
     // A fault found before the sum is known is named as a checksum mismatch when it is one.
-    let Head { chunks: ranges, offsets, nodes: node_count, tail } =
+    let Head { chunks: ranges, offsets, nodes: node_count, names_at, tail } =
         Head::read(bytes, tools).map_err(|why| checked().err().unwrap_or_else(|| bad(why)))?;
     let mut room: Room<Tool> = Room::new(tools, CHUNK);
     // Each chunk is decoded straight into its place, and what is derived from a tool is
     // derived while its bytes are in cache: no chunk is copied after.
-    let (mut tool_nodes, mut by_id, mut by_key) = (vec![NO_NODE; tools], vec![0u64; tools], vec![0u64; 2 * tools]);
+    let mut tool_nodes = vec![NO_NODE; tools];
     let decode_chunks = || {
         room.populate();
         ranges
             .into_par_iter()
             .zip(room.chunks())
             .zip(tool_nodes.par_chunks_mut(CHUNK))
-            .zip(by_id.par_chunks_mut(CHUNK).zip(by_key.par_chunks_mut(2 * CHUNK)))
             .enumerate()
-            .map(|(i, (((range, mut out), nodes_out), (ids, keys)))| {
+            .map(|(i, ((range, mut out), nodes_out))| {
                 let mut rest = &bytes[range];
-                let mut buf = String::new();
                 let mut facets = ToolFacets::default();
                 let mut n = 0;
                 while !rest.is_empty() {
@@ -160,7 +164,6 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
                         return Err(bad(format!("tool {:?} is at category {node} of {node_count}", t.id)));
                     }
                     let ord = u32::try_from(i * CHUNK + n).map_err(|_| bad("too many tools".into()))?;
-                    (ids[n], [keys[2 * n], keys[2 * n + 1]]) = names::entries_of(ord, &t, &mut buf);
                     facets.add(ord, &t.tags, &t.requires);
                     nodes_out[n] = node;
                     // A chunk has room for as many tools as it is checked to hold above.
@@ -205,7 +208,7 @@ pub(crate) fn decode(path: &Path, bytes: &[u8], tools: usize, sum: Option<u64>) 
         (Some(all), None) => all,
         (_, fault) => return Err(fault.unwrap_or_else(|| bad("a chunk of tools was not filled".into()))),
     };
-    Ok(Table { tools: all, offsets, nodes, groups, names: Names::new(by_id, by_key), tool_nodes, node_paths, facets })
+    Ok(Table { tools: all, offsets, nodes, groups, names_at, tool_nodes, node_paths, facets })
 }
 
 #[cfg(test)]
@@ -250,8 +253,10 @@ mod tests {
         assert_eq!(table.tools[1].paths, tools[1].paths);
         assert_eq!(&table.tool_nodes[..6], &[1, NO_NODE, 1, NO_NODE, 1, 0]);
         assert_eq!(table.tool_nodes[CHUNK], 1, "the first tool of a chunk is looked up");
-        assert_eq!(table.names.by_id(&format!("t{}", CHUNK + 2), &table.tools), Some(CHUNK as u32 + 2));
-        assert_eq!(table.names.exact("TOOL 7", &table.tools), vec![7]);
+        assert_eq!(table.names_at % 8, 0, "the name tables start on a word");
+        let names = crate::names::Names::copied(&bytes, table.names_at, n);
+        assert_eq!(names.by_id(&format!("t{}", CHUNK + 2), &table.tools), Some(CHUNK as u32 + 2));
+        assert_eq!(names.exact("TOOL 7", &table.tools), vec![7]);
     }
 
     #[test]

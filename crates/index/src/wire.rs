@@ -16,9 +16,14 @@ impl<'a> Bytes<'a> {
         Bytes { rest: bytes }
     }
 
-    /// The bytes not read yet.
+    /// How many bytes are not read yet.
     pub(crate) fn left(&self) -> usize {
         self.rest.len()
+    }
+
+    /// The bytes not read yet.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.rest
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {

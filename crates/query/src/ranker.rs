@@ -116,11 +116,7 @@ impl Ranker {
     ) -> Result<Ranker, EngineError> {
         index.check_model(embedder.as_ref())?;
         let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
-        // The index's name lookups are sorted while the path table is built.
-        let (paths, ()) = rayon::join(
-            || PathTable::new(index.catalog(), index.tool_nodes(), index.node_paths()),
-            || index.prepare_names(),
-        );
+        let paths = PathTable::new(index.catalog(), index.tool_nodes(), index.node_paths());
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
             index,
