@@ -17,6 +17,7 @@ mod engine;
 mod error;
 pub mod fusion;
 mod hints;
+mod lists;
 mod matching;
 mod principal;
 mod protocol;

@@ -8,6 +8,8 @@ use rayon::prelude::*;
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
 use toolsearch_index::{NodePaths, ToolFacets, NO_NODE};
 
+use crate::lists::{self, Lists};
+
 /// What a request restricts the catalogue to: a category path (empty = everything), tags (a
 /// tool must carry all of them; compared case-insensitively) and the caller's scopes (a tool
 /// whose `requires` are not all held does not exist for the caller; `None` = trusted).
@@ -68,33 +70,6 @@ struct Stray {
     under: HashMap<CategoryPath, Vec<u32>>,
     direct: HashMap<CategoryPath, Vec<u32>>,
     children: HashMap<CategoryPath, Vec<u32>>,
-}
-
-/// Lists of tool ordinals by node ordinal, in one array: node `n`'s list is
-/// `items[at[n]..at[n + 1]]`.
-#[derive(Default)]
-struct Lists {
-    at: Vec<u32>,
-    items: Vec<u32>,
-}
-
-impl Lists {
-    /// Room for lists of the lengths `counts[1..]` (`counts[0]` is 0).
-    fn with_counts(mut counts: Vec<u32>) -> Lists {
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
-        }
-        let total = counts.last().copied().unwrap_or(0) as usize;
-        Lists { at: counts, items: vec![0; total] }
-    }
-
-    /// Node `n`'s list.
-    fn get(&self, n: u32) -> &[u32] {
-        match (self.at.get(n as usize), self.at.get(n as usize + 1)) {
-            (Some(&from), Some(&to)) => &self.items[from as usize..to as usize],
-            _ => &[],
-        }
-    }
 }
 
 /// Appends `ord` to sorted `list` unless it is already last (ordinals arrive in order).
@@ -200,25 +175,14 @@ impl PathTable {
                 }
             }
         };
-        // Counted first, then filled in place: one array a kind, no list grown or shrunk.
-        let (mut under, mut direct) = (vec![0u32; nodes.len() + 1], vec![0u32; nodes.len() + 1]);
-        for i in 0..catalog.tools.len() {
-            visit(i, None, &mut |n, directly| match directly {
-                true => direct[n as usize + 1] += 1,
-                false => under[n as usize + 1] += 1,
-            });
-        }
-        let (mut under, mut direct) = (Lists::with_counts(under), Lists::with_counts(direct));
-        let (mut under_next, mut direct_next) = (under.at.clone(), direct.at.clone());
-        for i in 0..catalog.tools.len() {
-            visit(i, Some(&mut stray), &mut |n, directly| {
-                let (lists, next) = match directly {
-                    true => (&mut direct, &mut direct_next),
-                    false => (&mut under, &mut under_next),
-                };
-                lists.items[next[n as usize] as usize] = i as u32;
-                next[n as usize] += 1;
-            });
+        let (under, direct, strays) = lists::file(catalog.tools.len(), nodes.len(), visit);
+        // Each part's stray lists hold its tools, in order: joined, they stay sorted.
+        for part in strays {
+            for (to, from) in [(&mut stray.under, part.under), (&mut stray.direct, part.direct)] {
+                for (path, list) in from {
+                    to.entry(path).or_default().extend(list);
+                }
+            }
         }
         (self.under, self.direct, self.stray) = (under, direct, stray);
     }
@@ -486,6 +450,39 @@ mod tests {
             assert_eq!(paths.tools_at(&path("a")), [2]);
             assert_eq!(paths.tools_under(&path("x/y")), [1]);
         }
+    }
+
+    #[test]
+    fn a_catalogue_filed_on_several_cores_lists_as_on_one() {
+        // Enough tools for several parts, by node, by path, at paths without a node, on two paths.
+        let small = catalog();
+        let mut catalog = Catalog { nodes: small.nodes.clone(), ..Catalog::default() };
+        let mut tool_nodes = Vec::new();
+        for i in 0..100_000 {
+            let mut t = small.tools[i % 3].clone();
+            if i % 7 == 0 {
+                t.paths.push(path("a"));
+            }
+            tool_nodes.push(match (i % 3, t.paths.len(), i % 2) {
+                (0, 1, 0) => 1,
+                (2, 1, 0) => 0,
+                _ => NO_NODE,
+            });
+            catalog.tools.push(t);
+        }
+        let nodes = NodePaths::new(&catalog.nodes);
+        let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let one = pool(1).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
+        let two = pool(2).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
+        let facets = ToolFacets::default();
+        let [one, two] = [&one, &two].map(|table| Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets });
+        for p in ["a", "a/b", "x", "x/y"] {
+            assert_eq!(one.tools_under(&path(p)), two.tools_under(&path(p)), "under {p}");
+            assert_eq!(one.tools_at(&path(p)), two.tools_at(&path(p)), "at {p}");
+        }
+        let at_a: Vec<u32> = (0..100_000).filter(|i| i % 3 == 2 || i % 7 == 0).collect();
+        assert_eq!(two.tools_at(&path("a")), at_a);
+        assert_eq!(two.tools_under(&path("x")), (0..100_000).filter(|i| i % 3 == 1).collect::<Vec<u32>>());
     }
 
     #[test]
