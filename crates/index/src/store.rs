@@ -114,16 +114,22 @@ impl CatalogStore {
         // The decode checks the bytes against `table` (keeping nothing it decoded when they
         // differ), and that every tool has an id and a path and every category a path: the
         // loaders guarantee these; an index opened without checksum verification might not.
-        let file = crate::table::decode(&path, &bytes, tools, table)?;
-        // The map stays for the name tables, used in place.
-        let names = Names::mapped(bytes, file.names_at, tools);
-        if file.nodes.len() != nodes {
+        let decoded = crate::table::decode(&path, &bytes, tools, table)?;
+        drop(bytes);
+        // The name tables are used in place, from a map of their own: the whole table's map,
+        // every page of it read by the decode, would stay resident (a fifth of a KB a tool).
+        // Its offset is a multiple of 64 KiB, so of any page size.
+        let from = decoded.names_at & !0xffff;
+        // SAFETY: as above.
+        let map = unsafe { memmap2::MmapOptions::new().offset(from as u64).map(&file) }.map_err(io(&path))?;
+        let names = Names::mapped(map, decoded.names_at - from, tools);
+        if decoded.nodes.len() != nodes {
             return Err(bad("document counts differ from the metadata".into()));
         }
         let records_path = dir.join(RECORDS_FILE);
         let records_file = std::fs::File::open(&records_path).map_err(io(&records_path))?;
         let len = records_file.metadata().map_err(io(&records_path))?.len();
-        if file.offsets[0] != 0 || file.offsets.windows(2).any(|w| w[0] > w[1]) || file.offsets[tools] != len {
+        if decoded.offsets[0] != 0 || decoded.offsets.windows(2).any(|w| w[0] > w[1]) || decoded.offsets[tools] != len {
             return Err(bad(format!("record offsets do not fit {RECORDS_FILE}")));
         }
         // SAFETY: as above.
@@ -132,14 +138,14 @@ impl CatalogStore {
         } else {
             Some(unsafe { memmap2::Mmap::map(&records_file) }.map_err(io(&records_path))?)
         };
-        let lean = Catalog { nodes: file.nodes, tools: file.tools, groups: file.groups, warnings: Vec::new() };
+        let lean = Catalog { nodes: decoded.nodes, tools: decoded.tools, groups: decoded.groups, warnings: Vec::new() };
         Ok(CatalogStore {
             lean,
-            offsets: file.offsets,
+            offsets: decoded.offsets,
             names,
-            tool_nodes: file.tool_nodes,
-            node_paths: file.node_paths,
-            facets: file.facets,
+            tool_nodes: decoded.tool_nodes,
+            node_paths: decoded.node_paths,
+            facets: decoded.facets,
             records,
             records_check: None,
             records_path,
