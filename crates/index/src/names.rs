@@ -17,7 +17,7 @@ use xxhash_rust::xxh3::xxh3_64;
 const BY_NAME: u32 = 1 << 31;
 const HIGH: u64 = !0xffff_ffff;
 
-/// The name lookups of an opened index: the two tables of [`tables_of`], in place.
+/// The name lookups of an opened index: the two tables [`Tables`] made, in place.
 #[derive(Debug)]
 pub(crate) struct Names {
     words: Words,
@@ -29,7 +29,8 @@ pub(crate) struct Names {
 /// Where the tables' words are.
 #[derive(Debug)]
 enum Words {
-    /// In a memory-mapped `catalog.bin`, from this 8-byte-aligned byte offset.
+    /// In a map of `catalog.bin`, from this byte offset of the map (8-byte aligned; the
+    /// words are little-endian, as is every machine this crate builds for).
     Mapped(memmap2::Mmap, usize),
     /// Copied out (tables decoded from bytes that are not a map, or not aligned).
     Owned(Vec<u64>),
@@ -141,7 +142,7 @@ impl Names {
     /// The tables of `tools` tools written at byte `at` of `bytes`, copied out.
     pub(crate) fn copied(bytes: &[u8], at: usize, tools: usize) -> Names {
         let len = tables_len(tools).unwrap_or(0);
-        let words = bytes.get(at..at + len).unwrap_or_default();
+        let words = bytes.get(at..at.saturating_add(len)).unwrap_or_default();
         let words = words.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect();
         Names { words: Words::Owned(words), tools }
     }
