@@ -112,12 +112,12 @@ fn hash_folded(key: &str, buf: &mut String) -> u64 {
 
 /// The entry of `ord` under a key hashing to `hash` (kept sorted, entries are searched by
 /// [`entries`]).
-pub(crate) fn entry(hash: u64, ord: u32) -> u64 {
+fn entry(hash: u64, ord: u32) -> u64 {
     (hash & HIGH) | u64::from(ord)
 }
 
 /// The values of the entries of sorted `table` whose key hashes like `hash`.
-pub(crate) fn entries(table: &[u64], hash: u64) -> impl Iterator<Item = u32> + '_ {
+fn entries(table: &[u64], hash: u64) -> impl Iterator<Item = u32> + '_ {
     let high = hash & HIGH;
     let from = table.partition_point(|&e| e < high);
     table[from..].iter().take_while(move |&&e| e & HIGH == high).map(|&e| e as u32)
