@@ -23,6 +23,7 @@ mod gateway_ops;
 mod gateway_pins;
 mod gateway_replicas;
 mod gateway_tokens;
+mod gateway_trust;
 mod gateway_upstreams;
 mod import;
 mod index;

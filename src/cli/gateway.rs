@@ -170,11 +170,12 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         return act(global, action);
     }
     let path = args.config.as_deref().ok_or_else(|| Problem::Usage.because("gateway needs --config FILE"))?;
-    let config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
+    let mut config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
     if args.check {
         return preflight(global, &config);
     }
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
+    config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
     let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
         OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })

@@ -32,10 +32,16 @@ impl HttpGateway {
     /// Starts `toolsearch gateway --config CONFIG --http 127.0.0.1:0 --state STATE` with
     /// `extra` arguments, and waits for its address.
     pub fn start(config: &Path, state: &Path, extra: &[&str]) -> HttpGateway {
+        HttpGateway::start_env(config, state, extra, &[])
+    }
+
+    /// [`HttpGateway::start`] with `env` added to the gateway's environment.
+    pub fn start_env(config: &Path, state: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpGateway {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
             .args(["gateway", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
             .args(["--state", state.to_str().unwrap()])
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -114,12 +120,36 @@ pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
     v["results"].as_array().cloned().unwrap_or_default()
 }
 
+/// A plain HTTP POST of `body` to `/mcp` on `addr` with `headers`: the status and the body.
+pub fn http_post(addr: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut raw = Vec::new();
+    // An initialize answered as a stream stays open: what came within the timeout is enough.
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned())
+}
+
 /// A plain HTTP GET of `path` on `addr` with `headers`: the status and the body.
 pub fn http_get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in headers {
+    let host = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("host")).map_or(addr, |(_, v)| *v);
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");

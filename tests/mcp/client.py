@@ -269,6 +269,20 @@ async def step_wait_note(session, notes, method, seconds):
     return notes.methods
 
 
+async def step_call_progress(session, notes, tool_id, arguments):
+    """Calls TOOL_ID through call_tool asking for progress; the result's text and every
+    progress message that reached this call, in order."""
+    seen = []
+
+    async def on_progress(p, total, message):
+        seen.append(message)
+
+    r = await call(session, tool_id, arguments, progress_callback=on_progress)
+    # Anything sent after the answer is not the call's: wait a moment to count it too.
+    await anyio.sleep(0.3)
+    return {"text": text_of(r), "progress": seen}
+
+
 OFFER_STEPS = {
     "resources": step_resources,
     "templates": step_templates,
@@ -279,6 +293,7 @@ OFFER_STEPS = {
     "wait_updated": step_wait_updated,
     "notes": step_notes,
     "wait_note": step_wait_note,
+    "call_progress": step_call_progress,
 }
 
 

@@ -79,6 +79,10 @@ pub enum LearnError {
     Engine(String),
 }
 
+/// The kinds of audit line [`labels_from_audit`] reads (`AuditEvent`'s tags); any other kind
+/// is passed over.
+const TRAIL_KINDS: &[&str] = &["search", "choose", "expand", "unfold", "fold", "call", "rejected"];
+
 /// Labels from an audit trail (JSON Lines of audit entries, as `serve`/`gateway` write them):
 /// each search with a query, followed (before the next search) by expanding a tool and then
 /// calling it successfully, labels that query with those tools.
@@ -117,7 +121,17 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
         if line.trim().is_empty() {
             continue;
         }
-        let Line { session, entry } = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
+        let kind = value.get("event").and_then(serde_json::Value::as_str).map(str::to_owned);
+        let Some(kind) = kind else {
+            return Err((i + 1, "an audit line names its `event`".to_owned()));
+        };
+        // Lines of kinds that label nothing (the gateway's `resources/read`, `prompts/get`,
+        // and any it writes later) are passed over; a line of a known kind must be whole.
+        if !TRAIL_KINDS.contains(&kind.as_str()) {
+            continue;
+        }
+        let Line { session, entry } = serde_json::from_value(value).map_err(|e| (i + 1, e.to_string()))?;
         match (entry.event, current.get_mut(&session)) {
             (AuditEvent::Search { query: Some(q), .. }, _) if !q.trim().is_empty() => {
                 let fresh = Pending { query: q, expanded: HashSet::new(), called: Vec::new() };
@@ -364,6 +378,15 @@ mod tests {
         assert_eq!(labels.len(), 1, "{labels:?}");
         assert_eq!((labels[0].text.as_str(), &labels[0].gold), ("open a bug", &vec![vec!["gh.issue".to_string()]]));
         assert_eq!(labels_from_audit("{\"step\":1}").unwrap_err().0, 1);
+        assert_eq!(labels_from_audit("{\"event\":\"search\"}").unwrap_err().0, 1, "a known kind must be whole");
+        // The gateway's lines for reads and prompts, with no step, label nothing and break nothing.
+        let mixed = format!(
+            "{}\n{}\n{}",
+            r#"{"event":"resources/read","method":"resources/read","name":"everything+test://static/resource/1","outcome":"ok"}"#,
+            r#"{"event":"prompts/get","method":"prompts/get","name":"everything.simple-prompt","outcome":"ok"}"#,
+            trail
+        );
+        assert_eq!(labels_from_audit(&mixed).unwrap(), labels);
     }
 
     #[test]

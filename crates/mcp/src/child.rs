@@ -24,6 +24,60 @@ pub(crate) const TOO_LARGE_CODE: i32 = -32099;
 /// How long a closing child has to exit after its stdin is closed, before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// The variables of the gateway's environment every stdio child gets, as the official SDKs
+/// pass them (the Python SDK's `get_default_environment`, with locale, temp and time zone):
+/// what a program needs to find its interpreter, home and locale, and nothing that holds a
+/// credential. Everything else, the gateway's own `${VAR}` token secrets among it, stays out
+/// unless the server's config asks for it (`inherit_env`).
+#[cfg(unix)]
+pub(crate) const INHERITED: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
+/// The same on Windows (what programs there need to start at all).
+#[cfg(not(unix))]
+pub(crate) const INHERITED: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+    "COMSPEC",
+    "WINDIR",
+];
+
+/// Sets `cmd`'s environment: the minimal inherited one, what `inherit` adds of the gateway's,
+/// then the server's own `env` on top. The gateway's other variables are not passed.
+pub(crate) fn set_env(
+    cmd: &mut tokio::process::Command,
+    inherit: &crate::config::InheritEnv,
+    env: &std::collections::BTreeMap<String, String>,
+) {
+    use crate::config::InheritEnv;
+    if *inherit != InheritEnv::All {
+        cmd.env_clear();
+        let extra: &[String] = match inherit {
+            InheritEnv::Names(names) => names,
+            _ => &[],
+        };
+        let names = INHERITED.iter().copied().chain(extra.iter().map(String::as_str));
+        for name in names {
+            // A shell function exported as a variable ("() { ...") is no value a child needs.
+            if let Some(value) = std::env::var_os(name).filter(|v| !v.to_string_lossy().starts_with("()")) {
+                cmd.env(name, value);
+            }
+        }
+    }
+    cmd.envs(env);
+}
+
 /// A child process's stdio as an MCP client transport; the child is killed when it is dropped.
 pub(crate) struct ChildTransport {
     inner: AsyncRwTransport<RoleClient, DuplexStream, ChildStdin>,
@@ -38,6 +92,10 @@ impl ChildTransport {
         max_line: usize,
     ) -> std::io::Result<(ChildTransport, Option<ChildStderr>)> {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        // Its own process group, so that stopping it ends what it started too (`npx` starts
+        // node, a shell script its program).
+        #[cfg(unix)]
+        cmd.process_group(0);
         let mut child = cmd.spawn()?;
         let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
             (Some(i), Some(o)) => (i, o),
@@ -66,14 +124,55 @@ impl Transport<RoleClient> for ChildTransport {
         self.inner.receive()
     }
 
-    /// Closes its stdin (the MCP stdio shutdown), waits a moment for it to exit, then kills it.
+    /// Closes its stdin (the MCP stdio shutdown), waits a moment for it to exit, then kills
+    /// it; what it started in its process group is ended as well.
     async fn close(&mut self) -> Result<(), Self::Error> {
         let _ = self.inner.close().await;
+        let group = self.child.id();
         if tokio::time::timeout(EXIT_GRACE, self.child.wait()).await.is_err() {
-            self.child.kill().await?;
+            signal_group(group, Signal::Term);
+            if tokio::time::timeout(EXIT_GRACE, self.child.wait()).await.is_err() {
+                self.child.kill().await?;
+            }
         }
+        signal_group(group, Signal::Kill);
         Ok(())
     }
+}
+
+impl Drop for ChildTransport {
+    /// A transport dropped without being closed ends its child's whole process group.
+    fn drop(&mut self) {
+        signal_group(self.child.id(), Signal::Kill);
+    }
+}
+
+/// A signal sent to a child's process group.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Signal {
+    /// Asks it to end.
+    Term,
+    /// Ends it.
+    Kill,
+}
+
+/// Sends `signal` to the process group led by `leader` (the child's pid, which is its group's
+/// id: it was started in a group of its own). Nothing when the child is already reaped; on
+/// platforms without process groups, nothing (the child itself is killed when dropped).
+pub(crate) fn signal_group(leader: Option<u32>, signal: Signal) {
+    #[cfg(unix)]
+    if let Some(pid) = leader.and_then(|p| libc::pid_t::try_from(p).ok()).filter(|&p| p > 1) {
+        let sig = match signal {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        };
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
+        unsafe {
+            libc::kill(-pid, sig);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (leader, signal);
 }
 
 /// Copies `from` to `to` a line at a time; a line over `max` bytes is replaced by an error

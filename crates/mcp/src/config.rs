@@ -95,6 +95,9 @@ pub enum ServerSpec {
         env: BTreeMap<String, String>,
         /// Working directory.
         cwd: Option<PathBuf>,
+        /// What of the gateway's own environment it starts with besides the minimal one
+        /// (`crate::child_env`): nothing by default.
+        inherit_env: InheritEnv,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -116,6 +119,8 @@ struct RawServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// `true`, or the names of the gateway's variables a stdio child also gets.
+    inherit_env: Option<InheritForm>,
     cwd: Option<PathBuf>,
     url: Option<String>,
     #[serde(default)]
@@ -134,6 +139,27 @@ struct RawServer {
     /// Which of the server's tools pass through, by glob on the upstream's tool name.
     #[serde(default)]
     tools: ToolFilter,
+}
+
+/// `inherit_env` as written: all of the gateway's environment, or the names of some of it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum InheritForm {
+    All(bool),
+    Names(Vec<String>),
+}
+
+/// What a stdio upstream inherits of the gateway's environment beyond the minimal one every
+/// child gets (`PATH`, `HOME`, locale, `TMPDIR`, ...): its own `env` always comes on top.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum InheritEnv {
+    /// Nothing more (the default): the gateway's secrets, tokens among them, stay its own.
+    #[default]
+    Minimal,
+    /// Everything (`inherit_env: true`), as a shell would pass it.
+    All,
+    /// These variables too, where set (`inherit_env: ["AWS_PROFILE", ...]`).
+    Names(Vec<String>),
 }
 
 /// A header as written: a value, or a command that prints it.
@@ -223,6 +249,9 @@ pub struct GatewaySettings {
     pub limits: GatewayLimits,
     /// The audit trail written under the state directory.
     pub audit: crate::trail::AuditSettings,
+    /// The tokens the config gives no name (named by [`GatewaySettings::name_tokens`]).
+    #[serde(skip)]
+    pub(crate) unnamed: Vec<String>,
 }
 
 /// What a bearer token grants, as written: its scopes, or its scopes and a name.
@@ -259,18 +288,11 @@ impl TryFrom<GrantForm> for Grant {
 }
 
 impl Grant {
-    /// A grant of `scopes`, named after the token's digest.
+    /// A grant of `scopes`, named by a keyed digest of the token under this process's key
+    /// (see [`token_name`]).
     pub fn new(token: &str, scopes: Vec<String>) -> Grant {
-        Grant { name: default_token_name(token), scopes }
+        Grant { name: crate::token_names::token_name(crate::token_names::process_key(), token), scopes }
     }
-}
-
-/// `token-` and the first 8 hex digits of the token's SHA-256: tells tokens apart in logs
-/// without revealing them.
-fn default_token_name(token: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let d = Sha256::digest(token.as_bytes());
-    format!("token-{:02x}{:02x}{:02x}{:02x}", d[0], d[1], d[2], d[3])
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
@@ -319,6 +341,7 @@ impl Default for GatewaySettings {
             connect_timeout_secs: 30,
             limits: GatewayLimits::default(),
             audit: Default::default(),
+            unnamed: Vec::new(),
         }
     }
 }
@@ -371,7 +394,25 @@ impl GatewayConfig {
             };
             let spec = match (s.command, s.url) {
                 (Some(command), None) if !command.trim().is_empty() => {
-                    ServerSpec::Stdio { command, args: s.args, env: expand_map("env", s.env)?, cwd: s.cwd }
+                    let inherit_env = match s.inherit_env {
+                        None | Some(InheritForm::All(false)) => InheritEnv::Minimal,
+                        Some(InheritForm::All(true)) => InheritEnv::All,
+                        Some(InheritForm::Names(names)) => {
+                            if let Some(n) = names.iter().find(|n| n.is_empty() || n.contains(['=', '\0'])) {
+                                return Err(bad(format!(
+                                    "mcpServers.{name}.inherit_env: {n:?} is not a variable name"
+                                )));
+                            }
+                            InheritEnv::Names(names)
+                        }
+                    };
+                    let env = expand_map("env", s.env)?;
+                    ServerSpec::Stdio { command, args: s.args, env, cwd: s.cwd, inherit_env }
+                }
+                (None, Some(_)) if s.inherit_env.is_some() => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}.inherit_env: only a server started as a command (stdio) has an environment"
+                    )))
                 }
                 (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                     let url = expand_env(&url).map_err(|e| bad(format!("mcpServers.{name}.url: {e}")))?;
@@ -431,7 +472,8 @@ impl GatewayConfig {
                 return Err(bad("toolsearch.tokens: a token is empty (is its variable set?)".into()));
             }
             if grant.name.trim().is_empty() {
-                grant.name = default_token_name(&token);
+                grant.name = crate::token_names::token_name(crate::token_names::process_key(), &token);
+                settings.unnamed.push(token.clone());
             }
             tokens.insert(token, grant);
         }

@@ -11,15 +11,13 @@ use toolsearch_disclosure::Availability;
 
 use crate::config::{GatewayLimits, ServerSpec};
 use crate::listing::Listing;
-use crate::upstream::{ProgressRoutes, UpEvent, Upstream};
+use crate::upstream::{UpEvent, Upstream};
 
 /// The running upstreams, by name.
 pub struct Fleet {
     upstreams: RwLock<BTreeMap<String, Arc<Upstream>>>,
     tasks: Mutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
     events: mpsc::UnboundedSender<UpEvent>,
-    /// Progress routing shared with the upstreams' client handlers.
-    pub(crate) progress: Arc<ProgressRoutes>,
     availability: Arc<Availability>,
 }
 
@@ -41,14 +39,14 @@ impl Fleet {
     /// An empty fleet whose upstreams report to `events` and register their availability in
     /// `availability` (as group `upstream:NAME`).
     pub(crate) fn new(events: mpsc::UnboundedSender<UpEvent>, availability: Arc<Availability>) -> Fleet {
-        Fleet { upstreams: RwLock::default(), tasks: Mutex::default(), events, progress: Arc::default(), availability }
+        Fleet { upstreams: RwLock::default(), tasks: Mutex::default(), events, availability }
     }
 
-    /// Starts server `name` (replacing one of that name).
+    /// Starts server `name`; one of that name must have been stopped first ([`Fleet::stop`]).
     pub(crate) fn add(&self, name: &str, spec: &ServerSpec, limits: GatewayLimits, connect: Duration) {
         self.remove(name);
         let up = Upstream::new(name.to_owned(), spec.clone(), limits);
-        let task = up.supervise(self.events.clone(), self.progress.clone(), connect);
+        let task = up.supervise(self.events.clone(), connect);
         let (flag, why) = (up.flag(), up.clone());
         self.availability.register_with_reason(
             format!("upstream:{name}"),
@@ -59,13 +57,22 @@ impl Fleet {
         self.upstreams.write().unwrap_or_else(|p| p.into_inner()).insert(name.to_owned(), up);
     }
 
-    /// Stops server `name`, if it runs.
-    pub(crate) fn remove(&self, name: &str) {
+    /// Takes server `name` out of the fleet, if it runs: its supervision ends and it is marked
+    /// down; what it runs is ended in the background (see [`Fleet::stop`] to wait for that).
+    fn remove(&self, name: &str) -> Option<Arc<Upstream>> {
         if let Some(task) = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).remove(name) {
             task.abort();
         }
-        if let Some(up) = self.upstreams.write().unwrap_or_else(|p| p.into_inner()).remove(name) {
-            up.flag().store(false, std::sync::atomic::Ordering::SeqCst);
+        let up = self.upstreams.write().unwrap_or_else(|p| p.into_inner()).remove(name)?;
+        up.flag().store(false, std::sync::atomic::Ordering::SeqCst);
+        Some(up)
+    }
+
+    /// Stops server `name`, if it runs, and waits until its session is closed and its process
+    /// group ended (a stdio child), so a changed server never runs twice on the same data.
+    pub(crate) async fn stop(&self, name: &str) {
+        if let Some(up) = self.remove(name) {
+            up.stop().await;
         }
     }
 

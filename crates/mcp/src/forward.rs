@@ -30,16 +30,20 @@ impl Upstream {
         let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
-        let handle =
-            peer.send_request_with_option(request, options).await.map_err(|e| RunError::Failed(e.to_string()))?;
+        let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
         match handle.await_response().await {
             Ok(answer) => {
-                let mut v = serde_json::to_value(answer).map_err(|e| RunError::Failed(e.to_string()))?;
+                let mut v = serde_json::to_value(answer).map_err(|_| {
+                    RunError::Failed(format!(
+                        "MCP server {:?} answered prompts/get with something unreadable",
+                        self.name
+                    ))
+                })?;
                 crate::offers::namespace_answer(&self.name, &mut v);
                 self.bounded(crate::offers::prompt_as_result(&v))
             }
             Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
-            Err(e) => Err(RunError::Failed(e.to_string())),
+            Err(e) => Err(self.failed(&e)),
         }
     }
 }
@@ -71,7 +75,7 @@ impl ToolRunner for Arc<UpstreamRunner> {
             if meta["kind"] == "prompt" {
                 return up.prompt(name, arguments, this.timeout).await;
             }
-            let mut result = up.call(name, arguments, cx, this.timeout, &this.fleet.progress).await?;
+            let mut result = up.call(name, arguments, cx, this.timeout).await?;
             // Resource links and embedded resources point at URIs a client reads through us.
             let points = |c: &rmcp::model::ContentBlock| {
                 matches!(c, rmcp::model::ContentBlock::Resource(_) | rmcp::model::ContentBlock::ResourceLink(_))

@@ -25,7 +25,7 @@ use crate::hub::Hub;
 use crate::keeper::Keeper;
 use crate::ops::{Details, Operations, UpstreamState};
 use crate::passthrough::Passthrough;
-use crate::pins::{self, Held};
+use crate::pins;
 use crate::trail::Trail;
 use crate::upstream::{Listing, UpEvent};
 
@@ -112,7 +112,7 @@ pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig)
 
 /// One upstream tool as a manifest entry.
 fn tool_entry(server: &str, name: Option<String>, t: &Value, s: &crate::config::GatewaySettings) -> Value {
-    let description = t.get("description").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
+    let description = bounded_description(t.get("description").and_then(Value::as_str).unwrap_or_default().trim());
     let annotations = t.get("annotations").filter(|a| a.is_object());
     let mut tags = Vec::new();
     let mut meta = json!({"upstream_name": name});
@@ -298,6 +298,7 @@ pub async fn start(
     toolset.discovery.kinds = true;
     let passthrough = Arc::new(Passthrough::new(
         fleet.clone(),
+        held.clone(),
         s.requires.clone(),
         Duration::from_secs(s.call_timeout_secs),
         s.limits.list.page,
@@ -359,6 +360,7 @@ fn operations(
                 up: u.is_up(),
                 tools: u.tool_count(),
                 reason: (!u.is_up()).then(|| u.operator_reason()),
+                progress_dropped: u.progress_dropped(),
             })
             .collect();
         let found = held.lock().unwrap_or_else(|p| p.into_inner());
@@ -370,8 +372,7 @@ fn operations(
 /// A pins file's stamp (`pins::pins_stamp`).
 pub(crate) type PinsStamp = (u64, std::time::SystemTime);
 
-/// What a rebuild shares with `/readyz`: the tools held back now.
-pub(crate) type HeldNow = Arc<std::sync::Mutex<(Vec<Held>, Vec<(String, Vec<String>)>)>>;
+pub(crate) use crate::pins::HeldNow;
 
 /// Guards `listings` (filters, pins, held tools: `crate::pins`), then builds the index of what
 /// passed into `STATE/index` (atomically; unchanged tools keep their vectors). `false` when
@@ -424,6 +425,23 @@ fn private(dir: &Path) -> std::io::Result<()> {
 fn first_line(text: &str, fallback: &str) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(fallback);
     truncate(line, 500)
+}
+
+/// The most characters of an upstream tool's description that the catalogue keeps (so one
+/// `expand_tool` cannot flood a model's context); a longer one is cut with a notice.
+pub const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
+
+/// `text` as the catalogue keeps it: whole, or cut to [`MAX_DESCRIPTION_CHARS`] with a notice
+/// saying how long it was.
+fn bounded_description(text: &str) -> String {
+    let chars = text.chars().count();
+    if chars <= MAX_DESCRIPTION_CHARS {
+        return text.to_owned();
+    }
+    format!(
+        "{}\n[cut by the gateway: the server's description is {chars} characters, over the limit of {MAX_DESCRIPTION_CHARS}]",
+        truncate(text, MAX_DESCRIPTION_CHARS)
+    )
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -49,7 +49,11 @@ pub struct HttpLimits {
     /// Most sessions open at once (default 256); past it, a new session gets 503 with
     /// `Retry-After`.
     pub max_sessions: usize,
-    /// A session with no request for this long is closed (default 3600 s).
+    /// Most sessions one bearer token (or, without tokens, all clients together) may hold
+    /// open at once (default 32): one caller cannot fill [`HttpLimits::max_sessions`] and lock
+    /// every other out. Past it, its new session gets 429 with `Retry-After`.
+    pub max_sessions_per_token: usize,
+    /// A session with no request for this long is closed (default 300 s).
     pub session_idle_secs: u64,
     /// Longest wait for a request's headers, and for its body (default 10 s each).
     pub read_timeout_secs: u64,
@@ -59,7 +63,13 @@ pub struct HttpLimits {
 
 impl Default for HttpLimits {
     fn default() -> Self {
-        HttpLimits { max_sessions: 256, session_idle_secs: 3600, read_timeout_secs: 10, max_body_bytes: 4 << 20 }
+        HttpLimits {
+            max_sessions: 256,
+            max_sessions_per_token: 32,
+            session_idle_secs: 300,
+            read_timeout_secs: 10,
+            max_body_bytes: 4 << 20,
+        }
     }
 }
 
@@ -91,17 +101,21 @@ pub async fn serve_http(
         .map_err(|e| ServeError::Http(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| ServeError::Http(e.to_string()))?;
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
-    config = if addr.ip().is_loopback() {
-        config.with_allowed_hosts([
+    // The Host a request may name (DNS-rebinding protection), on every endpoint.
+    let hosts: Option<Arc<Vec<String>>> = addr.ip().is_loopback().then(|| {
+        Arc::new(vec![
             "localhost".to_owned(),
             "127.0.0.1".to_owned(),
             "::1".to_owned(),
+            "[::1]".to_owned(),
             bound.to_string(),
             format!("localhost:{}", bound.port()),
         ])
-    } else {
+    });
+    config = match &hosts {
+        Some(h) => config.with_allowed_hosts(h.iter().cloned()),
         // Reachable by name from elsewhere: tokens (required above) protect it.
-        config.disable_allowed_hosts()
+        None => config.disable_allowed_hosts(),
     };
     let limits = access.limits;
     let mut sessions = LocalSessionManager::default();
@@ -119,7 +133,8 @@ pub async fn serve_http(
                 .route("/healthz", get(ops::healthz))
                 .route("/readyz", get(ops::readyz))
                 .route("/metrics", get(ops::metrics))
-                .with_state(ops),
+                .with_state(ops)
+                .layer(axum::middleware::from_fn_with_state(hosts, crate::http_guard::host_guard)),
         );
     ready(bound);
     let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));

@@ -155,7 +155,7 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     }
     let deleting = request.method() == Method::DELETE;
     let (mut request, initialize) = if request.method() == Method::POST {
-        match checked_body(&g, request, session.is_none()).await {
+        match checked_body(&g, request, session.is_none(), owner).await {
             Ok(r) => r,
             Err(answer) => return answer,
         }
@@ -179,7 +179,12 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
 
 /// Reads a POST body within the limits and checks it is one JSON-RPC message; the request
 /// rebuilt with it and whether it opens a session, or the answer to send instead.
-async fn checked_body(g: &Guard, request: Request, sessionless: bool) -> Result<(Request, bool), Response> {
+async fn checked_body(
+    g: &Guard,
+    request: Request,
+    sessionless: bool,
+    owner: TokenDigest,
+) -> Result<(Request, bool), Response> {
     let (parts, body) = request.into_parts();
     let limit = g.limits.max_body_bytes;
     let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
@@ -204,6 +209,15 @@ async fn checked_body(g: &Guard, request: Request, sessionless: bool) -> Result<
         ));
     };
     let id = obj.get("id").cloned();
+    if id.as_ref().is_some_and(|i| !(i.is_string() || i.is_number() || i.is_null())) {
+        let message = "invalid request: `id` must be a string or a number";
+        return Err(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600, message));
+    }
+    if obj.get("params").is_some_and(|p| !p.is_object()) {
+        let id = id.unwrap_or(Value::Null);
+        let message = "invalid request: `params` must be an object";
+        return Err(rpc_error(StatusCode::BAD_REQUEST, id, -32600, message));
+    }
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         let id = id.unwrap_or(Value::Null);
         return Err(rpc_error(StatusCode::BAD_REQUEST, id, -32600, "invalid request: `jsonrpc` must be \"2.0\""));
@@ -222,11 +236,31 @@ async fn checked_body(g: &Guard, request: Request, sessionless: bool) -> Result<
         _ => {}
     }
     let initialize = sessionless && method == Some("initialize");
-    if initialize && g.sessions.sessions.read().await.len() >= g.limits.max_sessions {
-        let mut answer = (StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones")
-            .into_response();
-        answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return Err(answer);
+    if initialize {
+        let live: std::collections::HashSet<String> =
+            g.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
+        let mine = g
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(s, o)| same(o, &owner) && live.contains(s.as_str()))
+            .count();
+        let refusal = if live.len() >= g.limits.max_sessions {
+            Some((StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones"))
+        } else if mine >= g.limits.max_sessions_per_token.max(1) {
+            Some((
+                StatusCode::TOO_MANY_REQUESTS,
+                "this caller has as many sessions open as it may (limits.http.max_sessions_per_token); close unused ones",
+            ))
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            let mut answer = refusal.into_response();
+            answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(answer);
+        }
     }
     Ok((Request::from_parts(parts, Body::from(bytes)), initialize))
 }
@@ -237,6 +271,35 @@ fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Respons
 }
 
 /// Loopback origins are always allowed; others only when configured (exactly).
+/// Refuses a request to the operations endpoints (`/healthz`, `/readyz`, `/metrics`) whose
+/// `Host` is not one the listener answers to (`hosts`; `None`: any), as `/mcp` does: a page
+/// that rebinds its own name to a tokenless loopback gateway reads nothing.
+pub(crate) async fn host_guard(
+    State(hosts): State<Option<Arc<Vec<String>>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(hosts) = hosts {
+        let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if !host_allowed(host, &hosts) {
+            return (StatusCode::FORBIDDEN, "forbidden: the Host header is not one this gateway answers to")
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether `host` (a `Host` header: a name or address, with or without a port) is one of
+/// `allowed`, whole or by its name alone.
+pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default().to_owned(),
+        None => host.rsplit_once(':').map_or(host.as_str(), |(n, _)| n).to_owned(),
+    };
+    allowed.iter().any(|a| *a == host || *a == name)
+}
+
 pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed.iter().any(|a| a == origin) {
         return true;

@@ -99,7 +99,7 @@ impl Keeper {
             let mut force = approved;
             if edited {
                 config_stamp = file_stamp(&self.config.path);
-                force |= self.reload(hup);
+                force |= self.reload(hup).await;
             }
             // A server that churns its list is heard out for a moment, so a burst of changes
             // costs one rebuild, not one each.
@@ -135,22 +135,27 @@ impl Keeper {
             | UpEvent::Down(n)
             | UpEvent::ToolsChanged(n)
             | UpEvent::OffersChanged(n)
-            | UpEvent::ResourceUpdated(n, _)) = e;
+            | UpEvent::ResourceUpdated(n, _)
+            | UpEvent::RequestFailed(n, _)) = e;
             // An event of a server removed since is moot.
             let Some(up) = self.fleet.get(n) else { continue };
             match e {
+                // A server that floods list_changed is listed again, and said to have changed,
+                // once per batch, with how many times it said so.
                 UpEvent::ToolsChanged(_) => {
                     if relisted.insert(n.clone()) {
                         up.relist().await;
+                        let times = batch.iter().filter(|x| *x == e).count();
+                        self.status.event("tools_changed", json!({"server": n, "times": times}));
                     }
-                    self.status.event("tools_changed", json!({"server": n}));
                 }
                 UpEvent::OffersChanged(_) => {
                     if relisted.insert(format!("{n}\0offers")) {
                         up.relist_offers().await;
                         offers_refused(self.status.as_ref(), n, &up);
+                        let times = batch.iter().filter(|x| *x == e).count();
+                        self.status.event("offers_changed", json!({"server": n, "times": times}));
                     }
-                    self.status.event("offers_changed", json!({"server": n}));
                 }
                 UpEvent::ResourceUpdated(_, uri) => {
                     if let Some(p) = self.hub.passthrough() {
@@ -166,6 +171,17 @@ impl Keeper {
                 }
                 UpEvent::Down(_) => {
                     self.status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}))
+                }
+                UpEvent::RequestFailed(_, detail) => {
+                    // Said once per batch and server however often it repeats (a dead server
+                    // fails every call the same way).
+                    if relisted.insert(format!("{n}\0failed\0{detail}")) {
+                        let repeats = batch.iter().filter(|x| *x == e).count();
+                        self.status.event(
+                            "upstream_request_failed",
+                            json!({"server": n, "detail": crate::secrets::mask(detail), "times": repeats}),
+                        );
+                    }
                 }
             }
         }
@@ -224,7 +240,7 @@ impl Keeper {
     }
 
     /// Applies the config file as it is now; whether the index must be rebuilt.
-    fn reload(&mut self, signalled: bool) -> bool {
+    async fn reload(&mut self, signalled: bool) -> bool {
         let started = Instant::now();
         let new = match GatewayConfig::load(&self.config.path) {
             Ok(c) => c,
@@ -238,7 +254,6 @@ impl Keeper {
         let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
         for name in self.config.servers.keys() {
             if !new.servers.contains_key(name) {
-                self.fleet.remove(name);
                 removed.push(name.clone());
             }
         }
@@ -250,7 +265,14 @@ impl Keeper {
                 }
                 Some(_) => continue,
             }
-            self.fleet.add(name, spec, new.settings.limits, connect);
+        }
+        // Removed and changed servers are stopped (their process groups ended) before any new
+        // one starts: a changed server never runs twice on the same data.
+        for name in removed.iter().chain(&changed) {
+            self.fleet.stop(name).await;
+        }
+        for name in added.iter().chain(&changed) {
+            self.fleet.add(name, &new.servers[name], new.settings.limits, connect);
         }
         let restart = restart_needed(&self.config, &new);
         if !restart.is_empty() {
@@ -298,7 +320,11 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
 fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|((na, la), (nb, lb))| {
-            na == nb && la.summary == lb.summary && la.tools == lb.tools && la.offers.prompts == lb.offers.prompts
+            na == nb
+                && la.summary == lb.summary
+                && la.tools == lb.tools
+                && la.offers.prompts == lb.offers.prompts
+                && la.offers.templates == lb.offers.templates
         })
 }
 

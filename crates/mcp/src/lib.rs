@@ -31,16 +31,21 @@ pub mod ops;
 pub mod passthrough;
 pub mod pins;
 pub mod preflight;
+mod progress;
+mod reasons;
 mod runner;
 mod scan;
 mod secrets;
 mod session;
 mod stdio;
+mod token_names;
 pub mod trail;
 mod upstream;
 
 pub use checks::spawn_command_checks;
-pub use config::{Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, ServeConfig, ServeError, ServerSpec};
+pub use config::{
+    Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, InheritEnv, ServeConfig, ServeError, ServerSpec,
+};
 pub use credentials::HeaderCommand;
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use forward::UpstreamRunner;
@@ -51,6 +56,7 @@ pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, R
 pub use secrets::mask as mask_secrets;
 pub use session::{Caller, Session};
 pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};
+pub use token_names::{state_token_key, token_name, TOKEN_KEY_FILE};
 pub use tokio_util::sync::CancellationToken;
 pub use upstream::{Failure, Upstream};
 

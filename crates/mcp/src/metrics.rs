@@ -44,6 +44,7 @@ pub struct Metrics {
     latency: Histograms<RequestLabels>,
     search: Histogram,
     up: Family<UpstreamLabels, Gauge>,
+    progress_dropped: Family<UpstreamLabels, Gauge>,
     tools: Gauge,
     sessions: Gauge,
 }
@@ -63,11 +64,17 @@ impl Default for Metrics {
         registry.register("search_duration_seconds", "Time to answer a discovery search", search.clone());
         let up = Family::<UpstreamLabels, Gauge>::default();
         registry.register("upstream_up", "1 when the upstream server is connected, 0 when it is down", up.clone());
+        let progress_dropped = Family::<UpstreamLabels, Gauge>::default();
+        registry.register(
+            "upstream_progress_dropped",
+            "Progress notifications an upstream sent that named no open request of its own, dropped since it started",
+            progress_dropped.clone(),
+        );
         let tools = Gauge::default();
         registry.register("index_tools", "Tools in the index served", tools.clone());
         let sessions = Gauge::default();
         registry.register("sessions", "Client sessions open", sessions.clone());
-        Metrics { registry, requests, latency, search, up, tools, sessions }
+        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions }
     }
 }
 
@@ -88,6 +95,12 @@ impl Metrics {
     /// Sets whether `upstream` is up.
     pub fn upstream(&self, upstream: &str, up: bool) {
         self.up.get_or_create(&UpstreamLabels { upstream: upstream.to_owned() }).set(i64::from(up));
+    }
+
+    /// Sets how many progress notifications `upstream` sent that were dropped.
+    pub fn progress_dropped(&self, upstream: &str, count: u64) {
+        let labels = UpstreamLabels { upstream: upstream.to_owned() };
+        self.progress_dropped.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// Sets the number of tools in the index and of open sessions.

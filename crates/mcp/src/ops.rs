@@ -48,6 +48,9 @@ pub struct UpstreamState {
     pub tools: usize,
     /// Why it is down (operator's wording, credentials masked).
     pub reason: Option<String>,
+    /// Progress notifications it sent that named no open request of its own, dropped
+    /// (`crate::progress`).
+    pub progress_dropped: u64,
 }
 
 /// A source of details for `/readyz` beyond the index: upstream states, and an object of more
@@ -211,6 +214,7 @@ pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request
     if let Some(details) = &ops.details {
         for u in details().0 {
             ops.metrics.upstream(&u.name, u.up);
+            ops.metrics.progress_dropped(&u.name, u.progress_dropped);
         }
     }
     let sessions = state.guard.session_count().await;

@@ -58,6 +58,8 @@ struct Subscriber {
 /// What the gateway passes through besides tools, shared by every session.
 pub struct Passthrough {
     fleet: Arc<Fleet>,
+    /// What the guard holds back now (a held prompt or template is not served).
+    held: crate::pins::HeldNow,
     /// The scopes each server requires (from the config; replaced when it is reloaded).
     requires: RwLock<BTreeMap<String, Vec<String>>>,
     timeout: Duration,
@@ -85,12 +87,14 @@ impl Passthrough {
     /// `page` items.
     pub(crate) fn new(
         fleet: Arc<Fleet>,
+        held: crate::pins::HeldNow,
         requires: BTreeMap<String, Vec<String>>,
         timeout: Duration,
         page: usize,
     ) -> Self {
         Passthrough {
             fleet,
+            held,
             requires: RwLock::new(requires),
             timeout,
             page: page.max(1),
@@ -109,14 +113,25 @@ impl Passthrough {
         may(who, requires.get(server).map_or(&[][..], Vec::as_slice))
     }
 
-    /// The servers `who` may see that are up, with what they offer.
+    /// The servers `who` may see that are up, with what they offer (less what is held).
     fn visible(&self, who: &Principal) -> Vec<(String, Offers)> {
         self.fleet
             .all()
             .into_iter()
             .filter(|(name, up)| up.is_up() && self.permitted(who, name))
-            .map(|(name, up)| (name, up.offers()))
+            .map(|(name, up)| {
+                let mut offers = up.offers();
+                offers.prompts.retain(|p| !self.held(&name, "prompt", p, "name"));
+                offers.templates.retain(|t| !self.held(&name, "template", t, "uriTemplate"));
+                (name, offers)
+            })
             .collect()
+    }
+
+    /// Whether `item` of `server` (a prompt or template, named by its field `key`) is held.
+    fn held(&self, server: &str, kind: &str, item: &Value, key: &str) -> bool {
+        let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
+        crate::pins::is_held(&self.held, &crate::pins::offer_id(server, kind, name))
     }
 
     /// One page of a merged list as `who` sees it: its items and, when more follow, the
@@ -192,7 +207,8 @@ impl Passthrough {
         let unknown = || ErrorData::invalid_params(format!("no prompt {name:?}"), None);
         let (server, original) = split_name(name).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
-        let known = up.offers().prompts.iter().any(|p| p.get("name").and_then(Value::as_str) == Some(original));
+        let known = up.offers().prompts.iter().any(|p| p.get("name").and_then(Value::as_str) == Some(original))
+            && !crate::pins::is_held(&self.held, &crate::pins::offer_id(server, "prompt", original));
         if !known {
             return Err(unknown());
         }
@@ -213,13 +229,16 @@ impl Passthrough {
         let mut meta = rmcp::model::RequestMetaObject::new();
         meta.insert(crate::upstream::REQUEST_ID_META.to_owned(), json!(request_id));
         options.meta = Some(meta);
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("MCP server {:?}: {e}", up.name), None))?;
+        let failed = |e: &rmcp::service::ServiceError| {
+            let error = up.failed(e);
+            ErrorData::internal_error(error.to_string(), Some(json!({"code": error.code()})))
+        };
+        let handle = peer.send_request_with_option(request, options).await.map_err(|e| failed(&e))?;
         let answer = match handle.await_response().await {
             Ok(ServerResult::CustomResult(c)) => c.0,
-            Ok(other) => serde_json::to_value(other).map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            Ok(other) => serde_json::to_value(other).map_err(|_| {
+                ErrorData::internal_error(format!("MCP server {:?} gave an unreadable answer", up.name), None)
+            })?,
             Err(rmcp::service::ServiceError::McpError(e)) => return Err(e),
             Err(rmcp::service::ServiceError::Timeout { .. }) => {
                 return Err(ErrorData::internal_error(
@@ -227,7 +246,7 @@ impl Passthrough {
                     None,
                 ))
             }
-            Err(e) => return Err(ErrorData::internal_error(format!("MCP server {:?}: {e}", up.name), None)),
+            Err(e) => return Err(failed(&e)),
         };
         let bytes = answer.to_string().len();
         let limit = up.limits().max_result_bytes;

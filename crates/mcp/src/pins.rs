@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolsearch_catalog::tool_id;
 
-use crate::config::{GatewayConfig, ServeError};
+use crate::config::{GatewayConfig, ServeError, ServerPolicy};
 use crate::gateway::Status;
 use crate::listing::Listing;
 
@@ -30,12 +30,20 @@ pub const PINS_FILE: &str = "pins.json";
 pub const HELD_FILE: &str = "held.json";
 const LOCK_FILE: &str = "pins.lock";
 
+/// The pins file's format: 2 pins annotations too (version 1, unmarked, did not).
+const PINS_VERSION: u32 = 2;
+
+/// What a tool's pin covers: everything a model reads of it or a scope decision trusts.
+const PINNED_KEYS: [&str; 5] = ["title", "description", "inputSchema", "outputSchema", "annotations"];
+
 /// A tool's definition as pinned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pin {
     /// SHA-256 of the definition's canonical JSON, in hex.
     pub digest: String,
-    /// The definition: `title`, `description`, `inputSchema`, `outputSchema`.
+    /// The definition: `title`, `description`, `inputSchema`, `outputSchema`, `annotations`
+    /// (for a prompt: `title`, `description`, `arguments`; a template: its fields; a server's
+    /// instructions: `instructions`).
     pub definition: Value,
     /// Approved although the scan flagged it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -45,16 +53,42 @@ pub struct Pin {
 impl Pin {
     /// The pin of an upstream tool definition as listed.
     pub fn of(tool: &Value) -> Pin {
+        Pin::of_keys(tool, &PINNED_KEYS)
+    }
+
+    /// The pin of `item`'s fields `keys` (those present and not null).
+    fn of_keys(item: &Value, keys: &[&str]) -> Pin {
         let mut definition = serde_json::Map::new();
-        for key in ["title", "description", "inputSchema", "outputSchema"] {
-            if let Some(v) = tool.get(key).filter(|v| !v.is_null()) {
-                definition.insert(key.to_owned(), v.clone());
+        for key in keys {
+            if let Some(v) = item.get(*key).filter(|v| !v.is_null()) {
+                definition.insert((*key).to_owned(), v.clone());
             }
         }
         let definition = Value::Object(definition);
         let digest = Sha256::digest(canonical(&definition).as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
         Pin { digest, definition, approved_flagged: false }
     }
+
+    /// The pin a tool had under version 1 of the pins file (no annotations): how a pin of an
+    /// older gateway is recognised as the same tool and carried over.
+    fn legacy(tool: &Value) -> Pin {
+        Pin::of_keys(tool, &PINNED_KEYS[..4])
+    }
+}
+
+/// What a tool's annotations let a limited caller do: `(read_only, not_destructive)`, as
+/// `crate::effects` reads them (pessimistic defaults).
+fn permits(definition: &Value) -> (bool, bool) {
+    let hint = |name: &str| definition.get("annotations").and_then(|a| a.get(name)).and_then(Value::as_bool);
+    let read_only = hint("readOnlyHint") == Some(true);
+    (read_only, read_only || hint("destructiveHint") == Some(false))
+}
+
+/// Whether `new` annotations let a `read-only` or `no-destructive` caller do more than `old`
+/// did: such a change is never taken on trust, not even with `trust: "auto"`.
+fn widens(old: &Value, new: &Value) -> bool {
+    let (a, b) = (permits(old), permits(new));
+    (b.0 && !a.0) || (b.1 && !a.1)
 }
 
 /// A tool held back, and why.
@@ -77,7 +111,14 @@ pub struct Held {
 /// The pins of one state directory.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Pins {
+    /// [`PINS_VERSION`]; absent (1) in files of older gateways.
+    #[serde(default = "legacy_version")]
+    version: u32,
     pins: BTreeMap<String, Pin>,
+}
+
+fn legacy_version() -> u32 {
+    1
 }
 
 /// An exclusive lock on a state directory's pins, held until the file returned is dropped.
@@ -93,7 +134,7 @@ fn read_pins(state: &Path) -> Result<Pins, ServeError> {
     let path = state.join(PINS_FILE);
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| ServeError::Config(path, format!("not a pins file: {e}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Pins::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Pins { version: PINS_VERSION, ..Pins::default() }),
         Err(e) => Err(ServeError::Config(path, e.to_string())),
     }
 }
@@ -111,6 +152,15 @@ fn write_atomic(state: &Path, name: &str, value: &impl Serialize) -> Result<(), 
     std::fs::rename(&aside, &path).map_err(err)
 }
 
+/// What a rebuild shares with `/readyz` and the passthrough: the items held back now, and the
+/// flagged ones with what was found.
+pub(crate) type HeldNow = std::sync::Arc<std::sync::Mutex<(Vec<Held>, Vec<(String, Vec<String>)>)>>;
+
+/// Whether `id` ([`offer_id`] or a tool id) is held in `held`.
+pub(crate) fn is_held(held: &HeldNow, id: &str) -> bool {
+    held.lock().unwrap_or_else(|p| p.into_inner()).0.iter().any(|h| h.tool == id)
+}
+
 /// What the guard let through, and what it held.
 pub(crate) struct Guarded {
     /// The listings without held and filtered-out tools.
@@ -123,8 +173,92 @@ pub(crate) struct Guarded {
     pub stamp: Option<(u64, std::time::SystemTime)>,
 }
 
+/// The pins, held items and flags of one guard pass.
+struct Judge<'a> {
+    pins: Pins,
+    changed: bool,
+    held: Vec<Held>,
+    flagged: Vec<(String, Vec<String>)>,
+    status: &'a dyn Status,
+}
+
+impl Judge<'_> {
+    /// Pins `seen` as `id` on first sight, or judges it against its pin: whether it passes
+    /// (`false`: held). `legacy` is its pin under an older pins file, to carry that over.
+    fn judge(&mut self, id: &str, seen: Pin, legacy: Option<Pin>, flags: Vec<String>, policy: &ServerPolicy) -> bool {
+        if !flags.is_empty() {
+            // Reported when first seen or changed (the status), and always in `/readyz`.
+            if self.pins.pins.get(id).is_none_or(|p| p.digest != seen.digest) {
+                self.status.event("tool_flagged", json!({"tool": id, "flags": flags}));
+            }
+            self.flagged.push((id.to_owned(), flags.clone()));
+        }
+        let old = self.pins.version < PINS_VERSION;
+        let hold = match self.pins.pins.get(id) {
+            None => {
+                self.pins.pins.insert(id.to_owned(), seen.clone());
+                self.changed = true;
+                None
+            }
+            Some(pin) if pin.digest == seen.digest => None,
+            // A pin of an older gateway (no annotations) of the same definition: carried over
+            // with the annotations it has now.
+            Some(pin) if old && legacy.as_ref().is_some_and(|l| l.digest == pin.digest) => {
+                let approved_flagged = pin.approved_flagged;
+                self.pins.pins.insert(id.to_owned(), Pin { approved_flagged, ..seen.clone() });
+                self.changed = true;
+                None
+            }
+            Some(pin) => {
+                let diff = diff(&pin.definition, &seen.definition);
+                if policy.trust_changes && !widens(&pin.definition, &seen.definition) {
+                    self.status.event("tool_changed", json!({"tool": id, "diff": diff, "trust": "auto"}));
+                    self.pins.pins.insert(id.to_owned(), seen.clone());
+                    self.changed = true;
+                    None
+                } else {
+                    let (tool, flags, seen) = (id.to_owned(), flags.clone(), seen.clone());
+                    Some(Held { tool, reason: "changed".into(), diff, flags, seen })
+                }
+            }
+        };
+        let approved = self.pins.pins.get(id).is_some_and(|p| p.digest == seen.digest && p.approved_flagged);
+        let hold = hold.or_else(|| {
+            (policy.hold_flagged && !flags.is_empty() && !approved).then(|| Held {
+                tool: id.to_owned(),
+                reason: "flagged".into(),
+                diff: Vec::new(),
+                flags: flags.clone(),
+                seen: seen.clone(),
+            })
+        });
+        match hold {
+            Some(h) => {
+                self.status
+                    .event("tool_held", json!({"tool": h.tool, "reason": h.reason, "diff": h.diff, "flags": h.flags}));
+                self.held.push(h);
+                false
+            }
+            None => true,
+        }
+    }
+}
+
+/// The id a server's prompt, resource template or instructions are pinned and held by:
+/// `SERVER:prompt:NAME`, `SERVER:template:URI_TEMPLATE`, `SERVER:instructions` (a `:` after
+/// the server, where a tool has a `.`, so they never meet a tool's id).
+pub fn offer_id(server: &str, kind: &str, name: &str) -> String {
+    if name.is_empty() {
+        format!("{server}:{kind}")
+    } else {
+        format!("{server}:{kind}:{name}")
+    }
+}
+
 /// Applies each server's tool filter, pins what is new, and holds what changed (or looks
-/// injected, where configured). Reports `tool_flagged`, `tool_changed` and `tool_held`.
+/// injected, where configured): tools (with their annotations), prompts, resource templates
+/// and the server's instructions alike. Reports `tool_flagged`, `tool_changed` and
+/// `tool_held`.
 pub(crate) fn guard(
     listings: &BTreeMap<String, Listing>,
     config: &GatewayConfig,
@@ -132,10 +266,8 @@ pub(crate) fn guard(
     status: &dyn Status,
 ) -> Result<Guarded, ServeError> {
     let _lock = lock(state).map_err(|e| ServeError::Config(state.join(LOCK_FILE), e.to_string()))?;
-    let mut pins = read_pins(state)?;
-    let mut changed_pins = false;
-    let mut held = Vec::new();
-    let mut flagged = Vec::new();
+    let pins = read_pins(state)?;
+    let mut judge = Judge { pins, changed: false, held: Vec::new(), flagged: Vec::new(), status };
     let mut out = BTreeMap::new();
     for (server, listing) in listings {
         let policy = config.policies.get(server).cloned().unwrap_or_default();
@@ -149,73 +281,41 @@ pub(crate) fn guard(
             if !policy.tools.passes(name) {
                 continue;
             }
-            if !names.insert(name) {
+            if !names.insert(name.to_owned()) {
                 kept.push(tool.clone()); // a second tool of one name: reported and left out later
                 continue;
             }
             let id = tool_id(server, name);
-            let seen = Pin::of(tool);
             let flags = crate::scan::markers(tool);
-            if !flags.is_empty() {
-                // Reported when first seen or changed (the status), and always in `/readyz`.
-                if pins.pins.get(&id).is_none_or(|p| p.digest != seen.digest) {
-                    status.event("tool_flagged", json!({"tool": id, "flags": flags}));
-                }
-                flagged.push((id.clone(), flags.clone()));
-            }
-            let hold = match pins.pins.get(&id) {
-                None => {
-                    pins.pins.insert(id.clone(), seen.clone());
-                    changed_pins = true;
-                    None
-                }
-                Some(pin) if pin.digest == seen.digest => None,
-                Some(pin) => {
-                    let diff = diff(&pin.definition, &seen.definition);
-                    if policy.trust_changes {
-                        status.event("tool_changed", json!({"tool": id, "diff": diff, "trust": "auto"}));
-                        pins.pins.insert(id.clone(), seen.clone());
-                        changed_pins = true;
-                        None
-                    } else {
-                        Some(Held {
-                            tool: id.clone(),
-                            reason: "changed".into(),
-                            diff,
-                            flags: flags.clone(),
-                            seen: seen.clone(),
-                        })
-                    }
-                }
-            };
-            let approved = pins.pins.get(&id).is_some_and(|p| p.digest == seen.digest && p.approved_flagged);
-            let hold = hold.or_else(|| {
-                (policy.hold_flagged && !flags.is_empty() && !approved).then(|| Held {
-                    tool: id.clone(),
-                    reason: "flagged".into(),
-                    diff: Vec::new(),
-                    flags: flags.clone(),
-                    seen: seen.clone(),
-                })
-            });
-            match hold {
-                Some(h) => {
-                    status.event(
-                        "tool_held",
-                        json!({"tool": h.tool, "reason": h.reason, "diff": h.diff, "flags": h.flags}),
-                    );
-                    held.push(h);
-                }
-                None => kept.push(tool.clone()),
+            if judge.judge(&id, Pin::of(tool), Some(Pin::legacy(tool)), flags, &policy) {
+                kept.push(tool.clone());
             }
         }
-        out.insert(
-            server.clone(),
-            Listing { summary: listing.summary.clone(), tools: kept, offers: listing.offers.clone() },
-        );
-        changed_pins |= forget_unlisted(&mut pins, server, &names, config.settings.limits.list.max_tools);
+        let mut offers = listing.offers.clone();
+        let mut pass = |kind: &str, key: &str, item: &Value, keys: &[&str]| -> bool {
+            let name = item.get(key).and_then(Value::as_str).unwrap_or_default();
+            let id = offer_id(server, kind, name);
+            names.insert(id[server.len() + 1..].to_owned());
+            judge.judge(&id, Pin::of_keys(item, keys), None, crate::scan::markers(item), &policy)
+        };
+        offers.prompts.retain(|p| pass("prompt", "name", p, &["title", "description", "arguments"]));
+        offers.templates.retain(|t| {
+            pass("template", "uriTemplate", t, &["uriTemplate", "name", "title", "description", "mimeType"])
+        });
+        let mut summary = listing.summary.clone();
+        if !summary.trim().is_empty() && summary != *server {
+            let said = json!({"description": summary});
+            if !pass("instructions", "", &said, &["description"]) {
+                summary = server.clone();
+            }
+        }
+        out.insert(server.clone(), Listing { summary, tools: kept, offers });
+        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        judge.changed |= forget_unlisted(&mut judge.pins, server, &names, config.settings.limits.list.max_tools);
     }
-    if changed_pins {
+    let Judge { mut pins, changed, held, flagged, .. } = judge;
+    if changed || pins.version < PINS_VERSION {
+        pins.version = PINS_VERSION;
         write_atomic(state, PINS_FILE, &pins)?;
     }
     write_atomic(state, HELD_FILE, &held)?;
@@ -226,12 +326,13 @@ pub(crate) fn guard(
 /// tools it no longer lists are dropped (a server that churns names cannot grow the file
 /// without end; one that lists a tool keeps its pin). Whether any was dropped.
 fn forget_unlisted(pins: &mut Pins, server: &str, listed: &std::collections::HashSet<&str>, max_tools: usize) -> bool {
-    let prefix = tool_id(server, "");
-    let count = pins.pins.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).count();
+    // Tools are `SERVER.NAME`, the other items `SERVER:KIND:NAME`.
+    let name_of = |k: &str| k.strip_prefix(server).filter(|r| r.starts_with(['.', ':'])).map(|r| r[1..].to_owned());
+    let count = pins.pins.keys().filter(|k| name_of(k).is_some()).count();
     if count <= max_tools.saturating_mul(4) {
         return false;
     }
-    pins.pins.retain(|k, _| k.strip_prefix(&prefix).is_none_or(|name| listed.contains(name)));
+    pins.pins.retain(|k, _| name_of(k).is_none_or(|name| listed.contains(name.as_str())));
     true
 }
 
@@ -252,6 +353,7 @@ pub fn approve(state: &Path, tool: &str) -> Result<Held, ServeError> {
         return Err(ServeError::Config(held_path, format!("{tool} is not held ({listed})")));
     };
     let mut pins = read_pins(state)?;
+    pins.version = PINS_VERSION;
     let mut pin = h.seen.clone();
     pin.approved_flagged = !h.flags.is_empty();
     pins.pins.insert(h.tool.clone(), pin);
@@ -310,6 +412,19 @@ fn diff(old: &Value, new: &Value) -> Vec<String> {
             }
         }
     }
+    let (a, b) = (old.get("annotations").unwrap_or(&Value::Null), new.get("annotations").unwrap_or(&Value::Null));
+    if canonical(a) != canonical(b) {
+        let fields = |v: &Value| v.as_object().cloned().unwrap_or_default();
+        let (fa, fb) = (fields(a), fields(b));
+        for (name, value) in &fb {
+            if fa.get(name) != Some(value) {
+                out.push(format!("~ annotations.{name}: {value}"));
+            }
+        }
+        for name in fa.keys().filter(|n| !fb.contains_key(*n)) {
+            out.push(format!("- annotations.{name}"));
+        }
+    }
     for key in ["inputSchema", "outputSchema"] {
         let (a, b) = (old.get(key).cloned().unwrap_or(Value::Null), new.get(key).cloned().unwrap_or(Value::Null));
         if canonical(&a) == canonical(&b) {
@@ -365,6 +480,21 @@ mod tests {
         assert!(forget_unlisted(&mut pins, "s", &listed, 10), "past 4 x 10: unlisted pins go");
         let left: Vec<&str> = pins.pins.keys().map(String::as_str).collect();
         assert_eq!(left, ["other.t0", "s.t1", "s.t2"], "listed ones and other servers' stay");
+    }
+
+    #[test]
+    fn annotations_are_pinned_and_a_widening_change_is_never_trusted() {
+        let t = |a: Value| json!({"name": "rm", "description": "Delete a file.", "annotations": a});
+        let destructive = t(json!({"destructiveHint": true}));
+        let claims_read_only = t(json!({"destructiveHint": true, "readOnlyHint": true}));
+        assert_ne!(Pin::of(&destructive).digest, Pin::of(&claims_read_only).digest);
+        assert_eq!(Pin::legacy(&destructive).digest, Pin::legacy(&claims_read_only).digest, "v1 ignored them");
+        let (old, new) = (Pin::of(&destructive).definition, Pin::of(&claims_read_only).definition);
+        assert!(widens(&old, &new));
+        assert!(!widens(&new, &old), "narrowing what a limited caller may do is no risk");
+        assert_eq!(diff(&old, &new), ["~ annotations.readOnlyHint: true"]);
+        let quiet = t(json!({"destructiveHint": false}));
+        assert!(widens(&Pin::of(&destructive).definition, &Pin::of(&quiet).definition), "no-destructive widened");
     }
 
     #[test]

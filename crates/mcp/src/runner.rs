@@ -73,6 +73,12 @@ pub enum RunError {
     /// The call failed on the way (transport, protocol).
     #[error("{0}")]
     Failed(String),
+    /// The server that owns the tool could not be reached (its name and the code only).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The server that owns the tool refused the gateway's credentials.
+    #[error("{0}")]
+    AuthFailed(String),
     /// The answer is larger than the gateway passes on (`toolsearch.limits.max_result_bytes`).
     #[error("the tool's answer is {bytes} bytes, over the limit of {limit} bytes that this gateway passes on (toolsearch.limits.max_result_bytes)")]
     TooLarge {
@@ -92,6 +98,8 @@ impl RunError {
             RunError::Timeout(_) => "TIMEOUT",
             RunError::Cancelled => "CANCELLED",
             RunError::Failed(_) => "UPSTREAM_ERROR",
+            RunError::Unreachable(_) => "UPSTREAM_UNREACHABLE",
+            RunError::AuthFailed(_) => "UPSTREAM_AUTH_FAILED",
             RunError::TooLarge { .. } => "RESULT_TOO_LARGE",
         }
     }
@@ -104,6 +112,8 @@ impl RunError {
             RunError::Timeout(_) => "timeout",
             RunError::Cancelled => "cancelled",
             RunError::Failed(_) => "upstream_error",
+            RunError::Unreachable(_) => "upstream_unreachable",
+            RunError::AuthFailed(_) => "upstream_auth_failed",
             RunError::TooLarge { .. } => "result_too_large",
         }
     }
@@ -118,6 +128,8 @@ impl RunError {
             RunError::Timeout(_) => vec!["retry with a smaller request, or tell the user"],
             RunError::Cancelled => vec![],
             RunError::Failed(_) => vec!["retry once; if it fails again, tell the user"],
+            RunError::Unreachable(_) => vec!["retry in a moment; if it fails again, tell the user"],
+            RunError::AuthFailed(_) => vec!["tell the user that the gateway's credentials for this server need fixing"],
             RunError::TooLarge { .. } => {
                 vec!["ask for less: a narrower query, fewer items, a page or a range at a time"]
             }

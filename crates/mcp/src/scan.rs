@@ -97,7 +97,8 @@ pub(crate) fn markers(tool: &Value) -> Vec<String> {
             texts.push(t.to_owned());
         }
     }
-    for key in ["inputSchema", "outputSchema"] {
+    // A tool's schemas and annotations (their `title`), a prompt's arguments.
+    for key in ["inputSchema", "outputSchema", "annotations", "arguments"] {
         if let Some(schema) = tool.get(key) {
             schema_texts(schema, &mut texts, 0);
         }

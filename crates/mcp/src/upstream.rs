@@ -3,14 +3,14 @@
 //! answering pings is marked down (its tools hidden), restarted with backoff, and comes back.
 //! Calls are forwarded to the owning session with cancellation and progress.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig, ClientRequest, Implementation,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult,
+    ProtocolVersion, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -25,7 +25,8 @@ use crate::config::{GatewayLimits, ServerSpec};
 use crate::credentials::{CredentialedClient, Credentials};
 use crate::listing::list_tools;
 pub use crate::listing::Listing;
-use crate::runner::{ProgressSink, RunContext, RunError};
+use crate::progress::Routed;
+use crate::runner::{RunContext, RunError};
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_LINES: usize = 12;
@@ -48,6 +49,9 @@ pub enum UpEvent {
     OffersChanged(String),
     /// A resource it was asked to watch changed: the server, and the URI as it gave it.
     ResourceUpdated(String, String),
+    /// A request to it failed on the way: the server, and the detail for the operator's log
+    /// (clients get only the server's name and a reason code, `crate::reasons`).
+    RequestFailed(String, String),
 }
 
 /// One upstream server.
@@ -63,6 +67,13 @@ pub struct Upstream {
     last_error: Mutex<Option<Failure>>,
     /// Headers from commands (HTTP upstreams that configure them).
     credentials: Option<Arc<Credentials>>,
+    /// The session now connected: cancelling the first closes it; the second is cancelled
+    /// once it has closed (its child reaped, its process group ended).
+    session: Mutex<Option<(tokio_util::sync::CancellationToken, tokio_util::sync::CancellationToken)>>,
+    /// Where it reports (set when supervised).
+    events: Mutex<Option<mpsc::UnboundedSender<UpEvent>>>,
+    /// Its open requests and where their progress goes.
+    router: Arc<crate::progress::Router>,
 }
 
 /// Why an upstream is down: what a client may be told (the kind of failure, in words), and
@@ -87,15 +98,11 @@ impl std::fmt::Debug for Upstream {
     }
 }
 
-/// Progress tokens of upstream requests, mapped to the downstream client's sink.
-#[derive(Default)]
-pub struct ProgressRoutes(Mutex<HashMap<ProgressToken, ProgressSink>>);
-
-/// The gateway's client handler for one upstream: passes list changes and progress on.
+/// The gateway's client handler for one upstream: passes list changes on (progress is routed
+/// in its transport, `crate::progress`).
 struct UpClient {
     name: String,
     events: mpsc::UnboundedSender<UpEvent>,
-    progress: Arc<ProgressRoutes>,
 }
 
 impl ClientHandler for UpClient {
@@ -124,13 +131,6 @@ impl ClientHandler for UpClient {
     ) {
         let _ = self.events.send(UpEvent::ResourceUpdated(self.name.clone(), params.uri));
     }
-
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        let sink = self.progress.0.lock().unwrap_or_else(|p| p.into_inner()).get(&params.progress_token).cloned();
-        if let Some(sink) = sink {
-            sink.send(params.progress, params.total, params.message).await;
-        }
-    }
 }
 
 impl Upstream {
@@ -152,7 +152,33 @@ impl Upstream {
             listing: Mutex::new(None),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
             last_error: Mutex::new(None),
+            session: Mutex::new(None),
+            events: Mutex::new(None),
+            router: Arc::default(),
         })
+    }
+
+    /// What a client is told of `e`, a request to this server that failed on the way; the
+    /// detail goes to the operator's log.
+    pub(crate) fn failed(&self, e: &rmcp::service::ServiceError) -> RunError {
+        if !matches!(e, rmcp::service::ServiceError::McpError(_)) {
+            if let Some(events) = self.events.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                let _ = events.send(UpEvent::RequestFailed(self.name.clone(), e.to_string()));
+            }
+        }
+        crate::reasons::run_error(&self.name, e)
+    }
+
+    /// Closes the connected session, if any, and waits (a few seconds at most) until it is
+    /// closed: a stdio child is asked to exit, then its process group is killed.
+    pub(crate) async fn stop(&self) {
+        self.available.store(false, Ordering::SeqCst);
+        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((close, closed)) = session {
+            close.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(6), closed.cancelled()).await;
+        }
     }
 
     /// Whether it is connected now.
@@ -225,17 +251,18 @@ impl Upstream {
     pub fn supervise(
         self: &Arc<Upstream>,
         events: mpsc::UnboundedSender<UpEvent>,
-        progress: Arc<ProgressRoutes>,
         connect_timeout: Duration,
     ) -> tokio::task::JoinHandle<()> {
         let up = self.clone();
+        *self.events.lock().unwrap_or_else(|p| p.into_inner()) = Some(events.clone());
         tokio::spawn(async move {
             let mut backoff = Duration::from_millis(500);
             // The first failure is announced at once, even before it ever connected: startup
             // settles the server as down instead of waiting out the connect timeout.
             let mut announced = false;
             loop {
-                let handler = UpClient { name: up.name.clone(), events: events.clone(), progress: progress.clone() };
+                let handler = UpClient { name: up.name.clone(), events: events.clone() };
+                up.router.reset();
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
                     Ok(Ok(service)) => {
                         backoff = Duration::from_millis(500);
@@ -263,9 +290,10 @@ impl Upstream {
     /// Starts (stdio) or reaches (HTTP) the server and initializes a session.
     async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
         match &self.spec {
-            ServerSpec::Stdio { command, args, env, cwd } => {
+            ServerSpec::Stdio { command, args, env, cwd, inherit_env } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env);
+                cmd.args(args);
+                crate::child::set_env(&mut cmd, inherit_env, env);
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
@@ -291,7 +319,7 @@ impl Upstream {
                     });
                 }
                 handler
-                    .serve(transport)
+                    .serve(Routed::new(transport, self.router.clone()))
                     .await
                     .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
             }
@@ -314,11 +342,17 @@ impl Upstream {
                         let client =
                             CredentialedClient { inner: reqwest::Client::new(), credentials: credentials.clone() };
                         let transport = StreamableHttpClientTransport::with_client(client, config);
-                        handler.serve(transport).await.map_err(|e| unreachable(std::io::Error::other(e.to_string())))
+                        handler
+                            .serve(Routed::new(transport, self.router.clone()))
+                            .await
+                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
                     }
                     None => {
                         let transport = StreamableHttpClientTransport::from_config(config);
-                        handler.serve(transport).await.map_err(|e| unreachable(std::io::Error::other(e.to_string())))
+                        handler
+                            .serve(Routed::new(transport, self.router.clone()))
+                            .await
+                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
                     }
                 }
             }
@@ -358,11 +392,26 @@ impl Upstream {
         let _ = events.send(UpEvent::Up(self.name.clone()));
         let closed = service.cancellation_token();
         let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
+        let (close, ended) = (tokio_util::sync::CancellationToken::new(), tokio_util::sync::CancellationToken::new());
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some((close.clone(), ended.clone()));
+        let stop = service.cancellation_token();
         tokio::spawn(async move {
-            let reason = match service.waiting().await {
-                Ok(r) => format!("{r:?}"),
-                Err(e) => e.to_string(),
+            let waiting = service.waiting();
+            tokio::pin!(waiting);
+            let reason = tokio::select! {
+                r = &mut waiting => match r {
+                    Ok(r) => format!("{r:?}"),
+                    Err(e) => e.to_string(),
+                },
+                // Stopped by the fleet: closed (the transport's close ends the child) and
+                // waited for, even though the supervising task is gone.
+                () = close.cancelled() => {
+                    stop.cancel();
+                    let _ = (&mut waiting).await;
+                    "stopped".to_owned()
+                }
             };
+            ended.cancel();
             let _ = done_tx.send(reason);
         });
         loop {
@@ -371,9 +420,20 @@ impl Upstream {
                     return Failure::new("its session ended (the server exited or closed the connection)", reason.unwrap_or_default())
                 }
                 _ = tokio::time::sleep(PING_EVERY) => {
-                    if tokio::time::timeout(PING_TIMEOUT, peer.send_request(ClientRequest::PingRequest(Default::default()))).await.is_err() {
-                        closed.cancel();
-                        return Failure::new(format!("it stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs()), "");
+                    let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
+                    match tokio::time::timeout(PING_TIMEOUT, ping).await {
+                        // An error answer is still an answer: the server is there.
+                        Ok(Ok(_)) | Ok(Err(rmcp::service::ServiceError::McpError(_))) => {}
+                        // Refused, reset, unreachable (an HTTP server gone): down now, not when
+                        // a client's call finds out.
+                        Ok(Err(e)) => {
+                            closed.cancel();
+                            return Failure::new("it could not be reached (a ping failed)", e.to_string());
+                        }
+                        Err(_) => {
+                            closed.cancel();
+                            return Failure::new(format!("it stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs()), "");
+                        }
                     }
                 }
             }
@@ -415,6 +475,11 @@ impl Upstream {
         self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone().filter(|_| self.is_up())
     }
 
+    /// Progress notifications it sent that named no open request of its own, dropped.
+    pub fn progress_dropped(&self) -> u64 {
+        self.router.dropped()
+    }
+
     /// The limits its lists and answers are read within.
     pub(crate) fn limits(&self) -> &GatewayLimits {
         &self.limits
@@ -436,7 +501,6 @@ impl Upstream {
         arguments: Value,
         cx: RunContext,
         timeout: Duration,
-        routes: &ProgressRoutes,
     ) -> Result<rmcp::model::CallToolResult, RunError> {
         let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(peer) = peer.filter(|_| self.is_up()) else {
@@ -452,11 +516,10 @@ impl Upstream {
             meta.insert(REQUEST_ID_META.to_owned(), Value::String(id.clone()));
             options.meta = Some(meta);
         }
-        let handle =
-            peer.send_request_with_option(request, options).await.map_err(|e| RunError::Failed(e.to_string()))?;
+        let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
         if let Some(sink) = cx.progress.clone() {
-            routes.0.lock().unwrap_or_else(|p| p.into_inner()).insert(token.clone(), sink);
+            self.router.attach(token.clone(), sink).await;
         }
         let outcome = tokio::select! {
             _ = cx.cancel.cancelled() => {
@@ -465,16 +528,16 @@ impl Upstream {
             }
             r = handle.await_response() => match r {
                 Ok(ServerResult::CallToolResult(result)) => self.bounded(result),
-                Ok(other) => Err(RunError::Failed(format!("unexpected answer to tools/call: {other:?}"))),
+                Ok(_) => Err(RunError::Failed(format!("MCP server {:?} answered tools/call with something that is not a tool result", self.name))),
                 Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
                 Err(rmcp::service::ServiceError::McpError(e)) if e.code.0 == TOO_LARGE_CODE => {
                     let bytes = e.data.as_ref().and_then(|d| d["bytes"].as_u64()).unwrap_or_default();
                     Err(RunError::TooLarge { bytes: bytes as usize, limit: self.limits.max_result_bytes })
                 }
-                Err(e) => Err(RunError::Failed(e.to_string())),
+                Err(e) => Err(self.failed(&e)),
             },
         };
-        routes.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        self.router.detach(&token);
         outcome
     }
 }
