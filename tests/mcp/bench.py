@@ -17,6 +17,10 @@ Prints a JSON report.
 compares binaries on 1 only (a before/after in one run): each gateway started STARTS times
 (default 4), alternating which goes first, CALLS alternated calls each (default 500); prints one
 JSON line per binary.
+
+    python bench.py --compare-http BIN_A,BIN_B CONFIG STATE [STARTS [CALLS]]
+the same over Streamable HTTP: the notes server serves HTTP, the gateway serves HTTP with it as
+an HTTP upstream, and `recall` is called on each alternately (CONFIG is written by this script).
 """
 
 import json
@@ -32,7 +36,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-COMPARE = sys.argv[1] == "--compare"
+COMPARE = sys.argv[1] in ("--compare", "--compare-http")
+OVER_HTTP = sys.argv[1] == "--compare-http"
 if COMPARE:
     BINS, CONFIG, STATE = sys.argv[2].split(","), sys.argv[3], sys.argv[4]
     STARTS, CALLS = (int(a) for a in (sys.argv[5:7] + ["4", "500"][len(sys.argv[5:7]):]))
@@ -120,6 +125,75 @@ async def calls(n):
                     pings.append(await timed(s.send_ping))
                     await anyio.sleep(0.05)
             return direct, through, pings
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def http_calls(n):
+    """`recall` directly on the notes server over HTTP and through an HTTP gateway in front of
+    it, alternated call by call in two sessions open side by side."""
+    import socket
+    import threading
+
+    port = free_port()
+    notes = subprocess.Popen([PY, os.path.join(HERE, "notes_server.py"), "http", str(port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gw = None
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with open(CONFIG, "w") as f:
+            json.dump({"mcpServers": {"notes": {"url": f"http://127.0.0.1:{port}/mcp"}}}, f)
+        gw = subprocess.Popen([BIN, "--json", "gateway", "--config", CONFIG, "--state", STATE, "--http", "127.0.0.1:0"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        url = None
+        for line in gw.stderr:
+            if "serving MCP" in line and "http://" in line:
+                url = "http://" + line.split("http://")[1].split('"')[0].strip()
+                break
+        threading.Thread(target=lambda: [None for _ in gw.stderr], daemon=True).start()
+        direct_url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient(timeout=120) as h1, httpx2.AsyncClient(timeout=120) as h2:
+            async with streamable_http_client(direct_url, http_client=h1) as ds, \
+                    streamable_http_client(url, http_client=h2) as gs:
+                async with ClientSession(ds[0], ds[1]) as d, ClientSession(gs[0], gs[1]) as s:
+                    await d.initialize()
+                    await s.initialize()
+                    await d.call_tool("remember", {"key": "k", "text": "v"})
+                    args = {"tool_id": "notes.recall", "arguments": {"key": "k"}}
+                    for _ in range(20):
+                        await d.call_tool("recall", {"key": "k"})
+                        await s.call_tool("call_tool", args)
+                    before = switches_and_cpu_ms(gw.pid)
+                    direct, through = [], []
+                    for _ in range(n):
+                        direct.append(await timed(lambda: d.call_tool("recall", {"key": "k"})))
+                        through.append(await timed(lambda: s.call_tool("call_tool", args)))
+                    after = switches_and_cpu_ms(gw.pid)
+                    REPORT["gateway_per_call"] = {
+                        "context_switches": round((after[0] - before[0]) / n, 1),
+                        "cpu_ms": round((after[1] - before[1]) / n, 3),
+                    }
+                    return direct, through, []
+    finally:
+        if gw is not None:
+            gw.terminate()
+            gw.wait(timeout=20)
+        notes.terminate()
+        notes.wait(timeout=20)
 
 
 def rss_kb(pid):
@@ -260,12 +334,15 @@ async def reload_bench(url, events):
 
 async def compare():
     """Added latency, context switches and CPU per call of each of BINS, in one run."""
-    global BIN
+    global BIN, STATE
     seen = {b: {"direct": [], "through": [], "per_call": []} for b in BINS}
+    base = STATE
     for start in range(STARTS):
         for b in BINS if start % 2 == 0 else BINS[::-1]:
-            BIN = b
-            direct, through, _ = await calls(CALLS)
+            # Each binary keeps a state dir of its own: an older one need not read a newer
+            # one's pins (format 2 pins annotations, which format 1 does not know).
+            BIN, STATE = b, f"{base}-{BINS.index(b)}"
+            direct, through, _ = await (http_calls(CALLS) if OVER_HTTP else calls(CALLS))
             seen[b]["direct"] += direct
             seen[b]["through"] += through
             seen[b]["per_call"].append(REPORT["gateway_per_call"])
