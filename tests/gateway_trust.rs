@@ -121,6 +121,9 @@ fn changed_annotations_and_prompts_are_held_and_a_widening_change_is_never_trust
     let wipe = r["held"].as_array().unwrap().iter().find(|h| h["tool"] == "rug.wipe").unwrap();
     assert_eq!(wipe["reason"], "changed");
     assert!(wipe["diff"].to_string().contains("annotations.readOnlyHint"), "{wipe}");
+    let greet = r["held"].as_array().unwrap().iter().find(|h| h["tool"] == "rug:prompt:greet").unwrap();
+    let diff = greet["diff"].to_string();
+    assert!(diff.contains("+ description:") && diff.contains("+ text: user: Say hello to example."), "{greet}");
     assert!(!held(&r).contains(&"auto:prompt:greet".to_owned()), "trust: auto takes a change that widens nothing: {r}");
     let flagged = r["flagged"].to_string();
     assert!(flagged.contains("auto:prompt:greet") && flagged.contains("ignore previous instructions"), "{r}");
@@ -365,4 +368,27 @@ fn a_huge_description_is_cut_and_token_names_are_keyed_by_the_state_dir() {
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     client_steps(&gateway.url(), "unnamed-token-4711", &json!([["list", {}]]));
     assert_eq!(name_seen(&gateway), first, "the same name after a restart");
+}
+
+/// Row 16: `--check` shows what clients would get: the tools its filter lets through, those it
+/// leaves out, and its prompts; and it ends what it started.
+#[test]
+fn check_shows_what_the_filter_leaves_out_and_the_prompts() {
+    let dir = common::scratch().join("trust-check");
+    let mut args = hostile("rug");
+    args.push(dir.join("never-flipped").display().to_string());
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"rug": {"command": python(), "args": args, "tools": {"deny": ["flip"]}}}}),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["--json", "gateway", "--check", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rug = &report["servers"][0];
+    assert_eq!(rug["tools"], json!(["wipe"]), "{report}");
+    assert_eq!(rug["filtered_out"], json!(["flip"]), "{report}");
+    assert_eq!(rug["prompts"], json!(["greet"]), "{report}");
 }

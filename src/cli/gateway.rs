@@ -255,6 +255,15 @@ fn preflight(global: &Global, config: &GatewayConfig) -> Result<(), Failure> {
             if !c.tools.is_empty() {
                 println!("    tools: {}", render::printable(&c.tools.join(", ")));
             }
+            if !c.filtered_out.is_empty() {
+                println!("    left out by its tool filter: {}", render::printable(&c.filtered_out.join(", ")));
+            }
+            if !c.prompts.is_empty() {
+                println!("    prompts: {}", render::printable(&c.prompts.join(", ")));
+            }
+            if c.resources + c.templates > 0 {
+                println!("    resources: {}, resource templates: {}", c.resources, c.templates);
+            }
             for w in &c.warnings {
                 println!("    warning: {}", render::printable(w));
             }

@@ -324,6 +324,7 @@ fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -
                 && la.summary == lb.summary
                 && la.tools == lb.tools
                 && la.offers.prompts == lb.offers.prompts
+                && la.offers.prompt_texts == lb.offers.prompt_texts
                 && la.offers.templates == lb.offers.templates
         })
 }

@@ -57,6 +57,10 @@ pub struct Offers {
     pub templates: Vec<Value>,
     /// `prompts/list`.
     pub prompts: Vec<Value>,
+    /// What `prompts/get` answered for each of its first prompts, by name, with every required
+    /// argument set to a fixed value (where the server answered): pinned and scanned with the
+    /// prompt, so a prompt whose text changes is held like one whose description does.
+    pub prompt_texts: std::collections::BTreeMap<String, String>,
     /// Whether it takes `resources/subscribe`.
     pub subscribe: bool,
     /// Why a list was left out (it failed, or passed a bound of `limits.list`): each is

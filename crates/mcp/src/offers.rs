@@ -39,9 +39,50 @@ pub(crate) async fn list_offers(peer: &Peer<RoleClient>, limits: &ListLimits) ->
     }
     if capabilities.prompts.is_some() {
         offers.prompts = kept(list_all(peer, ListKind::Prompts, limits).await);
+        offers.prompt_texts = prompt_texts(peer, &offers.prompts).await;
     }
     offers.problems = problems;
     offers
+}
+
+/// How many prompts of a server have their text fetched to pin, and for how long each.
+const SAMPLED_PROMPTS: usize = 32;
+const SAMPLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// The value every required argument gets when a prompt's text is fetched to pin.
+pub(crate) const SAMPLE_ARGUMENT: &str = "example";
+/// The most characters of a prompt's text that are kept to pin.
+const SAMPLE_CHARS: usize = 16 * 1024;
+
+/// The text `prompts/get` answers for each of the first [`SAMPLED_PROMPTS`] prompts, with every
+/// required argument set to [`SAMPLE_ARGUMENT`]; a prompt the server does not answer that way
+/// (an error, a timeout) is left out.
+async fn prompt_texts(peer: &Peer<RoleClient>, prompts: &[Value]) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in prompts.iter().take(SAMPLED_PROMPTS) {
+        let Some(name) = p.get("name").and_then(Value::as_str) else { continue };
+        let required = p.get("arguments").and_then(Value::as_array).into_iter().flatten().filter_map(|a| {
+            let required = a.get("required").and_then(Value::as_bool) == Some(true);
+            a.get("name").and_then(Value::as_str).filter(|_| required)
+        });
+        let arguments: serde_json::Map<String, Value> =
+            required.map(|n| (n.to_owned(), json!(SAMPLE_ARGUMENT))).collect();
+        let mut params = rmcp::model::GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let request = rmcp::model::ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
+        let mut options = rmcp::service::PeerRequestOptions::no_options();
+        options.timeout = Some(SAMPLE_TIMEOUT);
+        let Ok(handle) = peer.send_request_with_option(request, options).await else { continue };
+        let Ok(answer) = handle.await_response().await else { continue };
+        let Ok(answer) = serde_json::to_value(answer) else { continue };
+        let text = prompt_as_result(&answer)
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.insert(name.to_owned(), text.chars().take(SAMPLE_CHARS).collect());
+    }
+    out
 }
 
 /// `uri` of `server` as clients of the gateway see it.

@@ -298,7 +298,17 @@ pub(crate) fn guard(
             names.insert(id[server.len() + 1..].to_owned());
             judge.judge(&id, Pin::of_keys(item, keys), None, crate::scan::markers(item), &policy)
         };
-        offers.prompts.retain(|p| pass("prompt", "name", p, &["title", "description", "arguments"]));
+        // A prompt is pinned and scanned with the text it answered for fixed arguments, where
+        // the server gave one (`listing::Offers::prompt_texts`).
+        let texts = listing.offers.prompt_texts.clone();
+        offers.prompts.retain(|p| {
+            let mut item = p.clone();
+            let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+            if let (Some(text), Some(o)) = (texts.get(name), item.as_object_mut()) {
+                o.insert("text".into(), json!(text));
+            }
+            pass("prompt", "name", &item, &["title", "description", "arguments", "text"])
+        });
         offers.templates.retain(|t| {
             pass("template", "uriTemplate", t, &["uriTemplate", "name", "title", "description", "mimeType"])
         });
@@ -400,7 +410,7 @@ fn canonical(v: &Value) -> String {
 fn diff(old: &Value, new: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-    for key in ["title", "description"] {
+    for key in ["title", "description", "text"] {
         let (a, b) = (text(old, key), text(new, key));
         if a != b {
             let (al, bl): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
@@ -449,6 +459,14 @@ fn diff(old: &Value, new: &Value) -> Vec<String> {
         }
         if !named {
             out.push(format!("~ {key}"));
+        }
+    }
+    // Any other field that differs (a prompt's arguments, a template's fields), by name.
+    let (fa, fb) = (old.as_object().cloned().unwrap_or_default(), new.as_object().cloned().unwrap_or_default());
+    let shown = ["title", "description", "text", "annotations", "inputSchema", "outputSchema"];
+    for key in fa.keys().chain(fb.keys().filter(|k| !fa.contains_key(*k))) {
+        if !shown.contains(&key.as_str()) && fa.get(key) != fb.get(key) {
+            out.push(format!("~ {key}: {}", fb.get(key).unwrap_or(&Value::Null)));
         }
     }
     out

@@ -1,5 +1,6 @@
 //! `toolsearch gateway --check --config FILE`: every server of a config started once, what
-//! each offers listed, and the problems found (a command not found, an authentication failure,
+//! each offers listed (the tools its filter lets through and those it leaves out, its prompts,
+//! resources and templates), and the problems found (a command not found, an authentication failure,
 //! a server that does not answer, tools the catalogue refuses or cannot validate, definitions
 //! that look injected), without building an index or serving anyone.
 
@@ -27,8 +28,17 @@ pub struct ServerCheck {
     /// Why not (the operator's wording, credentials masked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The tools it lists, by name.
+    /// The tools it lists that the config's tool filter (`tools.allow` / `tools.deny`) lets
+    /// through, by name: what clients would get.
     pub tools: Vec<String>,
+    /// The tools it lists that the filter leaves out, by name.
+    pub filtered_out: Vec<String>,
+    /// Its prompts, by name.
+    pub prompts: Vec<String>,
+    /// How many resources and resource templates it lists.
+    pub resources: usize,
+    /// How many resource templates it lists.
+    pub templates: usize,
     /// Problems with its tools: left out, not validated, possibly injected.
     pub warnings: Vec<String>,
 }
@@ -73,6 +83,10 @@ pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
             up: listing.is_some(),
             reason: None,
             tools: Vec::new(),
+            filtered_out: Vec::new(),
+            prompts: Vec::new(),
+            resources: 0,
+            templates: 0,
             warnings: Vec::new(),
         };
         let Some(listing) = listing else {
@@ -83,16 +97,32 @@ pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
             out.push(check);
             continue;
         };
-        check.tools =
-            listing.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned)).collect();
-        for t in &listing.tools {
-            let markers = crate::scan::markers(t);
+        let policy = config.policies.get(&name).cloned().unwrap_or_default();
+        let name_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("?").to_owned();
+        let (passed, left): (Vec<String>, Vec<String>) =
+            listing.tools.iter().map(|t| name_of(t, "name")).partition(|n| policy.tools.passes(n));
+        (check.tools, check.filtered_out) = (passed, left);
+        check.prompts = listing.offers.prompts.iter().map(|p| name_of(p, "name")).collect();
+        (check.resources, check.templates) = (listing.offers.resources.len(), listing.offers.templates.len());
+        let instructions = json!({"name": "instructions", "description": listing.summary});
+        let scanned = listing
+            .tools
+            .iter()
+            .filter(|t| policy.tools.passes(&name_of(t, "name")))
+            .map(|t| (name_of(t, "name"), t))
+            .chain(listing.offers.prompts.iter().map(|p| (format!("prompt {}", name_of(p, "name")), p)))
+            .chain(listing.offers.templates.iter().map(|t| (format!("template {}", name_of(t, "uriTemplate")), t)))
+            .chain(std::iter::once(("the server's instructions".to_owned(), &instructions)));
+        for (what, item) in scanned {
+            let markers = crate::scan::markers(item);
             if !markers.is_empty() {
-                let tool = t.get("name").and_then(Value::as_str).unwrap_or("?");
-                check.warnings.push(format!("{tool}: looks injected: {}", markers.join("; ")));
+                check.warnings.push(format!("{what}: looks injected: {}", markers.join("; ")));
             }
         }
+        check.warnings.extend(listing.offers.problems.iter().cloned());
         let collect = Collect::default();
+        let mut listing = listing;
+        listing.tools.retain(|t| policy.tools.passes(&name_of(t, "name")));
         let one = BTreeMap::from([(name.clone(), listing)]);
         if let Err(e) = load_lenient(manifest_of(&one, config), &collect) {
             check.warnings.push(e.to_string());
@@ -103,7 +133,10 @@ pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
         }
         out.push(check);
     }
-    drop(fleet);
+    // Every server it started is ended, process group and all, before the report is given.
+    for name in fleet.names() {
+        fleet.stop(&name).await;
+    }
     out
 }
 

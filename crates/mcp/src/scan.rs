@@ -92,7 +92,8 @@ const SENDS: &[&str] = &[
 /// What looks injected in `tool` (an MCP tool definition), in plain words; empty when nothing.
 pub(crate) fn markers(tool: &Value) -> Vec<String> {
     let mut texts = Vec::new();
-    for key in ["title", "description"] {
+    // A prompt's fetched `text` is read like a description.
+    for key in ["title", "description", "text"] {
         if let Some(t) = tool.get(key).and_then(Value::as_str) {
             texts.push(t.to_owned());
         }
