@@ -38,7 +38,13 @@ pub use toolsearch_embed as embed;
 pub use toolsearch_eval as eval;
 pub use toolsearch_exec as exec;
 pub use toolsearch_index as index;
-pub use toolsearch_mcp as mcp;
+/// The MCP front-ends: the server (`toolsearch-mcp`) and the gateway in front of a user's
+/// MCP servers (`toolsearch-gateway`), under one path.
+pub mod mcp {
+    pub use toolsearch_gateway::*;
+    pub use toolsearch_mcp::*;
+}
+pub use toolsearch_gateway as gateway;
 pub use toolsearch_query as query;
 
 pub use toolsearch_catalog::{load_path, Catalog, CatalogError, Format, PathSpec, Tool};

@@ -11,7 +11,6 @@
 //! its headers slowly is cut off, and with `TCP_NODELAY`, so a keep-alive response is not held
 //! back by Nagle's algorithm.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,70 +20,15 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeError;
+pub use crate::http_access::{HttpAccess, HttpLimits};
 use crate::http_guard::{guard, Guard};
 use crate::hub::Hub;
-use crate::ops::{self, OpsState};
+use crate::ops_http::{self as ops, OpsState};
 use crate::session::Session;
 use axum::routing::get;
-
-/// Who may call the HTTP endpoint.
-#[derive(Debug, Clone, Default)]
-pub struct HttpAccess {
-    /// Bearer tokens and what each grants; empty: no token needed (loopback only).
-    pub tokens: BTreeMap<String, crate::config::Grant>,
-    /// Browser origins allowed besides loopback ones.
-    pub allowed_origins: Vec<String>,
-    /// Bounds on sessions, bodies and slow clients.
-    pub limits: HttpLimits,
-}
-
-/// Bounds on what HTTP clients may make the gateway hold (`toolsearch.limits.http`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HttpLimits {
-    /// Most sessions open at once (default 256); past it, a new session gets 503 with
-    /// `Retry-After`.
-    pub max_sessions: usize,
-    /// Most sessions one bearer token (or, without tokens, all clients together) may hold
-    /// open at once (default 32): one caller cannot fill [`HttpLimits::max_sessions`] and lock
-    /// every other out. Past it, its new session gets 429 with `Retry-After`.
-    pub max_sessions_per_token: usize,
-    /// A session with no request for this long is closed (default 300 s).
-    pub session_idle_secs: u64,
-    /// Longest wait for a request's headers, and for its body (default 10 s each).
-    pub read_timeout_secs: u64,
-    /// Largest request body (default 4 MiB).
-    pub max_body_bytes: usize,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        HttpLimits {
-            max_sessions: 256,
-            max_sessions_per_token: 32,
-            session_idle_secs: 300,
-            read_timeout_secs: 10,
-            max_body_bytes: 4 << 20,
-        }
-    }
-}
-
-impl HttpAccess {
-    /// Refuses a non-loopback address without tokens (checked before anything starts).
-    pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
-        if !addr.ip().is_loopback() && self.tokens.is_empty() {
-            return Err(ServeError::Http(format!(
-                "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
-                 add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// Serves `hub` on `addr` until `stop` is cancelled. Refuses a non-loopback address without
 /// tokens. `ready` gets the bound address (port 0 picks a free one).

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use toolsearch_query::Principal;
 
 use crate::config::Grant;
-use crate::http::{HttpAccess, HttpLimits};
+use crate::http_access::{HttpAccess, HttpLimits};
 use crate::session::Caller;
 
 const SESSION_HEADER: &str = "mcp-session-id";

@@ -11,10 +11,10 @@ use serde_json::Value;
 use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
 use toolsearch_query::Principal;
 
+use crate::offer_source::OfferSource;
 use crate::ops::Operations;
-use crate::passthrough::Passthrough;
 use crate::runner::ToolRunner;
-use crate::session::{refresh, SessionHandle};
+use crate::session_view::{refresh, SessionHandle};
 
 /// The shared state of a server: one per `toolsearch serve` or `toolsearch gateway` process.
 pub struct Hub {
@@ -26,7 +26,7 @@ pub struct Hub {
     instructions: Option<String>,
     ops: Operations,
     sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
-    passthrough: Option<Arc<Passthrough>>,
+    passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
 }
 
@@ -122,14 +122,14 @@ impl Hub {
     }
 
     /// The same hub passing `passthrough`'s resources and prompts on to its clients.
-    pub fn with_passthrough(self: Arc<Hub>, passthrough: Arc<Passthrough>) -> Arc<Hub> {
+    pub fn with_passthrough(self: Arc<Hub>, passthrough: Arc<dyn OfferSource>) -> Arc<Hub> {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_passthrough before the hub is shared"));
         hub.passthrough = Some(passthrough);
         Arc::new(hub)
     }
 
     /// The upstreams' resources and prompts, when this hub passes them on (a gateway).
-    pub fn passthrough(&self) -> Option<&Arc<Passthrough>> {
+    pub fn passthrough(&self) -> Option<&Arc<dyn OfferSource>> {
         self.passthrough.as_ref()
     }
 

@@ -1,6 +1,9 @@
-//! toolsearch-mcp: the Model Context Protocol front-ends. `toolsearch serve` serves an index
-//! to one client over stdio; `toolsearch gateway` puts the same server in front of a user's
-//! real MCP servers (stdio children and Streamable HTTP), over stdio or Streamable HTTP.
+//! toolsearch-mcp: serving MCP to clients. A session's tool set, the hub that sessions share,
+//! stdio and Streamable HTTP with their guards, how a checked call runs (the [`ToolRunner`]
+//! seam), where passed-through resources and prompts come from (the [`OfferSource`] seam), and
+//! operations (metrics, the audit trail, health). `toolsearch serve` serves an index to one
+//! client with it; the gateway (`toolsearch-gateway`) plugs its upstreams into the same seams.
+//! This crate knows nothing of upstreams: the arrows point from the gateway to here.
 //!
 //! Key design decision: the server exposes a *tool set* per client session, not the raw
 //! protocol: `tools/list` answers with the definitions the model may see now, every
@@ -12,53 +15,35 @@
 #![deny(missing_docs)]
 
 mod checks;
-mod child;
 mod config;
-mod credentials;
-mod cut;
 mod effects;
-pub mod fleet;
-mod forward;
-pub mod gateway;
 mod http;
+mod http_access;
 mod http_guard;
 mod hub;
-mod keeper;
-mod listing;
 pub mod metrics;
-pub mod offers;
+pub mod offer_source;
 pub mod ops;
-pub mod passthrough;
-pub mod pins;
-pub mod preflight;
-mod progress;
-mod reasons;
+mod ops_http;
 mod runner;
-mod scan;
-mod secrets;
 mod session;
+mod session_view;
 mod stdio;
 mod token_names;
 pub mod trail;
-mod upstream;
 
 pub use checks::spawn_command_checks;
-pub use config::{
-    Access, GatewayConfig, GatewayLimits, GatewaySettings, Grant, InheritEnv, ServeConfig, ServeError, ServerSpec,
-};
-pub use credentials::HeaderCommand;
+pub use config::{Access, Grant, ServeConfig, ServeError};
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
-pub use forward::UpstreamRunner;
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
-pub use listing::{ListLimits, Listing};
+pub use offer_source::{BoxFutureRef, Offer, OfferSource, Watched};
 pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
-pub use secrets::mask as mask_secrets;
 pub use session::{Caller, Session};
+pub use session_view::{SessionHandle, SessionView};
 pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};
-pub use token_names::{state_token_key, token_name, TOKEN_KEY_FILE};
+pub use token_names::{process_token_name, state_token_key, token_name, TOKEN_KEY_FILE};
 pub use tokio_util::sync::CancellationToken;
-pub use upstream::{Failure, Upstream};
 
 /// The MCP protocol versions served, oldest first (the session-less 2026-07-28 revision is
 /// not: progressive disclosure needs a session).

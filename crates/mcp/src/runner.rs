@@ -2,7 +2,7 @@
 //! checked call into an MCP `CallToolResult`, asynchronously, cancellably, with progress.
 //!
 //! `toolsearch serve` runs tools with a command ([`CommandRunner`]); the gateway forwards them
-//! to the upstream MCP session that owns them (`crate::upstream`).
+//! to the upstream MCP session that owns them (`toolsearch-gateway`).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::config::{GatewaySettings, ServeError};
+use crate::config::ServeError;
 
 /// The file of a state directory that holds the key token names are made with.
 pub const TOKEN_KEY_FILE: &str = "token-names.key";
@@ -25,7 +25,7 @@ pub fn token_name(key: &[u8; 32], token: &str) -> String {
 }
 
 /// 32 random bytes from the system.
-pub(crate) fn random_key() -> [u8; 32] {
+fn random_key() -> [u8; 32] {
     use std::io::Read;
     let mut key = [0u8; 32];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key));
@@ -42,8 +42,14 @@ pub(crate) fn random_key() -> [u8; 32] {
     key
 }
 
+/// A token's name under this process's key ([`token_name`]): what names a token before a
+/// state directory's key is read (`toolsearch gateway` names its tokens with that key).
+pub fn process_token_name(token: &str) -> String {
+    token_name(process_key(), token)
+}
+
 /// This process's key, for token names before a state directory's key is read.
-pub(crate) fn process_key() -> &'static [u8; 32] {
+fn process_key() -> &'static [u8; 32] {
     static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
     KEY.get_or_init(random_key)
 }
@@ -79,22 +85,5 @@ pub fn state_token_key(state: &Path) -> Result<[u8; 32], ServeError> {
             let _ = std::fs::remove_file(&aside);
             std::fs::read(&path).map_err(err)?.try_into().map_err(|_| err(std::io::Error::other("not a key file")))
         }
-    }
-}
-
-impl GatewaySettings {
-    /// Names each token the config leaves unnamed with the state directory's key
-    /// ([`token_name`]), so its name is the same across restarts and replicas.
-    pub fn name_tokens(&mut self, state: &Path) -> Result<(), ServeError> {
-        if self.unnamed.is_empty() {
-            return Ok(());
-        }
-        let key = state_token_key(state)?;
-        for token in &self.unnamed {
-            if let Some(grant) = self.tokens.get_mut(token) {
-                grant.name = token_name(&key, token);
-            }
-        }
-        Ok(())
     }
 }

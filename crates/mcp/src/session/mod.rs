@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, GetPromptRequestParams,
@@ -23,10 +23,13 @@ use serde_json::{json, Map, Value};
 use toolsearch_disclosure::{render, Dialect, Outcome, Step, ToolSet};
 use toolsearch_query::{Principal, ToolFailure};
 
-use crate::passthrough::Offer;
+use crate::offer_source::Offer;
+use crate::session_view::{SessionHandle, SessionView};
 use offers::typed;
 
 mod offers;
+mod record;
+use record::{is_search, note, write_trail};
 
 use crate::hub::Hub;
 use crate::metrics::OWN;
@@ -96,7 +99,7 @@ impl Session {
         }
         let set = self.hub.tool_set(principal).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let _ = self.state.set.set(Mutex::new(set));
-        self.hub.register(context.peer.clone(), Arc::downgrade(&self.state));
+        self.hub.register(context.peer.clone(), self.handle());
         self.state.set.get().ok_or_else(|| ErrorData::internal_error("no tool set", None))
     }
 
@@ -166,73 +169,6 @@ impl Work {
     }
 }
 
-/// Writes the audit entries of `set` not yet written to the hub's trail on disk, if it keeps
-/// one, with who and when, and `note`. Called with the set locked, so entries go in order.
-fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String, Value>) {
-    let Some(trail) = &hub.ops().trail else { return };
-    let last = state.audited.load(Ordering::Relaxed);
-    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    let mut newest = last;
-    // Entries are in step order: the new ones are found without a scan of the whole trail,
-    // which a long session would make longer on every request.
-    let entries = set.audit().entries();
-    for entry in &entries[entries.partition_point(|e| e.step <= last)..] {
-        newest = newest.max(entry.step);
-        let Ok(Value::Object(mut record)) = serde_json::to_value(entry) else { continue };
-        if !trail.arguments() {
-            if let Some(arguments) = record.get_mut("arguments") {
-                let names: Vec<String> = arguments.as_object().map_or_else(Vec::new, |a| a.keys().cloned().collect());
-                *arguments = Value::Null;
-                record.insert("argument_names".into(), json!(names));
-            }
-        }
-        record.insert("time".into(), json!(time));
-        record.insert("session".into(), json!(state.id));
-        record.insert("token".into(), json!(state.caller.get().map_or(LOCAL, String::as_str)));
-        record.extend(note.clone());
-        trail.write(record);
-    }
-    state.audited.store(newest, Ordering::Relaxed);
-}
-
-/// Whether a discovery tool name is a search (its latency is `search_duration_seconds`).
-fn is_search(name: &str) -> bool {
-    matches!(name, "search_tool_by_category" | "search_nodes") || name.starts_with("discover")
-}
-
-/// The trail note of a request: its id, and its latency once done.
-fn note(request_id: &str, latency: Option<Duration>) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("request_id".into(), json!(request_id));
-    if let Some(l) = latency {
-        m.insert("latency_ms".into(), json!((l.as_secs_f64() * 1e6).round() / 1e3));
-    }
-    m
-}
-
-impl Session {
-    /// Counts a finished `tools/call` and logs it with its id.
-    fn finished(&self, id: &str, name: &str, tool: Option<&str>, upstream: &str, outcome: &str, started: Instant) {
-        let seconds = started.elapsed().as_secs_f64();
-        let ops = self.hub.ops();
-        ops.metrics.request("tools/call", upstream, outcome, seconds);
-        ops.log(
-            "request",
-            json!({
-                "request_id": id,
-                "session": self.state.id,
-                "token": self.state.caller.get().map_or(LOCAL, String::as_str),
-                "method": "tools/call",
-                "name": name,
-                "tool": tool,
-                "upstream": upstream,
-                "outcome": outcome,
-                "ms": (seconds * 1e6).round() / 1e3,
-            }),
-        );
-    }
-}
-
 /// Sends `notifications/tools/list_changed` when an outcome changed the visible set.
 async fn announce(peer: &Peer<RoleServer>, added: &[String], removed: &[String]) {
     if !added.is_empty() || !removed.is_empty() {
@@ -250,20 +186,16 @@ fn outcome_result(outcome: &Outcome) -> CallToolResult {
     }
 }
 
-impl SessionState {
-    /// The caller's principal, once its first request set it.
-    pub(crate) fn principal(&self) -> Option<Principal> {
+impl SessionView for SessionState {
+    fn principal(&self) -> Option<Principal> {
         self.principal.get().cloned()
     }
 
-    /// Records `digest` as what its caller may see of the catalogue; whether that differs
-    /// from what it saw before.
-    pub(crate) fn saw_catalogue(&self, digest: u64) -> bool {
+    fn saw_catalogue(&self, digest: u64) -> bool {
         self.catalogue.swap(digest, Ordering::Relaxed) != digest
     }
 
-    /// Recomputes visibility (availability or the catalogue changed); whether it changed.
-    pub(crate) fn refresh(&self) -> bool {
+    fn refresh(&self) -> bool {
         match self.set.get() {
             Some(set) => {
                 let change = set.lock().unwrap_or_else(|p| p.into_inner()).refresh();
@@ -274,12 +206,12 @@ impl SessionState {
     }
 }
 
-/// A weak handle on a session's state, for the hub's change announcements.
-pub(crate) type SessionHandle = std::sync::Weak<SessionState>;
-
-/// Recomputes a session's visibility; whether it changed.
-pub(crate) fn refresh(handle: &SessionHandle) -> Option<bool> {
-    handle.upgrade().map(|s| s.refresh())
+impl Session {
+    /// This session as what outlives it may hold it.
+    pub(crate) fn handle(&self) -> SessionHandle {
+        let state: std::sync::Arc<dyn SessionView> = self.state.clone();
+        std::sync::Arc::downgrade(&state)
+    }
 }
 
 impl ServerHandler for Session {
@@ -398,7 +330,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (pass, who) = self.passthrough("resources/subscribe", &context)?;
-        pass.subscribe(&who, &request.uri, context.peer.clone(), Arc::downgrade(&self.state)).await
+        pass.subscribe(&who, &request.uri, context.peer.clone(), self.handle()).await
     }
 
     async fn unsubscribe(
@@ -407,7 +339,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (pass, who) = self.passthrough("resources/unsubscribe", &context)?;
-        pass.unsubscribe(&who, &request.uri, &Arc::downgrade(&self.state)).await
+        pass.unsubscribe(&who, &request.uri, &self.handle()).await
     }
 
     async fn call_tool(

@@ -12,7 +12,7 @@ use toolsearch_query::Principal;
 
 use super::{Session, LOCAL};
 use crate::metrics::OWN;
-use crate::passthrough::{Offer, Passthrough};
+use crate::offer_source::{Offer, OfferSource};
 
 /// A JSON answer as the SDK's type.
 pub(super) fn typed<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ErrorData> {
@@ -26,7 +26,7 @@ impl Session {
         &self,
         method: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<(Arc<Passthrough>, Principal), ErrorData> {
+    ) -> Result<(Arc<dyn OfferSource>, Principal), ErrorData> {
         let Some(pass) = self.hub.passthrough().cloned() else {
             return Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,

@@ -25,26 +25,8 @@ use toolsearch_query::Principal;
 use crate::fleet::Fleet;
 use crate::listing::Offers;
 use crate::offers::{namespace_answer, prompt, resource, split_name, split_uri, template};
-use crate::session::SessionHandle;
 use crate::upstream::Upstream;
-
-/// One of the lists a client pages through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Offer {
-    Resources,
-    Templates,
-    Prompts,
-}
-
-impl Offer {
-    fn key(self) -> &'static str {
-        match self {
-            Offer::Resources => "resources",
-            Offer::Templates => "resourceTemplates",
-            Offer::Prompts => "prompts",
-        }
-    }
-}
+use toolsearch_mcp::{BoxFutureRef, Offer, OfferSource, SessionHandle, Watched};
 
 /// How an item of a server's list is shown to clients (namespaced).
 type Shape = fn(&str, &Value) -> Value;
@@ -378,7 +360,7 @@ impl Passthrough {
     /// Remembers what a new session of `who` sees, for [`Passthrough::announce`].
     pub(crate) fn watch(&self, session: &SessionHandle, who: &Principal) {
         let now = self.fingerprint(who);
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).insert(session.as_ptr() as usize, now);
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).insert(session.as_ptr() as *const () as usize, now);
     }
 
     /// Tells each session in `sessions` whose view of the resource or prompt lists changed
@@ -389,11 +371,12 @@ impl Passthrough {
         let mut tell = Vec::new();
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            let live: std::collections::HashSet<usize> = sessions.iter().map(|(_, h, _)| h.as_ptr() as usize).collect();
+            let live: std::collections::HashSet<usize> =
+                sessions.iter().map(|(_, h, _)| h.as_ptr() as *const () as usize).collect();
             seen.retain(|k, _| live.contains(k));
             for (peer, handle, who) in sessions {
                 let now = self.fingerprint(who);
-                if let Some(before) = seen.insert(handle.as_ptr() as usize, now) {
+                if let Some(before) = seen.insert(handle.as_ptr() as *const () as usize, now) {
                     tell.push((peer.clone(), now.0 != before.0, now.1 != before.1));
                 }
             }
@@ -406,5 +389,57 @@ impl Passthrough {
                 let _ = peer.notify_prompt_list_changed().await;
             }
         }
+    }
+}
+
+impl OfferSource for Passthrough {
+    fn page(&self, who: &Principal, offer: Offer, cursor: Option<&str>) -> Result<Value, ErrorData> {
+        Passthrough::page(self, who, offer, cursor)
+    }
+
+    fn read<'a>(
+        &'a self,
+        who: &'a Principal,
+        uri: &'a str,
+        request_id: &'a str,
+    ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
+        Box::pin(Passthrough::read(self, who, uri, request_id))
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        who: &'a Principal,
+        name: &'a str,
+        arguments: Option<Map<String, Value>>,
+        request_id: &'a str,
+    ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
+        Box::pin(Passthrough::get_prompt(self, who, name, arguments, request_id))
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        who: &'a Principal,
+        uri: &'a str,
+        peer: Peer<RoleServer>,
+        session: SessionHandle,
+    ) -> BoxFutureRef<'a, Result<(), ErrorData>> {
+        Box::pin(Passthrough::subscribe(self, who, uri, peer, session))
+    }
+
+    fn unsubscribe<'a>(
+        &'a self,
+        who: &'a Principal,
+        uri: &'a str,
+        session: &'a SessionHandle,
+    ) -> BoxFutureRef<'a, Result<(), ErrorData>> {
+        Box::pin(Passthrough::unsubscribe(self, who, uri, session))
+    }
+
+    fn watch(&self, session: &SessionHandle, who: &Principal) {
+        Passthrough::watch(self, session, who)
+    }
+
+    fn announce<'a>(&'a self, sessions: &'a [Watched]) -> BoxFutureRef<'a, ()> {
+        Box::pin(Passthrough::announce(self, sessions))
     }
 }

@@ -22,7 +22,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 
-use crate::runner::ProgressSink;
+use toolsearch_mcp::ProgressSink;
 
 /// Progress held for a request whose caller has not taken its slot yet.
 const BUFFERED: usize = 64;

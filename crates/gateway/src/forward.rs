@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::ClientRequest;
+use rmcp::model::{CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::Value;
 use toolsearch_catalog::Tool;
 
-use crate::runner::{BoxFuture, RunContext, RunError, ToolRunner};
-use crate::upstream::Upstream;
+use crate::child::TOO_LARGE_CODE;
+use crate::upstream::{Upstream, REQUEST_ID_META};
+use toolsearch_mcp::{BoxFuture, RunContext, RunError, ToolRunner};
 
 impl Upstream {
     /// Gets prompt `name` with `arguments` (string values), as a tool result: a prompt found by
@@ -46,6 +47,61 @@ impl Upstream {
             Err(e) => Err(self.failed(&e)),
         }
     }
+
+    /// `result`, cut to the limit a client is given, with a notice, when it is over it.
+    pub(crate) fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
+        let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
+        if bytes > self.limits().max_result_bytes {
+            return Ok(crate::cut::cut(result, bytes, self.limits().max_result_bytes));
+        }
+        Ok(result)
+    }
+
+    /// Forwards one call to the upstream session.
+    pub(crate) async fn call(
+        &self,
+        name: String,
+        arguments: Value,
+        cx: RunContext,
+        timeout: Duration,
+    ) -> Result<rmcp::model::CallToolResult, RunError> {
+        let Some(peer) = self.peer() else {
+            return Err(RunError::Unavailable(self.client_reason()));
+        };
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = arguments.as_object().cloned();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        if let Some(id) = &cx.request_id {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.insert(REQUEST_ID_META.to_owned(), Value::String(id.clone()));
+            options.meta = Some(meta);
+        }
+        let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
+        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        if let Some(sink) = cx.progress.clone() {
+            self.router().attach(token.clone(), sink).await;
+        }
+        let outcome = tokio::select! {
+            _ = cx.cancel.cancelled() => {
+                let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into()))).await;
+                Err(RunError::Cancelled)
+            }
+            r = handle.await_response() => match r {
+                Ok(ServerResult::CallToolResult(result)) => self.bounded(result),
+                Ok(_) => Err(RunError::Failed(format!("MCP server {:?} answered tools/call with something that is not a tool result", self.name))),
+                Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
+                Err(rmcp::service::ServiceError::McpError(e)) if e.code.0 == TOO_LARGE_CODE => {
+                    let bytes = e.data.as_ref().and_then(|d| d["bytes"].as_u64()).unwrap_or_default();
+                    Err(RunError::TooLarge { bytes: bytes as usize, limit: self.limits().max_result_bytes })
+                }
+                Err(e) => Err(self.failed(&e)),
+            },
+        };
+        self.router().detach(&token);
+        outcome
+    }
 }
 
 /// Runs catalogue tools on their upstream servers: tool id `SERVER.TOOL` goes to `SERVER`,
@@ -57,14 +113,14 @@ pub struct UpstreamRunner {
     pub timeout: Duration,
 }
 
-impl ToolRunner for Arc<UpstreamRunner> {
+impl ToolRunner for UpstreamRunner {
     fn run(
         &self,
         tool: Tool,
         arguments: Value,
         cx: RunContext,
     ) -> BoxFuture<Result<rmcp::model::CallToolResult, RunError>> {
-        let this = self.clone();
+        let this = UpstreamRunner { fleet: self.fleet.clone(), timeout: self.timeout };
         Box::pin(async move {
             let server = tool.group.clone().unwrap_or_default();
             let Some(up) = this.fleet.get(&server) else {

@@ -24,13 +24,15 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use toolsearch_embed::Embedder;
 
+use crate::catalogue::{rebuild, PinsStamp};
 use crate::config::GatewayConfig;
 use crate::fleet::Fleet;
-use crate::gateway::{rebuild, HeldNow, PinsStamp, Status};
-use crate::hub::Hub;
 use crate::listing::Listing;
 use crate::pins;
+use crate::pins::HeldNow;
 use crate::upstream::{UpEvent, Upstream};
+use toolsearch_mcp::ops::Status;
+use toolsearch_mcp::Hub;
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -49,6 +51,8 @@ pub(crate) fn file_stamp(path: &Path) -> Option<FileStamp> {
 /// The keeper's state.
 pub(crate) struct Keeper {
     pub(crate) hub: Arc<Hub>,
+    /// The upstreams' resources and prompts as the hub passes them on.
+    pub(crate) passthrough: Option<Arc<crate::passthrough::Passthrough>>,
     pub(crate) fleet: Arc<Fleet>,
     pub(crate) config: GatewayConfig,
     pub(crate) state: PathBuf,
@@ -89,7 +93,7 @@ impl Keeper {
             }
             // A watched resource's update goes straight to its watchers.
             if let Some(UpEvent::ResourceUpdated(server, uri)) = &first {
-                if let Some(p) = self.hub.passthrough() {
+                if let Some(p) = self.passthrough.as_ref() {
                     p.updated(server, uri).await;
                 }
                 if !approved && !edited {
@@ -158,12 +162,12 @@ impl Keeper {
                     }
                 }
                 UpEvent::ResourceUpdated(_, uri) => {
-                    if let Some(p) = self.hub.passthrough() {
+                    if let Some(p) = self.passthrough.as_ref() {
                         p.updated(n, uri).await;
                     }
                 }
                 UpEvent::Up(_) => {
-                    if let Some(p) = self.hub.passthrough() {
+                    if let Some(p) = self.passthrough.as_ref() {
                         p.resubscribe(n).await;
                     }
                     self.status.event("upstream_up", json!({"server": n, "tools": up.tool_count()}));
@@ -278,7 +282,7 @@ impl Keeper {
         if !restart.is_empty() {
             self.status.event("config_restart_needed", json!({"settings": restart}));
         }
-        if let Some(p) = self.hub.passthrough() {
+        if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }
         self.config = new;

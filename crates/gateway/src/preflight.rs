@@ -13,10 +13,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use toolsearch_disclosure::Availability;
 
+use crate::catalogue::{load_lenient, manifest_of};
 use crate::config::GatewayConfig;
 use crate::fleet::Fleet;
-use crate::gateway::{load_lenient, manifest_of, Status};
 use crate::upstream::UpEvent;
+use toolsearch_mcp::ops::Status;
 
 /// What the check found of one server.
 #[derive(Debug, Clone, Serialize)]

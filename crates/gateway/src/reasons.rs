@@ -6,7 +6,7 @@
 
 use rmcp::service::ServiceError;
 
-use crate::runner::RunError;
+use toolsearch_mcp::RunError;
 
 /// Why a request to an upstream failed, as a client may be told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,25 +8,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig, ClientRequest, Implementation,
-    ProtocolVersion, ServerResult,
-};
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
+use rmcp::model::{ClientConfig, ClientRequest, Implementation, ProtocolVersion};
+use rmcp::service::{NotificationContext, Peer, RunningService};
+use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
 
-use crate::child::{ChildTransport, TOO_LARGE_CODE};
 use crate::config::{GatewayLimits, ServerSpec};
-use crate::credentials::{CredentialedClient, Credentials};
+use crate::credentials::Credentials;
 use crate::listing::list_tools;
 pub use crate::listing::Listing;
-use crate::progress::Routed;
-use crate::runner::{RunContext, RunError};
+use toolsearch_mcp::RunError;
+
+mod connect;
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_LINES: usize = 12;
@@ -287,78 +280,6 @@ impl Upstream {
         })
     }
 
-    /// Starts (stdio) or reaches (HTTP) the server and initializes a session.
-    async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
-        match &self.spec {
-            ServerSpec::Stdio { command, args, env, cwd, inherit_env } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                crate::child::set_env(&mut cmd, inherit_env, env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                let (transport, stderr) =
-                    ChildTransport::spawn(cmd, self.limits.max_line()).map_err(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => Failure::new("its command was not found", e.to_string()),
-                        std::io::ErrorKind::PermissionDenied => {
-                            Failure::new("its command may not be run (permission denied)", e.to_string())
-                        }
-                        _ => Failure::new("its command could not be started", e.to_string()),
-                    })?;
-                if let Some(stderr) = stderr {
-                    let tail = self.stderr.clone();
-                    tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
-                            if t.len() == STDERR_LINES {
-                                t.pop_front();
-                            }
-                            t.push_back(line.chars().take(300).collect());
-                        }
-                    });
-                }
-                handler
-                    .serve(Routed::new(transport, self.router.clone()))
-                    .await
-                    .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
-            }
-            ServerSpec::Http { url, headers, .. } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                for (k, v) in headers {
-                    let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
-                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(e.to_string()))?;
-                    let value = http::HeaderValue::from_str(v).map_err(|e| bad(e.to_string()))?;
-                    if name == http::header::AUTHORIZATION {
-                        config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
-                    } else {
-                        config.custom_headers.insert(name, value);
-                    }
-                }
-                let unreachable =
-                    |e: std::io::Error| Failure::new("it could not be reached or did not initialize", e.to_string());
-                match &self.credentials {
-                    Some(credentials) => {
-                        let client =
-                            CredentialedClient { inner: reqwest::Client::new(), credentials: credentials.clone() };
-                        let transport = StreamableHttpClientTransport::with_client(client, config);
-                        handler
-                            .serve(Routed::new(transport, self.router.clone()))
-                            .await
-                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
-                    }
-                    None => {
-                        let transport = StreamableHttpClientTransport::from_config(config);
-                        handler
-                            .serve(Routed::new(transport, self.router.clone()))
-                            .await
-                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
-                    }
-                }
-            }
-        }
-    }
-
     /// Serves one connected session until it fails; the reason it ended.
     async fn run(
         &self,
@@ -485,60 +406,9 @@ impl Upstream {
         &self.limits
     }
 
-    /// `result`, cut to the limit a client is given, with a notice, when it is over it.
-    pub(crate) fn bounded(&self, result: rmcp::model::CallToolResult) -> Result<rmcp::model::CallToolResult, RunError> {
-        let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
-        if bytes > self.limits.max_result_bytes {
-            return Ok(crate::cut::cut(result, bytes, self.limits.max_result_bytes));
-        }
-        Ok(result)
-    }
-
-    /// Forwards one call to the upstream session.
-    pub(crate) async fn call(
-        &self,
-        name: String,
-        arguments: Value,
-        cx: RunContext,
-        timeout: Duration,
-    ) -> Result<rmcp::model::CallToolResult, RunError> {
-        let peer = self.peer.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(peer) = peer.filter(|_| self.is_up()) else {
-            return Err(RunError::Unavailable(self.client_reason()));
-        };
-        let mut params = CallToolRequestParams::new(name);
-        params.arguments = arguments.as_object().cloned();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(timeout);
-        if let Some(id) = &cx.request_id {
-            let mut meta = rmcp::model::RequestMetaObject::new();
-            meta.insert(REQUEST_ID_META.to_owned(), Value::String(id.clone()));
-            options.meta = Some(meta);
-        }
-        let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
-        let (id, token) = (handle.id.clone(), handle.progress_token.clone());
-        if let Some(sink) = cx.progress.clone() {
-            self.router.attach(token.clone(), sink).await;
-        }
-        let outcome = tokio::select! {
-            _ = cx.cancel.cancelled() => {
-                let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some("cancelled by the client".into()))).await;
-                Err(RunError::Cancelled)
-            }
-            r = handle.await_response() => match r {
-                Ok(ServerResult::CallToolResult(result)) => self.bounded(result),
-                Ok(_) => Err(RunError::Failed(format!("MCP server {:?} answered tools/call with something that is not a tool result", self.name))),
-                Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
-                Err(rmcp::service::ServiceError::McpError(e)) if e.code.0 == TOO_LARGE_CODE => {
-                    let bytes = e.data.as_ref().and_then(|d| d["bytes"].as_u64()).unwrap_or_default();
-                    Err(RunError::TooLarge { bytes: bytes as usize, limit: self.limits.max_result_bytes })
-                }
-                Err(e) => Err(self.failed(&e)),
-            },
-        };
-        self.router.detach(&token);
-        outcome
+    /// Its open requests and where their progress goes.
+    pub(crate) fn router(&self) -> &Arc<crate::progress::Router> {
+        &self.router
     }
 }
 

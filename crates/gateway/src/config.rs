@@ -1,0 +1,407 @@
+//! What `toolsearch gateway --config FILE` reads: the `mcpServers` map (stdio commands and
+//! Streamable HTTP URLs, each with its trust, filter and environment) and the `toolsearch`
+//! section (tool set, scopes, tokens, timeouts, limits, audit).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toolsearch_disclosure::ToolSetConfig;
+use toolsearch_mcp::{Access, Grant, ServeError};
+
+pub use crate::filter::ToolFilter;
+
+/// One upstream MCP server, as Claude Desktop, Cursor and VS Code write it: a command to run
+/// (stdio) or a URL (Streamable HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    /// A child process speaking MCP on stdio.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Extra environment.
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+        /// What of the gateway's own environment it starts with besides the minimal one
+        /// (`crate::child::set_env`): nothing by default.
+        inherit_env: InheritEnv,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Its URL.
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+        /// Headers whose values come from a command, run again when the server answers 401.
+        header_commands: BTreeMap<String, crate::credentials::HeaderCommand>,
+    },
+}
+
+/// A server entry as written, before checking which kind it is.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    /// `true`, or the names of the gateway's variables a stdio child also gets.
+    inherit_env: Option<InheritForm>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, HeaderForm>,
+    /// `stdio`, `http` or `streamable-http` (optional; decided by `command` / `url`).
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Skipped when true.
+    #[serde(default)]
+    disabled: bool,
+    /// `pin` (the default: a tool whose definition changes is held until approved) or `auto`.
+    trust: Option<String>,
+    /// Hold tools whose definitions look injected, as changed ones are (default false).
+    #[serde(default)]
+    hold_flagged: bool,
+    /// Which of the server's tools pass through, by glob on the upstream's tool name.
+    #[serde(default)]
+    tools: ToolFilter,
+}
+
+/// `inherit_env` as written: all of the gateway's environment, or the names of some of it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum InheritForm {
+    All(bool),
+    Names(Vec<String>),
+}
+
+/// What a stdio upstream inherits of the gateway's environment beyond the minimal one every
+/// child gets (`PATH`, `HOME`, locale, `TMPDIR`, ...): its own `env` always comes on top.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum InheritEnv {
+    /// Nothing more (the default): the gateway's secrets, tokens among them, stay its own.
+    #[default]
+    Minimal,
+    /// Everything (`inherit_env: true`), as a shell would pass it.
+    All,
+    /// These variables too, where set (`inherit_env: ["AWS_PROFILE", ...]`).
+    Names(Vec<String>),
+}
+
+/// A header as written: a value, or a command that prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum HeaderForm {
+    Value(String),
+    Command(crate::credentials::HeaderCommand),
+}
+
+/// How the gateway treats one server's tools beyond reaching it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Changed tool definitions are taken without approval (`trust: "auto"`).
+    pub trust_changes: bool,
+    /// Tools whose definitions look injected are held until approved.
+    pub hold_flagged: bool,
+    /// Which tools pass through.
+    pub tools: ToolFilter,
+}
+
+/// The `toolsearch` section of a gateway config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewaySettings {
+    /// The tool set (discovery, pinned tools by id `SERVER.TOOL`); `call_tool` is on by
+    /// default here, for clients that ignore `list_changed`.
+    pub toolset: ToolSetConfig,
+    /// Facade settings per server (as a manifest node's `facade`): the server's tools behind
+    /// one tool that unfolds them.
+    pub facades: BTreeMap<String, serde_json::Value>,
+    /// Scopes a caller must hold to see and call each server's tools.
+    pub requires: BTreeMap<String, Vec<String>>,
+    /// The scopes of the stdio client (absent: `access` decides).
+    pub scopes: Option<Vec<String>>,
+    /// What a caller without configured scopes holds: `open` (everything) or `closed`.
+    pub access: Access,
+    /// HTTP bearer tokens and what each grants: its scopes, as a list, or `{"name", "scopes"}`
+    /// (the name is what the audit trail and logs show; by default `token-` and the first 8 hex
+    /// digits of the token's SHA-256).
+    pub tokens: BTreeMap<String, Grant>,
+    /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
+    pub allowed_origins: Vec<String>,
+    /// Longest forwarded call, in seconds (default 60).
+    pub call_timeout_secs: u64,
+    /// Longest wait for an upstream to start and initialize, in seconds (default 30).
+    pub connect_timeout_secs: u64,
+    /// Bounds on what upstreams and clients may make the gateway hold.
+    pub limits: GatewayLimits,
+    /// The audit trail written under the state directory.
+    pub audit: toolsearch_mcp::trail::AuditSettings,
+    /// The tokens the config gives no name (named by [`GatewaySettings::name_tokens`]).
+    #[serde(skip)]
+    pub(crate) unnamed: Vec<String>,
+}
+
+/// Bounds on what upstreams and clients may make the gateway hold, each with a default
+/// (docs/gateway.md, "Limits").
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayLimits {
+    /// One upstream's tool list: pages, tools and bytes.
+    pub list: crate::listing::ListLimits,
+    /// HTTP clients: sessions, bodies, slow clients.
+    pub http: toolsearch_mcp::HttpLimits,
+    /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
+    /// flood a model's context); a larger one is cut to it with a notice (one too large to be
+    /// held at all, a stdio line over [`GatewayLimits::max_line`], is a `RESULT_TOO_LARGE`
+    /// error naming the limit).
+    pub max_result_bytes: usize,
+}
+
+impl Default for GatewayLimits {
+    fn default() -> Self {
+        GatewayLimits { list: Default::default(), http: Default::default(), max_result_bytes: 1 << 20 }
+    }
+}
+
+impl GatewayLimits {
+    /// The longest line a stdio upstream may write: a tool list page or a result (a longer
+    /// one is answered with an error as it is read, never held).
+    pub(crate) fn max_line(&self) -> usize {
+        self.max_result_bytes.max(self.list.max_bytes).saturating_add(64 * 1024)
+    }
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        let mut toolset = ToolSetConfig::default();
+        toolset.discovery.call_tool = true;
+        GatewaySettings {
+            toolset,
+            facades: BTreeMap::new(),
+            requires: BTreeMap::new(),
+            scopes: None,
+            access: Access::Open,
+            tokens: BTreeMap::new(),
+            allowed_origins: Vec::new(),
+            call_timeout_secs: 60,
+            connect_timeout_secs: 30,
+            limits: GatewayLimits::default(),
+            audit: Default::default(),
+            unnamed: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGateway {
+    #[serde(rename = "mcpServers")]
+    servers: BTreeMap<String, RawServer>,
+    #[serde(default)]
+    toolsearch: GatewaySettings,
+}
+
+/// `toolsearch gateway --config FILE`: the upstream servers and the gateway's settings.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Upstream servers by name.
+    pub servers: BTreeMap<String, ServerSpec>,
+    /// What each server's tools are subject to (trust, filters), by server name.
+    pub policies: BTreeMap<String, ServerPolicy>,
+    /// Settings.
+    pub settings: GatewaySettings,
+}
+
+impl GatewayConfig {
+    /// Reads a gateway config; errors name the file and the server or field at fault.
+    pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
+        let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let raw: RawGateway = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let mut servers = BTreeMap::new();
+        let mut policies = BTreeMap::new();
+        for (name, s) in raw.servers {
+            if s.disabled {
+                continue;
+            }
+            if name.is_empty() || name.contains(['.', '/']) || name.chars().any(char::is_control) {
+                return Err(bad(format!(
+                    "mcpServers.{name:?}: a server name must be non-empty, without `.`, `/` or control characters"
+                )));
+            }
+            let expand_map = |what: &str, map: BTreeMap<String, String>| -> Result<_, ServeError> {
+                map.into_iter()
+                    .map(|(k, v)| {
+                        Ok((k.clone(), expand_env(&v).map_err(|e| bad(format!("mcpServers.{name}.{what}.{k}: {e}")))?))
+                    })
+                    .collect()
+            };
+            let spec = match (s.command, s.url) {
+                (Some(command), None) if !command.trim().is_empty() => {
+                    let inherit_env = match s.inherit_env {
+                        None | Some(InheritForm::All(false)) => InheritEnv::Minimal,
+                        Some(InheritForm::All(true)) => InheritEnv::All,
+                        Some(InheritForm::Names(names)) => {
+                            if let Some(n) = names.iter().find(|n| n.is_empty() || n.contains(['=', '\0'])) {
+                                return Err(bad(format!(
+                                    "mcpServers.{name}.inherit_env: {n:?} is not a variable name"
+                                )));
+                            }
+                            InheritEnv::Names(names)
+                        }
+                    };
+                    let env = expand_map("env", s.env)?;
+                    ServerSpec::Stdio { command, args: s.args, env, cwd: s.cwd, inherit_env }
+                }
+                (None, Some(_)) if s.inherit_env.is_some() => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}.inherit_env: only a server started as a command (stdio) has an environment"
+                    )))
+                }
+                (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                    let url = expand_env(&url).map_err(|e| bad(format!("mcpServers.{name}.url: {e}")))?;
+                    let (mut values, mut header_commands) = (BTreeMap::new(), BTreeMap::new());
+                    for (k, v) in s.headers {
+                        match v {
+                            HeaderForm::Value(v) => {
+                                values.insert(k, v);
+                            }
+                            HeaderForm::Command(c) if c.command.is_empty() => {
+                                return Err(bad(format!("mcpServers.{name}.headers.{k}.command: empty command")))
+                            }
+                            HeaderForm::Command(c) => {
+                                header_commands.insert(k, c);
+                            }
+                        }
+                    }
+                    ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands }
+                }
+                (None, Some(url)) => return Err(bad(format!("mcpServers.{name}.url: {url:?} is not an http(s) URL"))),
+                _ => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}: give either `command` (stdio) or `url` (Streamable HTTP)"
+                    )))
+                }
+            };
+            if let Some(kind) = s.kind.as_deref() {
+                let fits = matches!(
+                    (kind, &spec),
+                    ("stdio", ServerSpec::Stdio { .. })
+                        | ("http" | "streamable-http" | "streamableHttp", ServerSpec::Http { .. })
+                );
+                if !fits {
+                    return Err(bad(format!("mcpServers.{name}.type: {kind:?} does not fit the entry")));
+                }
+            }
+            let trust_changes = match s.trust.as_deref() {
+                None | Some("pin") => false,
+                Some("auto") => true,
+                Some(other) => {
+                    return Err(bad(format!(
+                        "mcpServers.{name}.trust: {other:?}: use \"pin\" (the default) or \"auto\""
+                    )))
+                }
+            };
+            policies.insert(name.clone(), ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools });
+            servers.insert(name, spec);
+        }
+        if servers.is_empty() {
+            return Err(bad("mcpServers: no server to put the gateway in front of".into()));
+        }
+        let mut settings = raw.toolsearch;
+        let mut tokens = BTreeMap::new();
+        for (token, mut grant) in std::mem::take(&mut settings.tokens) {
+            let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;
+            if token.trim().is_empty() {
+                return Err(bad("toolsearch.tokens: a token is empty (is its variable set?)".into()));
+            }
+            if grant.name.trim().is_empty() {
+                grant.name = toolsearch_mcp::process_token_name(&token);
+                settings.unnamed.push(token.clone());
+            }
+            tokens.insert(token, grant);
+        }
+        settings.tokens = tokens;
+        for key in settings.facades.keys().chain(settings.requires.keys()) {
+            if !servers.contains_key(key) {
+                return Err(bad(format!("toolsearch: {key:?} is not a server of mcpServers")));
+            }
+        }
+        for (what, t) in
+            [("call_timeout_secs", settings.call_timeout_secs), ("connect_timeout_secs", settings.connect_timeout_secs)]
+        {
+            if !(1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(&t) {
+                return Err(bad(format!(
+                    "toolsearch.{what}: {t} is out of range: use 1 to {}",
+                    toolsearch_exec::MAX_TIMEOUT_SECS
+                )));
+            }
+        }
+        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings })
+    }
+}
+
+impl GatewaySettings {
+    /// Names each token the config leaves unnamed with the state directory's key
+    /// ([`toolsearch_mcp::token_name`]), so its name is the same across restarts and replicas.
+    pub fn name_tokens(&mut self, state: &Path) -> Result<(), ServeError> {
+        if self.unnamed.is_empty() {
+            return Ok(());
+        }
+        let key = toolsearch_mcp::state_token_key(state)?;
+        for token in &self.unnamed {
+            if let Some(grant) = self.tokens.get_mut(token) {
+                grant.name = toolsearch_mcp::token_name(&key, token);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `text` with each `${NAME}` replaced by the environment variable `NAME` (so secrets need not
+/// be written in the config); `$${` is a literal `${`. An unset variable is an error naming it.
+pub(crate) fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        if rest[..i].ends_with('$') {
+            out.push_str(&rest[..i - 1]);
+            out.push_str("${");
+            rest = &rest[i + 2..];
+            continue;
+        }
+        out.push_str(&rest[..i]);
+        let Some(end) = rest[i + 2..].find('}') else {
+            return Err("`${` without a closing `}`".into());
+        };
+        let name = &rest[i + 2..i + 2 + end];
+        let value = std::env::var(name).map_err(|_| format!("the environment variable {name:?} is not set"))?;
+        out.push_str(&value);
+        rest = &rest[i + 3 + end..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_env;
+
+    #[test]
+    fn variables_are_expanded_and_an_unset_one_is_named() {
+        std::env::set_var("TOOLSEARCH_TEST_SECRET", "s3cret");
+        assert_eq!(expand_env("Bearer ${TOOLSEARCH_TEST_SECRET}").unwrap(), "Bearer s3cret");
+        assert_eq!(expand_env("a $${literal} b").unwrap(), "a ${literal} b");
+        assert_eq!(expand_env("plain").unwrap(), "plain");
+        let e = expand_env("${TOOLSEARCH_TEST_UNSET_VARIABLE}").unwrap_err();
+        assert!(e.contains("TOOLSEARCH_TEST_UNSET_VARIABLE"), "{e}");
+        assert!(expand_env("${OPEN").is_err());
+    }
+}

@@ -1,0 +1,238 @@
+//! `toolsearch gateway`: toolsearch in front of a user's real MCP servers, started: the fleet
+//! of upstreams, the first index (`crate::catalogue`), the hub with its runner and
+//! passthrough, operations, and the keeper that follows changes.
+//!
+//! Each upstream server is a category (its name, its instructions as summary) and an
+//! availability group (down = its tools hidden); its tools get ids `SERVER.TOOL`. The index
+//! lives under the state directory and is rebuilt atomically whenever a server's tool list
+//! changes, re-embedding only changed tools; every session is then told `list_changed`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use toolsearch_disclosure::{Availability, LiveCatalog};
+use toolsearch_embed::Embedder;
+use toolsearch_query::{Engine, EngineOptions, Principal};
+
+use crate::config::GatewayConfig;
+use crate::fleet::Fleet;
+use crate::forward::UpstreamRunner;
+use crate::keeper::Keeper;
+use crate::passthrough::Passthrough;
+use crate::pins;
+use crate::upstream::UpEvent;
+use toolsearch_mcp::ops::{Details, Operations, UpstreamState};
+use toolsearch_mcp::trail::Trail;
+use toolsearch_mcp::Hub;
+use toolsearch_mcp::{Access, ServeError};
+
+pub use crate::catalogue::{load_lenient, manifest_of, MAX_DESCRIPTION_CHARS};
+pub use toolsearch_mcp::ops::Status;
+
+use crate::catalogue::{private, rebuild};
+use crate::pins::HeldNow;
+
+/// A started gateway: the hub to serve, and the task that keeps the catalogue current.
+pub struct Gateway {
+    /// The shared server state.
+    pub hub: Arc<Hub>,
+    /// The upstreams.
+    pub fleet: Arc<Fleet>,
+    /// Where the index is.
+    pub index_dir: PathBuf,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The default state directory of a config file: `NAME.toolsearch` beside it.
+pub fn default_state_dir(config: &Path) -> PathBuf {
+    let stem = config.file_stem().map_or_else(|| "gateway".into(), |s| s.to_string_lossy().into_owned());
+    config.parent().unwrap_or(Path::new(".")).join(format!("{stem}.toolsearch"))
+}
+
+/// How a gateway uses its state directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Role {
+    /// It owns the state dir: builds the index, keeps pins and the audit trail there.
+    #[default]
+    Primary,
+    /// One of several gateways sharing a state dir a primary (or `gateway --build`) wrote: it
+    /// serves that index read-only, reloads it when it is rebuilt, and writes nothing under the
+    /// state dir; its audit trail goes to `audit` when given.
+    Replica {
+        /// Where its audit trail is written (none without it).
+        audit: Option<PathBuf>,
+    },
+}
+
+/// Starts the upstreams, builds (or refreshes) the index under `state` (a replica: opens it
+/// as it is), and returns the hub to serve with the task that keeps it current.
+pub async fn start(
+    config: GatewayConfig,
+    state: &Path,
+    embedder: Arc<dyn Embedder>,
+    engine_options: EngineOptions,
+    status: Arc<dyn Status>,
+    role: Role,
+) -> Result<Gateway, ServeError> {
+    // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
+    // memory up (see the function's doc for the measurement).
+    toolsearch_embed::memory::fixed_mmap_threshold();
+    let index_dir = state.join("index");
+    let replica = matches!(role, Role::Replica { .. });
+    if !replica {
+        std::fs::create_dir_all(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+        private(state).map_err(|e| ServeError::Config(state.to_path_buf(), e.to_string()))?;
+    } else if !index_dir.join("meta.bin").exists() {
+        return Err(ServeError::Config(
+            index_dir,
+            "a replica serves the index a primary gateway built under its state dir, and there is none: \
+             run `toolsearch gateway --build` (or a gateway without --replica) on it first"
+                .into(),
+        ));
+    }
+    let index_stamp = crate::keeper::file_stamp(&index_dir.join("meta.bin"));
+    let connect = Duration::from_secs(config.settings.connect_timeout_secs);
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let availability = Arc::new(Availability::default());
+    let fleet = Arc::new(Fleet::new(events_tx, availability.clone()));
+    for (name, spec) in &config.servers {
+        fleet.add(name, spec, config.settings.limits, connect);
+    }
+    // Wait for each upstream's first attempt (up or down), within the connect timeout.
+    let deadline = Instant::now() + connect;
+    let mut settled: BTreeMap<String, bool> = BTreeMap::new();
+    let upstreams = fleet.all();
+    while settled.len() < upstreams.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.recv()).await {
+            Ok(Some(e)) => match &e {
+                UpEvent::Up(n) => {
+                    let tools = upstreams[n].tool_count();
+                    status.event("upstream_up", json!({"server": n, "tools": tools}));
+                    crate::keeper::offers_refused(status.as_ref(), n, &upstreams[n]);
+                    settled.insert(n.clone(), true);
+                }
+                UpEvent::Down(n) => {
+                    status.event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()}));
+                    settled.entry(n.clone()).or_insert(false);
+                }
+                _ => {}
+            },
+            _ => break,
+        }
+    }
+    for (n, up) in &upstreams {
+        if !settled.contains_key(n) {
+            status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}));
+        }
+    }
+    let listings = fleet.listings();
+    let held: HeldNow = Arc::default();
+    let (built, first_stamp) = match replica {
+        true => (false, None),
+        false => rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?,
+    };
+    if !built && !index_dir.join("meta.bin").exists() {
+        let reasons: Vec<String> = upstreams.values().map(|u| u.operator_reason()).collect();
+        return Err(ServeError::Config(
+            config.path.clone(),
+            format!("no upstream server listed any tool, and there is no earlier index: {}", reasons.join("; ")),
+        ));
+    }
+    let engine = Engine::with_embedder(&index_dir, embedder.clone(), engine_options)
+        .map_err(|e| ServeError::Config(index_dir.clone(), e.to_string()))?;
+    let live = LiveCatalog::new(engine);
+    let s = &config.settings;
+    let principal = match (&s.scopes, s.access) {
+        (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
+        (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, Access::Open) => Principal::trusted(),
+    };
+    let runner = UpstreamRunner { fleet: fleet.clone(), timeout: Duration::from_secs(s.call_timeout_secs) };
+    let mut toolset = s.toolset.clone();
+    toolset.discovery.kinds = true;
+    let passthrough = Arc::new(Passthrough::new(
+        fleet.clone(),
+        held.clone(),
+        s.requires.clone(),
+        Duration::from_secs(s.call_timeout_secs),
+        s.limits.list.page,
+    ));
+    let hub = Hub::new(live.clone(), availability, toolset, principal, Arc::new(runner)).with_instructions(
+        "This server is a gateway to several MCP servers: their tools are found by search \
+             (search_tool_by_category), then expanded (expand_tool) and called by name, or called \
+             through call_tool with the tool_id the search returned if your client does not \
+             refresh its tool list.",
+    );
+    let hub = hub
+        .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone())?)
+        .with_passthrough(passthrough.clone());
+    hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
+    status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
+    let keeper = Keeper {
+        hub: hub.clone(),
+        passthrough: Some(passthrough),
+        fleet: fleet.clone(),
+        config,
+        state: state.to_path_buf(),
+        embedder,
+        held,
+        status,
+        last: listings,
+        pins: first_stamp,
+        replica: replica.then_some(index_stamp),
+    };
+    let task = tokio::spawn(keeper.run(events));
+    Ok(Gateway { hub, fleet, index_dir, tasks: vec![task] })
+}
+
+/// The gateway's operations: its audit trail under `state/audit` (unless disabled), request
+/// logs to `status`, and the upstreams' states for `/readyz` and `/metrics`.
+fn operations(
+    state: &Path,
+    role: &Role,
+    settings: &crate::config::GatewaySettings,
+    fleet: &Arc<Fleet>,
+    held: HeldNow,
+    status: Arc<dyn Status>,
+) -> Result<Operations, ServeError> {
+    let dir = match role {
+        Role::Primary => Some(state.join("audit")),
+        Role::Replica { audit } => audit.clone(),
+    };
+    let trail = match (settings.audit.enabled, dir) {
+        (true, Some(dir)) => {
+            Some(Trail::open(&dir, settings.audit).map_err(|e| ServeError::Config(dir, e.to_string()))?)
+        }
+        _ => None,
+    };
+    let fleet = fleet.clone();
+    let details: Details = Arc::new(move || {
+        let states = fleet
+            .all()
+            .iter()
+            .map(|(name, u)| UpstreamState {
+                name: name.clone(),
+                up: u.is_up(),
+                tools: u.tool_count(),
+                reason: (!u.is_up()).then(|| u.operator_reason()),
+                progress_dropped: u.progress_dropped(),
+            })
+            .collect();
+        let found = held.lock().unwrap_or_else(|p| p.into_inner());
+        (states, pins::guard_json(&found.0, &found.1))
+    });
+    Ok(Operations::new(trail, Some(status), Some(details)))
+}

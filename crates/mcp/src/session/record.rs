@@ -1,0 +1,86 @@
+//! What a session records of each request: its audit entries on the hub's trail (with who,
+//! when and the request's id), its request log line, and its metrics.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use toolsearch_disclosure::ToolSet;
+
+use super::{Session, SessionState, LOCAL};
+use crate::hub::Hub;
+
+/// Writes the audit entries of `set` not yet written to the hub's trail on disk, if it keeps
+/// one, with who and when, and `note`. Called with the set locked, so entries go in order.
+pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String, Value>) {
+    let Some(trail) = &hub.ops().trail else { return };
+    let last = state.audited.load(Ordering::Relaxed);
+    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let mut newest = last;
+    // Entries are in step order: the new ones are found without a scan of the whole trail,
+    // which a long session would make longer on every request.
+    let entries = set.audit().entries();
+    for entry in &entries[entries.partition_point(|e| e.step <= last)..] {
+        newest = newest.max(entry.step);
+        let Ok(Value::Object(mut record)) = serde_json::to_value(entry) else { continue };
+        if !trail.arguments() {
+            if let Some(arguments) = record.get_mut("arguments") {
+                let names: Vec<String> = arguments.as_object().map_or_else(Vec::new, |a| a.keys().cloned().collect());
+                *arguments = Value::Null;
+                record.insert("argument_names".into(), json!(names));
+            }
+        }
+        record.insert("time".into(), json!(time));
+        record.insert("session".into(), json!(state.id));
+        record.insert("token".into(), json!(state.caller.get().map_or(LOCAL, String::as_str)));
+        record.extend(note.clone());
+        trail.write(record);
+    }
+    state.audited.store(newest, Ordering::Relaxed);
+}
+
+/// Whether a discovery tool name is a search (its latency is `search_duration_seconds`).
+pub(super) fn is_search(name: &str) -> bool {
+    matches!(name, "search_tool_by_category" | "search_nodes") || name.starts_with("discover")
+}
+
+/// The trail note of a request: its id, and its latency once done.
+pub(super) fn note(request_id: &str, latency: Option<Duration>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("request_id".into(), json!(request_id));
+    if let Some(l) = latency {
+        m.insert("latency_ms".into(), json!((l.as_secs_f64() * 1e6).round() / 1e3));
+    }
+    m
+}
+
+impl Session {
+    /// Counts a finished `tools/call` and logs it with its id.
+    pub(super) fn finished(
+        &self,
+        id: &str,
+        name: &str,
+        tool: Option<&str>,
+        upstream: &str,
+        outcome: &str,
+        started: Instant,
+    ) {
+        let seconds = started.elapsed().as_secs_f64();
+        let ops = self.hub.ops();
+        ops.metrics.request("tools/call", upstream, outcome, seconds);
+        ops.log(
+            "request",
+            json!({
+                "request_id": id,
+                "session": self.state.id,
+                "token": self.state.caller.get().map_or(LOCAL, String::as_str),
+                "method": "tools/call",
+                "name": name,
+                "tool": tool,
+                "upstream": upstream,
+                "outcome": outcome,
+                "ms": (seconds * 1e6).round() / 1e3,
+            }),
+        );
+    }
+}

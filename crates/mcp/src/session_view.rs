@@ -1,0 +1,26 @@
+//! What outlives a session may hold of it: a weak [`SessionHandle`] on a [`SessionView`], the
+//! three things the hub and an offer source ask of a session. The trait sits below both the
+//! session and the hub, so the hub keeps its sessions without depending on the session's file.
+
+use toolsearch_query::Principal;
+
+/// A session as the hub and an offer source see it.
+pub trait SessionView: Send + Sync {
+    /// The caller's principal, once its first request set it.
+    fn principal(&self) -> Option<Principal>;
+
+    /// Records `digest` as what its caller may see of the catalogue; whether that differs from
+    /// what it saw before.
+    fn saw_catalogue(&self, digest: u64) -> bool;
+
+    /// Recomputes visibility (availability or the catalogue changed); whether it changed.
+    fn refresh(&self) -> bool;
+}
+
+/// A session as what outlives it may hold it: it may be gone.
+pub type SessionHandle = std::sync::Weak<dyn SessionView>;
+
+/// Recomputes a session's visibility; whether it changed (`None`: it is gone).
+pub(crate) fn refresh(handle: &SessionHandle) -> Option<bool> {
+    handle.upgrade().map(|s| s.refresh())
+}
