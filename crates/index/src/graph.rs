@@ -417,7 +417,7 @@ pub(crate) mod tests {
 
     fn written(dir: &Path, rows: &[Vec<f32>]) -> (Graph, Vectors) {
         let vectors = mapped(&dir.join("v"), rows);
-        crate::graph_build::write(&dir.join("g"), &vectors, rows.len()).unwrap();
+        crate::graph_lists::write(&dir.join("g"), &vectors, rows.len()).unwrap();
         (Graph::open(&dir.join("g"), rows.len()).unwrap(), vectors)
     }
 

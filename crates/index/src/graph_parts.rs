@@ -28,7 +28,7 @@ use std::path::Path;
 use crate::dense::dot;
 use crate::error::{io, IndexError};
 use crate::graph::MAGIC;
-use crate::graph_build::{degree, level_of, Lists, EF_CONSTRUCTION};
+use crate::graph_lists::{degree, level_of, Lists, EF_CONSTRUCTION};
 use crate::vectors::Vectors;
 
 /// The most tool rows one part of the graph is built from: with its lists, about 200 MB.
@@ -254,7 +254,7 @@ mod tests {
         write(&d.join("parts"), &d.join("v"), 24, n, 1500).unwrap();
         assert!(!d.join("parts.parts").exists(), "the scratch file is deleted");
         let in_parts = Graph::open(&d.join("parts"), n).unwrap();
-        crate::graph_build::write(&d.join("whole"), &vectors, n).unwrap();
+        crate::graph_lists::write(&d.join("whole"), &vectors, n).unwrap();
         let whole = Graph::open(&d.join("whole"), n).unwrap();
         let (r_parts, r_whole) = (recall(&in_parts, &vectors, n), recall(&whole, &vectors, n));
         assert!(r_parts >= 0.95 && r_parts >= r_whole - 0.03, "recall@10 in parts {r_parts}, whole {r_whole}");

@@ -130,7 +130,7 @@ mod tests {
         let d = dir.path();
         let rows = unit_vectors(400, 12);
         let vectors = mapped(&d.join("v"), &rows);
-        crate::graph_build::write(&d.join("g"), &vectors, 400).unwrap();
+        crate::graph_lists::write(&d.join("g"), &vectors, 400).unwrap();
         assert_eq!(repair(&d.join("g"), &vectors, 400).unwrap(), 0, "a fresh build leaves nothing to repair");
         // Cut points 7 and 8 off: every layer-0 link to them is pointed at the entry instead
         // (same file size, so the layout stays valid).

@@ -39,6 +39,7 @@ mod graph;
 #[doc(hidden)]
 pub mod graph_bench;
 mod graph_build;
+mod graph_lists;
 mod graph_parts;
 mod graph_repair;
 mod header;

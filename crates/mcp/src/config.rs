@@ -114,11 +114,3 @@ impl TryFrom<GrantForm> for Grant {
         })
     }
 }
-
-impl Grant {
-    /// A grant of `scopes`, named by a keyed digest of the token under this process's key
-    /// (see [`token_name`]).
-    pub fn new(token: &str, scopes: Vec<String>) -> Grant {
-        Grant { name: crate::token_names::process_token_name(token), scopes }
-    }
-}

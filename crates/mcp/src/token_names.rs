@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::config::ServeError;
+use crate::config::{Grant, ServeError};
 
 /// The file of a state directory that holds the key token names are made with.
 pub const TOKEN_KEY_FILE: &str = "token-names.key";
@@ -85,5 +85,13 @@ pub fn state_token_key(state: &Path) -> Result<[u8; 32], ServeError> {
             let _ = std::fs::remove_file(&aside);
             std::fs::read(&path).map_err(err)?.try_into().map_err(|_| err(std::io::Error::other("not a key file")))
         }
+    }
+}
+
+impl Grant {
+    /// A grant of `scopes`, named by a keyed digest of the token under this process's key
+    /// (see [`token_name`]).
+    pub fn new(token: &str, scopes: Vec<String>) -> Grant {
+        Grant { name: process_token_name(token), scopes }
     }
 }
