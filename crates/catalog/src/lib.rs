@@ -13,6 +13,7 @@
 mod details;
 mod error;
 mod facade;
+mod fields;
 mod import;
 mod json;
 mod jsonl;

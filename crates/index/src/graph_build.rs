@@ -166,7 +166,7 @@ mod tests {
             let vectors = mapped(&d.join(format!("v{round}")), &rows);
             let levels: Vec<usize> = (0..n as u32).map(level_of).collect();
             let lists = Lists::build(&vectors, &levels, 40);
-            assert_eq!(crate::graph::unreachable(&lists, n, lists.entry()), Vec::<u32>::new(), "build {round}");
+            assert_eq!(crate::graph_walk::unreachable(&lists, n, lists.entry()), Vec::<u32>::new(), "build {round}");
             lists.write(&d.join(format!("g{round}"))).unwrap();
             let old = Graph::open(&d.join(format!("g{round}")), n).unwrap();
             let previous: Vec<Option<u32>> = (0..n as u32).map(|i| (i % 13 != 5).then_some(i)).collect();

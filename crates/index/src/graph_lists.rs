@@ -13,7 +13,8 @@ use std::sync::{Mutex, MutexGuard};
 use rayon::prelude::*;
 
 use crate::error::{io, IndexError};
-use crate::graph::{descend, search_layer, Layers, Scored, Visited, MAGIC, MAX_LAYERS};
+use crate::graph::{MAGIC, MAX_LAYERS};
+use crate::graph_walk::{descend, search_layer, Layers, Scored, Visited};
 use crate::vectors::Vectors;
 
 /// Neighbours per point on the upper layers (twice as many on layer 0).
@@ -307,6 +308,6 @@ mod tests {
         assert_eq!(*lists.list(2, 0), [1]);
         lists.insert_on(1, &q, 0, at, &mut visited);
         assert!(lists.list(1, 0).contains(&2), "the link to point 2 survives point 1's own step");
-        assert_eq!(crate::graph::unreachable(&lists, 12, 0), Vec::<u32>::new());
+        assert_eq!(crate::graph_walk::unreachable(&lists, 12, 0), Vec::<u32>::new());
     }
 }

@@ -13,7 +13,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{io, IndexError};
-use crate::graph::{descend, search_layer, Graph, Layers, Visited, HEADER_WORDS, MAGIC};
+use crate::graph::{Graph, HEADER_WORDS, MAGIC};
+use crate::graph_walk::{descend, search_layer, Layers, Visited};
 use crate::vectors::Vectors;
 
 /// Beam breadth of the search for a lost point's nearest reachable point.
@@ -50,7 +51,7 @@ pub(crate) fn reconnect(
     levels: usize,
     vectors: &Vectors,
 ) -> (usize, BTreeMap<u32, Vec<u32>>) {
-    let lost = crate::graph::unreachable(graph, n, entry);
+    let lost = crate::graph_walk::unreachable(graph, n, entry);
     let mut added: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     if lost.is_empty() {
         return (0, added);

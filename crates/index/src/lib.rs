@@ -42,6 +42,7 @@ mod graph_build;
 mod graph_lists;
 mod graph_parts;
 mod graph_repair;
+mod graph_walk;
 mod header;
 mod lean;
 mod lexical;

@@ -15,6 +15,7 @@ mod call;
 mod cursor;
 mod engine;
 mod error;
+mod filter;
 pub mod fusion;
 mod hints;
 mod lists;

@@ -1,0 +1,127 @@
+//! The path table's tests: lists by node and by path, on one core and several, tags and
+//! scopes.
+
+use super::*;
+use toolsearch_catalog::Tool;
+
+fn path(p: &str) -> CategoryPath {
+    p.split('/').map(str::to_owned).collect()
+}
+
+/// Nodes `a` and `a/b`; tool 0 at `a/b` tagged `Net`, tool 1 at `x/y` (no node: a
+/// catalogue made by hand), tool 2 at `a` requiring `admin`, tagged `ǅx` (title case).
+fn catalog() -> Catalog {
+    let node = |p: &str| Node { path: path(p), ..Node::default() };
+    let tool = |id: &str, p: &str, tags: &[&str], requires: &[&str]| Tool {
+        id: id.into(),
+        name: id.into(),
+        paths: vec![path(p)],
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        requires: requires.iter().map(|t| t.to_string()).collect(),
+        ..Tool::default()
+    };
+    Catalog {
+        nodes: vec![node("a"), node("a/b")],
+        tools: vec![
+            tool("t0", "a/b", &["Net"], &[]),
+            tool("t1", "x/y", &[], &[]),
+            tool("t2", "a", &["ǅx"], &["admin"]),
+        ],
+        ..Catalog::default()
+    }
+}
+
+#[test]
+fn lists_by_node_and_by_path_where_no_node_is() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+    assert_eq!(paths.tools_under(&path("a/b")), [0]);
+    assert_eq!(paths.tools_at(&path("a")), [2]);
+    assert_eq!(paths.tools_under(&path("x")), [1]);
+    assert_eq!(paths.tools_at(&path("x/y")), [1]);
+    assert_eq!(paths.tools_under(&[]), [0, 1, 2]);
+    assert!(paths.tools_under(&path("nowhere")).is_empty());
+    assert_eq!(paths.children(&[]), [0]);
+    assert_eq!(paths.children(&path("a")), [1]);
+    assert_eq!(paths.node_ord(&path("a/b")), Some(1));
+    assert_eq!(paths.resolve(path("A/B"), |_| true), Some(path("a/b")));
+    assert_eq!(paths.resolve(path("A/B"), |n| n != 1), None, "a hidden category does not resolve");
+}
+
+#[test]
+fn tools_listed_by_their_node_as_by_their_path() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let by_path = PathTable::new(&catalog, &[], &nodes);
+    let by_node = PathTable::new(&catalog, &[1, NO_NODE, 0], &nodes);
+    for table in [&by_path, &by_node] {
+        let paths = Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets };
+        assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+        assert_eq!(paths.tools_at(&path("a/b")), [0]);
+        assert_eq!(paths.tools_at(&path("a")), [2]);
+        assert_eq!(paths.tools_under(&path("x/y")), [1]);
+    }
+}
+
+#[test]
+fn a_catalogue_filed_on_several_cores_lists_as_on_one() {
+    // Enough tools for several parts, by node, by path, at paths without a node, on two paths.
+    let small = catalog();
+    let mut catalog = Catalog { nodes: small.nodes.clone(), ..Catalog::default() };
+    let mut tool_nodes = Vec::new();
+    for i in 0..100_000 {
+        let mut t = small.tools[i % 3].clone();
+        if i % 7 == 0 {
+            t.paths.push(path("a"));
+        }
+        tool_nodes.push(match (i % 3, t.paths.len(), i % 2) {
+            (0, 1, 0) => 1,
+            (2, 1, 0) => 0,
+            _ => NO_NODE,
+        });
+        catalog.tools.push(t);
+    }
+    let nodes = NodePaths::new(&catalog.nodes);
+    let pool = |threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let one = pool(1).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
+    let two = pool(2).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
+    let facets = ToolFacets::default();
+    let [one, two] = [&one, &two].map(|table| Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets });
+    for p in ["a", "a/b", "x", "x/y"] {
+        assert_eq!(one.tools_under(&path(p)), two.tools_under(&path(p)), "under {p}");
+        assert_eq!(one.tools_at(&path(p)), two.tools_at(&path(p)), "at {p}");
+    }
+    let at_a: Vec<u32> = (0..100_000).filter(|i| i % 3 == 2 || i % 7 == 0).collect();
+    assert_eq!(two.tools_at(&path("a")), at_a);
+    assert_eq!(two.tools_under(&path("x")), (0..100_000).filter(|i| i % 3 == 1).collect::<Vec<u32>>());
+}
+
+#[test]
+fn a_tool_on_two_paths_is_listed_once_under_each_node() {
+    let mut catalog = catalog();
+    catalog.tools[0].paths.push(path("a"));
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[NO_NODE, NO_NODE, 0], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    assert_eq!(paths.tools_under(&path("a")), [0, 2]);
+    assert_eq!(paths.tools_at(&path("a")), [0, 2]);
+    assert_eq!(paths.tools_at(&path("a/b")), [0]);
+}
+
+#[test]
+fn tags_fold_and_scopes_hide() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
+    assert_eq!(paths.allowed(&tags(&["NET"])), Some(vec![0]));
+    assert_eq!(paths.allowed(&tags(&["ǆx"])), Some(vec![2]), "a title-case tag is folded");
+    assert_eq!(paths.allowed(&tags(&["!net"])), Some(vec![1, 2]));
+    assert_eq!(paths.visible_tools(&Some(vec![])), Some(vec![0, 1]));
+    assert_eq!(paths.visible_tools(&Some(vec!["admin".into()])), None);
+    assert_eq!(paths.visible_nodes(&Some(vec![])), Some(vec![true, true]));
+}
