@@ -195,7 +195,7 @@ class Index:
         query: str,
         *,
         path: Optional[str] = None,
-        tags: Optional[Sequence[str]] = None,
+        tags: Union[str, Sequence[str], None] = None,
         limit: int = 10,
         min_confidence: Optional[float] = None,
         scopes: Optional[Sequence[str]] = None,
@@ -207,7 +207,7 @@ class Index:
         is `ProtocolError` `NO_MATCH_IN_CATEGORY` with hints."""
         a = self._call(
             "search_tool_by_category",
-            {"query": query, "category_path": path, "tags": list(tags or []), "limit": limit, "cursor": cursor},
+            {"query": query, "category_path": path, "tags": _tags(tags), "limit": limit, "cursor": cursor},
             scopes,
             min_confidence,
         )
@@ -222,7 +222,7 @@ class Index:
         self,
         path: Optional[str] = None,
         *,
-        tags: Optional[Sequence[str]] = None,
+        tags: Union[str, Sequence[str], None] = None,
         query: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
@@ -230,7 +230,7 @@ class Index:
     ) -> ListPage:
         """What category `path` (the root when `None`) holds."""
         a = self._call(
-            "list", {"path": path, "tags": list(tags or []), "query": query, "limit": limit, "cursor": cursor}, scopes
+            "list", {"path": path, "tags": _tags(tags), "query": query, "limit": limit, "cursor": cursor}, scopes
         )
         nodes = [NodeEntry(n["name"], n["path"], n["summary"], list(n.get("tags", [])), int(n["tool_count"])) for n in a["nodes"]]
         return ListPage(a["path"], nodes, [_pointer(p) for p in a["tools"]], a.get("next_cursor"))
@@ -355,11 +355,17 @@ def build(
     format: Optional[str] = None,
     progress: bool = True,
     models: Optional[PathLike] = None,
+    server: str = "mcp",
 ) -> Index:
     """Builds an index of `source` and opens it. `source` is a catalogue path, a Python object
     (an MCP `tools/list` result, an OpenAI or Anthropic tool list, a native manifest dict), or
-    a list of those; `out=None` builds in a temporary directory removed with the index. Bad
-    input raises `ValueError` naming the file (or object) and the field."""
+    a list of those; `out=None` builds in a temporary directory removed with the index. An MCP
+    `tools/list` result is one server's: its tools get ids `SERVER.NAME`, the server named by
+    `server` (default `mcp`). A catalogue file that does not exist raises `FileNotFoundError`
+    (an `OSError`); nothing to build, or bad input, raises `ValueError` naming the file (or
+    the object, by its place in `source`) and the field."""
+    if not server or not all(c.isalnum() or c in "-_" for c in server):
+        raise ValueError(f"server={server!r}: a server name is letters, digits, '-' and '_'")
     items: List[Source]
     if isinstance(source, (str, os.PathLike, dict)):
         items = [source]
@@ -367,22 +373,37 @@ def build(
         items = [source]  # one tool list
     else:
         items = list(source)  # type: ignore[arg-type]
+    if not items:
+        raise ValueError("nothing to build: give a catalogue file, a tool list or a manifest (source is empty)")
+    for item in items:
+        if isinstance(item, (str, os.PathLike)) and not os.path.exists(item):
+            raise FileNotFoundError(2, "no such catalogue file", os.fspath(item))
     scratch = tempfile.mkdtemp(prefix="toolsearch-")
     paths: List[str] = []
+    # What the scratch files stand for in an error: the object the caller passed.
+    labels: List[tuple] = []
     for i, item in enumerate(items):
         if isinstance(item, (str, os.PathLike)):
             paths.append(os.fspath(item))
         else:
-            # An MCP tool list's server is named after its file: `tools`, so ids read `tools.NAME`.
-            p = Path(scratch) / str(i) / "tools.json"
+            # An MCP tool list's server is named after its file: `server`, so ids read `SERVER.NAME`.
+            p = Path(scratch) / str(i) / f"{server}.json"
             p.parent.mkdir()
             p.write_text(json.dumps(item))
             paths.append(str(p))
+            what = "the object passed to build()" if len(items) == 1 else f"object {i} of the list passed to build()"
+            labels.append((str(p), what))
     target = Path(out) if out is not None else Path(scratch) / "index"
     try:
         model = _load_model(models)
         report = json.loads(_build(paths, str(target), model, format, progress))
         index = Index(_NativeIndex(str(target), model), model, BuildReport(**report))
+    except ValueError as e:
+        shutil.rmtree(scratch, ignore_errors=True)
+        message = str(e)
+        for path, what in labels:
+            message = message.replace(path, what)
+        raise ValueError(message.replace(scratch, "the objects passed to build()")) from None
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
@@ -391,6 +412,15 @@ def build(
     else:
         shutil.rmtree(scratch, ignore_errors=True)
     return index
+
+
+def _tags(tags: Union[str, Sequence[str], None]) -> List[str]:
+    """`tags` as a list: a string is a comma-separated list (`"a,b"`), never its characters."""
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        return [t.strip() for t in tags.split(",") if t.strip()]
+    return [str(t) for t in tags]
 
 
 def _is_tool(d: Dict[str, Any]) -> bool:

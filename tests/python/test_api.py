@@ -228,3 +228,50 @@ def test_a_facade_unfolds_into_its_tools(sample):
     assert not unfolded.is_error and unfolded.added, unfolded
     now = [d["name"] for d in ts.definitions("mcp")["tools"]]
     assert all(n in now for n in unfolded.added)
+
+
+# The rough edges of #51: each fails on the code before its fix.
+
+
+def test_a_missing_catalogue_file_is_an_oserror_naming_it(tmp_path):
+    missing = tmp_path / "nowhere.json"
+    with pytest.raises(FileNotFoundError) as e:
+        toolsearch.build(missing, progress=False)
+    assert isinstance(e.value, OSError) and str(missing) in str(e.value)
+
+
+def test_nothing_to_build_is_refused():
+    for empty in ([], ()):
+        with pytest.raises(ValueError) as e:
+            toolsearch.build(empty, progress=False)
+        assert "nothing to build" in str(e.value)
+
+
+def test_tags_as_a_comma_separated_string_are_tags_not_characters(sample):
+    tool = sample.expand("refactor.rename_symbol")
+    tags = tool["tags"][:2]
+    assert tags, tool
+    as_list = sample.search("rename a variable everywhere", tags=tags, min_confidence=0.0)
+    as_text = sample.search("rename a variable everywhere", tags=",".join(tags), min_confidence=0.0)
+    assert as_list.results and [p.tool_id for p in as_text.results] == [p.tool_id for p in as_list.results]
+    assert [p.tool_id for p in sample.list(tags=tags[0]).tools] == [p.tool_id for p in sample.list(tags=[tags[0]]).tools]
+
+
+def test_an_error_about_a_python_object_names_the_object_not_a_temporary_file():
+    with pytest.raises(ValueError) as e:
+        toolsearch.build({"tools": [{"id": "a", "description": "no name"}]}, progress=False)
+    message = str(e.value)
+    assert "the object passed to build()" in message and "/tools/0/name" in message, message
+    assert "toolsearch-" not in message and "/tmp" not in message, message
+    with pytest.raises(ValueError) as e:
+        toolsearch.build([{"tools": [{"id": "a"}]}, {"tools": [{"id": "b"}]}], progress=False)
+    assert "object 0 of the list passed to build()" in str(e.value), str(e.value)
+
+
+def test_an_mcp_tools_list_result_gets_the_server_name_given():
+    listing = {"tools": [{"name": "echo", "description": "Echo a message back.", "inputSchema": {"type": "object"}}]}
+    assert toolsearch.build(listing, progress=False).search("echo a message back").results[0].tool_id == "mcp.echo"
+    named = toolsearch.build(listing, progress=False, server="everything")
+    assert named.search("echo a message back").results[0].tool_id == "everything.echo"
+    with pytest.raises(ValueError):
+        toolsearch.build(listing, progress=False, server="bad.name")
