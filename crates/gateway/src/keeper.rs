@@ -113,6 +113,12 @@ impl Keeper {
                 batch.push(e);
             }
             self.take(&batch).await;
+            // Failed requests are the operator's to read (logged by `take`): nothing to rebuild
+            // or announce.
+            let only_failures = batch.iter().all(|e| matches!(e, UpEvent::RequestFailed(..)));
+            if only_failures && !approved && !edited && !moved {
+                continue;
+            }
             if approved {
                 self.status.event("pins_changed", json!({"pins": pins::pins_path(&self.state)}));
             }

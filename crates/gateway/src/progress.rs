@@ -40,16 +40,24 @@ struct Slot {
     early: Vec<ProgressNotificationParam>,
 }
 
+/// The open requests of one upstream: each slot by its progress token, and the token by the
+/// request's id, so an answer closes its slot without a scan.
+#[derive(Default)]
+struct Table {
+    slots: HashMap<ProgressToken, Slot>,
+    ids: HashMap<RequestId, ProgressToken>,
+}
+
 /// The open requests of one upstream and where their progress goes.
 #[derive(Default)]
 pub(crate) struct Router {
-    slots: std::sync::Mutex<HashMap<ProgressToken, Slot>>,
+    table: std::sync::Mutex<Table>,
     dropped: AtomicU64,
 }
 
 impl Router {
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Slot>> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Progress notifications dropped because they named no open request of this upstream.
@@ -59,26 +67,34 @@ impl Router {
 
     /// A new session: requests of the old one are no longer open.
     pub(crate) fn reset(&self) {
-        self.slots().clear();
+        *self.table() = Table::default();
     }
 
     /// Request `id` goes out with progress token `token`.
     fn opened(&self, id: RequestId, token: ProgressToken) {
-        let mut slots = self.slots();
+        let mut table = self.table();
+        let Table { slots, ids } = &mut *table;
         if slots.len() >= MAX_OPEN {
             // Requests that were never answered (an upstream that drops them), and progress no
             // caller took: forgotten, so the table stays bounded; a caller still waiting keeps
             // its slot.
             slots.retain(|_, s| s.sink.is_some());
+            ids.retain(|_, t| slots.contains_key(t));
         }
-        slots.entry(token).or_default().id = Some(id);
+        slots.entry(token.clone()).or_default().id = Some(id.clone());
+        ids.insert(id, token);
     }
 
     /// Request `id` was answered: its slot is closed, unless it holds progress its caller has
     /// not taken yet (the answer can come before the caller takes the slot): that stays until
     /// the caller takes it and is done ([`Router::detach`]).
     fn answered(&self, id: &RequestId) {
-        self.slots().retain(|_, s| s.id.as_ref() != Some(id) || (s.sink.is_none() && !s.early.is_empty()));
+        let mut table = self.table();
+        let Some(token) = table.ids.remove(id) else { return };
+        let waiting = table.slots.get(&token).is_some_and(|s| s.sink.is_none() && !s.early.is_empty());
+        if !waiting {
+            table.slots.remove(&token);
+        }
     }
 
     /// A progress notification from the upstream: passed on to its request's caller (before
@@ -86,8 +102,8 @@ impl Router {
     /// or dropped and counted.
     async fn progress(&self, p: ProgressNotificationParam) {
         let sink = {
-            let mut slots = self.slots();
-            match slots.get_mut(&p.progress_token) {
+            let mut table = self.table();
+            match table.slots.get_mut(&p.progress_token) {
                 Some(Slot { sink: Some(sink), .. }) => sink.clone(),
                 Some(slot) if slot.early.len() < BUFFERED => return slot.early.push(p),
                 _ => {
@@ -104,8 +120,8 @@ impl Router {
     pub(crate) async fn attach(&self, token: ProgressToken, sink: ProgressSink) {
         loop {
             let early = {
-                let mut slots = self.slots();
-                let slot = slots.entry(token.clone()).or_default();
+                let mut table = self.table();
+                let slot = table.slots.entry(token.clone()).or_default();
                 if slot.early.is_empty() {
                     slot.sink = Some(sink);
                     return;
@@ -120,7 +136,10 @@ impl Router {
 
     /// The caller is done with the request with `token` (answered, cancelled or timed out).
     pub(crate) fn detach(&self, token: &ProgressToken) {
-        self.slots().remove(token);
+        let mut table = self.table();
+        if let Some(id) = table.slots.remove(token).and_then(|s| s.id) {
+            table.ids.remove(&id);
+        }
     }
 }
 
