@@ -9,6 +9,7 @@
 // Each module's own copy of `common` is the point (see above).
 #![allow(clippy::duplicate_mod)]
 
+mod answers;
 mod authz;
 mod call;
 mod catalog;

@@ -5,7 +5,8 @@ mod common;
 
 use serde_json::json;
 use toolsearch::{
-    Engine, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, Principal, SearchNodesRequest, SearchToolsRequest,
+    Engine, EngineOptions, ErrorCode, ExpandToolRequest, ListRequest, PathSpec, Principal, SearchNodesRequest,
+    SearchToolsRequest,
 };
 
 fn search(query: &str, path: Option<&str>) -> Result<toolsearch::SearchToolsResponse, toolsearch::ProtocolError> {
@@ -97,7 +98,49 @@ fn no_match_in_category_names_the_category_where_the_query_matches() {
 fn gibberish_gets_no_match_rather_than_weak_guesses() {
     let e = search("xqzv blorft wibble", None).unwrap_err();
     assert_eq!(e.code, ErrorCode::NoMatchInCategory);
+    assert!(e.message.contains("answerable"), "{}", e.message);
     assert!(e.next_action.is_some());
+    // The closest tools still come along, for a caller that wants to judge for itself.
+    assert_eq!(e.hints.iter().filter(|h| h.starts_with("closest in scope")).count(), 3, "{:?}", e.hints);
+}
+
+#[test]
+fn a_search_shows_every_result_near_the_best_and_says_how_answerable_it_is() {
+    // Showing is not abstaining: the other weather tools are shown (ranked, with their low
+    // confidences) although they are unlikely to be what was asked for; only results far
+    // under the best one (a small share of its confidence) are left out.
+    let r = search("forecast for Paris", Some("Weather")).unwrap();
+    assert_eq!(r.results[0].tool_id, "weather.forecast");
+    assert!(r.results.len() >= 3, "{:?}", r.results);
+    assert!(r.results[1].confidence < 0.08, "shown although under the old cut-off: {:?}", r.results);
+    let best = r.results[0].confidence;
+    let cut = EngineOptions::default().relative_cut;
+    assert!(r.results.iter().all(|p| p.confidence >= cut * best), "{:?}", r.results);
+    let answerable = r.answerable.unwrap();
+    assert!(answerable > EngineOptions::default().answerability.threshold, "{answerable}");
+}
+
+#[test]
+fn an_explicit_min_confidence_replaces_the_default_rules() {
+    let dir = common::build(&common::sample_catalog(), "explicit-floor");
+    let floor = |min: f32| {
+        let options = EngineOptions { min_confidence: Some(min), ..EngineOptions::default() };
+        Engine::with_embedder(&dir, common::embedder(), options).unwrap()
+    };
+    let request = |q: &str| SearchToolsRequest { query: q.into(), limit: Some(50), ..Default::default() };
+    // With a floor of 0 nothing is cut and gibberish gets its weak guesses, answerable low.
+    let all = floor(0.0).search_tool_by_category(&Principal::trusted(), &request("xqzv blorft wibble")).unwrap();
+    assert_eq!(all.results.len(), 50);
+    assert!(all.answerable.unwrap() < EngineOptions::default().answerability.threshold);
+    // A high floor shows only the sure results, and NO_MATCH names the floor.
+    let sure = floor(0.5).search_tool_by_category(&Principal::trusted(), &request("forecast for Paris")).unwrap();
+    assert_eq!(sure.results.iter().map(|p| p.tool_id.as_str()).collect::<Vec<_>>(), ["weather.forecast"]);
+    let none = floor(0.999).search_tool_by_category(&Principal::trusted(), &request("forecast for Paris")).unwrap_err();
+    assert!(
+        none.message.contains("confidence >= 1.00") || none.message.contains("confidence >= 0.99"),
+        "{}",
+        none.message
+    );
 }
 
 #[test]
@@ -221,7 +264,8 @@ fn json_dispatch_answers_in_protocol_shapes() {
         .unwrap();
     assert_eq!(v["category_path"], "Weather");
     assert_eq!(v["results"][0]["tool_id"], "weather.forecast");
-    assert!(v["next_cursor"].is_null());
+    assert!(v["answerable"].as_f64().is_some_and(|a| a > 0.5), "{v}");
+    assert!(v["next_cursor"].is_string(), "the other weather tools are a page away: {v}");
     let v =
         common::sample().handle(&Principal::trusted(), "expand_tool", json!({"tool_id": "weather.forecast"})).unwrap();
     assert_eq!(v["args_schema"]["properties"]["days"]["maximum"], 14);

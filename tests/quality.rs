@@ -72,7 +72,7 @@ fn bm25_beside_the_embedding_ranks_exactly_as_one_after_the_other() {
         let (a, ta) = beside.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
         let (b, tb) = after.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
         assert!(ta.embed > 0.0 && ta.lexical > 0.0 && tb.lexical > 0.0, "{ta:?} {tb:?}");
-        assert!(!a.is_empty(), "{}", q.text);
+        assert!(!a.results.is_empty(), "{}", q.text);
         assert_eq!(a, b, "{}", q.text);
     }
 }

@@ -95,11 +95,15 @@ class Pointer:
 
 @dataclass(frozen=True)
 class SearchPage:
-    """One page of search results; `next_cursor` asks for the next."""
+    """One page of search results; `next_cursor` asks for the next. `answerable` is the
+    engine's estimate that some tool in scope fits the query at all (a query-level
+    probability, apart from each result's confidence; `None` for regex matches): under the
+    engine's threshold the search raises `NO_MATCH_IN_CATEGORY` instead."""
 
     category_path: str
     results: List[Pointer]
     next_cursor: Optional[str]
+    answerable: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -202,16 +206,20 @@ class Index:
         cursor: Optional[str] = None,
     ) -> SearchPage:
         """The best tools for `query` (inside category `path`, carrying every tag of `tags`),
-        a page of `limit` at a time. Results below `min_confidence` (default: the index's
-        cutoff, 0.08 unless calibrated otherwise) are left out; when none is left, the answer
-        is `ProtocolError` `NO_MATCH_IN_CATEGORY` with hints."""
+        a page of `limit` at a time, each with its confidence. Results far below the best one
+        (under 3% of its confidence) are left out, and so are results below `min_confidence`
+        when given. When no tool in scope fits the query (`answerable` under the engine's
+        threshold), or none is left, the answer is `ProtocolError` `NO_MATCH_IN_CATEGORY`
+        whose hints name the closest tools."""
         a = self._call(
             "search_tool_by_category",
             {"query": query, "category_path": path, "tags": _tags(tags), "limit": limit, "cursor": cursor},
             scopes,
             min_confidence,
         )
-        return SearchPage(a.get("category_path", ""), [_pointer(p) for p in a["results"]], a.get("next_cursor"))
+        return SearchPage(
+            a.get("category_path", ""), [_pointer(p) for p in a["results"]], a.get("next_cursor"), a.get("answerable")
+        )
 
     def nodes(self, query: str, *, limit: int = 10, scopes: Optional[Sequence[str]] = None) -> List[NodeHit]:
         """The categories that best match `query`."""

@@ -42,9 +42,14 @@ pub(crate) struct Args {
     /// Recall cut-offs, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10", value_parser = clap::value_parser!(u16).range(1..))]
     k: Vec<u16>,
-    /// Candidates drawn from each index per query (the ranking depth; the protocol uses 64).
+    /// Candidates drawn from each index per query for the uncut ranking (the default path
+    /// measured beside it draws as many as the protocol: 64).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=10_000))]
     depth: u16,
+    /// Also measure the answerability decision on twins: each query again with its gold
+    /// tools taken out of its candidates (AUROC, and how often each half answers NO_MATCH).
+    #[arg(long)]
+    twins: bool,
     #[command(flatten)]
     cutoff: Cutoff,
 }
@@ -55,7 +60,6 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let options = EngineOptions {
         models: global.models.clone(),
         min_confidence: args.cutoff.min_confidence,
-        candidates: depth,
         ..EngineOptions::default()
     };
     let engine = Engine::open_with(&args.set.index, options).map_err(|e| Problem::Index.because(e))?;
@@ -67,6 +71,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             ks: args.k.iter().map(|&k| k.into()).collect(),
             depth,
             progress: progress(global, true),
+            twins: args.twins,
             ..BenchOptions::default()
         };
         reports.push(run_bench(&engine, &labelled, &options)?);

@@ -21,7 +21,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let labelled = args.set.load()?;
-    let engine = open_until_exit(global, &args.set.index, 0.0)?;
+    let engine = open_until_exit(global, &args.set.index, None)?;
     let report = fit_calibration(engine, &labelled)?;
     if !args.dry_run {
         IndexMeta::set_calibration(&args.set.index, &report.fitted).map_err(|e| Problem::Index.because(e))?;

@@ -37,7 +37,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let arguments = read_arguments(&args.args)?;
-    let engine = open_until_exit(global, &args.index, 0.0)?;
+    let engine = open_until_exit(global, &args.index, None)?;
     let req = CallToolRequest { tool_id: args.tool_id.clone(), arguments };
     let who = args.caller.principal();
     if args.executor.is_empty() {

@@ -25,7 +25,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let labelled = args.set.load()?;
-    let engine = open_until_exit(global, &args.set.index, 0.0)?;
+    let engine = open_until_exit(global, &args.set.index, None)?;
     let out = &args.out;
     let file = std::fs::File::create(out).map_err(|e| Problem::Io.because(format!("{}: {e}", out.display())))?;
     let mut w = std::io::BufWriter::new(file);

@@ -52,9 +52,11 @@ impl Caller {
 /// The confidence cut-off, for the verbs that rank.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Cutoff {
-    /// Results below this confidence (0 to 1) are not returned (NO_MATCH_IN_CATEGORY when none is left).
-    #[arg(long, value_name = "P", default_value_t = 0.08, value_parser = probability)]
-    pub min_confidence: f32,
+    /// Show the results at this confidence (0 to 1) or more, answering NO_MATCH_IN_CATEGORY
+    /// only when none is left, in place of the default rules (results within 3% of the best
+    /// one's confidence; NO_MATCH_IN_CATEGORY when no tool is likely to fit).
+    #[arg(long, value_name = "P", value_parser = probability)]
+    pub min_confidence: Option<f32>,
 }
 
 fn probability(s: &str) -> Result<f32, String> {
@@ -179,12 +181,16 @@ pub(crate) fn emit<T: Serialize>(global: &Global, value: &T, human: impl FnOnce(
 /// Opens the index for a verb that uses it until the process exits. The engine is never
 /// dropped: exiting hands its memory back at once, while tearing down a 100k-tool index
 /// piece by piece costs about a second.
-pub(crate) fn open_until_exit(global: &Global, dir: &Path, min_confidence: f32) -> Result<&'static Engine, Failure> {
+pub(crate) fn open_until_exit(
+    global: &Global,
+    dir: &Path,
+    min_confidence: Option<f32>,
+) -> Result<&'static Engine, Failure> {
     Ok(Box::leak(Box::new(open(global, dir, min_confidence)?)))
 }
 
 /// Opens the index in `dir` with the model the flags point at.
-pub(crate) fn open(global: &Global, dir: &Path, min_confidence: f32) -> Result<Engine, Failure> {
+pub(crate) fn open(global: &Global, dir: &Path, min_confidence: Option<f32>) -> Result<Engine, Failure> {
     open_with(dir, engine_options(global, min_confidence))
 }
 
@@ -205,7 +211,7 @@ pub(crate) fn model_failure(e: EmbedError) -> Failure {
 }
 
 /// Engine options from the flags.
-pub(crate) fn engine_options(global: &Global, min_confidence: f32) -> EngineOptions {
+pub(crate) fn engine_options(global: &Global, min_confidence: Option<f32>) -> EngineOptions {
     EngineOptions { models: global.models.clone(), min_confidence, ..EngineOptions::default() }
 }
 

@@ -20,7 +20,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
-    let engine = open_until_exit(global, &args.index, 0.0)?;
+    let engine = open_until_exit(global, &args.index, None)?;
     let res = engine.expand_tool(&args.caller.principal(), &ExpandToolRequest { tool_id: args.tool_id.clone() })?;
     emit(global, &res, || render::expand(&res))
 }

@@ -47,7 +47,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     };
     let labels = load_labels(path, args)?;
     // The adapter is fitted against the unadapted ranking, whatever the index holds now.
-    let options = EngineOptions { use_adapter: false, ..engine_options(global, 0.0) };
+    let options = EngineOptions { use_adapter: false, ..engine_options(global, None) };
     let engine = open_with(&args.index, options)?;
     let report = learn_adapter(&engine, &labels).map_err(|e| match e {
         LearnError::TooFewLabels { .. } => Problem::InvalidQueries.because(format!("{}: {e}", path.display())),

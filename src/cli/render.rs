@@ -235,13 +235,28 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
         let _ = writeln!(out, "HNSW graph recall@10 against an exact scan of the stored vectors: {r:.3}");
     }
     for r in reports.iter().filter(|r| r.mode == "hybrid") {
+        let Some(d) = &r.default_path else { continue };
         let _ = writeln!(
             out,
-            "abstention at confidence {:.2}: {:.1}% of queries with their gold tools removed, {:.1}% with them present",
-            r.threshold,
-            100.0 * r.abstain_gold_removed,
-            100.0 * r.abstain_gold_present
+            "default path (search, limit {}): nDCG@10 {:.3} (uncut {:.3}), R@5 {:.3}, {:.1} results shown; NO_MATCH for {:.1}% of queries (answerable < {:.3})",
+            toolsearch::eval::DEFAULT_LIMIT,
+            d.ndcg10,
+            r.ndcg10,
+            d.recall5,
+            d.shown,
+            100.0 * d.no_match_present,
+            d.answerable_threshold
         );
+        if let Some(t) = &d.twins {
+            let _ = writeln!(
+                out,
+                "twins ({} pairs): answerable AUROC {:.3}; NO_MATCH for {:.1}% with the gold tools taken out, {:.1}% with them present",
+                t.pairs,
+                t.auroc,
+                100.0 * t.no_match_removed,
+                100.0 * t.no_match_present
+            );
+        }
     }
     out
 }

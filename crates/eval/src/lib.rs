@@ -5,9 +5,12 @@
 //! Key design decision: the harness measures the engine through the same ranking path the
 //! protocol uses ([`toolsearch_query::Engine::rank_tools_timed`]), switching only which indexes
 //! answer (hybrid, BM25 alone, dense alone), so the modes are compared on real code paths in one
-//! run, and metrics are pure functions over ranked ids, tested without a model.
+//! run, and metrics are pure functions over ranked ids, tested without a model. Beside that
+//! uncut ranking it measures what a caller gets: the page `search_tool_by_category` answers by
+//! default, and its answerability decision on "twins" (queries with their gold tools taken out).
 #![deny(missing_docs)]
 
+mod answers;
 mod calibrate;
 mod contrastive;
 mod learn;
@@ -16,9 +19,10 @@ mod queries;
 mod run;
 mod tokens;
 
+pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
 pub use learn::{labels_from_audit, learn_adapter, LearnError, LearnReport, MIN_LABELS};
-pub use metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
+pub use metrics::{auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 pub use queries::{load_queries, EvalError, LabelledQuery};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};
 pub use tokens::{token_report, TokenReport};

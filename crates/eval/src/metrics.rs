@@ -68,6 +68,28 @@ pub fn expected_calibration_error(pairs: &[(f32, bool)], bins: usize) -> f64 {
         .sum()
 }
 
+/// Area under the ROC curve of `(score, positive)` pairs: the chance that a random positive
+/// scores above a random negative, ties counting half (0.5 without both kinds).
+pub fn auroc(pairs: &[(f32, bool)]) -> f64 {
+    let mut sorted: Vec<(f32, bool)> = pairs.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let positives = sorted.iter().filter(|p| p.1).count() as f64;
+    let negatives = sorted.len() as f64 - positives;
+    if positives == 0.0 || negatives == 0.0 {
+        return 0.5;
+    }
+    // Mid-ranks of tied scores; the sum of the positives' ranks gives the Mann-Whitney U.
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let j = sorted[i..].iter().position(|p| p.0 != sorted[i].0).map_or(sorted.len(), |k| i + k);
+        let mid = (i + j + 1) as f64 / 2.0;
+        rank_sum += mid * sorted[i..j].iter().filter(|p| p.1).count() as f64;
+        i = j;
+    }
+    (rank_sum - positives * (positives + 1.0) / 2.0) / (positives * negatives)
+}
+
 /// p50 / p95 / p99 of a sample, in the sample's unit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Percentiles {
@@ -95,6 +117,15 @@ impl Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auroc_counts_ordered_pairs_and_ties_as_half() {
+        assert_eq!(auroc(&[(0.9, true), (0.1, false)]), 1.0);
+        assert_eq!(auroc(&[(0.1, true), (0.9, false)]), 0.0);
+        assert_eq!(auroc(&[(0.5, true), (0.5, false)]), 0.5);
+        assert_eq!(auroc(&[(0.9, true), (0.3, true), (0.5, false), (0.1, false)]), 0.75);
+        assert_eq!(auroc(&[(0.9, true)]), 0.5);
+    }
 
     fn g(groups: &[&[&str]]) -> Vec<Vec<String>> {
         groups.iter().map(|gr| gr.iter().map(|s| s.to_string()).collect()).collect()

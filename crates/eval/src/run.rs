@@ -6,6 +6,7 @@ use serde::Serialize;
 use toolsearch_index::Reporter;
 use toolsearch_query::{Engine, ErrorCode, Filter, ProtocolError, Retrieval, StageTimes};
 
+use crate::answers::{DefaultPath, Tally};
 use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 use crate::queries::LabelledQuery;
 
@@ -22,6 +23,9 @@ pub struct BenchOptions {
     pub progress: Reporter,
     /// Queries re-run to measure the cached path (0 = skip).
     pub cached_runs: usize,
+    /// Also measure the answerability decision on twins (each query with its gold tools
+    /// taken out of its candidates).
+    pub twins: bool,
 }
 
 impl Default for BenchOptions {
@@ -32,6 +36,7 @@ impl Default for BenchOptions {
             depth: 100,
             progress: Reporter::default(),
             cached_runs: 200,
+            twins: false,
         }
     }
 }
@@ -70,13 +75,9 @@ pub struct BenchReport {
     pub mean_confidence: f64,
     /// Fraction of the top-10 results that are relevant.
     pub precision10: f64,
-    /// The engine's `min_confidence`, below which it answers `NO_MATCH_IN_CATEGORY`.
-    pub threshold: f32,
-    /// How often the engine would abstain if the gold tools were removed from the catalogue
-    /// (the best non-gold result is under the threshold): the higher the better.
-    pub abstain_gold_removed: f64,
-    /// How often it abstains with the gold tools present: the lower the better.
-    pub abstain_gold_present: f64,
+    /// What a search answers by default (hybrid mode only): its page's quality, how often it
+    /// answers `NO_MATCH_IN_CATEGORY`, and its answerability on twins when asked for.
+    pub default_path: Option<DefaultPath>,
     /// Latency by stage, milliseconds.
     pub latency_ms: StageLatency,
     /// Median total latency of repeated (cached) queries, microseconds.
@@ -119,10 +120,10 @@ pub fn run_bench(
     let mut pairs: Vec<(f32, bool)> = Vec::new();
     let mut times: Vec<StageTimes> = Vec::with_capacity(queries.len());
     let catalog = engine.catalog();
-    let threshold = engine.options().min_confidence;
-    let (mut abstain_removed, mut abstain_present) = (0usize, 0usize);
+    let mut answers = (options.retrieval == Retrieval::Hybrid).then(Tally::default);
     for q in queries {
         let (ranked, t) = engine.rank_tools_timed(&q.text, &Filter::default(), options.depth, options.retrieval)?;
+        let ranked = ranked.results;
         times.push(t);
         let ids: Vec<&str> =
             ranked.iter().take(options.depth).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
@@ -131,11 +132,9 @@ pub fn run_bench(
         }
         ndcg += dcg_ndcg(&ids, &q.gold, 10);
         mrr += first_relevant_rank(&ids, &q.gold).map_or(0.0, |r| 1.0 / r as f64);
-        let is_gold = |id: &str| q.gold.iter().any(|g| g.iter().any(|x| x == id));
-        let best_present = ranked.first().map_or(0.0, |s| s.confidence);
-        let best_other = ranked.iter().zip(&ids).find(|(_, id)| !is_gold(id)).map_or(0.0, |(s, _)| s.confidence);
-        abstain_present += usize::from(best_present < threshold);
-        abstain_removed += usize::from(best_other < threshold);
+        if let Some(tally) = answers.as_mut() {
+            tally.add(engine, q, options.twins)?;
+        }
         for (s, id) in ranked.iter().zip(&ids).take(10) {
             pairs.push((s.confidence, q.gold.iter().any(|g| g.iter().any(|x| x == id))));
         }
@@ -172,9 +171,7 @@ pub fn run_bench(
         ece: expected_calibration_error(&pairs, 10),
         mean_confidence: pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len().max(1) as f64,
         precision10: pairs.iter().filter(|p| p.1).count() as f64 / pairs.len().max(1) as f64,
-        threshold,
-        abstain_gold_removed: abstain_removed as f64 / n,
-        abstain_gold_present: abstain_present as f64 / n,
+        default_path: answers.map(|a| a.report(engine, options.twins)),
         latency_ms: StageLatency {
             embed: stage(|t| t.embed),
             dense: stage(|t| t.dense),

@@ -68,12 +68,12 @@ struct NativeIndex {
 impl NativeIndex {
     /// The engine answering with confidence cutoff `min` (the default one when `None`).
     fn with_cutoff(&self, min: Option<f32>) -> Result<Option<Arc<Engine>>, String> {
-        let Some(min) = min.filter(|m| *m != self.engine.options().min_confidence) else { return Ok(None) };
+        let Some(min) = min else { return Ok(None) };
         let mut cache = self.cutoffs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = cache.get(&min.to_bits()) {
             return Ok(Some(e.clone()));
         }
-        let options = EngineOptions { min_confidence: min, ..EngineOptions::default() };
+        let options = EngineOptions { min_confidence: Some(min), ..EngineOptions::default() };
         let engine =
             Arc::new(Engine::with_embedder(&self.path, self.embedder.clone(), options).map_err(|e| e.to_string())?);
         if cache.len() >= 8 {

@@ -19,6 +19,7 @@ use crate::hints;
 use crate::principal::Principal;
 use crate::protocol::*;
 use crate::ranker::{EngineError, EngineOptions, Ranker};
+use crate::ranking::Ranked;
 use crate::scope::{intersect, Filter};
 
 /// The query engine: a [`Ranker`] (reached through `Deref`) plus the protocol. `Send + Sync`:
@@ -118,21 +119,34 @@ impl Engine {
         // Every page slices the same ranking (fixed depth, ties by ordinal): pages never
         // repeat or skip a tool.
         let ranked = match req.match_mode {
-            MatchMode::Semantic => self.rank_tools(query, &filter, self.options().candidates)?,
-            MatchMode::Regex => self.match_tools(query, &filter)?,
+            MatchMode::Semantic => self.rank_tools_answer(query, &filter, self.options().candidates)?,
+            MatchMode::Regex => Ranked { results: self.match_tools(query, &filter)?, answerable: 1.0 },
         };
-        let confident: Vec<&Scored> = ranked.iter().filter(|s| s.confidence >= self.options().min_confidence).collect();
-        if confident.is_empty() {
+        let shown = self.shown(&ranked.results);
+        let abstains = req.match_mode == MatchMode::Semantic
+            && self.options().min_confidence.is_none()
+            && self.options().answerability.abstains(ranked.answerable);
+        if shown.is_empty() || abstains {
             return Err(match req.match_mode {
-                MatchMode::Semantic => hints::no_match(self, query, &filter),
+                MatchMode::Semantic => hints::no_match(self, query, &filter, &ranked),
                 MatchMode::Regex => hints::no_pattern_match(self, query, &filter),
             });
         }
         let page: Vec<ToolPointer> =
-            confident.iter().skip(offset).take(limit).map(|s| self.pointer(s.ord, &scope, s.confidence)).collect();
+            shown.iter().skip(offset).take(limit).map(|s| self.pointer(s.ord, &scope, s.confidence)).collect();
         let next = offset + page.len();
-        let next_cursor = (next < confident.len()).then(|| self.cursors.encode(next, request));
-        Ok(SearchToolsResponse { category_path: display_path(&scope), results: page, next_cursor })
+        let next_cursor = (next < shown.len()).then(|| self.cursors.encode(next, request));
+        let answerable = (req.match_mode == MatchMode::Semantic).then_some(ranked.answerable);
+        Ok(SearchToolsResponse { category_path: display_path(&scope), results: page, next_cursor, answerable })
+    }
+
+    /// The results a search shows: those at the explicit `min_confidence` or more when one
+    /// is set, else those at least [`EngineOptions::relative_cut`] of the best result's
+    /// confidence.
+    fn shown<'a>(&self, ranked: &'a [Scored]) -> Vec<&'a Scored> {
+        let best = ranked.first().map_or(0.0, |s| s.confidence);
+        let floor = self.options().min_confidence.unwrap_or(self.options().relative_cut * best);
+        ranked.iter().filter(|s| s.confidence >= floor).collect()
     }
 
     /// `search_nodes`: the categories that best match a query; categories holding none of the
@@ -222,7 +236,7 @@ impl Engine {
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {
-                let min = self.options().min_confidence;
+                let min = self.options().min_confidence.unwrap_or(hints::MATCH_FLOOR);
                 // A child category matches through its own text or through its best tool.
                 let under = self.rank_tools(q, &filter, self.options().candidates)?;
                 let best_tool = |node: u32| {

@@ -124,7 +124,7 @@ pub fn merge(dense: &[Hit], lexical: &[Hit], cosine_of: impl Fn(u32) -> f32) -> 
 }
 
 /// The blend score of every candidate, in candidate order.
-fn blend_scores(candidates: &[Candidate], alpha: f32, lexical_k: f32) -> Vec<f32> {
+pub(crate) fn blend_scores(candidates: &[Candidate], alpha: f32, lexical_k: f32) -> Vec<f32> {
     let best = candidates.iter().filter_map(|c| c.bm25).fold(0.0f32, f32::max);
     candidates.iter().map(|c| alpha * c.cosine + (1.0 - alpha) * lexical_feature(c.bm25, best, lexical_k)).collect()
 }

@@ -10,8 +10,15 @@ use toolsearch_index::DocKind;
 use crate::engine::Engine;
 use crate::error::{Call, ErrorCode, ProtocolError};
 use crate::protocol::SearchNodesRequest;
+use crate::ranking::Ranked;
 use crate::scope::Filter;
 use crate::suggest::closest;
+
+/// The confidence a category (through its best tool) or a listed entry needs to count as
+/// matching a query: in `list`'s query filter and in the hints of `NO_MATCH_IN_CATEGORY`.
+pub(crate) const MATCH_FLOOR: f32 = 0.08;
+/// Closest tools in scope named in the hints of `NO_MATCH_IN_CATEGORY`.
+const CLOSEST_HINTS: usize = 3;
 
 /// `UNKNOWN_PATH` for `spec` (the request's `field`), naming the closest categories among
 /// `visible` ones (every category when `None`).
@@ -38,8 +45,6 @@ pub(crate) fn unknown_path(engine: &Engine, spec: &PathSpec, field: &str, visibl
     err.with_next(Call::List, json!({ "path": next_path }))
 }
 
-/// `NO_MATCH_IN_CATEGORY` for `query` under `filter`, naming the categories where the query
-/// does match (among the tools the caller may see), or related categories.
 /// "the catalogue", or the quoted category path.
 fn where_of(scope: &[String]) -> String {
     if scope.is_empty() {
@@ -80,20 +85,38 @@ pub(crate) fn no_pattern_match(engine: &Engine, pattern: &str, filter: &Filter) 
         .with_next(Call::SearchToolByCategory, json!({ "query": pattern, "category_path": display_path(scope) }))
 }
 
-pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter) -> ProtocolError {
+/// `NO_MATCH_IN_CATEGORY` for `query` under `filter`: no tool the caller may see in scope
+/// fits (`ranked`, the scope's ranking, is under the answerability threshold or, with an
+/// explicit `min_confidence`, has nothing above it). Names the categories where the query
+/// does fit (among the tools the caller may see) and the closest tools in scope as hints.
+pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &Ranked) -> ProtocolError {
     let scope = filter.path.as_slice();
     let where_ = where_of(scope);
     if let Some(e) = no_tool_with_tags(engine, query, filter) {
         return e;
     }
-    let message =
-        format!("no tool in {where_} matches {query:?} with confidence >= {:.2}", engine.options().min_confidence);
+    let options = engine.options();
+    let message = match options.min_confidence {
+        Some(min) => format!("no tool in {where_} matches {query:?} with confidence >= {min:.2}"),
+        None => format!(
+            "no tool in {where_} fits {query:?} (answerable {:.2}, under {:.2})",
+            ranked.answerable, options.answerability.threshold
+        ),
+    };
     let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
-    // Where does the query match? Rank over the whole catalogue, report the best categories.
-    let ranked =
-        if scope.is_empty() { Vec::new() } else { engine.rank_tools(query, &filter.at(&[]), 10).unwrap_or_default() };
+    // Where does the query fit? Rank over the whole catalogue, report the best categories.
+    let everywhere = if scope.is_empty() {
+        None
+    } else {
+        let fits = |r: &Ranked| options.min_confidence.is_some() || !options.answerability.abstains(r.answerable);
+        engine.rank_tools_answer(query, &filter.at(&[]), 10).ok().filter(fits)
+    };
     let mut categories: Vec<(String, f32, String)> = Vec::new();
-    for s in ranked.iter().filter(|s| s.confidence >= engine.options().min_confidence) {
+    for s in everywhere
+        .iter()
+        .flat_map(|r| &r.results)
+        .filter(|s| s.confidence >= options.min_confidence.unwrap_or(MATCH_FLOOR))
+    {
         let t = &engine.catalog().tools[s.ord as usize];
         let cat = display_path(&t.paths[0]);
         if !categories.iter().any(|c| c.0 == cat) {
@@ -103,23 +126,32 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter) -> Protoco
             break;
         }
     }
+    // The closest tools in scope, for a caller that wants to judge for itself.
+    let closest: Vec<String> = ranked
+        .results
+        .iter()
+        .take(CLOSEST_HINTS)
+        .map(|s| {
+            let t = &engine.catalog().tools[s.ord as usize];
+            format!("closest in scope: {:?} ({}), confidence {:.2}", t.id, t.name, s.confidence)
+        })
+        .collect();
     if let Some(best) = categories.first() {
         err.hints = categories
             .iter()
             .map(|(c, conf, name)| format!("{c:?} matches (best: {name}, confidence {conf:.2})"))
             .collect();
+        err.hints.extend(closest);
         return err.with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": best.0 }));
     }
     err.hints.push("rephrase the request with the action and the object, or browse with list".into());
+    err.hints.extend(closest);
     let nodes = engine
         .search_nodes_for(&SearchNodesRequest { query: query.to_owned(), limit: Some(3) }, &filter.scopes)
         .map(|r| r.results)
         .unwrap_or_default();
     err.hints.extend(
-        nodes
-            .iter()
-            .filter(|n| n.confidence >= engine.options().min_confidence)
-            .map(|n| format!("category {:?} may be related", n.path)),
+        nodes.iter().filter(|n| n.confidence >= MATCH_FLOOR).map(|n| format!("category {:?} may be related", n.path)),
     );
     err.with_next(
         Call::List,

@@ -10,6 +10,7 @@
 //! `NO_MATCH_IN_CATEGORY` answer that names the categories where the query does match.
 #![deny(missing_docs)]
 
+pub mod answerable;
 mod cache;
 mod call;
 mod cursor;
@@ -27,6 +28,7 @@ mod ranking;
 mod scope;
 mod suggest;
 
+pub use answerable::Answerability;
 pub use call::{CallToolRequest, CallToolResponse, Executor, ToolFailure};
 pub use engine::Engine;
 pub use error::{Call, ErrorCode, NextAction, ProtocolError};
@@ -35,5 +37,5 @@ pub use matching::EXACT_CONFIDENCE;
 pub use principal::Principal;
 pub use protocol::*;
 pub use ranker::{EngineError, EngineOptions, Ranker};
-pub use ranking::{Retrieval, StageTimes};
+pub use ranking::{Ranked, Retrieval, StageTimes};
 pub use scope::Filter;

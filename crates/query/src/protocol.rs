@@ -149,6 +149,11 @@ pub struct SearchToolsResponse {
     pub results: Vec<ToolPointer>,
     /// Continuation token, when more results exist.
     pub next_cursor: Option<String>,
+    /// P(some tool the caller may see in this category fits the query), a query-level
+    /// estimate apart from each result's confidence; under the engine's threshold the answer
+    /// is `NO_MATCH_IN_CATEGORY` instead. Absent for `match: "regex"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answerable: Option<f32>,
 }
 
 /// `expand_tool`: everything about one tool.

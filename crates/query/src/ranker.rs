@@ -8,13 +8,18 @@ use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch_index::{IndexError, IndexReader, OpenOptions, QueryAdapter};
 
+use crate::answerable::Answerability;
 use crate::cache::Lru;
-use crate::fusion::{Calibration, Fusion, Scored};
-use crate::ranking::ResultKey;
+use crate::fusion::{Calibration, Fusion};
+use crate::ranking::{Ranked, ResultKey};
 use crate::scope::{PathTable, Paths};
 
 /// Most bytes each query cache holds, keys included.
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The default [`EngineOptions::relative_cut`]: the largest on the grid whose worst loss of
+/// nDCG@10 on the training sets stays under .005, chosen the same with any dev set held out.
+pub const RELATIVE_CUT: f32 = 0.03;
 
 /// How an [`Engine`](crate::Engine) ranks and where it finds its model.
 #[derive(Debug, Clone)]
@@ -28,9 +33,18 @@ pub struct EngineOptions {
     pub calibration: Option<Calibration>,
     /// Candidates drawn from each index before fusion.
     pub candidates: usize,
-    /// Pointers below this confidence are not returned; when none is left the answer is
-    /// `NO_MATCH_IN_CATEGORY`.
-    pub min_confidence: f32,
+    /// An explicit floor in place of the default rules: when set, a search shows the pointers
+    /// at this confidence or more and answers `NO_MATCH_IN_CATEGORY` only when none is left.
+    /// When `None` (the default), what is shown is decided by [`EngineOptions::relative_cut`],
+    /// whether to answer at all by [`EngineOptions::answerability`].
+    pub min_confidence: Option<f32>,
+    /// A result is shown only when its confidence is at least this share of the best
+    /// result's (chosen leave-one-set-out so that it almost never drops a relevant tool:
+    /// docs/benchmarks.md).
+    pub relative_cut: f32,
+    /// The query-level decision whether any tool fits: below its threshold a search answers
+    /// `NO_MATCH_IN_CATEGORY`, with the best few candidates as hints.
+    pub answerability: Answerability,
     /// How the index is opened.
     pub open: OpenOptions,
     /// Query embeddings, and ranked results, kept in LRU caches (0 disables them).
@@ -46,7 +60,9 @@ impl Default for EngineOptions {
             fusion: Fusion::default(),
             calibration: None,
             candidates: 64,
-            min_confidence: 0.08,
+            min_confidence: None,
+            relative_cut: RELATIVE_CUT,
+            answerability: Answerability::default(),
             open: OpenOptions::default(),
             query_cache: 1024,
             use_adapter: true,
@@ -73,7 +89,7 @@ pub struct Ranker {
     adapter: Option<QueryAdapter>,
     calibration: Calibration,
     pub(crate) vectors: Lru<String, Vec<f32>>,
-    pub(crate) results: Lru<ResultKey, Vec<Scored>>,
+    pub(crate) results: Lru<ResultKey, Ranked>,
     options: EngineOptions,
 }
 

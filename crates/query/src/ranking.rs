@@ -10,6 +10,7 @@ use toolsearch_index::{DocKind, Hit, IndexError, View};
 use crate::cache::Weigh;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::fusion::{merge, rank, Candidate, Fusion, Scored};
+use crate::matching::EXACT_CONFIDENCE;
 use crate::ranker::Ranker;
 use crate::scope::Filter;
 
@@ -64,6 +65,22 @@ impl Weigh for ResultKey {
     }
 }
 
+/// A ranking and its answerability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    /// Every candidate, best first, each with its confidence.
+    pub results: Vec<Scored>,
+    /// P(some tool the caller may see fits the query), from the engine's
+    /// [`Answerability`](crate::Answerability).
+    pub answerable: f32,
+}
+
+impl Weigh for Ranked {
+    fn weight(&self) -> usize {
+        self.results.weight() + std::mem::size_of::<f32>()
+    }
+}
+
 /// What retrieval found: the query vector (absent in lexical mode), dense hits, lexical hits.
 type Retrieved = (Option<Vec<f32>>, Vec<Hit>, Vec<Hit>);
 
@@ -71,18 +88,24 @@ impl Ranker {
     /// Every tool the filter allows ranked for `query`, best first, with no confidence cut-off (at
     /// least `depth` candidates are drawn from each index). The benchmark harness ranks with it.
     pub fn rank_tools(&self, query: &str, filter: &Filter, depth: usize) -> Result<Vec<Scored>, ProtocolError> {
+        self.rank_tools_answer(query, filter, depth).map(|r| r.results)
+    }
+
+    /// [`Ranker::rank_tools`] with the query's answerability: whether any tool fits at all.
+    pub fn rank_tools_answer(&self, query: &str, filter: &Filter, depth: usize) -> Result<Ranked, ProtocolError> {
         self.rank_tools_timed(query, filter, depth, Retrieval::Hybrid).map(|(r, _)| r)
     }
 
-    /// [`Ranker::rank_tools`] with a choice of indexes, reporting where the time went.
-    /// In [`Retrieval::Lexical`] mode, scores and confidences come from BM25 alone.
+    /// [`Ranker::rank_tools_answer`] with a choice of indexes, reporting where the time went.
+    /// In [`Retrieval::Lexical`] mode, scores and confidences come from BM25 alone; in either
+    /// single-index mode the answerability is the best result's confidence.
     pub fn rank_tools_timed(
         &self,
         query: &str,
         filter: &Filter,
         depth: usize,
         retrieval: Retrieval,
-    ) -> Result<(Vec<Scored>, StageTimes), ProtocolError> {
+    ) -> Result<(Ranked, StageTimes), ProtocolError> {
         let start = Instant::now();
         let mut t = StageTimes::default();
         let key = ResultKey { retrieval, depth, filter: filter.clone(), query: query.to_owned() };
@@ -94,17 +117,39 @@ impl Ranker {
         let s = Instant::now();
         // Single-index modes rank by that index's own score alone, for honest comparison.
         let single = |alpha: f32| Fusion::Blend { alpha, lexical_k: 0.0 };
+        let best_confidence = |results: Vec<Scored>| {
+            let answerable = results.first().map_or(0.0, |s| s.confidence);
+            Ranked { results, answerable }
+        };
         let ranked = match (retrieval, &qv) {
             (Retrieval::Hybrid, Some(v)) => {
-                self.promote_exact(query, filter, self.fuse(&dense, &lexical, v, self.tool_fusion())?)
+                let candidates = merge_scored(&dense, &lexical, |o| self.index().tool_score(o, v))?;
+                let mut ranked = self.rank_candidates(&candidates);
+                ranked.results = self.promote_exact(query, filter, ranked.results);
+                // A tool named exactly fits, whatever the scores say.
+                if ranked.results.first().is_some_and(|s| s.confidence >= EXACT_CONFIDENCE) {
+                    ranked.answerable = ranked.answerable.max(EXACT_CONFIDENCE);
+                }
+                ranked
             }
-            (Retrieval::Dense, Some(v)) => self.fuse(&dense, &[], v, single(1.0))?,
-            _ => rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration()),
+            (Retrieval::Dense, Some(v)) => best_confidence(self.fuse(&dense, &[], v, single(1.0))?),
+            _ => best_confidence(rank(&merge(&[], &lexical, |_| 0.0), single(0.0), self.calibration())),
         };
         t.fuse = s.elapsed().as_secs_f64();
         self.results.put(key, ranked.clone());
         t.total = start.elapsed().as_secs_f64();
         Ok((ranked, t))
+    }
+
+    /// Hybrid candidates ranked with the fusion and confidence map in force, and their
+    /// answerability: what a search answers from them. Benchmarks call it on candidate
+    /// lists with the gold tools taken out, to see what the engine would answer without them.
+    pub fn rank_candidates(&self, candidates: &[Candidate]) -> Ranked {
+        let fusion = self.tool_fusion();
+        Ranked {
+            results: rank(candidates, fusion, self.calibration()),
+            answerable: self.options().answerability.of(candidates, fusion),
+        }
     }
 
     /// Dense and lexical candidates of `query` inside `scope`, before fusion: the query vector

@@ -129,6 +129,9 @@ impl ToolSet {
                         if let Some(next) = &answer.next_cursor {
                             body["next_cursor"] = json!(next);
                         }
+                        if let Some(answerable) = answer.answerable {
+                            body["answerable"] = json!(round3(answerable));
+                        }
                         Ok(body.to_string())
                     }
                     Err(e) => {
