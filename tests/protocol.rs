@@ -95,6 +95,35 @@ fn no_match_in_category_names_the_category_where_the_query_matches() {
 }
 
 #[test]
+fn a_request_that_fits_far_better_elsewhere_is_pointed_there_not_given_weak_guesses() {
+    // "resize a photo" inside Finance: the category's best tools are weak guesses, but not
+    // so weak on their own that no tool could fit; the whole catalogue has a clear answer.
+    let e = search("resize a photo", Some("Finance")).unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoMatchInCategory);
+    assert!(e.message.contains("elsewhere"), "{}", e.message);
+    assert!(e.hints[0].contains("Media/Images"), "{:?}", e.hints);
+    assert!(e.hints.iter().any(|h| h.starts_with("closest in scope: \"payments.")), "{:?}", e.hints);
+    // Elsewhere means among the tools the caller may see: one without the GitHub scopes
+    // learns nothing of the pull-request tools that a trusted caller is pointed to.
+    let ask = |who: &Principal| {
+        common::sample()
+            .search_tool_by_category(
+                who,
+                &SearchToolsRequest {
+                    query: "merge the pull request on GitHub".into(),
+                    category_path: Some(PathSpec::Joined("Finance".into())),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| format!("{} {:?}", e.message, e.hints))
+    };
+    let trusted = ask(&Principal::trusted()).unwrap_err().to_lowercase();
+    assert!(trusted.contains("elsewhere") && trusted.contains("github"), "{trusted}");
+    let blind = format!("{:?}", ask(&Principal::with_scopes(["payments:read"]))).to_lowercase();
+    assert!(!blind.contains("github") && !blind.contains("create_pull_request"), "{blind}");
+}
+
+#[test]
 fn gibberish_gets_no_match_rather_than_weak_guesses() {
     let e = search("xqzv blorft wibble", None).unwrap_err();
     assert_eq!(e.code, ErrorCode::NoMatchInCategory);

@@ -53,8 +53,12 @@ fn pointer_lines(out: &mut String, p: &ToolPointer) {
 }
 
 pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
-    let mut out =
-        format!("{} for {query:?} in {}\n", count(r.results.len(), "result", "results"), scope_name(&r.category_path));
+    let answerable = r.answerable.map(|a| format!(" (answerable {a:.2})")).unwrap_or_default();
+    let mut out = format!(
+        "{} for {query:?} in {}{answerable}\n",
+        count(r.results.len(), "result", "results"),
+        scope_name(&r.category_path)
+    );
     for p in &r.results {
         pointer_lines(&mut out, p);
     }

@@ -20,6 +20,10 @@ use crate::principal::Principal;
 use crate::protocol::*;
 use crate::ranker::{EngineError, EngineOptions, Ranker};
 use crate::ranking::Ranked;
+
+/// How many times more likely relevant the best tool outside a category must be than the best
+/// inside it for a search in that category to answer that the request fits elsewhere.
+pub const FITS_ELSEWHERE: f32 = 5.0;
 use crate::scope::{intersect, Filter};
 
 /// The query engine: a [`Ranker`] (reached through `Deref`) plus the protocol. `Send + Sync`:
@@ -123,9 +127,10 @@ impl Engine {
             MatchMode::Regex => Ranked { results: self.match_tools(query, &filter)?, answerable: 1.0 },
         };
         let shown = self.shown(&ranked.results);
-        let abstains = req.match_mode == MatchMode::Semantic
-            && self.options().min_confidence.is_none()
-            && self.options().answerability.abstains(ranked.answerable);
+        let semantic = req.match_mode == MatchMode::Semantic && self.options().min_confidence.is_none();
+        let abstains = semantic
+            && (self.options().answerability.abstains(ranked.answerable)
+                || self.fits_elsewhere(query, &filter, &ranked)?);
         if shown.is_empty() || abstains {
             return Err(match req.match_mode {
                 MatchMode::Semantic => hints::no_match(self, query, &filter, &ranked),
@@ -138,6 +143,22 @@ impl Engine {
         let next_cursor = (next < shown.len()).then(|| self.cursors.encode(next, request));
         let answerable = (req.match_mode == MatchMode::Semantic).then_some(ranked.answerable);
         Ok(SearchToolsResponse { category_path: display_path(&scope), results: page, next_cursor, answerable })
+    }
+
+    /// Whether a search inside a category is far better answered outside it: the whole
+    /// catalogue (as the caller sees it) is answerable and its best tool lies outside the
+    /// category with over [`FITS_ELSEWHERE`] times the category's best confidence. Then the
+    /// answer is `NO_MATCH_IN_CATEGORY` naming where the request fits, not weak guesses.
+    fn fits_elsewhere(&self, query: &str, filter: &Filter, ranked: &Ranked) -> Result<bool, ProtocolError> {
+        if filter.path.is_empty() {
+            return Ok(false);
+        }
+        let everywhere = self.rank_tools_answer(query, &filter.at(&[]), self.options().candidates)?;
+        let inside = ranked.results.first().map_or(0.0, |s| s.confidence);
+        Ok(!self.options().answerability.abstains(everywhere.answerable)
+            && everywhere.results.first().is_some_and(|best| {
+                best.confidence > FITS_ELSEWHERE * inside && !ranked.results.iter().any(|s| s.ord == best.ord)
+            }))
     }
 
     /// The results a search shows: those at the explicit `min_confidence` or more when one

@@ -98,10 +98,11 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
     let options = engine.options();
     let message = match options.min_confidence {
         Some(min) => format!("no tool in {where_} matches {query:?} with confidence >= {min:.2}"),
-        None => format!(
+        None if options.answerability.abstains(ranked.answerable) => format!(
             "no tool in {where_} fits {query:?} (answerable {:.2}, under {:.2})",
             ranked.answerable, options.answerability.threshold
         ),
+        None => format!("no tool in {where_} fits {query:?}: tools elsewhere fit it far better"),
     };
     let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
     // Where does the query fit? Rank over the whole catalogue, report the best categories.
