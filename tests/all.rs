@@ -18,6 +18,7 @@ mod dialects;
 mod disclosure;
 mod gateway;
 mod gateway_http;
+mod gateway_learn;
 mod gateway_live;
 mod gateway_offers;
 mod gateway_ops;

@@ -84,13 +84,16 @@ pub enum LearnError {
 const TRAIL_KINDS: &[&str] = &["search", "choose", "expand", "unfold", "fold", "call", "rejected"];
 
 /// Labels from an audit trail (JSON Lines of audit entries, as `serve`/`gateway` write them):
-/// each search with a query, followed (before the next search) by expanding a tool and then
-/// calling it successfully, labels that query with those tools.
+/// each search with a query, followed (before the next search in the same session) by a
+/// successful call of a tool that the search returned or that was expanded since, labels
+/// that query with those tools. A call of a tool the model neither was shown nor expanded
+/// labels nothing (a guessed name that happened to work says nothing of the search).
 pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, String)> {
-    /// The latest search with a query, the tools expanded since and those then called.
+    /// The latest search with a query, the tools it returned or that were expanded since,
+    /// and those then called.
     struct Pending {
         query: String,
-        expanded: HashSet<String>,
+        shown: HashSet<String>,
         called: Vec<String>,
     }
     /// A line of a trail: an entry, and the session it belongs to when several sessions
@@ -133,18 +136,18 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
         }
         let Line { session, entry } = serde_json::from_value(value).map_err(|e| (i + 1, e.to_string()))?;
         match (entry.event, current.get_mut(&session)) {
-            (AuditEvent::Search { query: Some(q), .. }, _) if !q.trim().is_empty() => {
-                let fresh = Pending { query: q, expanded: HashSet::new(), called: Vec::new() };
+            (AuditEvent::Search { query: Some(q), results, .. }, _) if !q.trim().is_empty() => {
+                let fresh = Pending { query: q, shown: results.into_iter().collect(), called: Vec::new() };
                 match current.insert(session.clone(), fresh) {
                     Some(done) => flush(Some(done)),
                     None => order.push(session),
                 }
             }
             (AuditEvent::Expand { tool_id, .. }, Some(p)) => {
-                p.expanded.insert(tool_id);
+                p.shown.insert(tool_id);
             }
             (AuditEvent::Call { tool_id, outcome: CallOutcome::Ok, .. }, Some(p))
-                if p.expanded.contains(&tool_id) && !p.called.contains(&tool_id) =>
+                if p.shown.contains(&tool_id) && !p.called.contains(&tool_id) =>
             {
                 p.called.push(tool_id);
             }
@@ -165,6 +168,59 @@ fn bucket(id: &str) -> u64 {
     let mut h = DefaultHasher::new();
     id.hash(&mut h);
     h.finish() % 100
+}
+
+/// Mean nDCG@10 of `set` ranked from its evidence, the query vectors moved by `w` if given.
+fn mean_ndcg(
+    engine: &Engine,
+    set: &[&LabelledQuery],
+    ev: &[Evidence],
+    w: Option<&[f32]>,
+    fusion: Fusion,
+) -> Result<f64, LearnError> {
+    let catalog = engine.catalog();
+    let mut total = 0.0;
+    for (q, (v, lexical)) in set.iter().zip(ev) {
+        let moved = w.map(|w| toolsearch_index::adapter_apply(w, v));
+        let ranked = engine
+            .rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion)
+            .map_err(|e| LearnError::Engine(e.to_string()))?;
+        let ids: Vec<&str> = ranked.iter().take(10).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
+        total += dcg_ndcg(&ids, &q.gold, 10);
+    }
+    Ok(total / set.len().max(1) as f64)
+}
+
+/// nDCG@10 on the judging part of `labels` (the part [`learn_adapter`] judges on) with
+/// `adapter`, or with none: how a gateway compares the adapter in force with a new one on the
+/// same held-out labels. `engine` must be opened with `use_adapter: false`.
+pub fn judge_adapter(
+    engine: &Engine,
+    labels: &[LabelledQuery],
+    adapter: Option<&QueryAdapter>,
+) -> Result<f64, LearnError> {
+    let known: HashSet<&str> = engine.catalog().tools.iter().map(|t| t.id.as_str()).collect();
+    let mut judge: Vec<&LabelledQuery> = labels
+        .iter()
+        .filter(|q| bucket(&q.id) >= 85 && q.gold.iter().flatten().any(|g| known.contains(g.as_str())))
+        .collect();
+    judge.truncate(MAX_EVAL);
+    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let ev: Vec<Evidence> = judge
+        .iter()
+        .map(|q| Ok((engine.embed_query(&q.text).map_err(err)?, engine.lexical_tools(&q.text).map_err(err)?)))
+        .collect::<Result<_, LearnError>>()?;
+    let fusion = match (adapter, engine.options().fusion) {
+        (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
+        (_, fusion) => fusion,
+    };
+    mean_ndcg(engine, &judge, &ev, adapter.map(|a| a.weights.as_slice()), fusion)
+}
+
+/// Whether the query with this id falls in the judging part of the labels (15%, by a hash of
+/// the id), where [`learn_adapter`] and [`judge_adapter`] judge.
+pub fn judged(id: &str) -> bool {
+    bucket(id) >= 85
 }
 
 /// Fits an adapter to `labels` on `engine`'s index (the engine's own adapter, if any, is not
@@ -232,16 +288,8 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
         }
         (Fusion::Rrf { .. }, Fusion::Rrf { .. }) => unreachable!("the default is a blend"),
     };
-    let ndcg = |set: &[&LabelledQuery], ev: &[Evidence], w: Option<&[f32]>, alpha: f32| -> Result<f64, LearnError> {
-        let mut total = 0.0;
-        for (q, (v, lexical)) in set.iter().zip(ev) {
-            let moved = w.map(|w| toolsearch_index::adapter_apply(w, v));
-            let fusion = Fusion::Blend { alpha, lexical_k };
-            let ranked = engine.rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion).map_err(err)?;
-            let ids: Vec<&str> = ranked.iter().take(10).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
-            total += dcg_ndcg(&ids, &q.gold, 10);
-        }
-        Ok(total / set.len().max(1) as f64)
+    let ndcg = |set: &[&LabelledQuery], ev: &[Evidence], w: Option<&[f32]>, alpha: f32| {
+        mean_ndcg(engine, set, ev, w, Fusion::Blend { alpha, lexical_k })
     };
     // Candidates: ridge fits of several strengths, and the checkpoints of a contrastive fit
     // (fewer epochs = a stronger pull toward the identity map).
@@ -362,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn audit_labels_need_a_search_then_an_expand_then_a_successful_call() {
+    fn audit_labels_need_a_search_then_a_successful_call_of_a_tool_it_showed_or_was_expanded() {
         let trail = [
             r#"{"step":1,"event":"search","tool":"search_tool_by_category","query":"open a bug","category_path":"","results":["gh.issue","gh.pr"]}"#,
             r#"{"step":2,"event":"expand","tool_id":"gh.issue"}"#,
@@ -372,11 +420,15 @@ mod tests {
             r#"{"step":6,"event":"search","tool":"search_tool_by_category","query":"pay","category_path":"","results":["pay.charge"]}"#,
             r#"{"step":7,"event":"expand","tool_id":"pay.charge"}"#,
             r#"{"step":8,"event":"call","tool_id":"pay.charge","via":"charge","arguments":{},"outcome":"invalid_argument"}"#,
+            r#"{"step":9,"event":"search","tool":"search_tool_by_category","query":"refund","category_path":"","results":["pay.refund"]}"#,
+            r#"{"step":10,"event":"call","tool_id":"pay.void","via":"void","arguments":{},"outcome":"ok","called_without_expand":true}"#,
         ]
         .join("\n");
         let labels = labels_from_audit(&trail).unwrap();
-        assert_eq!(labels.len(), 1, "{labels:?}");
-        assert_eq!((labels[0].text.as_str(), &labels[0].gold), ("open a bug", &vec![vec!["gh.issue".to_string()]]));
+        let got: Vec<(&str, &str)> = labels.iter().map(|l| (l.text.as_str(), l.gold[0][0].as_str())).collect();
+        // Expanded then called; shown by the search then called; not a failed call, nor a
+        // call of a tool the search never showed.
+        assert_eq!(got, [("open a bug", "gh.issue"), ("send mail", "mail.send")], "{labels:?}");
         assert_eq!(labels_from_audit("{\"step\":1}").unwrap_err().0, 1);
         assert_eq!(labels_from_audit("{\"event\":\"search\"}").unwrap_err().0, 1, "a known kind must be whole");
         // The gateway's lines for reads and prompts, with no step, label nothing and break nothing.

@@ -141,6 +141,8 @@ pub struct GatewaySettings {
     pub limits: GatewayLimits,
     /// The audit trail written under the state directory.
     pub audit: toolsearch_mcp::trail::AuditSettings,
+    /// Learning from the gateway's own traffic (absent: off): `crate::learner`.
+    pub learn: Option<crate::learner::LearnSettings>,
     /// The tokens the config gives no name (named by [`GatewaySettings::name_tokens`]).
     #[serde(skip)]
     pub(crate) unnamed: Vec<String>,
@@ -192,6 +194,7 @@ impl Default for GatewaySettings {
             connect_timeout_secs: 30,
             limits: GatewayLimits::default(),
             audit: Default::default(),
+            learn: None,
             unnamed: Vec::new(),
         }
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use toolsearch_disclosure::{Availability, LiveCatalog};
 use toolsearch_embed::Embedder;
@@ -22,6 +22,7 @@ use crate::config::GatewayConfig;
 use crate::fleet::Fleet;
 use crate::forward::UpstreamRunner;
 use crate::keeper::Keeper;
+use crate::learner::{IndexWriter, LastRun, Learner};
 use crate::passthrough::Passthrough;
 use crate::pins;
 use crate::upstream::UpEvent;
@@ -155,6 +156,8 @@ pub async fn start(
         .map_err(|e| ServeError::Config(index_dir.clone(), e.to_string()))?;
     let live = LiveCatalog::new(engine);
     let s = &config.settings;
+    let last_learned: LastRun = Arc::default();
+    let writer: IndexWriter = Arc::default();
     let principal = match (&s.scopes, s.access) {
         (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
         (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
@@ -177,10 +180,30 @@ pub async fn start(
              refresh its tool list.",
     );
     let hub = hub
-        .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone())?)
+        .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone(), last_learned.clone())?)
         .with_passthrough(passthrough.clone());
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
+    // Learning needs the trail this process writes: a primary with its audit trail on.
+    let learner = match (&s.learn, replica, s.audit.enabled) {
+        (Some(settings), false, true) => Some(Learner {
+            hub: hub.clone(),
+            embedder: embedder.clone(),
+            trail: state.join("audit"),
+            settings: *settings,
+            status: status.clone(),
+            last: last_learned,
+            writer: writer.clone(),
+        }),
+        (Some(_), _, _) => {
+            status.event(
+                "learn_off",
+                json!({"reason": "learning reads the audit trail this gateway writes: a replica, or audit.enabled false, has none"}),
+            );
+            None
+        }
+        (None, _, _) => None,
+    };
     let keeper = Keeper {
         hub: hub.clone(),
         passthrough: Some(passthrough),
@@ -193,9 +216,11 @@ pub async fn start(
         last: listings,
         pins: first_stamp,
         replica: replica.then_some(index_stamp),
+        writer,
     };
-    let task = tokio::spawn(keeper.run(events));
-    Ok(Gateway { hub, fleet, index_dir, tasks: vec![task] })
+    let mut tasks = vec![tokio::spawn(keeper.run(events))];
+    tasks.extend(learner.map(|l| tokio::spawn(l.run())));
+    Ok(Gateway { hub, fleet, index_dir, tasks })
 }
 
 /// The gateway's operations: its audit trail under `state/audit` (unless disabled), request
@@ -207,6 +232,7 @@ fn operations(
     fleet: &Arc<Fleet>,
     held: HeldNow,
     status: Arc<dyn Status>,
+    learned: LastRun,
 ) -> Result<Operations, ServeError> {
     let dir = match role {
         Role::Primary => Some(state.join("audit")),
@@ -232,7 +258,11 @@ fn operations(
             })
             .collect();
         let found = held.lock().unwrap_or_else(|p| p.into_inner());
-        (states, pins::guard_json(&found.0, &found.1))
+        let mut more = pins::guard_json(&found.0, &found.1);
+        if let (Some(run), Value::Object(m)) = (learned.lock().unwrap_or_else(|p| p.into_inner()).clone(), &mut more) {
+            m.insert("learn".into(), run);
+        }
+        (states, more)
     });
     Ok(Operations::new(trail, Some(status), Some(details)))
 }

@@ -67,6 +67,8 @@ pub(crate) struct Keeper {
     /// `index/meta.bin` was when last loaded. A replica never writes under the state dir; it
     /// reloads the index when another process rebuilt it.
     pub(crate) replica: Option<Option<FileStamp>>,
+    /// Held while the index directory is written (here, and by the learner's swaps).
+    pub(crate) writer: crate::learner::IndexWriter,
 }
 
 impl Keeper {
@@ -229,8 +231,9 @@ impl Keeper {
             self.hub.live().clone(),
             self.held.clone(),
         );
-        let (listings, state) = (now.clone(), self.state.clone());
+        let (listings, state, writer) = (now.clone(), self.state.clone(), self.writer.clone());
         let done = tokio::task::spawn_blocking(move || -> Result<Option<PinsStamp>, String> {
+            let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
             let (_, stamp) = rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref())
                 .map_err(|e| e.to_string())?;
             live.reload().map_err(|e| e.to_string())?;

@@ -2,7 +2,8 @@
 //! the upstreams: their config, the stdio children and HTTP clients (with credentials from
 //! commands), their listings, the fleet that supervises them and the keeper that follows
 //! their changes and the config file, forwarding of calls, reads and prompts, the pins and
-//! injection scan that guard what a model reads, and the preflight check.
+//! injection scan that guard what a model reads, the preflight check, and the learner that
+//! adapts the ranking to the gateway's own traffic.
 //!
 //! Key design decision: the gateway plugs into the server of `toolsearch-mcp` through the seams
 //! that server defines (a [`toolsearch_mcp::ToolRunner`] that forwards calls, an
@@ -21,6 +22,7 @@ pub mod fleet;
 mod forward;
 pub mod gateway;
 mod keeper;
+pub mod learner;
 mod listing;
 pub mod offers;
 pub mod passthrough;

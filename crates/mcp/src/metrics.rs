@@ -11,6 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 /// The `upstream` label of what the server answers itself (discovery, facades, refusals).
 pub const OWN: &str = "toolsearch";
@@ -47,6 +48,7 @@ pub struct Metrics {
     progress_dropped: Family<UpstreamLabels, Gauge>,
     tools: Gauge,
     sessions: Gauge,
+    learn: LearnGauges,
 }
 
 impl Default for Metrics {
@@ -74,7 +76,40 @@ impl Default for Metrics {
         registry.register("index_tools", "Tools in the index served", tools.clone());
         let sessions = Gauge::default();
         registry.register("sessions", "Client sessions open", sessions.clone());
-        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions }
+        let learn = LearnGauges::register(&mut registry);
+        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions, learn }
+    }
+}
+
+/// What a gateway learning from its own traffic shows (`toolsearch.learn`).
+#[derive(Debug, Clone, Default)]
+struct LearnGauges {
+    labels: Gauge,
+    gain: Gauge<f64, AtomicU64>,
+    swaps: Gauge,
+    last_swap: Gauge,
+}
+
+impl LearnGauges {
+    fn register(registry: &mut Registry) -> LearnGauges {
+        let g = LearnGauges::default();
+        registry.register(
+            "learn_labels",
+            "Labelled searches the last learning run read from the audit trail",
+            g.labels.clone(),
+        );
+        registry.register(
+            "learn_heldout_gain",
+            "nDCG@10 the last learning run's adapter gains over the ranking in force, on held-out labels",
+            g.gain.clone(),
+        );
+        registry.register("learn_swaps", "Adapters swapped in since the gateway started", g.swaps.clone());
+        registry.register(
+            "learn_last_swap_timestamp_seconds",
+            "When the last adapter was swapped in (Unix seconds; 0 for never)",
+            g.last_swap.clone(),
+        );
+        g
     }
 }
 
@@ -107,6 +142,15 @@ impl Metrics {
     pub fn sizes(&self, tools: usize, sessions: usize) {
         self.tools.set(tools as i64);
         self.sessions.set(sessions as i64);
+    }
+
+    /// Records a learning run: labels read, held-out gain over the ranking in force, adapters
+    /// swapped in so far and when the last was (Unix seconds, 0 for never).
+    pub fn learned(&self, labels: usize, gain: f64, swaps: u64, last_swap: u64) {
+        self.learn.labels.set(i64::try_from(labels).unwrap_or(i64::MAX));
+        self.learn.gain.set(gain);
+        self.learn.swaps.set(i64::try_from(swaps).unwrap_or(i64::MAX));
+        self.learn.last_swap.set(i64::try_from(last_swap).unwrap_or(i64::MAX));
     }
 
     /// Everything, as OpenMetrics text.

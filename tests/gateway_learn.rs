@@ -1,0 +1,146 @@
+//! The gateway learning from its own traffic (`toolsearch.learn`): a replayed audit trail in
+//! which each tool is asked for by a made-up code word teaches the running gateway those words
+//! (its searches through the official Python MCP client find the tools afterwards), the run is
+//! shown in the status, `/readyz` and `/metrics`; and a later trail whose labels would make the
+//! ranking worse on held-out labels is fitted, judged and never swapped in.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::gateway::{client_steps, http_get, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+/// A made-up word for tool `i`: no model or BM25 index knows what it means.
+fn code_word(i: usize) -> String {
+    const SYL: [&str; 8] = ["ka", "lo", "mi", "zu", "re", "ta", "no", "vi"];
+    format!("{}{}{}x", SYL[i % 8], SYL[(i / 8) % 8], SYL[(i / 64) % 8])
+}
+
+const PHRASES: [&str; 6] = ["{} please", "run {} now", "I need {}", "do the {} thing", "{} for me", "start {}"];
+
+/// Audit lines of one session: for each (query, tool), a search that showed the tool and a
+/// successful call of it.
+fn trail(session: &str, pairs: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (k, (query, tool)) in pairs.iter().enumerate() {
+        let who = json!({"session": session, "token": "replay", "time": 1_700_000_000_000u64 + k as u64});
+        let mut search = json!({"step": 2 * k + 1, "event": "search", "tool": "search_tool_by_category",
+            "query": query, "category_path": "", "results": [tool]});
+        let mut call = json!({"step": 2 * k + 2, "event": "call", "tool_id": tool, "via": "call_tool",
+            "arguments": null, "outcome": "ok"});
+        for line in [&mut search, &mut call] {
+            line.as_object_mut().unwrap().extend(who.as_object().unwrap().clone());
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn learned_runs(gateway: &HttpGateway) -> Vec<Value> {
+    let lines = gateway.status.lock().unwrap().clone();
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "learned" && v["skipped"].is_null())
+        .collect()
+}
+
+fn wait_for_run(gateway: &HttpGateway, n: usize) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(run) = learned_runs(gateway).get(n - 1) {
+            return run.clone();
+        }
+        assert!(Instant::now() < deadline, "no learning run {n}: {:?}", gateway.status.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The tools each probe query's search puts first, through the gateway.
+fn firsts(gateway: &HttpGateway, probes: &[(String, String)]) -> usize {
+    let steps: Vec<Value> =
+        probes.iter().map(|(q, _)| json!(["search_tool_by_category", {"query": q, "limit": 1}])).collect();
+    let out = client_steps(&gateway.url(), "-", &json!(steps));
+    out.iter()
+        .zip(probes)
+        .filter(|(r, (_, tool))| {
+            let a: Value = serde_json::from_str(r["text"].as_str().unwrap_or("{}")).unwrap_or_default();
+            a["results"][0]["tool_id"].as_str() == Some(tool.as_str())
+        })
+        .count()
+}
+
+fn tool_ids(state: &Path) -> Vec<String> {
+    let engine = common::open(&state.join("index"));
+    engine.catalog().tools.iter().map(|t| t.id.clone()).collect()
+}
+
+#[test]
+fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped_in() {
+    let dir = common::scratch().join("gateway-learn");
+    let state = dir.join("state");
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"memory": memory, "everything": everything},
+                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20}}}),
+    );
+    let gateway = HttpGateway::start(&config, &state, &["--json"]);
+    let ids = tool_ids(&state);
+    assert!(ids.len() >= 20, "{ids:?}");
+    let right: Vec<(String, String)> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| PHRASES.iter().map(move |p| (p.replace("{}", &code_word(i)), id.clone())))
+        .collect();
+    let probes: Vec<(String, String)> =
+        ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
+    let before = firsts(&gateway, &probes);
+
+    // The replayed trail, as a rotated file beside the one the gateway writes.
+    std::fs::write(state.join("audit/trail.1.jsonl"), trail("replay-1", &right)).unwrap();
+    let first = wait_for_run(&gateway, 1);
+    assert_eq!(first["swapped"], true, "{first}");
+    assert!(first["labels"].as_u64().unwrap() >= right.len() as u64, "{first}");
+    assert!(first["gain"].as_f64().unwrap() > 0.0, "{first}");
+    let after = firsts(&gateway, &probes);
+    assert!(after > before + probes.len() / 3, "code words found first: {before} before, {after} after");
+
+    let (_, metrics) = http_get(&gateway.addr, "/metrics", &[]);
+    assert!(metrics.contains("toolsearch_learn_swaps 1"), "{metrics}");
+    assert!(metrics.contains(&format!("toolsearch_learn_labels {}", first["labels"])), "{metrics}");
+    assert!(!metrics.contains("toolsearch_learn_last_swap_timestamp_seconds 0\n"), "{metrics}");
+    let (_, ready) = http_get(&gateway.addr, "/readyz", &[]);
+    let ready: Value = serde_json::from_str(&ready).unwrap();
+    assert_eq!((ready["learn"]["swaps"].as_u64(), &ready["learn"]["labels"]), (Some(1), &first["labels"]), "{ready}");
+
+    // Labels that would teach the wrong tool for every word, except on the held-out part,
+    // which keeps the right ones: the fit is judged there, loses to the adapter in force, and
+    // is not swapped in.
+    let n = ids.len();
+    let worse: Vec<(String, String)> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| {
+            ["{} right away", "quick {}", "{} again", "please {} it", "{} today", "the {} one"].map(|p| {
+                let query = p.replace("{}", &code_word(i));
+                let wrong = ids[(i + 7) % n].clone();
+                let tool = if toolsearch::eval::judged(&query) { id.clone() } else { wrong };
+                (query, tool)
+            })
+        })
+        .collect();
+    std::fs::write(state.join("audit/trail.2.jsonl"), trail("replay-2", &worse)).unwrap();
+    let second = wait_for_run(&gateway, 2);
+    assert_eq!(second["swapped"], false, "{second}");
+    assert!(second["ndcg_new"].as_f64() < second["ndcg_in_force"].as_f64(), "{second}");
+    assert_eq!(firsts(&gateway, &probes), after, "the adapter in force still serves");
+    let (_, metrics) = http_get(&gateway.addr, "/metrics", &[]);
+    assert!(metrics.contains("toolsearch_learn_swaps 1"), "{metrics}");
+}
