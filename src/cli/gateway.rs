@@ -199,12 +199,13 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let options = engine_options(global, args.cutoff.min_confidence);
     let status = Arc::new(StderrStatus { json: global.json });
     let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
-    // One stdio client: one thread serves it, so a forwarded call's hops (client filter, SDK,
-    // upstream relay, writer) are task switches, not thread wake-ups (docs/gateway.md,
-    // Performance). Searches and index builds still run on the blocking pool.
-    let runtime = match http {
-        None if !build => tokio::runtime::Builder::new_current_thread().enable_all().build(),
-        _ => tokio::runtime::Runtime::new(),
+    // One thread serves the clients (stdio or HTTP), so a forwarded call's hops (HTTP
+    // parsing, session, SDK, upstream relay, writer) are task switches, not thread wake-ups
+    // (docs/gateway.md, Performance). Searches, index builds and learning run on the
+    // blocking pool, so a search never holds up another client's call.
+    let runtime = match build {
+        false => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        true => tokio::runtime::Runtime::new(),
     }
     .map_err(|e| Problem::Io.because(e))?;
     let result = runtime.block_on(async move {
