@@ -58,7 +58,10 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
         ["subscribe", watched],
         ["call", "everything.toggle-subscriber-updates", {}],
         ["wait_updated", watched, 30],
-        ["read", "toolsearch://everything/demo://no/such/thing"]
+        ["read", "toolsearch://everything/demo://no/such/thing"],
+        ["complete", "prompt", "everything.completable-prompt", "department", "Eng", {}],
+        ["complete", "prompt", "everything.completable-prompt", "name", "", {"department": "Sales"}],
+        ["set_level", "debug"]
     ]);
     let out = client_steps(&gateway.url(), "token-demo", &steps);
 
@@ -109,6 +112,12 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
     assert!(parsed(&out[11]).as_array().unwrap().contains(&json!(watched)), "{:?}", out[11]);
     assert!(out[12]["is_error"].as_bool().unwrap(), "{:?}", out[12]);
 
+    // Completions of a prompt's arguments reach the server that owns it, context included;
+    // a client may set a log level.
+    assert_eq!(parsed(&out[13])["completion"]["values"], json!(["Engineering"]), "{:?}", out[13]);
+    assert_eq!(parsed(&out[14])["completion"]["values"], json!(["David", "Eve", "Frank"]), "{:?}", out[14]);
+    assert!(!out[15]["is_error"].as_bool().unwrap(), "{:?}", out[15]);
+
     // A token without the server's scope sees none of it, and is answered as for what does
     // not exist.
     let plain = client_steps(
@@ -120,7 +129,9 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
             ["read", DOC],
             ["read", "toolsearch://nowhere/demo://x"],
             ["get_prompt", "everything.args-prompt", {"city": "Oslo"}],
-            ["search_tool_by_category", {"query": "ask a question about a city", "kind": "prompt"}]
+            ["search_tool_by_category", {"query": "ask a question about a city", "kind": "prompt"}],
+            ["complete", "prompt", "everything.completable-prompt", "department", "Eng", {}],
+            ["complete", "prompt", "everything.no-such-prompt", "department", "Eng", {}]
         ]),
     );
     assert_eq!(names(&parsed(&plain[0]), "uri"), ["toolsearch://memory/memory://knowledge-graph"], "{plain:?}");
@@ -130,6 +141,10 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
     assert_eq!(hidden, missing, "a hidden resource reads like a missing one");
     assert!(plain[4]["is_error"].as_bool().unwrap(), "{plain:?}");
     assert!(!plain[5]["text"].as_str().unwrap().contains("everything."), "{plain:?}");
+    // A hidden prompt's completions are refused as a missing one's are.
+    let hidden = plain[6]["text"].as_str().unwrap().replace("completable-prompt", "P");
+    let missing = plain[7]["text"].as_str().unwrap().replace("no-such-prompt", "P");
+    assert!(plain[6]["is_error"].as_bool().unwrap() && hidden == missing, "{plain:?}");
     drop(gateway);
 }
 

@@ -283,6 +283,17 @@ async def step_call_progress(session, notes, tool_id, arguments):
     return {"text": text_of(r), "progress": seen}
 
 
+async def step_complete(session, notes, kind, subject, argument, value, context):
+    """completion/complete of ARGUMENT (typed so far: VALUE) of a prompt or resource template."""
+    ref = (types.PromptReference(type="ref/prompt", name=subject) if kind == "prompt"
+           else types.ResourceTemplateReference(type="ref/resource", uri=subject))
+    return dump(await session.complete(ref, {"name": argument, "value": value}, context or None))
+
+
+async def step_set_level(session, notes, level):
+    return dump(await session.set_logging_level(level))
+
+
 OFFER_STEPS = {
     "resources": step_resources,
     "templates": step_templates,
@@ -294,6 +305,8 @@ OFFER_STEPS = {
     "notes": step_notes,
     "wait_note": step_wait_note,
     "call_progress": step_call_progress,
+    "complete": step_complete,
+    "set_level": step_set_level,
 }
 
 

@@ -14,8 +14,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
-    ServerResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+    ClientRequest, CompleteRequest, CompleteRequestParams, GetPromptRequest, GetPromptRequestParams,
+    ReadResourceRequest, ReadResourceRequestParams, Reference, ServerResult, SubscribeRequest, SubscribeRequestParams,
+    UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions};
 use rmcp::{ErrorData, RoleServer};
@@ -186,6 +187,18 @@ impl Passthrough {
         arguments: Option<Map<String, Value>>,
         request_id: &str,
     ) -> Result<(String, Value), ErrorData> {
+        let (up, server, original) = self.prompt(who, name)?;
+        let mut params = GetPromptRequestParams::new(original);
+        params.arguments = arguments;
+        let mut answer =
+            self.ask(&up, ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), request_id).await?;
+        namespace_answer(server, &mut answer);
+        Ok((server.to_owned(), answer))
+    }
+
+    /// The upstream, server and original name of the prompt `name` (namespaced) that `who`
+    /// may see and that is not held; an unknown prompt otherwise.
+    fn prompt<'n>(&self, who: &Principal, name: &'n str) -> Result<(Arc<Upstream>, &'n str, &'n str), ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("no prompt {name:?}"), None);
         let (server, original) = split_name(name).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
@@ -194,12 +207,38 @@ impl Passthrough {
         if !known {
             return Err(unknown());
         }
-        let mut params = GetPromptRequestParams::new(original);
-        params.arguments = arguments;
-        let mut answer =
-            self.ask(&up, ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), request_id).await?;
-        namespace_answer(server, &mut answer);
-        Ok((server.to_owned(), answer))
+        Ok((up, server, original))
+    }
+
+    /// `completion/complete` for a namespaced prompt's argument, or a resource template's,
+    /// forwarded to the server that owns it with the name or URI it knows.
+    pub(crate) async fn complete(
+        &self,
+        who: &Principal,
+        mut params: CompleteRequestParams,
+        request_id: &str,
+    ) -> Result<(String, Value), ErrorData> {
+        let (up, server) = match &mut params.r#ref {
+            Reference::Prompt(p) => {
+                let name = p.name.clone();
+                let (up, server, original) = self.prompt(who, &name)?;
+                p.name = original.to_owned();
+                (up, server.to_owned())
+            }
+            Reference::Resource(r) => {
+                let uri = r.uri.clone();
+                let unknown = || {
+                    ErrorData::resource_not_found(format!("no resource template {uri:?}"), Some(json!({"uri": uri})))
+                };
+                let (server, original) = split_uri(&uri).ok_or_else(unknown)?;
+                let up = self.upstream(who, server, unknown)?;
+                r.uri = original.to_owned();
+                (up, server.to_owned())
+            }
+            _ => return Err(ErrorData::invalid_params("completion for an unknown kind of reference", None)),
+        };
+        let answer = self.ask(&up, ClientRequest::CompleteRequest(CompleteRequest::new(params)), request_id).await?;
+        Ok((server, answer))
     }
 
     /// Sends `request` to `up` within the timeout; its answer as JSON, refused when over the
@@ -414,6 +453,15 @@ impl OfferSource for Passthrough {
         request_id: &'a str,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
         Box::pin(Passthrough::get_prompt(self, who, name, arguments, request_id))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        who: &'a Principal,
+        params: CompleteRequestParams,
+        request_id: &'a str,
+    ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
+        Box::pin(Passthrough::complete(self, who, params, request_id))
     }
 
     fn subscribe<'a>(

@@ -42,6 +42,8 @@ const METHODS: &[&str] = &[
     "resources/unsubscribe",
     "prompts/list",
     "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
 ];
 
 type TokenDigest = [u8; 32];
@@ -165,7 +167,13 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if let Some(c) = caller {
         request.extensions_mut().insert(c);
     }
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    // The SDK answers a session's DELETE with 202; the official clients expect 200 or 204 and
+    // log a warning at every close otherwise. A session ended is a request done, not accepted
+    // for later: 200.
+    if deleting && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
     if initialize && response.status().is_success() {
         if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             g.bind(id.to_owned(), owner).await;

@@ -66,6 +66,15 @@ pub trait OfferSource: Send + Sync + std::fmt::Debug {
         request_id: &'a str,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>>;
 
+    /// `completion/complete` for a prompt's or a resource template's argument: the server
+    /// that answered and its answer.
+    fn complete<'a>(
+        &'a self,
+        who: &'a Principal,
+        params: rmcp::model::CompleteRequestParams,
+        request_id: &'a str,
+    ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>>;
+
     /// Subscribes `session` (notified through `peer`) to `uri`.
     fn subscribe<'a>(
         &'a self,

@@ -220,7 +220,11 @@ impl ServerHandler for Session {
         if self.hub.passthrough().is_some() {
             capabilities.resources = serde_json::from_value(json!({"subscribe": true, "listChanged": true})).ok();
             capabilities.prompts = serde_json::from_value(json!({"listChanged": true})).ok();
+            capabilities.completions = Some(serde_json::Map::new());
         }
+        // A client may set a log level; the server sends no log messages of its own, so any
+        // level is accepted (its status goes to the operator, not to clients).
+        capabilities.logging = Some(serde_json::Map::new());
         let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("toolsearch", env!("CARGO_PKG_VERSION"));
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
@@ -322,6 +326,34 @@ impl ServerHandler for Session {
         self.offer_done("prompts/get", &request.name, &id, &answer, started);
         let result: GetPromptResult = typed(answer?.1)?;
         Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        let (pass, who) = self.passthrough("completion/complete", &context)?;
+        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let subject = match &request.r#ref {
+            rmcp::model::Reference::Prompt(p) => p.name.clone(),
+            rmcp::model::Reference::Resource(r) => r.uri.clone(),
+            _ => String::new(),
+        };
+        let answer = pass.complete(&who, request, &id).await;
+        self.offer_done("completion/complete", &subject, &id, &answer, started);
+        typed(answer?.1)
+    }
+
+    // Deprecated by the 2026-07-28 revision (SEP-2577), still sent by clients of the older
+    // ones, which treat an error here as a failure.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     async fn subscribe(
