@@ -23,6 +23,10 @@ use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{trail, Hub};
 use toolsearch_query::{Engine, EngineOptions};
 
+/// Most labels a run fits on, the newest: bounds a run's time and memory whatever the trail
+/// holds (embedding 20,000 queries takes about two minutes of one core).
+pub const MAX_LABELS: usize = 20_000;
+
 /// The `toolsearch.learn` section of a gateway config: present = on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -155,14 +159,15 @@ pub fn learn_once(
     seen: usize,
     min_new: usize,
 ) -> Result<Run, String> {
-    let labels = trail_labels(trail)?;
-    let skip = |why: String| Ok(Run { labels: labels.len(), judged: None, swapped: false, skipped: Some(why) });
-    if labels.len() < seen + min_new.max(1) {
-        return skip(format!(
-            "{} new labels since the last fit; waiting for {min_new}",
-            labels.len() - seen.min(labels.len())
-        ));
+    let mut labels = trail_labels(trail)?;
+    // A trail that rotated away more than it gained is counted afresh.
+    let total = labels.len();
+    let seen = if total < seen { 0 } else { seen };
+    let skip = |why: String| Ok(Run { labels: total, judged: None, swapped: false, skipped: Some(why) });
+    if total < seen + min_new.max(1) {
+        return skip(format!("{} new labels since the last fit; waiting for {min_new}", total - seen));
     }
+    labels.drain(..labels.len().saturating_sub(MAX_LABELS));
     let serving = live.engine();
     let dir = serving.index().dir().to_path_buf();
     let options = EngineOptions { use_adapter: false, ..serving.options().clone() };
@@ -179,7 +184,7 @@ pub fn learn_once(
     };
     let judged = Some((in_force, report.ndcg_after));
     let Some(adapter) = report.adapter.filter(|_| report.ndcg_after > in_force) else {
-        return Ok(Run { labels: labels.len(), judged, swapped: false, skipped: None });
+        return Ok(Run { labels: total, judged, swapped: false, skipped: None });
     };
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     // The index may have been rebuilt (other tools) since the fit began: store only into the
@@ -187,7 +192,7 @@ pub fn learn_once(
     let now = IndexMeta::read(&dir).map_err(|e| e.to_string())?;
     if now.generation != plain.index().meta().generation {
         return Ok(Run {
-            labels: labels.len(),
+            labels: total,
             judged,
             swapped: false,
             skipped: Some("the index was rebuilt during the fit".into()),
@@ -195,5 +200,5 @@ pub fn learn_once(
     }
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
     live.reload().map_err(|e| e.to_string())?;
-    Ok(Run { labels: labels.len(), judged, swapped: true, skipped: None })
+    Ok(Run { labels: total, judged, swapped: true, skipped: None })
 }
