@@ -95,6 +95,28 @@ fn no_match_in_category_names_the_category_where_the_query_matches() {
 }
 
 #[test]
+fn every_spelling_of_a_tool_name_a_client_uses_finds_it_first() {
+    for query in [
+        "payments.create_charge",
+        "PAYMENTS.CREATE_CHARGE",
+        "create_charge",
+        "payments__create_charge",
+        "mcp__payments__create_charge",
+        "mcp__toolsearch__payments.create_charge",
+        "select:payments.create_charge",
+    ] {
+        let r = search(query, None).unwrap_or_else(|e| panic!("{query}: {e:?}"));
+        assert_eq!(r.results[0].tool_id, "payments.create_charge", "{query}");
+        assert!(r.results[0].confidence >= toolsearch::EXACT_CONFIDENCE, "{query}");
+        assert!(r.answerable.unwrap() >= toolsearch::EXACT_CONFIDENCE, "{query}");
+    }
+    // `select:` takes several names, in the order given.
+    let r = search("select:weather.forecast, payments.refund", None).unwrap();
+    let first: Vec<&str> = r.results.iter().take(2).map(|p| p.tool_id.as_str()).collect();
+    assert_eq!(first, ["weather.forecast", "payments.refund"]);
+}
+
+#[test]
 fn a_request_that_fits_far_better_elsewhere_is_pointed_there_not_given_weak_guesses() {
     // "resize a photo" inside Finance: the category's best tools are weak guesses, but not
     // so weak on their own that no tool could fit; the whole catalogue has a clear answer.

@@ -16,6 +16,37 @@ const MAX_PATTERN: usize = 512;
 /// Most memory a compiled pattern may take.
 const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 
+/// The names a query asks for by name: those of `select:A,B` (as agent platforms' tool search
+/// takes them), else the query itself.
+fn selected(query: &str) -> Vec<&str> {
+    let q = query.trim();
+    match q.get(..7).filter(|p| p.eq_ignore_ascii_case("select:")) {
+        Some(_) => q[7..].split(',').map(str::trim).filter(|n| !n.is_empty()).collect(),
+        None => vec![q],
+    }
+}
+
+/// The spellings a client may use for the tool `SERVER.TOOL` (or `TOOL`), most literal first:
+/// the name as given, then `SERVER__TOOL` and `mcp__SERVER__TOOL` (Claude Code's) read as
+/// `SERVER.TOOL`, then what follows the `mcp__CLIENT_SIDE_NAME__` prefix as given. Any case.
+fn spellings(name: &str) -> Vec<String> {
+    let mut out = vec![name.to_owned()];
+    let parts: Vec<&str> = name.split("__").collect();
+    let rest = match parts.as_slice() {
+        [mcp, server, tool @ ..] if mcp.eq_ignore_ascii_case("mcp") && !tool.is_empty() => {
+            out.push(format!("{server}.{}", tool.join("__")));
+            Some(tool.join("__"))
+        }
+        [server, tool @ ..] if !tool.is_empty() => {
+            out.push(format!("{server}.{}", tool.join("__")));
+            Some(tool.join("__"))
+        }
+        _ => None,
+    };
+    out.extend(rest);
+    out
+}
+
 /// Whether `ord` is in `allowed` (sorted; `None` = every tool).
 fn permitted(allowed: Option<&[u32]>, ord: u32) -> bool {
     allowed.is_none_or(|a| a.binary_search(&ord).is_ok())
@@ -25,7 +56,15 @@ impl Ranker {
     /// `ranked` with the allowed tools whose id or name equals `query` moved to the front, at
     /// [`EXACT_CONFIDENCE`] or more.
     pub(crate) fn promote_exact(&self, query: &str, filter: &Filter, mut ranked: Vec<Scored>) -> Vec<Scored> {
-        let exact = self.index().tools_named(query);
+        let mut exact: Vec<u32> = Vec::new();
+        for name in selected(query) {
+            let found = spellings(name).iter().map(|s| self.index().tools_named(s)).find(|f| !f.is_empty());
+            for ord in found.unwrap_or_default() {
+                if !exact.contains(&ord) {
+                    exact.push(ord);
+                }
+            }
+        }
         if exact.is_empty() {
             return ranked;
         }
@@ -92,6 +131,20 @@ mod tests {
         assert!(bad.message.contains("not a valid regular expression"), "{}", bad.message);
         assert!(compile(&"a".repeat(MAX_PATTERN + 1)).is_err());
         assert!(compile("(a{1000}){1000}").is_err(), "a pattern over the size limit is refused");
+    }
+
+    #[test]
+    fn clients_spellings_of_a_tool_name_are_read_as_its_id() {
+        assert_eq!(spellings("memory.read_graph"), ["memory.read_graph"]);
+        assert_eq!(spellings("memory__read_graph"), ["memory__read_graph", "memory.read_graph", "read_graph"]);
+        assert_eq!(
+            spellings("mcp__memory__read_graph"),
+            ["mcp__memory__read_graph", "memory.read_graph", "read_graph"]
+        );
+        // Claude Code's prefix around a gateway's own ids.
+        assert_eq!(spellings("mcp__toolsearch__memory.read_graph")[2], "memory.read_graph");
+        assert_eq!(selected(" SELECT: a.b , c "), ["a.b", "c"]);
+        assert_eq!(selected("read the graph"), ["read the graph"]);
     }
 
     #[test]
