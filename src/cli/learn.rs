@@ -73,12 +73,7 @@ fn load_labels(path: &PathBuf, args: &Args) -> Result<Vec<LabelledQuery>, Failur
         if files.is_empty() {
             return Err(bad(format!("{}: no audit trail files (trail*.jsonl) in this directory", path.display())));
         }
-        let mut labels = Vec::new();
-        for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| bad(format!("{}: {e}", file.display())))?;
-            let found = labels_from_audit(&text).map_err(|(line, e)| bad(format!("{}:{line}: {e}", file.display())))?;
-            labels.extend(found);
-        }
+        let mut labels = toolsearch::gateway::learner::trail_labels(path).map_err(bad)?;
         for (i, l) in labels.iter_mut().enumerate() {
             l.id = format!("audit-{}", i + 1);
         }

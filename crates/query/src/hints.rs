@@ -110,7 +110,9 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
         None
     } else {
         let fits = |r: &Ranked| options.min_confidence.is_some() || !options.answerability.abstains(r.answerable);
-        engine.rank_tools_answer(query, &filter.at(&[]), 10).ok().filter(fits)
+        // The depth a search draws, so a search that found the request fits elsewhere finds
+        // this ranking in the cache.
+        engine.rank_tools_answer(query, &filter.at(&[]), options.candidates).ok().filter(fits)
     };
     let mut categories: Vec<(String, f32, String)> = Vec::new();
     for s in everywhere
