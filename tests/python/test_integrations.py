@@ -56,18 +56,20 @@ def test_langgraph_bigtool_agent_retrieves_with_toolsearch_and_calls_the_tool(in
         def bind_tools(self, tools, **kwargs):
             return self
 
-    # The model asks for tools, then answers. (Calling a selected tool from the graph needs
-    # ToolNode.inject_tool_args, which langgraph-bigtool 0.0.3 uses and langgraph 1.x removed:
-    # not ours to test; the selection is.)
+    # A whole agent step: the model asks for tools, calls the first one toolsearch retrieved,
+    # then answers with what the tool returned.
     script = iter([
         AIMessage(content="", tool_calls=[{"name": "retrieve_tools", "args": {"query": "will it rain in Oslo"}, "id": "c1"}]),
-        AIMessage(content="Let me check."),
+        AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": "c2"}]),
+        AIMessage(content="It is sunny in Oslo."),
     ])
     agent = create_agent(FakeModel(messages=script), registry, retrieve_tools_function=retrieve_tools(index, limit=2)).compile()
     out = agent.invoke({"messages": "What's the weather in Oslo?"})
     assert out["selected_tool_ids"][0] == "get_weather"
     assert all(i in registry for i in out["selected_tool_ids"])
-    assert out["messages"][-1].content == "Let me check."
+    ran = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c2"]
+    assert [m.content for m in ran] == ["sunny in Oslo"]
+    assert out["messages"][-1].content == "It is sunny in Oslo."
 
 
 def test_langchain_retriever_returns_documents_with_tool_ids(index):
