@@ -277,9 +277,12 @@ fn preflight(global: &Global, config: &GatewayConfig) -> Result<(), Failure> {
     }
 }
 
-/// Cancels `stop` on Ctrl-C or SIGTERM.
+/// Cancels `stop` on Ctrl-C or SIGTERM (Unix; elsewhere Ctrl-C alone).
 async fn cancel_on_signal(stop: CancellationToken) {
+    #[cfg(unix)]
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    #[cfg(not(unix))]
+    let mut term: Option<tokio::sync::mpsc::Receiver<()>> = None;
     let terminated = async {
         match term.as_mut() {
             Some(t) => {

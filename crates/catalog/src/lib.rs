@@ -24,6 +24,7 @@ mod merge;
 mod model;
 mod normalize;
 mod path;
+pub mod platform;
 pub mod schema;
 mod warning;
 

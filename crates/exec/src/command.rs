@@ -7,8 +7,7 @@
 //! Output is capped: a command that prints more than [`MAX_OUTPUT_BYTES`] is killed.
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -28,19 +27,11 @@ pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// run or finish within `timeout` (then its whole process group is killed).
 fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String, String), String> {
     let (program, args) = argv.split_first().ok_or("empty command")?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
-    let group = child.id() as libc::pid_t;
-    let kill_group = || {
-        // SAFETY: kill(2) with a negative pid signals the process group the child leads.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
-    };
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn().map_err(|e| format!("cannot run {program:?}: {e}"))?;
     if let Some(mut stdin) = child.stdin.take() {
         let input = input.to_vec();
         // A command that does not read its input closes the pipe early; that is fine.
@@ -82,7 +73,7 @@ fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String
     let deadline = Instant::now().checked_add(timeout);
     let status = loop {
         if overflow.load(Ordering::SeqCst) {
-            kill_group();
+            kill_group(&mut child);
             let _ = child.wait();
             return Err(format!("{program:?} printed more than {MAX_OUTPUT_BYTES} bytes; it was stopped"));
         }
@@ -90,19 +81,19 @@ fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String
             Ok(Some(status)) => break status,
             Ok(None) if deadline.is_none_or(|d| Instant::now() < d) => std::thread::sleep(Duration::from_millis(2)),
             Ok(None) => {
-                kill_group();
+                kill_group(&mut child);
                 let _ = child.wait();
                 return Err(format!("{program:?} timed out after {} s and was stopped", timeout.as_secs()));
             }
             Err(e) => {
-                kill_group();
+                kill_group(&mut child);
                 return Err(format!("{program:?} failed: {e}"));
             }
         }
     };
     // Whatever the command left running in its group (`sleep 15 &`) ends with it, so its
     // output pipes close now.
-    kill_group();
+    kill_group(&mut child);
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let grace = Instant::now() + Duration::from_secs(1);
     for _ in 0..2 {
@@ -116,6 +107,18 @@ fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String
         return Err(format!("{program:?} printed more than {MAX_OUTPUT_BYTES} bytes"));
     }
     Ok((status.success(), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned()))
+}
+
+/// Kills the process group the command leads, grandchildren too (Unix). Elsewhere there is no
+/// process group: the command alone is killed, and what it started may outlive it.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(group) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the process group the child leads.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+    }
+    #[cfg(not(unix))]
+    let _ = child.kill();
 }
 
 /// An availability check: the group is available when the command exits 0.

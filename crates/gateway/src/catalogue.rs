@@ -189,15 +189,15 @@ pub(crate) fn rebuild(
 /// Makes `dir` and everything in it private to the user (0700 directories, 0600 files): the
 /// state holds every upstream's tool definitions.
 pub(crate) fn private(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    use toolsearch_catalog::platform::make_private;
+    make_private(dir, true)?;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         if kind.is_dir() {
             private(&entry.path())?;
         } else if kind.is_file() {
-            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))?;
+            make_private(&entry.path(), false)?;
         }
     }
     Ok(())

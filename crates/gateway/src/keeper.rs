@@ -43,9 +43,8 @@ const LOOK_EVERY: Duration = Duration::from_millis(500);
 pub(crate) type FileStamp = (u64, u64, std::time::SystemTime);
 
 pub(crate) fn file_stamp(path: &Path) -> Option<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
-    Some((m.ino(), m.len(), m.modified().ok()?))
+    Some((toolsearch_catalog::platform::file_identity(&m), m.len(), m.modified().ok()?))
 }
 
 /// The keeper's state.
@@ -75,7 +74,11 @@ impl Keeper {
     /// Runs until the upstreams' event channel closes (the gateway is dropped).
     pub(crate) async fn run(mut self, mut events: mpsc::UnboundedReceiver<UpEvent>) {
         let mut tick = tokio::time::interval(LOOK_EVERY);
+        // SIGHUP re-reads the config at once (Unix; elsewhere the watch of its file alone).
+        #[cfg(unix)]
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        #[cfg(not(unix))]
+        let mut hangup: Option<mpsc::Receiver<()>> = None;
         let mut config_stamp = file_stamp(&self.config.path);
         loop {
             let (first, hup) = tokio::select! {

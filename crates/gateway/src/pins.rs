@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use toolsearch_catalog::platform::{file_identity, private_file_options};
 use toolsearch_catalog::tool_id;
 
 use crate::config::{GatewayConfig, ServerPolicy};
@@ -110,9 +111,8 @@ fn legacy_version() -> u32 {
 
 /// An exclusive lock on a state directory's pins, held until the file returned is dropped.
 fn lock(state: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f =
-        std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(state.join(LOCK_FILE))?;
+    let f = private_file_options(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
+        .open(state.join(LOCK_FILE))?;
     f.lock()?;
     Ok(f)
 }
@@ -129,12 +129,12 @@ fn read_pins(state: &Path) -> Result<Pins, ServeError> {
 /// Writes `value` to `STATE/name` atomically (aside, then renamed), private to the user.
 fn write_atomic(state: &Path, name: &str, value: &impl Serialize) -> Result<(), ServeError> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let (path, aside) = (state.join(name), state.join(format!(".{name}.tmp")));
     let err = |e: std::io::Error| ServeError::Config(path.clone(), e.to_string());
     let text = serde_json::to_vec_pretty(value).map_err(|e| ServeError::Config(path.clone(), e.to_string()))?;
-    let mut f =
-        std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&aside).map_err(err)?;
+    let mut f = private_file_options(std::fs::OpenOptions::new().create(true).truncate(true).write(true))
+        .open(&aside)
+        .map_err(err)?;
     f.write_all(&text).and_then(|()| f.sync_all()).map_err(err)?;
     std::fs::rename(&aside, &path).map_err(err)
 }
@@ -363,9 +363,8 @@ pub fn approve(state: &Path, tool: &str) -> Result<Held, ServeError> {
 /// What identifies the current pins file (its inode and modification time): a change means
 /// an approval to apply.
 pub(crate) fn pins_stamp(state: &Path) -> Option<(u64, std::time::SystemTime)> {
-    use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(state.join(PINS_FILE)).ok()?;
-    Some((m.ino(), m.modified().ok()?))
+    Some((file_identity(&m), m.modified().ok()?))
 }
 
 /// What the guard found, for `/readyz`: `{"held": [{tool, reason, diff, flags}], "flagged":

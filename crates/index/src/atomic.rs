@@ -5,8 +5,6 @@
 //! untouched. A build writes into a hidden sibling directory, fsyncs it, then swaps it in with
 //! one `renameat2(RENAME_EXCHANGE)` (or a plain rename when there is no previous index).
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -77,7 +75,7 @@ impl Staging {
             }
         }
         if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let _ = std::fs::File::open(parent).and_then(|f| f.sync_all());
+            let _ = toolsearch_catalog::platform::sync_dir(parent);
         }
         Ok(())
     }
@@ -91,23 +89,29 @@ impl Drop for Staging {
     }
 }
 
-/// Atomically exchanges two directory entries.
+/// Atomically exchanges two directory entries where the system can (Linux: renameat2 with
+/// RENAME_EXCHANGE); elsewhere, or on a filesystem that cannot, moves the old one aside first.
 fn exchange(a: &Path, b: &Path) -> Result<(), IndexError> {
-    let ca = CString::new(a.as_os_str().as_bytes())
-        .map_err(|_| IndexError::NotAnIndex(a.to_path_buf(), "path contains NUL".into()))?;
-    let cb = CString::new(b.as_os_str().as_bytes())
-        .map_err(|_| IndexError::NotAnIndex(b.to_path_buf(), "path contains NUL".into()))?;
-    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
-    let rc =
-        unsafe { libc::renameat2(libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
-    if rc == 0 {
-        return Ok(());
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let ca = CString::new(a.as_os_str().as_bytes())
+            .map_err(|_| IndexError::NotAnIndex(a.to_path_buf(), "path contains NUL".into()))?;
+        let cb = CString::new(b.as_os_str().as_bytes())
+            .map_err(|_| IndexError::NotAnIndex(b.to_path_buf(), "path contains NUL".into()))?;
+        // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
+        let rc =
+            unsafe { libc::renameat2(libc::AT_FDCWD, ca.as_ptr(), libc::AT_FDCWD, cb.as_ptr(), libc::RENAME_EXCHANGE) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(IndexError::Io(b.to_path_buf(), err));
+        }
     }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(IndexError::Io(b.to_path_buf(), err));
-    }
-    // The filesystem cannot exchange: move the old index aside, then the new one in.
+    // The system or filesystem cannot exchange: move the old index aside, then the new one in.
     let aside = a.with_extension("old");
     std::fs::rename(b, &aside).map_err(io(b))?;
     if let Err(e) = std::fs::rename(a, b) {
@@ -140,7 +144,7 @@ fn sync_tree(dir: &Path) -> Result<(), IndexError> {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(io(&path))?;
         }
     }
-    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io(dir))
+    toolsearch_catalog::platform::sync_dir(dir).map_err(io(dir))
 }
 
 /// Removes `.NAME.tmp-PID-N` directories whose build process no longer runs.
@@ -155,7 +159,7 @@ fn remove_stale(parent: &Path, name: &str) {
         let Some(pid) = pid else {
             continue;
         };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        if !toolsearch_catalog::platform::process_may_run(pid) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

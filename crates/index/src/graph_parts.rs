@@ -22,8 +22,8 @@
 //! how it was built.
 
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
+use toolsearch_catalog::platform::{read_exact_at, write_all_at};
 
 use crate::dense::dot;
 use crate::error::{io, IndexError};
@@ -139,7 +139,7 @@ fn build_parts(scratch: &Path, vectors: &Path, dim: usize, tools: usize, parts: 
             }
             let at = (o as usize * OVERLAP + used[o as usize] as usize) * slot;
             used[o as usize] += 1;
-            file.write_all_at(&bytes, at as u64).map_err(io(scratch))?;
+            write_all_at(&file, &bytes, at as u64).map_err(io(scratch))?;
         }
         // The next part's rows and lists go where this part's were.
         drop(lists);
@@ -176,7 +176,7 @@ fn each_merged(
     let mut list = Vec::new();
     for start in (0..tools).step_by(BLOCK) {
         let len = (tools - start).min(BLOCK);
-        file.read_exact_at(&mut block[..len * slots], (start * slots) as u64).map_err(io(scratch))?;
+        read_exact_at(&file, &mut block[..len * slots], (start * slots) as u64).map_err(io(scratch))?;
         for chunk in block[..len * slots].chunks_exact(slots) {
             merged(chunk, &mut list);
             each(&list)?;

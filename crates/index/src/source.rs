@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use toolsearch_catalog::platform::read_exact_at;
 
 use toolsearch_catalog::{Catalog, CatalogWarning, JsonlTools, Node, Tool};
 
@@ -58,7 +58,7 @@ impl Streamed {
     fn tool(&self, i: usize) -> Result<Tool, IndexError> {
         let (from, to) = (self.offsets[i], self.offsets[i + 1]);
         let mut bytes = vec![0u8; (to - from) as usize];
-        self.records.read_exact_at(&mut bytes, from).map_err(io(&self.path))?;
+        read_exact_at(&self.records, &mut bytes, from).map_err(io(&self.path))?;
         serde_json::from_slice(&bytes).map_err(|e| IndexError::Io(self.path.clone(), e.into()))
     }
 

@@ -4,8 +4,8 @@
 //! f16 halves the file and the pages a search touches; scores are computed in f32 from the
 //! converted row, and the recall@10 of f16 against f32 is measured in docs/scaling.md.
 
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use toolsearch_catalog::platform::{read_exact_at, write_all_at};
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -35,15 +35,15 @@ impl VectorFile {
         let mut half = vec![f16::ZERO; self.dim];
         half.convert_from_f32_slice(&row[..self.dim.min(row.len())]);
         let bytes: Vec<u8> = half.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.file.write_all_at(&bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
+        write_all_at(&self.file, &bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
     }
 
     /// Writes row `i` as row `from` of another index's vector file (lossless).
     pub(crate) fn copy_row(&self, i: usize, old: &OldVectors, from: u32) -> Result<(), IndexError> {
         let mut bytes = vec![0u8; self.dim * 2];
         let at = u64::from(from) * bytes.len() as u64;
-        old.file.read_exact_at(&mut bytes, at).map_err(io(&old.path))?;
-        self.file.write_all_at(&bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
+        read_exact_at(&old.file, &mut bytes, at).map_err(io(&old.path))?;
+        write_all_at(&self.file, &bytes, (i * self.dim * 2) as u64).map_err(io(&self.path))
     }
 }
 
@@ -131,7 +131,7 @@ impl Vectors {
         let mut all = vec![f16::ZERO; ords.len() * dim];
         let mut bytes = vec![0u8; dim * 2];
         for (row, &o) in all.chunks_exact_mut(dim.max(1)).zip(ords) {
-            file.read_exact_at(&mut bytes, o as u64 * (dim * 2) as u64).map_err(io(path))?;
+            read_exact_at(&file, &mut bytes, o as u64 * (dim * 2) as u64).map_err(io(path))?;
             row.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(x, b)| *x = f16::from_le_bytes([b[0], b[1]]));
         }
         Ok(Vectors { rows_of: Rows::Owned(all), rows: ords.len(), dim, check: None, zeros: vec![f16::ZERO; dim] })

@@ -46,7 +46,8 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 /// otherwise (a terminal, a file) through tokio's stdio, which runs each read and write on the
 /// blocking pool: two thread hand-offs per message that a pipe does not need. A pipe is set
 /// non-blocking (nothing else in the process reads stdin or writes stdout while it serves).
-/// Call within a runtime.
+/// Call within a runtime. (Not Unix: always tokio's stdio.)
+#[cfg(unix)]
 pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
@@ -66,6 +67,12 @@ pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWr
             None => Box::new(tokio::io::stdout()),
         };
     (input, output)
+}
+
+/// The process's stdin and stdout as async streams, through tokio's stdio.
+#[cfg(not(unix))]
+pub fn stdio_streams() -> (Box<dyn AsyncBufRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
+    (Box::new(tokio::io::BufReader::new(tokio::io::stdin())), Box::new(tokio::io::stdout()))
 }
 
 /// Serves one client on `input` / `output` until `input` ends and every request read is

@@ -24,13 +24,11 @@ pub fn token_name(key: &[u8; 32], token: &str) -> String {
     format!("token-{:02x}{:02x}{:02x}{:02x}", d[0], d[1], d[2], d[3])
 }
 
-/// 32 random bytes from the system.
+/// 32 random bytes from the system's generator (getrandom(2), BCryptGenRandom, ...).
 fn random_key() -> [u8; 32] {
-    use std::io::Read;
     let mut key = [0u8; 32];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut key));
-    if read.is_err() {
-        // No /dev/urandom (not a Unix): the clock, the process and an address, hashed.
+    if getrandom::fill(&mut key).is_err() {
+        // No generator answered: the clock, the process and an address, hashed.
         use sha2::{Digest, Sha256};
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let mut h = Sha256::new();
@@ -57,7 +55,6 @@ fn process_key() -> &'static [u8; 32] {
 /// The state directory's key for token names, made (private to the user) on first use.
 pub fn state_token_key(state: &Path) -> Result<[u8; 32], ServeError> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let path = state.join(TOKEN_KEY_FILE);
     let err = |e: std::io::Error| ServeError::Config(path.clone(), e.to_string());
     match std::fs::read(&path) {
@@ -72,8 +69,11 @@ pub fn state_token_key(state: &Path) -> Result<[u8; 32], ServeError> {
     std::fs::create_dir_all(state).map_err(err)?;
     let key = random_key();
     let aside = state.join(format!(".{TOKEN_KEY_FILE}.{}", std::process::id()));
-    let mut f =
-        std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&aside).map_err(err)?;
+    let mut f = toolsearch_catalog::platform::private_file_options(
+        std::fs::OpenOptions::new().create(true).truncate(true).write(true),
+    )
+    .open(&aside)
+    .map_err(err)?;
     f.write_all(&key).and_then(|()| f.sync_all()).map_err(err)?;
     // A gateway started at the same moment may have made one: the first stays.
     match std::fs::hard_link(&aside, &path) {

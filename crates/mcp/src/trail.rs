@@ -52,9 +52,8 @@ pub struct Trail {
 impl Trail {
     /// A trail in `dir` (created, private to the user).
     pub fn open(dir: &Path, settings: AuditSettings) -> std::io::Result<Trail> {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        toolsearch_catalog::platform::make_private(dir, true)?;
         Ok(Trail { dir: dir.to_path_buf(), settings, file: Mutex::new(None) })
     }
 
@@ -79,8 +78,8 @@ impl Trail {
             self.rotate()?;
         }
         if file.is_none() {
-            use std::os::unix::fs::OpenOptionsExt;
-            let f = OpenOptions::new().create(true).append(true).mode(0o600).open(&current)?;
+            let f = toolsearch_catalog::platform::private_file_options(OpenOptions::new().create(true).append(true))
+                .open(&current)?;
             let len = f.metadata()?.len();
             *file = Some((f, len));
             if len > 0 && len + line.len() as u64 > self.settings.max_bytes {
