@@ -17,6 +17,7 @@ mod cli;
 mod dialects;
 mod disclosure;
 mod gateway;
+mod gateway_clients;
 mod gateway_http;
 mod gateway_learn;
 mod gateway_live;

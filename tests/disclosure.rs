@@ -701,3 +701,34 @@ fn discovery_search_takes_match_regex_and_checks_it_against_its_schema() {
     let bad = set.call("search_tool_by_category", &json!({"query": "x", "match": "glob"}));
     assert!(bad.is_error && bad.text.contains("INVALID_ARGUMENT"), "{}", bad.text);
 }
+
+#[test]
+fn always_loaded_tools_come_first_by_id_are_never_repeated_and_respect_scopes() {
+    let f = fixture();
+    let config = ToolSetConfig {
+        always_load: vec!["weather.*".into(), "github.list_pull_requests".into(), "github.create_pull_request".into()],
+        pinned: vec!["git.status".into()],
+        principal: Principal::with_scopes(["github:read"]),
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(config);
+    let names = set.visible_names();
+    // By id: github.list_pull_requests, then weather.{air_quality, current, forecast, severe_alerts};
+    // github.create_pull_request needs github:write, which the caller does not hold.
+    assert_eq!(names[..5], ["list_pull_requests", "air_quality", "current", "forecast", "severe_alerts"], "{names:?}");
+    assert_eq!(names[5], "git_status", "pinned tools follow: {names:?}");
+    assert!(!names.contains(&"create_pull_request".to_owned()));
+    assert!(set.always_loaded("weather.current") && !set.always_loaded("git.status"));
+    assert!(!set.always_loaded("github.create_pull_request"), "a tool the caller may not use is not loaded");
+    // Revealing an always-loaded tool again (its facade unfolds) lists it once, in its place.
+    set.call("git_tools", &json!({}));
+    set.call("github_tools", &json!({}));
+    let after = set.visible_names();
+    assert_eq!(after.iter().filter(|n| *n == "list_pull_requests").count(), 1, "{after:?}");
+    assert_eq!(after[..6], names[..6], "the up-front part never moves: {after:?}");
+    // An exclusive unfold hides them as it hides pinned tools; folding brings them back first.
+    set.call("incident_mode", &json!({}));
+    assert!(!has(&set, "current"));
+    set.call("fold_incident_mode", &json!({}));
+    assert_eq!(set.visible_names()[..5], names[..5]);
+}

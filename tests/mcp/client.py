@@ -223,6 +223,10 @@ async def all_pages(list_page, key):
             return {"items": items, "pages": pages}
 
 
+async def step_tools(session, notes):
+    return await all_pages(session.list_tools, "tools")
+
+
 async def step_resources(session, notes):
     return await all_pages(session.list_resources, "resources")
 
@@ -295,6 +299,7 @@ async def step_set_level(session, notes, level):
 
 
 OFFER_STEPS = {
+    "tools": step_tools,
     "resources": step_resources,
     "templates": step_templates,
     "prompts": step_prompts,

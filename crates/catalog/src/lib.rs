@@ -14,6 +14,7 @@ mod details;
 mod error;
 mod facade;
 mod fields;
+mod glob;
 mod import;
 mod json;
 mod jsonl;
@@ -33,6 +34,7 @@ pub use error::{CatalogError, Location};
 pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
+pub use glob::glob;
 pub use import::tool_id;
 pub use json::Json;
 pub use jsonl::JsonlTools;

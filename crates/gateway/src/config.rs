@@ -69,6 +69,17 @@ struct RawServer {
     /// Which of the server's tools pass through, by glob on the upstream's tool name.
     #[serde(default)]
     tools: ToolFilter,
+    /// `true` (every tool of the server) or globs on its tool names: tools never deferred,
+    /// listed up front in every session (`ToolSetConfig::always_load`).
+    always_load: Option<AlwaysLoadForm>,
+}
+
+/// `always_load` as written: the whole server, or globs on its tool names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum AlwaysLoadForm {
+    All(bool),
+    Names(Vec<String>),
 }
 
 /// `inherit_env` as written: all of the gateway's environment, or the names of some of it.
@@ -230,6 +241,7 @@ impl GatewayConfig {
         let raw: RawGateway = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         let mut servers = BTreeMap::new();
         let mut policies = BTreeMap::new();
+        let mut always_load = Vec::new();
         for (name, s) in raw.servers {
             if s.disabled {
                 continue;
@@ -312,6 +324,16 @@ impl GatewayConfig {
                     )))
                 }
             };
+            match s.always_load {
+                None | Some(AlwaysLoadForm::All(false)) => {}
+                Some(AlwaysLoadForm::All(true)) => always_load.push(toolsearch_catalog::tool_id(&name, "*")),
+                Some(AlwaysLoadForm::Names(globs)) => {
+                    if let Some(g) = globs.iter().find(|g| g.trim().is_empty()) {
+                        return Err(bad(format!("mcpServers.{name}.always_load: {g:?} is not a tool name or glob")));
+                    }
+                    always_load.extend(globs.iter().map(|g| toolsearch_catalog::tool_id(&name, g)));
+                }
+            }
             policies.insert(name.clone(), ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools });
             servers.insert(name, spec);
         }
@@ -319,6 +341,7 @@ impl GatewayConfig {
             return Err(bad("mcpServers: no server to put the gateway in front of".into()));
         }
         let mut settings = raw.toolsearch;
+        settings.toolset.always_load.extend(always_load);
         let mut tokens = BTreeMap::new();
         for (token, mut grant) in std::mem::take(&mut settings.tokens) {
             let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;

@@ -1,6 +1,7 @@
 //! Which of a server's tools pass through: `tools.allow` / `tools.deny` glob lists.
 
 use serde::Deserialize;
+pub(crate) use toolsearch_catalog::glob;
 
 /// `tools.allow` / `tools.deny` of a server: glob lists (`*` any run, `?` one character) on
 /// the upstream's tool names. A tool passes if `allow` is empty or one of its globs matches,
@@ -19,25 +20,6 @@ impl ToolFilter {
     pub fn passes(&self, name: &str) -> bool {
         (self.allow.is_empty() || self.allow.iter().any(|g| glob(g, name))) && !self.deny.iter().any(|g| glob(g, name))
     }
-}
-
-/// `*` matches any run of characters, `?` one; everything else itself.
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut i, mut j, mut star, mut mark) = (0usize, 0usize, None::<usize>, 0usize);
-    while j < t.len() {
-        if i < p.len() && (p[i] == '?' || (p[i] != '*' && p[i] == t[j])) {
-            (i, j) = (i + 1, j + 1);
-        } else if i < p.len() && p[i] == '*' {
-            (star, mark, i) = (Some(i), j, i + 1);
-        } else if let Some(s) = star {
-            (i, mark) = (s + 1, mark + 1);
-            j = mark;
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]

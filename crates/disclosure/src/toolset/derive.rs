@@ -110,6 +110,14 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     // Names are chosen among the tools the caller may use only: a hidden tool never changes
     // what a visible one is called.
     let (names, diagnostics) = Names::assign(catalog, &reserved, |t| who.may_use(t));
+    let mut always: Vec<String> = catalog
+        .tools
+        .iter()
+        .filter(|t| who.may_use(t) && config.always_load.iter().any(|g| toolsearch_catalog::glob(g, &t.id)))
+        .map(|t| t.id.clone())
+        .collect();
+    always.sort();
+    always.dedup();
     Ok(Derived {
         generation: engine.index().meta().generation,
         facades,
@@ -118,6 +126,7 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
         discovery,
         names,
         diagnostics,
+        always,
     })
 }
 

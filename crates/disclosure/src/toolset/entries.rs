@@ -8,12 +8,20 @@ impl ToolSet {
         self.next_seq += 1;
     }
 
+    /// The tools `always_load` names first (by id), then what was shown, in the order it was.
+    /// An exclusive unfold hides all else, these tools too, as it does pinned ones.
     pub(super) fn visible_entries(&self, engine: &Engine) -> Vec<Entry> {
         let since = self.unfolds.iter().filter(|u| u.exclusive).map(|u| u.since).min();
-        self.shown
+        let always = self.derived.always.iter().filter(|_| since.is_none()).map(|id| Entry::Tool(id.clone()));
+        let shown = self
+            .shown
             .iter()
             .filter(|(seq, _)| since.is_none_or(|s| *seq >= s))
             .map(|(_, e)| e)
+            .filter(|e| !matches!(e, Entry::Tool(id) if self.always_loaded(id)))
+            .cloned();
+        always
+            .chain(shown)
             .filter(|e| match e {
                 Entry::Tool(id) => {
                     engine.tool(id).is_some_and(|t| self.config.principal.may_use(t))
@@ -22,7 +30,6 @@ impl ToolSet {
                 Entry::Facade(f) | Entry::Fold(f) => self.derived.facades.contains_key(f),
                 Entry::Discovery(d) => self.derived.discovery.contains(d),
             })
-            .cloned()
             .collect()
     }
 

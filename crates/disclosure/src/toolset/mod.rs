@@ -45,6 +45,11 @@ pub struct ToolSetConfig {
     pub discovery: DiscoveryConfig,
     /// Catalogue tool ids that are always visible (core tools).
     pub pinned: Vec<String>,
+    /// Catalogue tools never deferred, by id or glob on ids (`github.*`, `fs.read_?ile`):
+    /// listed ahead of everything else, sorted by id, in every list; tools that appear later
+    /// (a server that comes up) join them. On MCP each carries
+    /// `_meta["anthropic/alwaysLoad"] = true`. Unlike `pinned`, an id no tool has is no error.
+    pub always_load: Vec<String>,
     /// Whether catalogue nodes with `facade` settings become facades.
     pub node_facades: bool,
     /// How deep facades may nest.
@@ -62,6 +67,7 @@ impl Default for ToolSetConfig {
         ToolSetConfig {
             discovery: DiscoveryConfig::default(),
             pinned: Vec::new(),
+            always_load: Vec::new(),
             node_facades: true,
             max_depth: DEFAULT_MAX_DEPTH,
             facades: Vec::new(),
@@ -124,6 +130,8 @@ struct Derived {
     discovery: Vec<DiscoveryTool>,
     names: Names,
     diagnostics: Vec<Diagnostic>,
+    /// The tools `always_load` names that the caller may use, sorted by id.
+    always: Vec<String>,
 }
 
 /// The tools visible to the model now, and the runtime that changes them.
@@ -217,6 +225,11 @@ impl ToolSet {
     /// sanitised id when the name clashes).
     pub fn tool_name(&self, id: &str) -> Option<String> {
         self.derived.names.name(id).map(str::to_owned)
+    }
+
+    /// Whether catalogue tool `id` is one `always_load` names (listed ahead, never deferred).
+    pub fn always_loaded(&self, id: &str) -> bool {
+        self.derived.always.binary_search_by(|a| a.as_str().cmp(id)).is_ok()
     }
 
     /// The catalogue tool a name stands for in this set, if it stands for one.

@@ -46,6 +46,8 @@ pub struct Caller {
 
 /// The caller name of a client the transport does not identify (stdio, or HTTP without tokens).
 const LOCAL: &str = "local";
+/// The `_meta` key of a tool a client must never defer (Claude Code's tool search honours it).
+const ALWAYS_LOAD_META: &str = "anthropic/alwaysLoad";
 
 /// One client's session.
 #[derive(Clone)]
@@ -263,14 +265,25 @@ impl ServerHandler for Session {
             .with_set(&context, |set| {
                 set.refresh();
                 let defs = set.visible();
-                let ids: Vec<Option<String>> = defs.iter().map(|d| set.tool_id(&d.name)).collect();
+                let ids: Vec<(Option<String>, bool)> = defs
+                    .iter()
+                    .map(|d| {
+                        let id = set.tool_id(&d.name);
+                        let always = id.as_deref().is_some_and(|i| set.always_loaded(i));
+                        (id, always)
+                    })
+                    .collect();
                 (render(&defs, Dialect::Mcp), ids)
             })
             .await?;
         let started = Instant::now();
         let mut tools: Vec<Value> = rendered["tools"].as_array().cloned().unwrap_or_default();
-        for (t, id) in tools.iter_mut().zip(&ids) {
+        for (t, (id, always)) in tools.iter_mut().zip(&ids) {
             self.hub.decorate(id.as_deref(), t);
+            if *always {
+                // Claude Code's mark for a tool its tool search never defers.
+                t["_meta"][ALWAYS_LOAD_META] = Value::Bool(true);
+            }
         }
         let result = serde_json::from_value(json!({ "tools": tools }))
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None));
