@@ -732,3 +732,41 @@ fn always_loaded_tools_come_first_by_id_are_never_repeated_and_respect_scopes() 
     set.call("fold_incident_mode", &json!({}));
     assert_eq!(set.visible_names()[..5], names[..5]);
 }
+
+#[test]
+fn with_call_tool_offered_an_unrevealed_tool_runs_by_any_spelling_and_a_missing_one_points_to_the_closest() {
+    let f = fixture();
+    let config = ToolSetConfig {
+        discovery: DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() },
+        principal: Principal::with_scopes(["github:read"]),
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(config);
+    assert!(!has(&set, "list_pull_requests") && !has(&set, "github.list_pull_requests"));
+    // Never revealed, called by the names clients use: each runs, as call_tool would run it.
+    for spelling in [
+        "list_pull_requests",
+        "GitHub.List_Pull_Requests",
+        "github__list_pull_requests",
+        "mcp__github__list_pull_requests",
+    ] {
+        let out = set.call(spelling, &json!({"repo": "o/r"}));
+        assert!(!out.is_error, "{spelling}: {}", out.text);
+        assert!(out.text.contains("\"ran\":\"github.list_pull_requests\""), "{spelling}: {}", out.text);
+    }
+    // With every check call_tool makes: a wrong argument is refused, naming it.
+    let wrong = set.call("list_pull_requests", &json!({"repo": 5}));
+    assert!(wrong.is_error && wrong.text.contains("INVALID_ARGUMENT"), "{}", wrong.text);
+    // A tool the caller may not use answers as one that does not exist, and is never named.
+    let hidden = set.call("create_pull_request", &json!({}));
+    assert!(hidden.is_error && hidden.text.contains("no tool called"), "{}", hidden.text);
+    assert!(!hidden.text.contains("github.create_pull_request"), "{}", hidden.text);
+    // A name no tool has: the closest tools the caller may use.
+    let missing = set.call("git_commit_changes", &json!({}));
+    assert!(missing.is_error && missing.text.contains("closest tools you may use: "), "{}", missing.text);
+    assert!(missing.text.contains("git.commit"), "{}", missing.text);
+    // An exclusive unfold holds everything else back, by any name.
+    set.call("incident_mode", &json!({}));
+    let held = set.call("list_pull_requests", &json!({"repo": "o/r"}));
+    assert!(held.is_error, "{}", held.text);
+}

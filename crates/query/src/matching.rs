@@ -3,6 +3,7 @@
 //! agent platforms' regex tool search does). Both look only at the tools the filter allows.
 
 use regex::{Regex, RegexBuilder};
+use toolsearch_catalog::Tool;
 
 use crate::error::ProtocolError;
 use crate::fusion::Scored;
@@ -82,6 +83,15 @@ impl Ranker {
         }
         front.extend(ranked);
         front
+    }
+
+    /// The tools a client means by `name`: those whose id or name it is in any case, else the
+    /// first spelling clients use (`SERVER__TOOL`, `mcp__SERVER__TOOL`, `mcp__NAME__TOOL`)
+    /// that names any, as search reads a query that is a name. Every tool, whatever the
+    /// caller's scopes: the caller filters.
+    pub fn tools_called(&self, name: &str) -> Vec<&Tool> {
+        let found = spellings(name.trim()).iter().map(|s| self.index().tools_named(s)).find(|f| !f.is_empty());
+        found.unwrap_or_default().into_iter().map(|o| &self.catalog().tools[o as usize]).collect()
     }
 
     /// The allowed tools whose id or name `pattern` matches (case-insensitive unless the

@@ -327,8 +327,28 @@ impl ToolSet {
         // search returned): exactly a call_tool call, with all its checks (a tool the caller
         // may not see answers as if it did not exist).
         let usable = engine.tool(name).is_some_and(|t| self.config.principal.may_use(t));
-        if self.derived.discovery.contains(&DiscoveryTool::Call) && usable {
+        let offers_call = self.derived.discovery.contains(&DiscoveryTool::Call);
+        if offers_call && usable {
             return self.call_tool(engine, name, input, name);
+        }
+        // A tool the session has not revealed, called by a name in any spelling clients use
+        // (`TOOL`, `SERVER__TOOL`, `mcp__SERVER__TOOL`, any case): with call_tool offered it
+        // runs when the caller may use it, as call_tool would run it (every check included),
+        // unless an exclusive unfold holds all else back. Models call what they remember.
+        if offers_call && !self.unfolds.iter().any(|u| u.exclusive) {
+            let who = &self.config.principal;
+            let meant: Vec<String> =
+                engine.tools_called(name).into_iter().filter(|t| who.may_use(t)).map(|t| t.id.clone()).collect();
+            match meant.as_slice() {
+                [id] => return self.call_tool(engine, id, input, name),
+                [] => {}
+                several => {
+                    let reason = format!("{name:?} names several tools: {}", several.join(", "));
+                    self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
+                    let hint = "call call_tool with one of these as tool_id".to_owned();
+                    return Err(refusal(ErrorCode::UnknownTool, &reason, vec![hint]).into());
+                }
+            }
         }
         let reason = match self.entry_by_name(engine, name) {
             Some(Entry::Tool(id)) if self.shown.iter().any(|(_, e)| e == &Entry::Tool(id.clone())) => {
@@ -341,7 +361,32 @@ impl ToolSet {
             None => format!("there is no tool called {name:?}"),
         };
         self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
-        Err(refusal(ErrorCode::UnknownTool, &reason, self.recovery_hints()).into())
+        let mut hints = self.closest_hint(engine, name);
+        hints.extend(self.recovery_hints());
+        Err(refusal(ErrorCode::UnknownTool, &reason, hints).into())
+    }
+
+    /// The tools the caller may use whose names come closest to `name` (a search for it, its
+    /// `_`, `-` and `.` read as spaces), for a model that called a tool that is not there.
+    fn closest_hint(&self, engine: &Engine, name: &str) -> Vec<String> {
+        if !self.derived.discovery.iter().any(|d| matches!(d, DiscoveryTool::SearchTools | DiscoveryTool::Call)) {
+            return Vec::new();
+        }
+        let query: String = name.chars().map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c }).collect();
+        let req = SearchToolsRequest { query, limit: Some(3), ..SearchToolsRequest::default() };
+        let Ok(answer) = engine.search_tool_by_category(&self.config.principal, &req) else {
+            return Vec::new();
+        };
+        let ids: Vec<&str> = answer
+            .results
+            .iter()
+            .filter(|p| self.unavailable(engine, &p.tool_id).is_none())
+            .map(|p| p.tool_id.as_str())
+            .collect();
+        match ids.is_empty() {
+            true => Vec::new(),
+            false => vec![format!("the closest tools you may use: {} (call_tool with one as tool_id)", ids.join(", "))],
+        }
     }
 
     fn not_visible_hint(&self, name: &str) -> String {
