@@ -366,10 +366,12 @@ impl ToolSet {
         Err(refusal(ErrorCode::UnknownTool, &reason, hints).into())
     }
 
-    /// The tools the caller may use whose names come closest to `name` (a search for it, its
-    /// `_`, `-` and `.` read as spaces), for a model that called a tool that is not there.
+    /// With call_tool offered, the tools the caller may use whose names come closest to `name`
+    /// (a search for it, its `_`, `-` and `.` read as spaces), for a model that called a tool
+    /// that is not there. Drawn from those tools only, as any search is: the hint depends on
+    /// the name asked, never on a hidden tool.
     fn closest_hint(&self, engine: &Engine, name: &str) -> Vec<String> {
-        if !self.derived.discovery.iter().any(|d| matches!(d, DiscoveryTool::SearchTools | DiscoveryTool::Call)) {
+        if !self.derived.discovery.contains(&DiscoveryTool::Call) {
             return Vec::new();
         }
         let query: String = name.chars().map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c }).collect();
