@@ -8,14 +8,12 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::gateway::{client_steps, reference_server, HttpGateway};
+use common::gateway::{client_steps, reference_server, step_json, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
 fn tools(step: &Value) -> Vec<Value> {
-    assert!(!step["is_error"].as_bool().unwrap(), "{step}");
-    let list: Value = serde_json::from_str(step["text"].as_str().unwrap()).unwrap();
-    list["items"].as_array().unwrap().clone()
+    step_json(step)["items"].as_array().unwrap().clone()
 }
 
 fn names(tools: &[Value]) -> Vec<&str> {

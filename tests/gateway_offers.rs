@@ -9,17 +9,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::gateway::{client_steps, reference_server, HttpGateway};
+use common::gateway::{client_steps, reference_server, step_json, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
 const DOC: &str = "toolsearch://everything/demo://resource/static/document/architecture.md";
 const DYNAMIC: &str = "toolsearch://everything/demo://resource/dynamic/text/3";
-
-fn parsed(step: &Value) -> Value {
-    assert!(!step["is_error"].as_bool().unwrap(), "{step}");
-    serde_json::from_str(step["text"].as_str().unwrap()).unwrap()
-}
 
 fn names(list: &Value, key: &str) -> Vec<String> {
     list["items"].as_array().unwrap().iter().map(|i| i[key].as_str().unwrap().to_owned()).collect()
@@ -66,7 +61,7 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
     let out = client_steps(&gateway.url(), "token-demo", &steps);
 
     // Lists: namespaced, paged by the gateway (2 a page), the server's own items all there.
-    let resources = parsed(&out[0]);
+    let resources = step_json(&out[0]);
     let uris = names(&resources, "uri");
     assert!(uris.contains(&DOC.to_owned()), "{uris:?}");
     assert!(uris.contains(&"toolsearch://memory/memory://knowledge-graph".to_owned()), "{uris:?}");
@@ -76,26 +71,26 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
     );
     assert!(resources["pages"].as_u64().unwrap() >= 3, "paged: {resources}");
     assert!(names(&resources, "name").contains(&"everything.architecture.md".to_owned()), "{resources}");
-    let templates = names(&parsed(&out[1]), "uriTemplate");
+    let templates = names(&step_json(&out[1]), "uriTemplate");
     assert!(
         templates.contains(&"toolsearch://everything/demo://resource/dynamic/text/{resourceId}".to_owned()),
         "{templates:?}"
     );
-    let prompts = names(&parsed(&out[2]), "name");
+    let prompts = names(&step_json(&out[2]), "name");
     for p in ["everything.simple-prompt", "everything.args-prompt", "everything.resource-prompt"] {
         assert!(prompts.contains(&p.to_owned()), "{prompts:?}");
     }
 
     // Reads: a listed resource and one built from a namespaced template round-trip.
-    let doc = parsed(&out[3]);
+    let doc = step_json(&out[3]);
     assert_eq!(doc["contents"][0]["uri"], DOC, "{doc}");
     assert!(doc["contents"][0]["text"].as_str().unwrap().contains("Architecture"), "{doc}");
-    let dynamic = parsed(&out[4]);
+    let dynamic = step_json(&out[4]);
     assert_eq!(dynamic["contents"][0]["uri"], DYNAMIC, "{dynamic}");
     assert!(!dynamic["contents"][0]["text"].as_str().unwrap().is_empty(), "{dynamic}");
 
     // prompts/get forwards the arguments.
-    let prompt = parsed(&out[5]);
+    let prompt = step_json(&out[5]);
     assert!(prompt["messages"][0]["content"]["text"].as_str().unwrap().contains("Oslo"), "{prompt}");
 
     // Prompts are searchable beside tools; `kind` keeps one or the other.
@@ -109,13 +104,13 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
     assert!(out[8]["text"].as_str().unwrap().contains("Oslo"), "{:?}", out[8]);
 
     // A subscription's updates reach the subscriber, with the namespaced URI.
-    assert!(parsed(&out[11]).as_array().unwrap().contains(&json!(watched)), "{:?}", out[11]);
+    assert!(step_json(&out[11]).as_array().unwrap().contains(&json!(watched)), "{:?}", out[11]);
     assert!(out[12]["is_error"].as_bool().unwrap(), "{:?}", out[12]);
 
     // Completions of a prompt's arguments reach the server that owns it, context included;
     // a client may set a log level.
-    assert_eq!(parsed(&out[13])["completion"]["values"], json!(["Engineering"]), "{:?}", out[13]);
-    assert_eq!(parsed(&out[14])["completion"]["values"], json!(["David", "Eve", "Frank"]), "{:?}", out[14]);
+    assert_eq!(step_json(&out[13])["completion"]["values"], json!(["Engineering"]), "{:?}", out[13]);
+    assert_eq!(step_json(&out[14])["completion"]["values"], json!(["David", "Eve", "Frank"]), "{:?}", out[14]);
     assert!(!out[15]["is_error"].as_bool().unwrap(), "{:?}", out[15]);
 
     // A token without the server's scope sees none of it, and is answered as for what does
@@ -134,8 +129,8 @@ fn resources_templates_and_prompts_pass_through_with_scopes_applied() {
             ["complete", "prompt", "everything.no-such-prompt", "department", "Eng", {}]
         ]),
     );
-    assert_eq!(names(&parsed(&plain[0]), "uri"), ["toolsearch://memory/memory://knowledge-graph"], "{plain:?}");
-    assert_eq!(parsed(&plain[1])["items"], json!([]), "{plain:?}");
+    assert_eq!(names(&step_json(&plain[0]), "uri"), ["toolsearch://memory/memory://knowledge-graph"], "{plain:?}");
+    assert_eq!(step_json(&plain[1])["items"], json!([]), "{plain:?}");
     let hidden = plain[2]["text"].as_str().unwrap().replace(DOC, "URI");
     let missing = plain[3]["text"].as_str().unwrap().replace("toolsearch://nowhere/demo://x", "URI");
     assert_eq!(hidden, missing, "a hidden resource reads like a missing one");
@@ -195,20 +190,20 @@ fn a_server_added_live_tells_an_open_session_its_resources_and_prompts_changed()
     // not that the catalogue changed (its tools are hidden from that caller).
     std::fs::write(&go_plain, "").unwrap();
     let plain = plain.join().unwrap();
-    let told = parsed(&plain[2]);
+    let told = step_json(&plain[2]);
     assert!(told.get("notifications/prompts/list_changed").is_none(), "{told}");
     assert!(told.get("notifications/resources/list_changed").is_none(), "{told}");
     assert!(told.get("notifications/tools/list_changed").is_none(), "{told}");
-    assert_eq!(parsed(&out[1])["items"], json!([]), "{out:?}");
+    assert_eq!(step_json(&out[1])["items"], json!([]), "{out:?}");
     // The caller who may see it was told about all three. Not in a set order: the server's
     // resources and prompts are offered (and announced) as soon as it is up, its tools once
     // the index holding them is rebuilt, which may be a pass later.
-    let seen = parsed(&out[5]);
+    let seen = step_json(&out[5]);
     assert!(seen["notifications/prompts/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(seen["notifications/resources/list_changed"].as_u64().unwrap() >= 1, "{seen}");
     assert!(seen["notifications/tools/list_changed"].as_u64().unwrap() >= 1, "{seen}");
-    assert!(names(&parsed(&out[6]), "name").contains(&"everything.simple-prompt".to_owned()), "{out:?}");
-    assert!(names(&parsed(&out[7]), "uri").contains(&DOC.to_owned()), "{out:?}");
+    assert!(names(&step_json(&out[6]), "name").contains(&"everything.simple-prompt".to_owned()), "{out:?}");
+    assert!(names(&step_json(&out[7]), "uri").contains(&DOC.to_owned()), "{out:?}");
     // The bound on what a client is given holds for reads: an error naming the size and limit.
     let too_large = out[8]["text"].as_str().unwrap();
     assert!(out[8]["is_error"] == true && too_large.contains("max_result_bytes"), "{too_large}");

@@ -120,6 +120,13 @@ pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
     v["results"].as_array().cloned().unwrap_or_default()
 }
 
+/// The JSON a successful `client_steps` step answered (its `text`, parsed); panics, showing
+/// the step, when it was an error.
+pub fn step_json(step: &Value) -> Value {
+    assert!(!step["is_error"].as_bool().unwrap(), "{step}");
+    serde_json::from_str(step["text"].as_str().unwrap()).unwrap()
+}
+
 /// A plain HTTP POST of `body` to `/mcp` on `addr` with `headers`: the status and the body.
 pub fn http_post(addr: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
     use std::io::{Read, Write};
