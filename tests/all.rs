@@ -25,6 +25,7 @@ mod gateway_offers;
 mod gateway_ops;
 mod gateway_pins;
 mod gateway_replicas;
+mod gateway_revisions;
 mod gateway_tokens;
 mod gateway_trust;
 mod gateway_upstreams;

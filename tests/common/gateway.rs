@@ -120,6 +120,21 @@ pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
     v["results"].as_array().cloned().unwrap_or_default()
 }
 
+/// Runs `steps` through the official Python SDK's high-level `Client` in `mode` (`legacy`,
+/// `auto`, `2026-07-28`) against `target` (a URL, or `stdio:CONFIG:STATE` to spawn the
+/// gateway) with bearer `token` ("-" for none); see `tests/mcp/client.py client`.
+pub fn client_mode_steps(mode: &str, target: &str, token: &str, steps: &Value) -> Vec<Value> {
+    let out = Command::new(python())
+        .arg(repo().join("tests/mcp/client.py"))
+        .args(["client", mode, target, token, &steps.to_string()])
+        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
+    v["results"].as_array().cloned().unwrap_or_default()
+}
+
 /// The JSON a successful `client_steps` step answered (its `text`, parsed); panics, showing
 /// the step, when it was an error.
 pub fn step_json(step: &Value) -> Value {

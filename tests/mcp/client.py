@@ -6,6 +6,11 @@ nobody here wrote. Prints one JSON object of observations; tests/gateway.rs asse
     python client.py calls URL TOKEN STEPS  # one HTTP session: each step of the JSON list STEPS,
                                             # [discovery tool or "call", tool id or arguments, ...]
                                             # or a step of OFFER_STEPS (resources, prompts)
+    python client.py client MODE TARGET TOKEN STEPS
+                                            # the same STEPS through the SDK's high-level Client in
+                                            # MODE ("legacy", "auto" or a revision like
+                                            # "2026-07-28"); TARGET is a URL, or
+                                            # "stdio:CONFIG:STATE" to spawn the gateway
 """
 
 import json
@@ -16,7 +21,7 @@ import time
 
 import anyio
 import httpx2
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -210,6 +215,78 @@ async def calls_scenario(url, token, steps):
     return {"results": results}
 
 
+async def client_scenario(mode, target, token, steps):
+    """Runs STEPS as `calls_scenario` does, through `mcp.Client` in MODE. Besides those steps:
+    `["revision"]` is the revision the client settled on, `["raw_tools"]` the whole
+    tools/list result (resultType, ttlMs, cacheScope included), `["listen_tools", SECONDS,
+    "call", TOOL, ARGS]` opens a subscriptions/listen stream for tools/list_changed, makes
+    that call, and counts the events seen within SECONDS."""
+    notes = Notes()
+    results = []
+    if target.startswith("stdio:"):
+        _, config, state = target.split(":", 2)
+        server = StdioServerParameters(command=TOOLSEARCH, args=["gateway", "--config", config, "--state", state])
+        http = None
+    else:
+        headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
+        http = httpx2.AsyncClient(headers=headers, timeout=60)
+        server = streamable_http_client(target, http_client=http)
+    try:
+        async with Client(server, mode=mode, message_handler=notes.handle, cache=None) as client:
+            session = client.session
+            for step in json.loads(steps):
+                try:
+                    value = await client_step(client, session, notes, step)
+                    results.append(value)
+                except Exception as e:  # an MCP error answer: its message is the observation
+                    code = getattr(getattr(e, "error", None), "code", None)
+                    results.append({"text": str(e), "is_error": True, "code": code})
+    finally:
+        if http is not None:
+            await http.aclose()
+    return {"results": results}
+
+
+async def client_step(client, session, notes, step):
+    if step[0] == "revision":
+        return {"text": str(session.protocol_version), "is_error": False}
+    if step[0] == "raw_tools":
+        return {"text": json.dumps(dump(await session.list_tools())), "is_error": False}
+    if step[0] == "listen":
+        # ["listen", FILTER, SECONDS, [[TOOL, ARGS], ...]]: a subscriptions/listen stream with
+        # FILTER (the keywords of Client.listen), the calls made while it is open, and the
+        # events it carried within SECONDS after them.
+        events, answers = [], []
+        async with client.listen(**step[1]) as sub:
+
+            async def collect():
+                async for event in sub:
+                    events.append(event_of(event))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(collect)
+                for tool, arguments in step[3]:
+                    answers.append(text_of(await session.call_tool(tool, arguments)))
+                await anyio.sleep(step[2])
+                tg.cancel_scope.cancel()
+        return {"text": json.dumps({"events": events, "answers": answers, "honored": dump(sub.honored)}), "is_error": False}
+    if step[0] in OFFER_STEPS:
+        value = await OFFER_STEPS[step[0]](session, notes, *step[1:])
+        return {"text": json.dumps(value), "is_error": False}
+    if step[0] == "call":
+        r = await call(session, step[1], step[2])
+    else:
+        r = await session.call_tool(step[0], step[1])
+    return {"text": text_of(r), "is_error": bool(dump(r).get("isError"))}
+
+
+def event_of(event):
+    """A subscription event as `[KIND, URI or None]`."""
+    name = type(event).__name__
+    uri = getattr(event, "uri", None)
+    return [name, str(uri) if uri is not None else None]
+
+
 async def all_pages(list_page, key):
     """Every item of a paged list and the number of pages it took."""
     items, cursor, pages = [], None, 0
@@ -319,6 +396,8 @@ def main():
     mode = sys.argv[1]
     if mode == "stdio":
         result = anyio.run(stdio_scenario, sys.argv[2], sys.argv[3])
+    elif mode == "client":
+        result = anyio.run(client_scenario, *sys.argv[2:6])
     elif mode == "calls":
         result = anyio.run(calls_scenario, sys.argv[2], sys.argv[3], sys.argv[4])
     else:

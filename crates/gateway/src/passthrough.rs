@@ -18,8 +18,8 @@ use rmcp::model::{
     ReadResourceRequest, ReadResourceRequestParams, Reference, ServerResult, SubscribeRequest, SubscribeRequestParams,
     UnsubscribeRequest, UnsubscribeRequestParams,
 };
-use rmcp::service::{Peer, PeerRequestOptions};
-use rmcp::{ErrorData, RoleServer};
+use rmcp::service::PeerRequestOptions;
+use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 use toolsearch_query::Principal;
 
@@ -27,14 +27,14 @@ use crate::fleet::Fleet;
 use crate::listing::Offers;
 use crate::offers::{namespace_answer, prompt, resource, split_name, split_uri, template};
 use crate::upstream::Upstream;
-use toolsearch_mcp::{BoxFutureRef, Offer, OfferSource, SessionHandle, Watched};
+use toolsearch_mcp::{BoxFutureRef, Notifier, Offer, OfferSource, SessionHandle, Watched};
 
 /// How an item of a server's list is shown to clients (namespaced).
 type Shape = fn(&str, &Value) -> Value;
 
 /// A client session watching a resource.
 struct Subscriber {
-    peer: Peer<RoleServer>,
+    notifier: Notifier,
     session: SessionHandle,
 }
 
@@ -286,7 +286,7 @@ impl Passthrough {
         &self,
         who: &Principal,
         uri: &str,
-        peer: Peer<RoleServer>,
+        notifier: Notifier,
         session: SessionHandle,
     ) -> Result<(), ErrorData> {
         let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
@@ -301,7 +301,7 @@ impl Passthrough {
             let list = watchers.entry(key.clone()).or_default();
             list.retain(|s| s.session.strong_count() > 0);
             if !list.iter().any(|s| s.session.ptr_eq(&session)) {
-                list.push(Subscriber { peer, session });
+                list.push(Subscriber { notifier, session });
             }
             list.len() == 1
         };
@@ -351,17 +351,15 @@ impl Passthrough {
     /// A watched resource changed upstream: each session watching it is told, with its
     /// namespaced URI.
     pub(crate) async fn updated(&self, server: &str, uri: &str) {
-        let peers: Vec<Peer<RoleServer>> = {
+        let notifiers: Vec<Notifier> = {
             let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
             let Some(list) = watchers.get_mut(&(server.to_owned(), uri.to_owned())) else { return };
             list.retain(|s| s.session.strong_count() > 0);
-            list.iter().map(|s| s.peer.clone()).collect()
+            list.iter().map(|s| s.notifier.clone()).collect()
         };
         let namespaced = crate::offers::namespace_uri(server, uri);
-        for peer in peers {
-            let _ = peer
-                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(namespaced.clone()))
-                .await;
+        for notifier in notifiers {
+            notifier.resource_updated(&namespaced).await;
         }
     }
 
@@ -406,26 +404,26 @@ impl Passthrough {
     /// since it was last told (a server it may see came or went or said its lists changed, or
     /// the scopes a server requires did) that they did, list by list. Each session is judged by
     /// what its own caller may see: a change to a server it may not see tells it nothing.
-    pub(crate) async fn announce(&self, sessions: &[(Peer<RoleServer>, SessionHandle, Principal)]) {
+    pub(crate) async fn announce(&self, sessions: &[Watched]) {
         let mut tell = Vec::new();
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             let live: std::collections::HashSet<usize> =
                 sessions.iter().map(|(_, h, _)| h.as_ptr() as *const () as usize).collect();
             seen.retain(|k, _| live.contains(k));
-            for (peer, handle, who) in sessions {
+            for (notifier, handle, who) in sessions {
                 let now = self.fingerprint(who);
                 if let Some(before) = seen.insert(handle.as_ptr() as *const () as usize, now) {
-                    tell.push((peer.clone(), now.0 != before.0, now.1 != before.1));
+                    tell.push((notifier.clone(), now.0 != before.0, now.1 != before.1));
                 }
             }
         }
-        for (peer, resources, prompts) in tell {
+        for (notifier, resources, prompts) in tell {
             if resources {
-                let _ = peer.notify_resource_list_changed().await;
+                notifier.resources_changed().await;
             }
             if prompts {
-                let _ = peer.notify_prompt_list_changed().await;
+                notifier.prompts_changed().await;
             }
         }
     }
@@ -468,10 +466,10 @@ impl OfferSource for Passthrough {
         &'a self,
         who: &'a Principal,
         uri: &'a str,
-        peer: Peer<RoleServer>,
+        notifier: Notifier,
         session: SessionHandle,
     ) -> BoxFutureRef<'a, Result<(), ErrorData>> {
-        Box::pin(Passthrough::subscribe(self, who, uri, peer, session))
+        Box::pin(Passthrough::subscribe(self, who, uri, notifier, session))
     }
 
     fn unsubscribe<'a>(

@@ -44,6 +44,8 @@ const METHODS: &[&str] = &[
     "prompts/get",
     "completion/complete",
     "logging/setLevel",
+    "server/discover",
+    "subscriptions/listen",
 ];
 
 type TokenDigest = [u8; 32];

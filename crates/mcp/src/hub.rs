@@ -5,12 +5,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use rmcp::service::Peer;
-use rmcp::RoleServer;
 use serde_json::Value;
 use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
 use toolsearch_query::Principal;
 
+use crate::notifier::Notifier;
 use crate::offer_source::OfferSource;
 use crate::ops::Operations;
 use crate::runner::ToolRunner;
@@ -25,7 +24,7 @@ pub struct Hub {
     runner: Arc<dyn ToolRunner>,
     instructions: Option<String>,
     ops: Operations,
-    sessions: Mutex<Vec<(Peer<RoleServer>, SessionHandle)>>,
+    sessions: Mutex<Vec<(Notifier, SessionHandle)>>,
     passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
 }
@@ -137,7 +136,7 @@ impl Hub {
     /// that did in what its caller may see since last told.
     pub async fn announce_offers(&self) {
         let Some(p) = &self.passthrough else { return };
-        let sessions: Vec<(Peer<RoleServer>, SessionHandle, Principal)> = {
+        let sessions: Vec<(Notifier, SessionHandle, Principal)> = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             sessions.retain(|(_, h)| h.strong_count() > 0);
             sessions.iter().filter_map(|(peer, h)| Some((peer.clone(), h.clone(), h.upgrade()?.principal()?))).collect()
@@ -180,7 +179,7 @@ impl Hub {
         self.tool_set(self.principal.clone())
     }
 
-    pub(crate) fn register(&self, peer: Peer<RoleServer>, handle: SessionHandle) {
+    pub(crate) fn register(&self, notifier: Notifier, handle: SessionHandle) {
         if let Some(state) = handle.upgrade() {
             if let Some(who) = state.principal() {
                 state.saw_catalogue(visible_digest(&self.live, &self.digests, &who));
@@ -191,19 +190,18 @@ impl Hub {
         if let (Some(p), Some(who)) = (&self.passthrough, handle.upgrade().and_then(|s| s.principal())) {
             p.watch(&handle, &who);
         }
-        sessions.push((peer, handle));
+        sessions.push((notifier, handle));
     }
 
     /// Something changed under every session (a group's availability, the catalogue):
     /// each recomputes what its client sees and is told with `list_changed` when that moved.
     pub async fn announce_changes(&self) {
         self.availability.invalidate();
-        let sessions: Vec<(Peer<RoleServer>, SessionHandle)> =
-            self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for (peer, handle) in sessions {
+        let sessions: Vec<(Notifier, SessionHandle)> = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (notifier, handle) in sessions {
             let changed = tokio::task::spawn_blocking(move || refresh(&handle)).await.ok().flatten();
             if changed == Some(true) {
-                let _ = peer.notify_tool_list_changed().await;
+                notifier.tools_changed().await;
             }
         }
     }
@@ -215,9 +213,8 @@ impl Hub {
     /// that caller nothing.
     pub async fn announce_catalogue_changed(&self) {
         self.availability.invalidate();
-        let sessions: Vec<(Peer<RoleServer>, SessionHandle)> =
-            self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for (peer, handle) in sessions {
+        let sessions: Vec<(Notifier, SessionHandle)> = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (notifier, handle) in sessions {
             let (live, digests) = (self.live.clone(), self.digests.clone());
             let told = tokio::task::spawn_blocking(move || {
                 let state = handle.upgrade()?;
@@ -226,7 +223,7 @@ impl Hub {
                 Some(moved | seen.is_some_and(|d| state.saw_catalogue(d)))
             });
             if told.await.ok().flatten() == Some(true) {
-                let _ = peer.notify_tool_list_changed().await;
+                notifier.tools_changed().await;
             }
         }
     }

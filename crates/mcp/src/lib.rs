@@ -22,6 +22,7 @@ mod http_access;
 mod http_guard;
 mod hub;
 pub mod metrics;
+mod notifier;
 pub mod offer_source;
 pub mod ops;
 mod ops_http;
@@ -37,6 +38,7 @@ pub use config::{Access, Grant, ServeConfig, ServeError};
 pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
+pub use notifier::Notifier;
 pub use offer_source::{BoxFutureRef, Offer, OfferSource, Watched};
 pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
 pub use session::{Caller, Session};
@@ -45,8 +47,8 @@ pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};
 pub use token_names::{process_token_name, state_token_key, token_name, TOKEN_KEY_FILE};
 pub use tokio_util::sync::CancellationToken;
 
-/// The MCP protocol versions served, oldest first (the session-less 2026-07-28 revision is
-/// not: progressive disclosure needs a session).
+/// The MCP protocol versions served, oldest first: 2024-11-05 through 2025-11-25 with
+/// sessions (`initialize`), and the session-free 2026-07-28.
 pub fn protocol_versions() -> &'static [rmcp::model::ProtocolVersion] {
-    rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    rmcp::model::ProtocolVersion::known_up_to(&rmcp::model::ProtocolVersion::V_2026_07_28)
 }

@@ -6,11 +6,11 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use rmcp::service::Peer;
-use rmcp::{ErrorData, RoleServer};
+use rmcp::ErrorData;
 use serde_json::{Map, Value};
 use toolsearch_query::Principal;
 
+use crate::notifier::Notifier;
 use crate::session_view::SessionHandle;
 
 /// A boxed, sendable future that may borrow for `'a`.
@@ -40,7 +40,7 @@ impl Offer {
 
 /// A session's open sessions as an [`OfferSource`] sees them: the peer to notify, the
 /// session's handle, and its caller.
-pub type Watched = (Peer<RoleServer>, SessionHandle, Principal);
+pub type Watched = (Notifier, SessionHandle, Principal);
 
 /// Where resources, templates and prompts come from. Every call names the caller, who sees
 /// only what it may: anything else is answered as if it did not exist.
@@ -75,12 +75,12 @@ pub trait OfferSource: Send + Sync + std::fmt::Debug {
         request_id: &'a str,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>>;
 
-    /// Subscribes `session` (notified through `peer`) to `uri`.
+    /// Subscribes `session` (told through `notifier`) to `uri`.
     fn subscribe<'a>(
         &'a self,
         who: &'a Principal,
         uri: &'a str,
-        peer: Peer<RoleServer>,
+        notifier: Notifier,
         session: SessionHandle,
     ) -> BoxFutureRef<'a, Result<(), ErrorData>>;
 

@@ -5,7 +5,8 @@
 //! input: a line over [`MAX_MESSAGE_BYTES`], or not UTF-8, or not JSON, gets an error and the
 //! session goes on; `jsonrpc` must be `"2.0"`; an id is a string or a 64-bit integer (others
 //! are answered with a null id, never echoed); `method` must be a string; before `initialize`
-//! only `ping` is answered. Memory per message stays bounded.
+//! only `ping`, `server/discover` and requests that carry their revision in `_meta` (the
+//! session-free 2026-07-28) are answered. Memory per message stays bounded.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -24,6 +25,9 @@ use crate::session::Session;
 
 /// Longest message the server reads; a longer line is refused without being kept in memory.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The `_meta` key of a request's protocol revision (2026-07-28 and later).
+const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -225,8 +229,13 @@ fn check_envelope(text: &str, initialized: bool) -> Verdict {
         }
         return Verdict::Forward { initialize: false, request: id.is_some() };
     }
+    // The session-free revision (2026-07-28) has no `initialize`: `server/discover`, and any
+    // request that names its revision in `_meta`, go to the SDK, which checks the rest.
+    let inline = obj.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(PROTOCOL_VERSION_META)).is_some();
     match (method, id) {
         ("initialize", Some(_)) => Verdict::Forward { initialize: true, request: true },
+        ("server/discover", Some(_)) => Verdict::Forward { initialize: false, request: true },
+        (_, Some(_)) if inline => Verdict::Forward { initialize: true, request: true },
         ("ping", Some(id)) => Verdict::Answer(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
         (_, None) => Verdict::Drop,
         (_, Some(id)) => {

@@ -8,8 +8,12 @@ impl ToolSet {
         self.next_seq += 1;
     }
 
-    /// The tools `always_load` names first (by id), then what was shown, in the order it was.
-    /// An exclusive unfold hides all else, these tools too, as it does pinned ones.
+    /// The order of every list, so that a prompt cache keeps it: the tools `always_load`
+    /// names first (by id), then the set's start in its configured order (pinned tools, top
+    /// facades, discovery tools), then everything shown since (revealed tools, unfolded
+    /// facades' items), by the name it is listed under. Two sessions that hold the same tools
+    /// list them alike, whatever order they revealed them in, and a reveal never moves what
+    /// comes before the revealed part. An exclusive unfold hides all else, these tools too.
     pub(super) fn visible_entries(&self, engine: &Engine) -> Vec<Entry> {
         let since = self.unfolds.iter().filter(|u| u.exclusive).map(|u| u.since).min();
         let always = self.derived.always.iter().filter(|_| since.is_none()).map(|id| Entry::Tool(id.clone()));
@@ -17,11 +21,11 @@ impl ToolSet {
             .shown
             .iter()
             .filter(|(seq, _)| since.is_none_or(|s| *seq >= s))
-            .map(|(_, e)| e)
-            .filter(|e| !matches!(e, Entry::Tool(id) if self.always_loaded(id)))
-            .cloned();
+            .filter(|(_, e)| !matches!(e, Entry::Tool(id) if self.always_loaded(id)));
+        let (start, mut later): (Vec<_>, Vec<_>) = shown.partition(|(seq, _)| *seq < self.stable);
+        later.sort_by_cached_key(|(_, e)| self.entry_name(e));
         always
-            .chain(shown)
+            .chain(start.into_iter().chain(later).map(|(_, e)| e.clone()))
             .filter(|e| match e {
                 Entry::Tool(id) => {
                     engine.tool(id).is_some_and(|t| self.config.principal.may_use(t))

@@ -142,6 +142,9 @@ pub struct ToolSet {
     derived: Derived,
     shown: Vec<(u64, Entry)>,
     next_seq: u64,
+    /// The sequence numbers below this one are the set's start (pinned tools, facades,
+    /// discovery tools): listed in that order, ahead of all shown later.
+    stable: u64,
     unfolds: Vec<Unfolded>,
     /// Tools whose full definition the model has seen.
     disclosed: HashSet<String>,
@@ -183,6 +186,7 @@ impl ToolSet {
             derived,
             shown: Vec::new(),
             next_seq: 0,
+            stable: 0,
             unfolds: Vec::new(),
             disclosed: HashSet::new(),
             audit: AuditTrail::default(),
@@ -197,6 +201,7 @@ impl ToolSet {
         for e in initial {
             set.show(e);
         }
+        set.stable = set.next_seq;
         set.last_visible = set.visible_names();
         Ok(set)
     }

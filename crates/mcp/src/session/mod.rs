@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
@@ -17,12 +18,13 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 use toolsearch_disclosure::{render, Dialect, Outcome, Step, ToolSet};
 use toolsearch_query::{Principal, ToolFailure};
 
+use crate::notifier::Notifier;
 use crate::offer_source::Offer;
 use crate::session_view::{SessionHandle, SessionView};
 use offers::typed;
@@ -46,6 +48,9 @@ pub struct Caller {
 
 /// The caller name of a client the transport does not identify (stdio, or HTTP without tokens).
 const LOCAL: &str = "local";
+/// How long a session-free client may keep a list (`ttlMs`) before asking again; a
+/// `subscriptions/listen` stream tells it sooner when the list changes.
+const LIST_TTL_MS: u64 = 60_000;
 /// The `_meta` key of a tool a client must never defer (Claude Code's tool search honours it).
 const ALWAYS_LOAD_META: &str = "anthropic/alwaysLoad";
 
@@ -67,13 +72,26 @@ pub(crate) struct SessionState {
     audited: AtomicUsize,
     /// The digest of what its caller may see of the catalogue, when last told (`Hub`).
     catalogue: AtomicU64,
+    /// Whether this state serves one request of a session-free (2026-07-28) client: its tool
+    /// set is made for the request and dropped after it, and it is never registered for
+    /// `list_changed` (see [`Session::scoped`]).
+    request_only: bool,
+    /// How its client is told of changes, when not through the connection of the request
+    /// that made its tool set (a `subscriptions/listen` stream).
+    notifier: OnceLock<Notifier>,
 }
 
 impl Session {
     /// A new session of `hub` (its tool set is made at `initialize`).
     pub fn new(hub: Arc<Hub>) -> Session {
-        let id = format!("s{}", hub.ops().request_id());
+        Session::with_state(hub, false)
+    }
+
+    fn with_state(hub: Arc<Hub>, request_only: bool) -> Session {
+        let id = format!("{}{}", if request_only { "r" } else { "s" }, hub.ops().request_id());
         let state = SessionState {
+            request_only,
+            notifier: OnceLock::new(),
             set: OnceLock::new(),
             principal: OnceLock::new(),
             caller: OnceLock::new(),
@@ -82,6 +100,32 @@ impl Session {
             catalogue: AtomicU64::new(0),
         };
         Session { hub, state: Arc::new(state) }
+    }
+
+    /// The session a request is served in: this one for a client of a revision with sessions
+    /// (up to 2025-11-25), and a new one for this request alone for a session-free client
+    /// (2026-07-28 and later). A session-free client's tool set is the one a new session
+    /// starts with, whatever it called before: its `tools/list` is stable (the discovery
+    /// tools and the always-loaded and pinned ones), searches return pointers, `expand_tool`
+    /// the schema, and `call_tool` (or a tool's own name) runs any tool the caller may use.
+    fn scoped(&self, context: &RequestContext<RoleServer>) -> Session {
+        match session_free(context) {
+            true => Session::with_state(self.hub.clone(), true),
+            false => self.clone(),
+        }
+    }
+
+    /// Whether this session serves one request of a session-free client.
+    fn request_only(&self) -> bool {
+        self.state.request_only
+    }
+
+    /// Sends `notifications/tools/list_changed` when an outcome changed the visible set of a
+    /// session (a session-free client's list never changes with its calls).
+    async fn announce(&self, peer: &Peer<RoleServer>, outcome: &Outcome) {
+        if !self.request_only() {
+            announce(peer, &outcome.added, &outcome.removed).await;
+        }
     }
 
     /// The tool set, made on first use for the caller of `context`.
@@ -101,7 +145,11 @@ impl Session {
         }
         let set = self.hub.tool_set(principal).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let _ = self.state.set.set(Mutex::new(set));
-        self.hub.register(context.peer.clone(), self.handle());
+        if !self.request_only() {
+            let notifier =
+                self.state.notifier.get().cloned().unwrap_or_else(|| Notifier::Session(context.peer.clone()));
+            self.hub.register(notifier, self.handle());
+        }
         self.state.set.get().ok_or_else(|| ErrorData::internal_error("no tool set", None))
     }
 
@@ -171,6 +219,12 @@ impl Work {
     }
 }
 
+/// Whether `context` is a request of a session-free client: one that names a revision
+/// without `initialize` (2026-07-28 or later) in its `_meta`, or whose connection began so.
+fn session_free(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| !v.has_initialize())
+}
+
 /// Sends `notifications/tools/list_changed` when an outcome changed the visible set.
 async fn announce(peer: &Peer<RoleServer>, added: &[String], removed: &[String]) {
     if !added.is_empty() || !removed.is_empty() {
@@ -181,11 +235,15 @@ async fn announce(peer: &Peer<RoleServer>, added: &[String], removed: &[String])
 /// A tool set's answer as an MCP result (text content).
 fn outcome_result(outcome: &Outcome) -> CallToolResult {
     let content = vec![Content::text(outcome.text.clone())];
-    if outcome.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    }
+    let result = if outcome.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    complete(result)
+}
+
+/// `result` marked complete when it says nothing else (an upstream of an older revision sends
+/// no `resultType`, which the 2026-07-28 revision requires; the SDK drops it for older clients).
+fn complete(mut result: CallToolResult) -> CallToolResult {
+    result.result_type.get_or_insert(rmcp::model::ResultType::COMPLETE);
+    result
 }
 
 impl SessionView for SessionState {
@@ -216,6 +274,18 @@ impl Session {
     }
 }
 
+impl Session {
+    /// The instructions a client gets at `initialize` or `server/discover`: the tool set's
+    /// system prompt, and the operator's extra words.
+    async fn instructions(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        let instructions = self.with_set(context, |set| set.system_prompt()).await?;
+        Ok(match self.hub.extra_instructions() {
+            Some(extra) => format!("{instructions}\n\n{extra}"),
+            None => instructions,
+        })
+    }
+}
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
@@ -234,9 +304,16 @@ impl ServerHandler for Session {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        // Progressive disclosure needs a session (a tool set per client, list_changed): the
-        // session-less 2026-07-28 revision is not offered.
-        ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE).into()
+        crate::protocol_versions().into()
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.instructions = Some(self.scoped(&context).instructions(&context).await?);
+        // What a caller is told depends on its token's scopes: private to it.
+        Ok(rmcp::model::DiscoverResult::from_server_info(crate::protocol_versions().to_vec(), info)
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(rmcp::model::CacheScope::Private))
     }
 
     async fn initialize(
@@ -247,11 +324,7 @@ impl ServerHandler for Session {
         let started = Instant::now();
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
-        let instructions = self.with_set(&context, |set| set.system_prompt()).await?;
-        result.instructions = Some(match self.hub.extra_instructions() {
-            Some(extra) => format!("{instructions}\n\n{extra}"),
-            None => instructions,
-        });
+        result.instructions = Some(self.instructions(&context).await?);
         self.hub.ops().metrics.request("initialize", OWN, "ok", started.elapsed().as_secs_f64());
         Ok(result)
     }
@@ -261,7 +334,8 @@ impl ServerHandler for Session {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (rendered, ids) = self
+        let this = self.scoped(&context);
+        let (rendered, ids) = this
             .with_set(&context, |set| {
                 set.refresh();
                 let defs = set.visible();
@@ -279,15 +353,22 @@ impl ServerHandler for Session {
         let started = Instant::now();
         let mut tools: Vec<Value> = rendered["tools"].as_array().cloned().unwrap_or_default();
         for (t, (id, always)) in tools.iter_mut().zip(&ids) {
-            self.hub.decorate(id.as_deref(), t);
+            this.hub.decorate(id.as_deref(), t);
             if *always {
                 // Claude Code's mark for a tool its tool search never defers.
                 t["_meta"][ALWAYS_LOAD_META] = Value::Bool(true);
             }
         }
-        let result = serde_json::from_value(json!({ "tools": tools }))
+        let mut answer = json!({ "tools": tools, "resultType": "complete" });
+        if this.request_only() {
+            // A session-free client's list depends only on its caller and the catalogue, so
+            // a client may keep it (its token's scopes decide it: private to the caller).
+            answer["ttlMs"] = json!(LIST_TTL_MS);
+            answer["cacheScope"] = json!("private");
+        }
+        let result = serde_json::from_value(answer)
             .map_err(|e| ErrorData::internal_error(format!("tool definitions: {e}"), None));
-        self.hub.ops().metrics.request("tools/list", OWN, "ok", started.elapsed().as_secs_f64());
+        this.hub.ops().metrics.request("tools/list", OWN, "ok", started.elapsed().as_secs_f64());
         result
     }
 
@@ -296,7 +377,8 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.offer_page(Offer::Resources, request, &context).await
+        let this = self.scoped(&context);
+        this.offer_page(Offer::Resources, request, &context).await
     }
 
     async fn list_resource_templates(
@@ -304,7 +386,8 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.offer_page(Offer::Templates, request, &context).await
+        let this = self.scoped(&context);
+        this.offer_page(Offer::Templates, request, &context).await
     }
 
     async fn list_prompts(
@@ -312,7 +395,8 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.offer_page(Offer::Prompts, request, &context).await
+        let this = self.scoped(&context);
+        this.offer_page(Offer::Prompts, request, &context).await
     }
 
     async fn read_resource(
@@ -320,10 +404,11 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let (pass, who) = self.passthrough("resources/read", &context)?;
-        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let this = self.scoped(&context);
+        let (pass, who) = this.passthrough("resources/read", &context)?;
+        let (started, id) = (Instant::now(), this.hub.ops().request_id());
         let answer = pass.read(&who, &request.uri, &id).await;
-        self.offer_done("resources/read", &request.uri, &id, &answer, started);
+        this.offer_done("resources/read", &request.uri, &id, &answer, started);
         let result: ReadResourceResult = typed(answer?.1)?;
         Ok(result.into())
     }
@@ -333,10 +418,11 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let (pass, who) = self.passthrough("prompts/get", &context)?;
-        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let this = self.scoped(&context);
+        let (pass, who) = this.passthrough("prompts/get", &context)?;
+        let (started, id) = (Instant::now(), this.hub.ops().request_id());
         let answer = pass.get_prompt(&who, &request.name, request.arguments, &id).await;
-        self.offer_done("prompts/get", &request.name, &id, &answer, started);
+        this.offer_done("prompts/get", &request.name, &id, &answer, started);
         let result: GetPromptResult = typed(answer?.1)?;
         Ok(result.into())
     }
@@ -346,15 +432,16 @@ impl ServerHandler for Session {
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        let (pass, who) = self.passthrough("completion/complete", &context)?;
-        let (started, id) = (Instant::now(), self.hub.ops().request_id());
+        let this = self.scoped(&context);
+        let (pass, who) = this.passthrough("completion/complete", &context)?;
+        let (started, id) = (Instant::now(), this.hub.ops().request_id());
         let subject = match &request.r#ref {
             rmcp::model::Reference::Prompt(p) => p.name.clone(),
             rmcp::model::Reference::Resource(r) => r.uri.clone(),
             _ => String::new(),
         };
         let answer = pass.complete(&who, request, &id).await;
-        self.offer_done("completion/complete", &subject, &id, &answer, started);
+        this.offer_done("completion/complete", &subject, &id, &answer, started);
         typed(answer?.1)
     }
 
@@ -375,7 +462,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (pass, who) = self.passthrough("resources/subscribe", &context)?;
-        pass.subscribe(&who, &request.uri, context.peer.clone(), self.handle()).await
+        pass.subscribe(&who, &request.uri, Notifier::Session(context.peer.clone()), self.handle()).await
     }
 
     async fn unsubscribe(
@@ -387,17 +474,54 @@ impl ServerHandler for Session {
         pass.unsubscribe(&who, &request.uri, &self.handle()).await
     }
 
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        // The SDK keeps of this what the capabilities advertise: resource and prompt lists
+        // only where a gateway passes them through. Resources are subscribed in `listen`,
+        // which has the caller; one it may not read is simply never updated.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let context = subscription.request_context().clone();
+        // A session of its own, for the life of the stream: registered with the hub like any
+        // session, so it is told what any session is, through this stream. Its tool set is
+        // the one a new session starts with, as every session-free request's is.
+        let listener = Session::with_state(self.hub.clone(), false);
+        let _ = listener.state.notifier.set(Notifier::Listen(subscription.sink().clone()));
+        listener.set(&context)?;
+        let accepted = subscription.accepted();
+        let uris: Vec<String> = accepted.resource_subscriptions.clone().unwrap_or_default();
+        let mut watched = Vec::new();
+        if let (Some(pass), false) = (self.hub.passthrough().cloned(), uris.is_empty()) {
+            let who = listener.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+            for uri in uris {
+                let notifier = Notifier::Listen(subscription.sink().clone());
+                if pass.subscribe(&who, &uri, notifier, listener.handle()).await.is_ok() {
+                    watched.push(uri);
+                }
+            }
+            subscription.cancelled().await;
+            for uri in watched {
+                let _ = pass.unsubscribe(&who, &uri, &listener.handle()).await;
+            }
+            return Ok(());
+        }
+        subscription.cancelled().await;
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let this = self.scoped(&context);
         let started = Instant::now();
-        let id = self.hub.ops().request_id();
+        let id = this.hub.ops().request_id();
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let called = name.clone();
-        let step = self
+        let step = this
             .with_set_noted(&context, note(&id, None), Work::of_call(&name), move |set| {
                 set.begin_call(&called, &arguments)
             })
@@ -405,34 +529,34 @@ impl ServerHandler for Session {
         let pending = match step {
             Step::Done(outcome) => {
                 if is_search(&name) {
-                    self.hub.ops().metrics.search(started.elapsed().as_secs_f64());
+                    this.hub.ops().metrics.search(started.elapsed().as_secs_f64());
                 }
                 let label = if outcome.is_error { "refused" } else { "ok" };
-                self.finished(&id, &name, None, OWN, label, started);
-                announce(&context.peer, &outcome.added, &outcome.removed).await;
+                this.finished(&id, &name, None, OWN, label, started);
+                this.announce(&context.peer, &outcome).await;
                 return Ok(outcome_result(&outcome).into());
             }
             Step::Run(pending) => pending,
         };
-        let engine = self.hub.live().engine();
+        let engine = this.hub.live().engine();
         let Ok(Some(tool)) = engine.full_tool(&pending.tool_id) else {
-            self.finished(&id, &name, Some(&pending.tool_id), OWN, "failed", started);
-            return Ok(CallToolResult::error(vec![Content::text("the tool left the catalogue")]).into());
+            this.finished(&id, &name, Some(&pending.tool_id), OWN, "failed", started);
+            return Ok(complete(CallToolResult::error(vec![Content::text("the tool left the catalogue")])).into());
         };
         let upstream = tool.group.clone().unwrap_or_else(|| OWN.to_owned());
         let tool_id = tool.id.clone();
-        let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        let who = this.state.principal.get().cloned().unwrap_or_else(|| this.hub.default_principal());
         if let Some(error) = crate::effects::refusal(&who, &tool) {
             let done = note(&id, Some(started.elapsed()));
             let outcome =
-                self.with_set_noted(&context, done, Work::Light, move |set| set.refuse_call(pending, error)).await?;
-            self.finished(&id, &name, Some(&tool_id), &upstream, "refused", started);
-            announce(&context.peer, &outcome.added, &outcome.removed).await;
+                this.with_set_noted(&context, done, Work::Light, move |set| set.refuse_call(pending, error)).await?;
+            this.finished(&id, &name, Some(&tool_id), &upstream, "refused", started);
+            this.announce(&context.peer, &outcome).await;
             return Ok(outcome_result(&outcome).into());
         }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
         let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id.clone()) };
-        let (result, label) = match self.hub.runner().run(tool, pending.arguments.clone(), cx).await {
+        let (result, label) = match this.hub.runner().run(tool, pending.arguments.clone(), cx).await {
             Ok(r) if r.is_error == Some(true) => (r, "tool_error"),
             Ok(r) => (r, "ok"),
             Err(e) => (e.to_result(), e.outcome()),
@@ -440,13 +564,13 @@ impl ServerHandler for Session {
         let text = result_text(&result);
         let failed = result.is_error == Some(true);
         let done = note(&id, Some(started.elapsed()));
-        let outcome = self
+        let outcome = this
             .with_set_noted(&context, done, Work::Light, move |set| {
                 set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
             })
             .await?;
-        self.finished(&id, &name, Some(&tool_id), &upstream, label, started);
-        announce(&context.peer, &outcome.added, &outcome.removed).await;
-        Ok(result.into())
+        this.finished(&id, &name, Some(&tool_id), &upstream, label, started);
+        this.announce(&context.peer, &outcome).await;
+        Ok(complete(result).into())
     }
 }

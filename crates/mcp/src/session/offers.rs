@@ -14,8 +14,12 @@ use super::{Session, LOCAL};
 use crate::metrics::OWN;
 use crate::offer_source::{Offer, OfferSource};
 
-/// A JSON answer as the SDK's type.
-pub(super) fn typed<T: serde::de::DeserializeOwned>(answer: Value) -> Result<T, ErrorData> {
+/// A JSON answer as the SDK's type, marked a complete result when it says nothing else (the
+/// 2026-07-28 revision requires `resultType`; the SDK drops it again for older clients).
+pub(super) fn typed<T: serde::de::DeserializeOwned>(mut answer: Value) -> Result<T, ErrorData> {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.entry("resultType").or_insert_with(|| json!("complete"));
+    }
     serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(format!("the upstream's answer: {e}"), None))
 }
 

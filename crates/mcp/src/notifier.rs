@@ -1,0 +1,52 @@
+//! Where a client is told that something changed: the session's own connection (revisions up
+//! to 2025-11-25), or a `subscriptions/listen` stream (2026-07-28), whose notifications carry
+//! its subscription id and only what it asked for.
+
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::service::{Peer, SubscriptionSink};
+use rmcp::RoleServer;
+
+/// How one client is told of changes.
+#[derive(Clone)]
+pub enum Notifier {
+    /// A session's connection.
+    Session(Peer<RoleServer>),
+    /// A `subscriptions/listen` stream (sends only what its filter accepted).
+    Listen(SubscriptionSink),
+}
+
+impl Notifier {
+    /// `notifications/tools/list_changed`.
+    pub async fn tools_changed(&self) {
+        match self {
+            Notifier::Session(peer) => drop(peer.notify_tool_list_changed().await),
+            Notifier::Listen(sink) => drop(sink.notify_tool_list_changed().await),
+        }
+    }
+
+    /// `notifications/prompts/list_changed`.
+    pub async fn prompts_changed(&self) {
+        match self {
+            Notifier::Session(peer) => drop(peer.notify_prompt_list_changed().await),
+            Notifier::Listen(sink) => drop(sink.notify_prompt_list_changed().await),
+        }
+    }
+
+    /// `notifications/resources/list_changed`.
+    pub async fn resources_changed(&self) {
+        match self {
+            Notifier::Session(peer) => drop(peer.notify_resource_list_changed().await),
+            Notifier::Listen(sink) => drop(sink.notify_resource_list_changed().await),
+        }
+    }
+
+    /// `notifications/resources/updated` of `uri`.
+    pub async fn resource_updated(&self, uri: &str) {
+        match self {
+            Notifier::Session(peer) => {
+                drop(peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.to_owned())).await)
+            }
+            Notifier::Listen(sink) => drop(sink.notify_resource_updated(uri).await),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The MCP revisions a gateway serves, driven by the official Python client in its
+//! session-free 2026-07-28 mode and in its legacy (2025-11-25, `initialize`) mode, over
+//! Streamable HTTP and stdio, against `server-everything`: `server/discover`, `resultType`
+//! and cache hints, session-free disclosure (a stable `tools/list`; search, expand and call
+//! answered as a session answers them), `subscriptions/listen`, completions, and lists in
+//! an order a prompt cache keeps across sessions.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gateway::{client_mode_steps, client_steps, http_post, reference_server, step_json, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+const MODERN: &str = "2026-07-28";
+const LEGACY: &str = "legacy";
+
+fn config(dir: &std::path::Path) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &json!({
+            "mcpServers": {
+                "everything": {"command": "node", "args": [reference_server("everything"), "stdio"],
+                               "always_load": ["echo"]}
+            },
+            "toolsearch": {"tokens": {"token-demo": []}}
+        }),
+    )
+}
+
+/// The same calls in every mode: what a session-free client and a session client are told.
+fn steps() -> Value {
+    json!([
+        ["revision"],
+        ["raw_tools"],
+        ["search_tool_by_category", {"query": "add two numbers"}],
+        ["expand_tool", {"tool_id": "everything.get-sum"}],
+        ["raw_tools"],
+        ["get-sum", {"a": 1, "b": 2}],
+        ["call", "everything.get-sum", {"a": 3, "b": 4}],
+        ["mcp__everything__echo", {"message": "spelled"}],
+        ["complete", "prompt", "everything.completable-prompt", "department", "Eng", {}]
+    ])
+}
+
+/// The JSON-RPC message in a raw HTTP answer body (chunked, or an SSE `data:` line).
+fn message(body: &str) -> Value {
+    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
+    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The answers that must not depend on the revision: search, expand, the two calls, the
+/// spelled name and the completion.
+fn answers(out: &[Value]) -> Vec<Value> {
+    [2, 3, 5, 6, 7, 8].iter().map(|&i| json!([out[i]["is_error"], out[i]["text"]])).collect()
+}
+
+#[test]
+fn a_session_free_client_and_a_session_client_get_the_same_answers_over_http_and_stdio() {
+    let dir = common::scratch().join("gateway-revisions");
+    let config = config(&dir);
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let stdio = format!("stdio:{}:{}", config.display(), dir.join("state-stdio").display());
+    let mut seen = Vec::new();
+    for (target, token) in [(gateway.url(), "token-demo"), (stdio, "-")] {
+        let modern = client_mode_steps(MODERN, &target, token, &steps());
+        let legacy = client_mode_steps(LEGACY, &target, token, &steps());
+        assert_eq!(modern[0]["text"], MODERN, "{target}");
+        assert_eq!(legacy[0]["text"], "2025-11-25", "{target}");
+
+        // Session-free: every list is the same (the always-loaded tool and the discovery
+        // tools), complete, with cache hints; expanding a tool does not move it.
+        let (first, after) = (step_json(&modern[1]), step_json(&modern[4]));
+        assert_eq!(first["resultType"], "complete", "{first}");
+        assert_eq!(first["ttlMs"], 60000, "{first}");
+        assert_eq!(first["cacheScope"], "private", "{first}");
+        assert_eq!(
+            names(&first),
+            ["echo", "search_tool_by_category", "search_nodes", "list", "expand_tool", "call_tool"]
+        );
+        assert_eq!(first["tools"], after["tools"], "a session-free list never depends on earlier calls");
+        assert_eq!(first["tools"][0]["_meta"]["anthropic/alwaysLoad"], true);
+        // With a session, the expanded tool joins the list after the stable part.
+        let (legacy_first, legacy_after) = (step_json(&legacy[1]), step_json(&legacy[4]));
+        assert_eq!(legacy_first["tools"], first["tools"], "both start alike");
+        assert_eq!(names(&legacy_after)[..6], names(&first)[..]);
+        assert_eq!(names(&legacy_after)[6..], ["get-sum"]);
+
+        // The same answers either way, the unrevealed tool's call by name included.
+        assert_eq!(answers(&modern), answers(&legacy), "{target}");
+        let found = step_json(&modern[2]);
+        assert_eq!(found["results"][0]["tool_id"], "everything.get-sum", "{found}");
+        assert_eq!(modern[5]["text"], "The sum of 1 and 2 is 3.");
+        assert_eq!(modern[6]["text"], "The sum of 3 and 4 is 7.");
+        assert!(modern[7]["text"].as_str().unwrap().contains("spelled"), "{}", modern[7]);
+        assert_eq!(step_json(&modern[8])["completion"]["values"], json!(["Engineering"]), "{}", modern[8]);
+        seen.push(answers(&modern));
+
+        // A client that probes (`auto`) settles on the session-free revision.
+        let auto = client_mode_steps("auto", &target, token, &json!([["revision"]]));
+        assert_eq!(auto[0]["text"], MODERN, "{target}");
+    }
+    assert_eq!(seen[0], seen[1], "HTTP and stdio answer alike");
+}
+
+#[test]
+fn a_listen_stream_carries_what_it_asked_for() {
+    let dir = common::scratch().join("gateway-listen");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let watched = "toolsearch://everything/demo://resource/dynamic/text/1";
+    let gzip = json!({"name": "listened.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"});
+    let out = client_mode_steps(
+        MODERN,
+        &gateway.url(),
+        "token-demo",
+        &json!([[
+            "listen",
+            {"tools_list_changed": true, "resources_list_changed": true, "resource_subscriptions": [watched]},
+            7,
+            [
+                ["call_tool", {"tool_id": "everything.toggle-subscriber-updates", "arguments": {}}],
+                ["call_tool", {"tool_id": "everything.gzip-file-as-resource", "arguments": gzip}]
+            ]
+        ]]),
+    );
+    let got = step_json(&out[0]);
+    assert_eq!(got["honored"]["resourceSubscriptions"], json!([watched]), "{got}");
+    let events = got["events"].as_array().unwrap();
+    assert!(events.contains(&json!(["ResourceUpdated", watched])), "the upstream's update, namespaced: {got}");
+    assert!(events.contains(&json!(["ResourcesListChanged", null])), "the new resource: {got}");
+    // Nothing a call does changes a session-free client's tools.
+    assert!(!events.iter().any(|e| e[0] == "ToolsListChanged"), "{got}");
+}
+
+#[test]
+fn discovery_and_the_protocol_checks_answer_as_the_revision_says() {
+    let dir = common::scratch().join("gateway-discover");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let meta = |version: &str| {
+        json!({"io.modelcontextprotocol/protocolVersion": version,
+               "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {}})
+    };
+    let auth = ("Authorization", "Bearer token-demo");
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta(MODERN)}});
+    let (status, body) = http_post(
+        &gateway.addr,
+        &discover.to_string(),
+        &[auth, ("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "server/discover")],
+    );
+    let answer = message(&body);
+    assert_eq!(status, 200, "{body}");
+    let versions = &answer["result"]["supportedVersions"];
+    assert_eq!(versions, &json!(["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", MODERN]), "{body}");
+    assert!(answer["result"]["instructions"].as_str().unwrap().contains("search"), "{body}");
+    assert_eq!(answer["result"]["cacheScope"], "private", "{body}");
+
+    // A revision the gateway does not speak: -32022, naming those it does.
+    let future = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta("2099-01-01")}});
+    let (_, body) = http_post(
+        &gateway.addr,
+        &future.to_string(),
+        &[auth, ("Mcp-Protocol-Version", "2099-01-01"), ("Mcp-Method", "tools/list")],
+    );
+    let answer = message(&body);
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+    assert!(answer["error"]["data"]["supported"].as_array().unwrap().contains(&json!(MODERN)), "{answer}");
+
+    // A header that contradicts the body is refused before anything runs.
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta(MODERN)}});
+    let (status, body) = http_post(
+        &gateway.addr,
+        &list.to_string(),
+        &[auth, ("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "tools/call")],
+    );
+    assert_eq!(status, 400, "{body}");
+
+    // Without a token, nothing: a session-free request is checked like any other.
+    let (status, _) = http_post(
+        &gateway.addr,
+        &discover.to_string(),
+        &[("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "server/discover")],
+    );
+    assert_eq!(status, 401);
+}
+
+#[test]
+fn sessions_that_reveal_the_same_tools_in_any_order_list_them_alike() {
+    let dir = common::scratch().join("gateway-order");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let reveal = |ids: [&str; 3]| {
+        let mut steps = vec![json!(["tools"])];
+        for id in ids {
+            steps.push(json!(["expand_tool", {"tool_id": id}]));
+            steps.push(json!(["tools"]));
+        }
+        client_steps(&gateway.url(), "token-demo", &Value::Array(steps))
+    };
+    let list = |step: &Value| -> Vec<String> {
+        step_json(step)["items"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let one = reveal(["everything.get-sum", "everything.get-env", "everything.get-tiny-image"]);
+    let two = reveal(["everything.get-tiny-image", "everything.get-sum", "everything.get-env"]);
+    assert_eq!(step_json(&one[6])["items"], step_json(&two[6])["items"], "the same tools, the same list");
+    let start = list(&one[0]);
+    assert_eq!(list(&one[6])[start.len()..], ["get-env", "get-sum", "get-tiny-image"]);
+    // Each reveal leaves what came before the revealed part where it was.
+    for out in [&one, &two] {
+        for i in [2, 4, 6] {
+            assert_eq!(list(&out[i])[..start.len()], start[..]);
+        }
+    }
+}
