@@ -23,7 +23,10 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
                 "everything": {"command": "node", "args": [reference_server("everything"), "stdio"],
                                "always_load": ["echo"]}
             },
-            "toolsearch": {"tokens": {"token-demo": []}}
+            "toolsearch": {
+                "tokens": {"token-demo": ["demo"], "token-plain": []},
+                "requires": {"everything": ["demo"]}
+            }
         }),
     )
 }
@@ -105,6 +108,19 @@ fn a_session_free_client_and_a_session_client_get_the_same_answers_over_http_and
         assert_eq!(auto[0]["text"], MODERN, "{target}");
     }
     assert_eq!(seen[0], seen[1], "HTTP and stdio answer alike");
+
+    // A session-free caller without the server's scope sees nothing of it: its requests
+    // start from a tool set of its own, never from the other caller's.
+    let plain = client_mode_steps(MODERN, &gateway.url(), "token-plain", &steps());
+    assert_eq!(
+        names(&step_json(&plain[1])),
+        ["search_tool_by_category", "search_nodes", "list", "expand_tool", "call_tool"]
+    );
+    assert!(!plain[2]["text"].as_str().unwrap().contains("everything."), "{}", plain[2]);
+    for i in [3, 5, 6, 7] {
+        let text = plain[i]["text"].as_str().unwrap();
+        assert!(plain[i]["is_error"].as_bool().unwrap() && !text.contains("sum of"), "{}", plain[i]);
+    }
 }
 
 #[test]

@@ -15,6 +15,9 @@ use crate::ops::Operations;
 use crate::runner::ToolRunner;
 use crate::session_view::{refresh, SessionHandle};
 
+/// How many callers' starting tool sets [`Hub::fresh_tool_set`] keeps.
+const FRESH_KEPT: usize = 32;
+
 /// The shared state of a server: one per `toolsearch serve` or `toolsearch gateway` process.
 pub struct Hub {
     live: Arc<LiveCatalog>,
@@ -25,6 +28,9 @@ pub struct Hub {
     instructions: Option<String>,
     ops: Operations,
     sessions: Mutex<Vec<(Notifier, SessionHandle)>>,
+    /// The tool sets new session-free requests start from, by catalogue generation and caller
+    /// (at most [`FRESH_KEPT`]).
+    fresh: Mutex<Vec<(u64, Principal, ToolSet)>>,
     passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
 }
@@ -101,6 +107,7 @@ impl Hub {
             instructions: None,
             ops: Operations::default(),
             sessions: Mutex::default(),
+            fresh: Mutex::default(),
             passthrough: None,
             digests: Arc::default(),
         })
@@ -172,6 +179,28 @@ impl Hub {
     pub fn tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
         let config = ToolSetConfig { principal, ..self.toolset.clone() };
         ToolSet::new(self.live.clone(), self.availability.clone(), config)
+    }
+
+    /// A tool set as `principal`'s sessions start, for one request of a session-free client:
+    /// a clone of one kept per caller and catalogue generation (building one derives facades
+    /// and names from the whole catalogue, milliseconds for thousands of tools; a clone
+    /// shares that).
+    pub fn fresh_tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
+        let generation = self.live.engine().index().meta().generation;
+        {
+            let kept = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, _, set)) = kept.iter().find(|(g, p, _)| *g == generation && *p == principal) {
+                return Ok(set.clone());
+            }
+        }
+        let set = self.tool_set(principal.clone())?;
+        let mut kept = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|(g, _, _)| *g == generation);
+        if kept.len() >= FRESH_KEPT {
+            kept.remove(0);
+        }
+        kept.push((generation, principal, set.clone()));
+        Ok(set)
     }
 
     /// Checks the configuration by building a tool set for the default caller.

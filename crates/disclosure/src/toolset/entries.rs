@@ -88,7 +88,7 @@ impl ToolSet {
         // A catalogue change that breaks the configuration keeps the previous derivation:
         // the set goes on working with what it had.
         if let Ok(derived) = derive(&engine, &self.config) {
-            self.derived = derived;
+            self.derived = std::sync::Arc::new(derived);
         }
     }
 }

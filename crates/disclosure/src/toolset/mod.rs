@@ -135,11 +135,17 @@ struct Derived {
 }
 
 /// The tools visible to the model now, and the runtime that changes them.
+///
+/// A clone is a set of its own that starts where this one is: cheap (what is derived from the
+/// catalogue is shared), so a host that serves many short-lived sets (one per request of a
+/// session-free client) builds one per caller and clones it.
+#[derive(Clone)]
 pub struct ToolSet {
     live: Arc<LiveCatalog>,
     availability: Arc<Availability>,
     config: ToolSetConfig,
-    derived: Derived,
+    /// Shared by clones; replaced (never changed in place) when the catalogue changes.
+    derived: Arc<Derived>,
     shown: Vec<(u64, Entry)>,
     next_seq: u64,
     /// The sequence numbers below this one are the set's start (pinned tools, facades,
@@ -173,7 +179,7 @@ impl ToolSet {
         config: ToolSetConfig,
     ) -> Result<ToolSet, DisclosureError> {
         let engine = live.engine();
-        let derived = derive(&engine, &config)?;
+        let derived = Arc::new(derive(&engine, &config)?);
         for id in &config.pinned {
             if engine.tool(id).is_none() {
                 return Err(DisclosureError::UnknownPinnedTool(id.clone()));

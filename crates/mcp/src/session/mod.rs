@@ -143,7 +143,11 @@ impl Session {
         if let Some(set) = self.state.set.get() {
             return Ok(set);
         }
-        let set = self.hub.tool_set(principal).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let set = match self.request_only() {
+            true => self.hub.fresh_tool_set(principal),
+            false => self.hub.tool_set(principal),
+        };
+        let set = set.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let _ = self.state.set.set(Mutex::new(set));
         if !self.request_only() {
             let notifier =
