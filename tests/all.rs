@@ -19,6 +19,7 @@ mod disclosure;
 mod gateway;
 mod gateway_clients;
 mod gateway_http;
+mod gateway_lazy;
 mod gateway_learn;
 mod gateway_live;
 mod gateway_offers;

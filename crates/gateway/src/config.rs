@@ -72,6 +72,8 @@ struct RawServer {
     /// `true` (every tool of the server) or globs on its tool names: tools never deferred,
     /// listed up front in every session (`ToolSetConfig::always_load`).
     always_load: Option<AlwaysLoadForm>,
+    /// Started only when a call, read or prompt needs it (default: `toolsearch.lazy`).
+    lazy: Option<bool>,
 }
 
 /// `always_load` as written: the whole server, or globs on its tool names.
@@ -120,6 +122,8 @@ pub struct ServerPolicy {
     pub hold_flagged: bool,
     /// Which tools pass through.
     pub tools: ToolFilter,
+    /// Started on demand and stopped when idle (`lazy`, `crate::upstream::lazy`).
+    pub lazy: bool,
 }
 
 /// The `toolsearch` section of a gateway config.
@@ -148,6 +152,12 @@ pub struct GatewaySettings {
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
     pub connect_timeout_secs: u64,
+    /// Whether servers are lazy unless their entry says (default false): started only when a
+    /// call, read or prompt needs one, their tools indexed meanwhile from the listing kept in
+    /// the state directory.
+    pub lazy: bool,
+    /// How long a lazy server may sit unused before it is stopped, in seconds (default 300).
+    pub idle_stop_secs: u64,
     /// Bounds on what upstreams and clients may make the gateway hold.
     pub limits: GatewayLimits,
     /// The audit trail written under the state directory.
@@ -203,6 +213,8 @@ impl Default for GatewaySettings {
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
+            lazy: false,
+            idle_stop_secs: 300,
             limits: GatewayLimits::default(),
             audit: Default::default(),
             learn: None,
@@ -334,7 +346,11 @@ impl GatewayConfig {
                     always_load.extend(globs.iter().map(|g| toolsearch_catalog::tool_id(&name, g)));
                 }
             }
-            policies.insert(name.clone(), ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools });
+            let lazy = s.lazy.unwrap_or(raw.toolsearch.lazy);
+            policies.insert(
+                name.clone(),
+                ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools, lazy },
+            );
             servers.insert(name, spec);
         }
         if servers.is_empty() {

@@ -11,7 +11,7 @@ use toolsearch_disclosure::Availability;
 
 use crate::config::{GatewayLimits, ServerSpec};
 use crate::listing::Listing;
-use crate::upstream::{UpEvent, Upstream};
+use crate::upstream::{LazySettings, UpEvent, Upstream};
 
 /// The running upstreams, by name.
 pub struct Fleet {
@@ -42,10 +42,18 @@ impl Fleet {
         Fleet { upstreams: RwLock::default(), tasks: Mutex::default(), events, availability }
     }
 
-    /// Starts server `name`; one of that name must have been stopped first ([`Fleet::stop`]).
-    pub(crate) fn add(&self, name: &str, spec: &ServerSpec, limits: GatewayLimits, connect: Duration) {
+    /// Starts server `name` (lazy: on demand, see `crate::upstream::lazy`); one of that name
+    /// must have been stopped first ([`Fleet::stop`]).
+    pub(crate) fn add(
+        &self,
+        name: &str,
+        spec: &ServerSpec,
+        limits: GatewayLimits,
+        connect: Duration,
+        lazy: Option<LazySettings>,
+    ) {
         self.remove(name);
-        let up = Upstream::new(name.to_owned(), spec.clone(), limits);
+        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy);
         let task = up.supervise(self.events.clone(), connect);
         let (flag, why) = (up.flag(), up.clone());
         self.availability.register_with_reason(

@@ -23,7 +23,9 @@ impl Upstream {
         arguments: Value,
         timeout: Duration,
     ) -> Result<rmcp::model::CallToolResult, RunError> {
-        let Some(peer) = self.peer() else { return Err(RunError::Unavailable(self.client_reason())) };
+        let Some((peer, _held)) = self.ready_peer(timeout).await else {
+            return Err(RunError::Unavailable(self.client_reason()));
+        };
         let mut params = rmcp::model::GetPromptRequestParams::new(name);
         params.arguments = arguments.as_object().map(|a| {
             a.iter().map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned).into())).collect()
@@ -65,7 +67,7 @@ impl Upstream {
         cx: RunContext,
         timeout: Duration,
     ) -> Result<rmcp::model::CallToolResult, RunError> {
-        let Some(peer) = self.peer() else {
+        let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(RunError::Unavailable(self.client_reason()));
         };
         let mut params = CallToolRequestParams::new(name);

@@ -109,7 +109,8 @@ pub async fn start(
     let availability = Arc::new(Availability::default());
     let fleet = Arc::new(Fleet::new(events_tx, availability.clone()));
     for (name, spec) in &config.servers {
-        fleet.add(name, spec, config.settings.limits, connect);
+        let lazy = lazy_settings(&config, name, state, replica);
+        fleet.add(name, spec, config.settings.limits, connect, lazy);
     }
     // Wait for each upstream's first attempt (up or down), within the connect timeout.
     let deadline = Instant::now() + connect;
@@ -221,6 +222,21 @@ pub async fn start(
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(learner.map(|l| tokio::spawn(l.run())));
     Ok(Gateway { hub, fleet, index_dir, tasks })
+}
+
+/// How server `name` is kept lazy, if its entry (or `toolsearch.lazy`) asks for it: its
+/// listing kept under `state`. A replica writes nothing there, so its servers are eager.
+pub(crate) fn lazy_settings(
+    config: &GatewayConfig,
+    name: &str,
+    state: &Path,
+    replica: bool,
+) -> Option<crate::upstream::LazySettings> {
+    let lazy = config.policies.get(name).is_some_and(|p| p.lazy) && !replica;
+    lazy.then(|| crate::upstream::LazySettings {
+        state: state.to_path_buf(),
+        idle: Duration::from_secs(config.settings.idle_stop_secs.max(1)),
+    })
 }
 
 /// The gateway's operations: its audit trail under `state/audit` (unless disabled), request

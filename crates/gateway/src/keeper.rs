@@ -288,7 +288,8 @@ impl Keeper {
             self.fleet.stop(name).await;
         }
         for name in added.iter().chain(&changed) {
-            self.fleet.add(name, &new.servers[name], new.settings.limits, connect);
+            let lazy = crate::gateway::lazy_settings(&new, name, &self.state, self.replica.is_some());
+            self.fleet.add(name, &new.servers[name], new.settings.limits, connect, lazy);
         }
         let restart = restart_needed(&self.config, &new);
         if !restart.is_empty() {

@@ -38,7 +38,7 @@ impl Default for ListLimits {
 }
 
 /// What an upstream said about itself and its tools when last connected.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
 pub struct Listing {
     /// Its `instructions`, or its title or name.
     pub summary: String,
@@ -49,7 +49,7 @@ pub struct Listing {
 }
 
 /// What a server offers beyond tools, each item as the JSON object it sent.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, Deserialize)]
 pub struct Offers {
     /// `resources/list`.
     pub resources: Vec<Value>,

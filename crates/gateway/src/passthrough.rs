@@ -244,7 +244,8 @@ impl Passthrough {
     /// Sends `request` to `up` within the timeout; its answer as JSON, refused when over the
     /// size a client is given.
     async fn ask(&self, up: &Upstream, request: ClientRequest, request_id: &str) -> Result<Value, ErrorData> {
-        let peer = up.peer().ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
+        let (peer, _held) =
+            up.ready_peer(self.timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(self.timeout);
         let mut meta = rmcp::model::RequestMetaObject::new();

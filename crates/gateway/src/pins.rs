@@ -127,7 +127,7 @@ fn read_pins(state: &Path) -> Result<Pins, ServeError> {
 }
 
 /// Writes `value` to `STATE/name` atomically (aside, then renamed), private to the user.
-fn write_atomic(state: &Path, name: &str, value: &impl Serialize) -> Result<(), ServeError> {
+pub(crate) fn write_atomic(state: &Path, name: &str, value: &impl Serialize) -> Result<(), ServeError> {
     use std::io::Write;
     let (path, aside) = (state.join(name), state.join(format!(".{name}.tmp")));
     let err = |e: std::io::Error| ServeError::Config(path.clone(), e.to_string());

@@ -60,7 +60,7 @@ pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let fleet = Fleet::new(events_tx, Arc::new(Availability::default()));
     for (name, spec) in &config.servers {
-        fleet.add(name, spec, config.settings.limits, connect);
+        fleet.add(name, spec, config.settings.limits, connect, None);
     }
     let deadline = Instant::now() + connect;
     let mut settled = BTreeMap::new();

@@ -20,6 +20,10 @@ pub use crate::listing::Listing;
 use toolsearch_mcp::RunError;
 
 mod connect;
+pub(crate) mod lazy;
+
+use lazy::Lazy;
+pub use lazy::LazySettings;
 
 /// Lines of an upstream's stderr kept for error messages.
 const STDERR_LINES: usize = 12;
@@ -28,6 +32,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often a connected upstream is pinged, and how long it has to answer.
 const PING_EVERY: Duration = Duration::from_secs(5);
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
+/// The failure kind of a lazy server's session closed for want of use (not a failure).
+const IDLE: &str = "idle";
 
 /// What happened to an upstream, for the gateway to act on.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +73,19 @@ pub struct Upstream {
     events: Mutex<Option<mpsc::UnboundedSender<UpEvent>>>,
     /// Its open requests and where their progress goes.
     router: Arc<crate::progress::Router>,
+    /// Set when it is lazy: started on demand, stopped when idle (`lazy`).
+    lazy: Option<Lazy>,
+}
+
+/// A request's hold on an upstream's session: a lazy server is not stopped while one is held.
+pub(crate) struct InUse<'a>(&'a Upstream);
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        if let Some(lazy) = &self.0.lazy {
+            lazy.leave();
+        }
+    }
 }
 
 /// Why an upstream is down: what a client may be told (the kind of failure, in words), and
@@ -127,8 +146,10 @@ impl ClientHandler for UpClient {
 }
 
 impl Upstream {
-    /// An upstream not started yet, whose tool lists and answers are read within `limits`.
-    pub fn new(name: String, spec: ServerSpec, limits: GatewayLimits) -> Arc<Upstream> {
+    /// An upstream not started yet, whose tool lists and answers are read within `limits`;
+    /// lazy (started on demand, stopped when idle) with `lazy`.
+    pub fn new(name: String, spec: ServerSpec, limits: GatewayLimits, lazy: Option<LazySettings>) -> Arc<Upstream> {
+        let lazy = lazy.map(|settings| Lazy::new(settings, &name, &spec));
         let credentials = match &spec {
             ServerSpec::Http { header_commands, .. } if !header_commands.is_empty() => {
                 Some(Credentials::new(header_commands.clone()))
@@ -148,6 +169,7 @@ impl Upstream {
             session: Mutex::new(None),
             events: Mutex::new(None),
             router: Arc::default(),
+            lazy,
         })
     }
 
@@ -253,7 +275,20 @@ impl Upstream {
             // The first failure is announced at once, even before it ever connected: startup
             // settles the server as down instead of waiting out the connect timeout.
             let mut announced = false;
+            // A lazy server's kept listing stands in for its first connection.
+            let kept = up.lazy.as_ref().and_then(|l| l.load(&up.name));
+            let mut waiting = kept.is_some();
+            if let Some(listing) = kept {
+                *up.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
+                up.available.store(true, Ordering::SeqCst);
+                announced = true;
+                let _ = events.send(UpEvent::Up(up.name.clone()));
+            }
             loop {
+                if let (Some(lazy), true) = (&up.lazy, waiting) {
+                    lazy.wanted.notified().await;
+                }
+                waiting = false;
                 let handler = UpClient { name: up.name.clone(), events: events.clone() };
                 up.router.reset();
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
@@ -261,6 +296,12 @@ impl Upstream {
                         backoff = Duration::from_millis(500);
                         up.set_failure(None);
                         let reason = up.run(service, &events).await;
+                        if reason.kind == IDLE {
+                            // Stopped for want of use: still available, started again on demand.
+                            *up.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                            waiting = true;
+                            continue;
+                        }
                         up.set_failure(Some(reason));
                     }
                     Ok(Err(e)) => up.set_failure(Some(e)),
@@ -308,9 +349,17 @@ impl Upstream {
         let offers = crate::offers::list_offers(&peer, &self.limits.list).await;
         *self.listing.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Listing { summary: summary.clone(), tools, offers });
+        if let Some(lazy) = &self.lazy {
+            if let Some(listing) = self.listing() {
+                lazy.keep(&self.name, &listing);
+            }
+        }
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
         self.available.store(true, Ordering::SeqCst);
         let _ = events.send(UpEvent::Up(self.name.clone()));
+        if let Some(lazy) = &self.lazy {
+            lazy.connected.notify_waiters();
+        }
         let closed = service.cancellation_token();
         let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
         let (close, ended) = (tokio_util::sync::CancellationToken::new(), tokio_util::sync::CancellationToken::new());
@@ -340,7 +389,15 @@ impl Upstream {
                 reason = &mut done_rx => {
                     return Failure::new("its session ended (the server exited or closed the connection)", reason.unwrap_or_default())
                 }
-                _ = tokio::time::sleep(PING_EVERY) => {
+                _ = tokio::time::sleep(self.lazy.as_ref().map_or(PING_EVERY, |l| PING_EVERY.min(l.settings.idle / 2 + Duration::from_millis(50)))) => {
+                    if self.lazy.as_ref().is_some_and(Lazy::idle) {
+                        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        if let Some((close, _)) = self.session.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                            close.cancel();
+                        }
+                        let _ = (&mut done_rx).await;
+                        return Failure::new(IDLE, "");
+                    }
                     let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
                     match tokio::time::timeout(PING_TIMEOUT, ping).await {
                         // An error answer is still an answer: the server is there.
@@ -371,6 +428,9 @@ impl Upstream {
                 let summary = listing.as_ref().map(|l| l.summary.clone()).unwrap_or_default();
                 let offers = listing.as_ref().map(|l| l.offers.clone()).unwrap_or_default();
                 *listing = Some(Listing { summary, tools, offers });
+                if let (Some(lazy), Some(l)) = (&self.lazy, listing.as_ref()) {
+                    lazy.keep(&self.name, l);
+                }
                 true
             }
             Err(_) => false,
@@ -385,9 +445,35 @@ impl Upstream {
         match listing.as_mut() {
             Some(l) => {
                 l.offers = offers;
+                if let Some(lazy) = &self.lazy {
+                    lazy.keep(&self.name, l);
+                }
                 true
             }
             None => false,
+        }
+    }
+
+    /// The session with the server for one request, and the request's hold on it: a lazy
+    /// server not running is started (the wait bounded by `wait`); `None` when it is down or
+    /// did not come up in time.
+    pub(crate) async fn ready_peer(&self, wait: Duration) -> Option<(Peer<RoleClient>, InUse<'_>)> {
+        let Some(lazy) = &self.lazy else { return self.peer().map(|p| (p, InUse(self))) };
+        lazy.enter();
+        let held = InUse(self);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let connected = lazy.connected.notified();
+            if let Some(peer) = self.peer() {
+                return Some((peer, held));
+            }
+            if !self.is_up() {
+                return None;
+            }
+            lazy.wanted.notify_one();
+            if tokio::time::timeout_at(deadline, connected).await.is_err() {
+                return self.peer().map(|p| (p, held));
+            }
         }
     }
 
