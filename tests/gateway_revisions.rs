@@ -231,3 +231,40 @@ fn sessions_that_reveal_the_same_tools_in_any_order_list_them_alike() {
         }
     }
 }
+
+#[test]
+fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
+    let dir = common::scratch().join("gateway-modern-upstream");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {
+            "modern": {"command": common::python(), "args": [common::repo().join("tests/mcp/modern_server.py")]},
+            "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}
+        }}),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    gateway.wait_for_status("ready", std::time::Duration::from_secs(30));
+    let status = gateway.status.lock().unwrap().clone();
+    assert!(
+        !status.iter().any(|l| l.contains("modern") && l.contains("unavailable")),
+        "never reported down: {status:?}"
+    );
+    for mode in [MODERN, LEGACY] {
+        let out = client_mode_steps(
+            mode,
+            &gateway.url(),
+            "-",
+            &json!([
+                ["search_tool_by_category", {"query": "weather forecast for tomorrow"}],
+                ["call", "modern.forecast", {"city": "Oslo"}],
+                ["forecast", {"city": "Bergen"}],
+                ["call", "everything.get-sum", {"a": 2, "b": 2}]
+            ]),
+        );
+        assert_eq!(step_json(&out[0])["results"][0]["tool_id"], "modern.forecast", "{mode}: {}", out[0]);
+        // The upstream checks each request's `_meta` and quotes the revision it named.
+        assert_eq!(out[1]["text"], "sunny in Oslo (2026-07-28)", "{mode}: {}", out[1]);
+        assert_eq!(out[2]["text"], "sunny in Bergen (2026-07-28)", "{mode}: {}", out[2]);
+        assert_eq!(out[3]["text"], "The sum of 2 and 2 is 4.", "{mode}: {}", out[3]);
+    }
+}

@@ -2,8 +2,12 @@
 //! or a Streamable HTTP endpoint with its headers (and credentials from commands), each
 //! behind the transport that routes progress by ownership.
 
-use rmcp::service::RunningService;
+use std::sync::atomic::Ordering;
+
+use rmcp::model::{ErrorCode, ProtocolVersion};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::IntoTransport;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
@@ -15,6 +19,35 @@ use crate::credentials::CredentialedClient;
 use crate::progress::Routed;
 
 impl Upstream {
+    /// Opens a session over `transport`: with `initialize` (2024-11-05 .. 2025-11-25), or,
+    /// once the server refused that naming only session-free revisions, with
+    /// `server/discover` and per-request metadata (2026-07-28). The refusal is remembered, so
+    /// the supervisor's next attempt (a new process for stdio) speaks the server's revision.
+    async fn open<T, E, A>(
+        &self,
+        handler: UpClient,
+        transport: T,
+    ) -> Result<RunningService<RoleClient, UpClient>, ClientInitializeError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let result = match self.modern.load(Ordering::SeqCst) {
+            true => {
+                let lifecycle =
+                    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+                handler.serve_with_lifecycle(transport, lifecycle).await
+            }
+            false => handler.serve(transport).await,
+        };
+        if let Err(e) = &result {
+            if only_session_free(e) {
+                self.modern.store(true, Ordering::SeqCst);
+            }
+        }
+        result
+    }
+
     /// Starts (stdio) or reaches (HTTP) the server and initializes a session.
     pub(super) async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
         match &self.spec {
@@ -46,8 +79,7 @@ impl Upstream {
                         }
                     });
                 }
-                handler
-                    .serve(Routed::new(transport, self.router.clone()))
+                self.open(handler, Routed::new(transport, self.router.clone()))
                     .await
                     .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
             }
@@ -70,20 +102,37 @@ impl Upstream {
                         let client =
                             CredentialedClient { inner: reqwest::Client::new(), credentials: credentials.clone() };
                         let transport = StreamableHttpClientTransport::with_client(client, config);
-                        handler
-                            .serve(Routed::new(transport, self.router.clone()))
+                        self.open(handler, Routed::new(transport, self.router.clone()))
                             .await
                             .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
                     }
                     None => {
                         let transport = StreamableHttpClientTransport::from_config(config);
-                        handler
-                            .serve(Routed::new(transport, self.router.clone()))
+                        self.open(handler, Routed::new(transport, self.router.clone()))
                             .await
                             .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
                     }
                 }
             }
         }
+    }
+}
+
+/// Whether `e` is a server's refusal of `initialize` that names only revisions without it.
+fn only_session_free(e: &ClientInitializeError) -> bool {
+    let session_free =
+        |versions: &[ProtocolVersion]| !versions.is_empty() && versions.iter().all(|v| !v.has_initialize());
+    match e {
+        ClientInitializeError::JsonRpcError(d) if d.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
+            let supported: Vec<ProtocolVersion> = d
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(|s| serde_json::from_value(s.clone()).ok())
+                .unwrap_or_default();
+            session_free(&supported)
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion { server_supported, .. } => session_free(server_supported),
+        _ => false,
     }
 }

@@ -75,6 +75,9 @@ pub struct Upstream {
     router: Arc<crate::progress::Router>,
     /// Set when it is lazy: started on demand, stopped when idle (`lazy`).
     lazy: Option<Lazy>,
+    /// Whether it speaks only the session-free revision (learnt from its refusal of
+    /// `initialize`): it is reached with `server/discover` (`connect`).
+    modern: AtomicBool,
 }
 
 /// A request's hold on an upstream's session: a lazy server is not stopped while one is held.
@@ -170,6 +173,7 @@ impl Upstream {
             events: Mutex::new(None),
             router: Arc::default(),
             lazy,
+            modern: AtomicBool::new(false),
         })
     }
 
@@ -291,7 +295,11 @@ impl Upstream {
                 waiting = false;
                 let handler = UpClient { name: up.name.clone(), events: events.clone() };
                 up.router.reset();
+                let modern = up.modern.load(Ordering::SeqCst);
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
+                    // It refused `initialize` for the session-free revision: reached that way
+                    // at once, not reported down for it.
+                    Ok(Err(_)) if !modern && up.modern.load(Ordering::SeqCst) => continue,
                     Ok(Ok(service)) => {
                         backoff = Duration::from_millis(500);
                         up.set_failure(None);

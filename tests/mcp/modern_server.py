@@ -1,0 +1,63 @@
+"""An MCP server that speaks only the session-free revision (2026-07-28), over stdio, written
+for it by hand (newline-delimited JSON-RPC, no SDK): `initialize` is refused with -32022
+naming 2026-07-28, `server/discover` answers, and every request must carry the revision,
+client and capabilities in `_meta` (else -32602 naming what is missing). One tool,
+`forecast`, whose answer quotes the revision the request named.
+
+    python modern_server.py
+"""
+
+import json
+import sys
+
+VERSION = "2026-07-28"
+META = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities")
+TOOL = {
+    "name": "forecast",
+    "description": "Tomorrow's weather forecast for a city.",
+    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def answer(id_, result=None, error=None):
+    message = {"jsonrpc": "2.0", "id": id_}
+    if error is not None:
+        message["error"] = error
+    else:
+        message["result"] = result
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def handle(message):
+    method, id_ = message.get("method"), message.get("id")
+    if id_ is None:
+        return  # a notification: nothing to answer
+    params = message.get("params") or {}
+    if method == "initialize":
+        return answer(id_, error={"code": -32022, "message": "only the session-free revision is served",
+                                  "data": {"supported": [VERSION], "requested": params.get("protocolVersion")}})
+    meta = params.get("_meta") or {}
+    missing = [k for k in META if k not in meta]
+    if missing:
+        return answer(id_, error={"code": -32602, "message": f"_meta lacks {', '.join(missing)}"})
+    if meta[META[0]] != VERSION:
+        return answer(id_, error={"code": -32022, "message": "unsupported revision",
+                                  "data": {"supported": [VERSION], "requested": meta[META[0]]}})
+    complete = {"resultType": "complete"}
+    if method == "server/discover":
+        return answer(id_, dict(complete, supportedVersions=[VERSION], capabilities={"tools": {}},
+                                instructions="Weather forecasts.", ttlMs=0, cacheScope="public",
+                                _meta={"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "1"}}))
+    if method == "tools/list":
+        return answer(id_, dict(complete, tools=[TOOL], ttlMs=60000, cacheScope="public"))
+    if method == "tools/call" and params.get("name") == "forecast":
+        city = (params.get("arguments") or {}).get("city", "")
+        return answer(id_, dict(complete, content=[{"type": "text", "text": f"sunny in {city} ({meta[META[0]]})"}]))
+    return answer(id_, error={"code": -32601, "message": f"method not found: {method}"})
+
+
+for line in sys.stdin:
+    if line.strip():
+        handle(json.loads(line))
