@@ -268,3 +268,27 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
         assert_eq!(out[3]["text"], "The sum of 2 and 2 is 4.", "{mode}: {}", out[3]);
     }
 }
+
+#[test]
+fn an_upstreams_questions_reach_the_client_whose_call_it_is() {
+    let dir = common::scratch().join("gateway-asks");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let steps = json!([
+        ["call", "everything.trigger-elicitation-request", {}],
+        ["call", "everything.trigger-sampling-request", {"prompt": "hello", "maxTokens": 10}],
+        ["asked"]
+    ]);
+    // A client with a session is asked, and its answers reach the server.
+    let legacy = client_mode_steps(LEGACY, &gateway.url(), "token-demo", &steps);
+    assert!(legacy[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "{}", legacy[0]);
+    assert!(legacy[1]["text"].as_str().unwrap().contains("sampled by the test client"), "{}", legacy[1]);
+    let asked = step_json(&legacy[2]);
+    assert_eq!(asked[0][0], "elicitation", "{asked}");
+    assert_eq!(asked[1], json!(["sampling", 1]), "{asked}");
+    // A session-free client cannot be asked in the middle of a call (its revision asks
+    // through `input_required` rounds, not relayed yet): declined, refused, never asked.
+    let modern = client_mode_steps(MODERN, &gateway.url(), "token-demo", &steps);
+    assert!(modern[0]["text"].as_str().unwrap().contains("declined"), "{}", modern[0]);
+    assert!(modern[1]["is_error"].as_bool().unwrap(), "{}", modern[1]);
+    assert_eq!(step_json(&modern[2]), json!([]));
+}

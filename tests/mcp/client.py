@@ -232,7 +232,8 @@ async def client_scenario(mode, target, token, steps):
         http = httpx2.AsyncClient(headers=headers, timeout=60)
         server = streamable_http_client(target, http_client=http)
     try:
-        async with Client(server, mode=mode, message_handler=notes.handle, cache=None) as client:
+        async with Client(server, mode=mode, message_handler=notes.handle, cache=None,
+                          elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as client:
             session = client.session
             for step in json.loads(steps):
                 try:
@@ -247,7 +248,25 @@ async def client_scenario(mode, target, token, steps):
     return {"results": results}
 
 
+ASKED = []
+
+
+async def answer_elicitation(context, params):
+    """Accepts an elicitation with a name (and says what was asked in ASKED)."""
+    ASKED.append(["elicitation", params.message])
+    return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True})
+
+
+async def answer_sampling(context, params):
+    """Answers a sampling request with a fixed text."""
+    ASKED.append(["sampling", len(params.messages)])
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="sampled by the test client"),
+                                     model="test-model")
+
+
 async def client_step(client, session, notes, step):
+    if step[0] == "asked":
+        return {"text": json.dumps(ASKED), "is_error": False}
     if step[0] == "revision":
         return {"text": str(session.protocol_version), "is_error": False}
     if step[0] == "raw_tools":

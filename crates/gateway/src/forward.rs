@@ -70,6 +70,7 @@ impl Upstream {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(RunError::Unavailable(self.client_reason()));
         };
+        let _open = self.asks.open(cx.client.clone());
         let mut params = CallToolRequestParams::new(name);
         params.arguments = arguments.as_object().cloned();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));

@@ -53,6 +53,9 @@ pub struct RunContext {
     /// The id the server's log and audit trail know this call by; the gateway passes it on to
     /// the upstream in the request's `_meta` (`io.toolsearch/requestId`).
     pub request_id: Option<String>,
+    /// The session of the client that made the call, which an upstream's questions during it
+    /// (elicitation, sampling) may be relayed to; `None` for a session-free client.
+    pub client: Option<rmcp::service::Peer<rmcp::RoleServer>>,
 }
 
 /// Why a call did not produce a result.

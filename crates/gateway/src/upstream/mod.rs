@@ -19,8 +19,11 @@ use crate::listing::list_tools;
 pub use crate::listing::Listing;
 use toolsearch_mcp::RunError;
 
+mod asks;
 mod connect;
 pub(crate) mod lazy;
+
+use asks::Asks;
 
 use lazy::Lazy;
 pub use lazy::LazySettings;
@@ -75,6 +78,8 @@ pub struct Upstream {
     router: Arc<crate::progress::Router>,
     /// Set when it is lazy: started on demand, stopped when idle (`lazy`).
     lazy: Option<Lazy>,
+    /// Its open calls, whose clients its questions (elicitation, sampling) are relayed to.
+    pub(crate) asks: Arc<Asks>,
     /// Whether it speaks only the session-free revision (learnt from its refusal of
     /// `initialize`): it is reached with `server/discover` (`connect`).
     modern: AtomicBool,
@@ -118,12 +123,35 @@ impl std::fmt::Debug for Upstream {
 struct UpClient {
     name: String,
     events: mpsc::UnboundedSender<UpEvent>,
+    /// Its open calls, whose clients its questions go to.
+    asks: Arc<Asks>,
 }
 
 impl ClientHandler for UpClient {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.asks.elicit(request).await
+    }
+
+    // Deprecated by 2026-07-28 (SEP-2577), still sent by servers of the older revisions.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        request: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.asks.sample(request).await
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
         info.client_info = Implementation::new("toolsearch-gateway", env!("CARGO_PKG_VERSION"));
+        // Relayed to the client whose call asks (`asks`), declined when none may answer.
+        info.capabilities.elicitation = serde_json::from_value(serde_json::json!({"form": {}})).ok();
+        info.capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();
         info
     }
 
@@ -174,6 +202,7 @@ impl Upstream {
             router: Arc::default(),
             lazy,
             modern: AtomicBool::new(false),
+            asks: Arc::default(),
         })
     }
 
@@ -293,7 +322,7 @@ impl Upstream {
                     lazy.wanted.notified().await;
                 }
                 waiting = false;
-                let handler = UpClient { name: up.name.clone(), events: events.clone() };
+                let handler = UpClient { name: up.name.clone(), events: events.clone(), asks: up.asks.clone() };
                 up.router.reset();
                 let modern = up.modern.load(Ordering::SeqCst);
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {

@@ -559,7 +559,8 @@ impl ServerHandler for Session {
             return Ok(outcome_result(&outcome).into());
         }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
-        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id.clone()) };
+        let client = (!this.request_only()).then(|| context.peer.clone());
+        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id.clone()), client };
         let (result, label) = match this.hub.runner().run(tool, pending.arguments.clone(), cx).await {
             Ok(r) if r.is_error == Some(true) => (r, "tool_error"),
             Ok(r) => (r, "ok"),
