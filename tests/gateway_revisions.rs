@@ -258,7 +258,8 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
                 ["search_tool_by_category", {"query": "weather forecast for tomorrow"}],
                 ["call", "modern.forecast", {"city": "Oslo"}],
                 ["forecast", {"city": "Bergen"}],
-                ["call", "everything.get-sum", {"a": 2, "b": 2}]
+                ["call", "everything.get-sum", {"a": 2, "b": 2}],
+                ["call", "modern.confirm", {"action": "deploy"}]
             ]),
         );
         assert_eq!(step_json(&out[0])["results"][0]["tool_id"], "modern.forecast", "{mode}: {}", out[0]);
@@ -266,6 +267,8 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
         assert_eq!(out[1]["text"], "sunny in Oslo (2026-07-28)", "{mode}: {}", out[1]);
         assert_eq!(out[2]["text"], "sunny in Bergen (2026-07-28)", "{mode}: {}", out[2]);
         assert_eq!(out[3]["text"], "The sum of 2 and 2 is 4.", "{mode}: {}", out[3]);
+        // Its own `input_required` round reaches the client that called, and the answer it.
+        assert_eq!(out[4]["text"], "deploy: accept by Ada Lovelace", "{mode}: {}", out[4]);
     }
 }
 
@@ -278,17 +281,32 @@ fn an_upstreams_questions_reach_the_client_whose_call_it_is() {
         ["call", "everything.trigger-sampling-request", {"prompt": "hello", "maxTokens": 10}],
         ["asked"]
     ]);
-    // A client with a session is asked, and its answers reach the server.
-    let legacy = client_mode_steps(LEGACY, &gateway.url(), "token-demo", &steps);
-    assert!(legacy[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "{}", legacy[0]);
-    assert!(legacy[1]["text"].as_str().unwrap().contains("sampled by the test client"), "{}", legacy[1]);
-    let asked = step_json(&legacy[2]);
-    assert_eq!(asked[0][0], "elicitation", "{asked}");
-    assert_eq!(asked[1], json!(["sampling", 1]), "{asked}");
-    // A session-free client cannot be asked in the middle of a call (its revision asks
-    // through `input_required` rounds, not relayed yet): declined, refused, never asked.
-    let modern = client_mode_steps(MODERN, &gateway.url(), "token-demo", &steps);
-    assert!(modern[0]["text"].as_str().unwrap().contains("declined"), "{}", modern[0]);
-    assert!(modern[1]["is_error"].as_bool().unwrap(), "{}", modern[1]);
-    assert_eq!(step_json(&modern[2]), json!([]));
+    // A client with a session is asked through it; a session-free client in `input_required`
+    // rounds of its call (answered by the SDK's client with the same callbacks). Either way
+    // its answers reach the server.
+    for mode in [LEGACY, MODERN] {
+        let out = client_mode_steps(mode, &gateway.url(), "token-demo", &steps);
+        assert!(out[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "{mode}: {}", out[0]);
+        assert!(out[1]["text"].as_str().unwrap().contains("sampled by the test client"), "{mode}: {}", out[1]);
+        let asked = step_json(&out[2]);
+        assert_eq!(asked[0][0], "elicitation", "{mode}: {asked}");
+        assert_eq!(asked[1], json!(["sampling", 1]), "{mode}: {asked}");
+    }
+    // A retry naming a round the gateway does not hold is answered as such.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let retry = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "call_tool", "arguments": {"tool_id": "everything.get-sum", "arguments": {"a": 1, "b": 1}},
+                                  "requestState": "not-a-round", "inputResponses": {}, "_meta": meta}});
+    let headers = [
+        ("Authorization", "Bearer token-demo"),
+        ("Mcp-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "call_tool"),
+    ];
+    let (_, body) = http_post(&gateway.addr, &retry.to_string(), &headers);
+    let answer = message(&body);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("unknown or expired"), "{answer}");
 }

@@ -292,10 +292,12 @@ async def client_step(client, session, notes, step):
     if step[0] in OFFER_STEPS:
         value = await OFFER_STEPS[step[0]](session, notes, *step[1:])
         return {"text": json.dumps(value), "is_error": False}
+    # Through the high-level Client, which answers a 2026-07-28 server's input_required
+    # rounds with the callbacks above.
     if step[0] == "call":
-        r = await call(session, step[1], step[2])
+        r = await client.call_tool("call_tool", {"tool_id": step[1], "arguments": step[2]})
     else:
-        r = await session.call_tool(step[0], step[1])
+        r = await client.call_tool(step[0], step[1])
     return {"text": text_of(r), "is_error": bool(dump(r).get("isError"))}
 
 

@@ -1,8 +1,10 @@
 """An MCP server that speaks only the session-free revision (2026-07-28), over stdio, written
 for it by hand (newline-delimited JSON-RPC, no SDK): `initialize` is refused with -32022
 naming 2026-07-28, `server/discover` answers, and every request must carry the revision,
-client and capabilities in `_meta` (else -32602 naming what is missing). One tool,
-`forecast`, whose answer quotes the revision the request named.
+client and capabilities in `_meta` (else -32602 naming what is missing). Two tools:
+`forecast`, whose answer quotes the revision the request named, and `confirm`, which first
+answers `input_required` (an elicitation) and, called again with the answer and the
+`requestState` it gave, says what the answer was.
 
     python modern_server.py
 """
@@ -13,11 +15,18 @@ import sys
 VERSION = "2026-07-28"
 META = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
         "io.modelcontextprotocol/clientCapabilities")
-TOOL = {
-    "name": "forecast",
-    "description": "Tomorrow's weather forecast for a city.",
-    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
+TOOLS = [
+    {
+        "name": "forecast",
+        "description": "Tomorrow's weather forecast for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+    {
+        "name": "confirm",
+        "description": "Ask the user to confirm an action before it is taken.",
+        "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]},
+    },
+]
 
 
 def answer(id_, result=None, error=None):
@@ -51,10 +60,23 @@ def handle(message):
                                 instructions="Weather forecasts.", ttlMs=0, cacheScope="public",
                                 _meta={"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "1"}}))
     if method == "tools/list":
-        return answer(id_, dict(complete, tools=[TOOL], ttlMs=60000, cacheScope="public"))
+        return answer(id_, dict(complete, tools=TOOLS, ttlMs=60000, cacheScope="public"))
     if method == "tools/call" and params.get("name") == "forecast":
         city = (params.get("arguments") or {}).get("city", "")
         return answer(id_, dict(complete, content=[{"type": "text", "text": f"sunny in {city} ({meta[META[0]]})"}]))
+    if method == "tools/call" and params.get("name") == "confirm":
+        action = (params.get("arguments") or {}).get("action", "")
+        responses = params.get("inputResponses")
+        if not responses:
+            question = {"method": "elicitation/create",
+                        "params": {"message": f"Really {action}?", "mode": "form",
+                                   "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+            return answer(id_, {"resultType": "input_required", "inputRequests": {"sure": question},
+                                "requestState": f"state-{action}"})
+        if params.get("requestState") != f"state-{action}" or "sure" not in responses:
+            return answer(id_, error={"code": -32602, "message": "unknown requestState or no answer"})
+        given = responses["sure"]
+        return answer(id_, dict(complete, content=[{"type": "text", "text": f"{action}: {given.get('action')} by {(given.get('content') or {}).get('name')}"}]))
     return answer(id_, error={"code": -32601, "message": f"method not found: {method}"})
 
 

@@ -11,6 +11,9 @@ use serde_json::Value;
 use toolsearch_catalog::Tool;
 
 use crate::child::TOO_LARGE_CODE;
+
+/// Most `input_required` rounds one forwarded call may take.
+const MAX_ROUNDS: usize = 10;
 use crate::upstream::{Upstream, REQUEST_ID_META};
 use toolsearch_mcp::{BoxFuture, RunContext, RunError, ToolRunner};
 
@@ -59,7 +62,10 @@ impl Upstream {
         Ok(result)
     }
 
-    /// Forwards one call to the upstream session.
+    /// Forwards one call to the upstream session. A session-free upstream that answers
+    /// `input_required` has its questions put to the client whose call it is (through
+    /// [`crate::upstream::Asks`]), and the call is sent again with the answers, for at most
+    /// [`MAX_ROUNDS`] rounds.
     pub(crate) async fn call(
         &self,
         name: String,
@@ -70,9 +76,40 @@ impl Upstream {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(RunError::Unavailable(self.client_reason()));
         };
-        let _open = self.asks.open(cx.client.clone());
+        let _open = self.asks.open(&cx);
         let mut params = CallToolRequestParams::new(name);
         params.arguments = arguments.as_object().cloned();
+        for _ in 0..MAX_ROUNDS {
+            let asked = match self.call_once(&peer, params.clone(), &cx, timeout).await? {
+                ServerResult::CallToolResult(result) => return self.bounded(result),
+                ServerResult::InputRequiredResult(asked) => asked,
+                _ => {
+                    return Err(RunError::Failed(format!(
+                        "MCP server {:?} answered tools/call with something that is not a tool result",
+                        self.name
+                    )))
+                }
+            };
+            let mut answers = rmcp::model::InputResponses::new();
+            for (key, question) in asked.input_requests.unwrap_or_default() {
+                let answer =
+                    self.asks.answer(&cx, question).await.map_err(|e| RunError::Failed(e.message.to_string()))?;
+                answers.insert(key, answer);
+            }
+            params.input_responses = Some(answers);
+            params.request_state = asked.request_state;
+        }
+        Err(RunError::Failed(format!("MCP server {:?} asked for input more than {MAX_ROUNDS} times", self.name)))
+    }
+
+    /// Sends one `tools/call` and waits for its answer (or the client's cancellation).
+    async fn call_once(
+        &self,
+        peer: &rmcp::service::Peer<rmcp::RoleClient>,
+        params: CallToolRequestParams,
+        cx: &RunContext,
+        timeout: Duration,
+    ) -> Result<ServerResult, RunError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
@@ -92,8 +129,7 @@ impl Upstream {
                 Err(RunError::Cancelled)
             }
             r = handle.await_response() => match r {
-                Ok(ServerResult::CallToolResult(result)) => self.bounded(result),
-                Ok(_) => Err(RunError::Failed(format!("MCP server {:?} answered tools/call with something that is not a tool result", self.name))),
+                Ok(answer) => Ok(answer),
                 Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
                 Err(rmcp::service::ServiceError::McpError(e)) if e.code.0 == TOO_LARGE_CODE => {
                     let bytes = e.data.as_ref().and_then(|d| d["bytes"].as_u64()).unwrap_or_default();

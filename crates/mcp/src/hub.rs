@@ -31,6 +31,8 @@ pub struct Hub {
     /// The tool sets new session-free requests start from, by catalogue generation and caller
     /// (at most [`FRESH_KEPT`]).
     fresh: Mutex<Vec<(u64, Principal, ToolSet)>>,
+    /// Session-free calls waiting for their client's answer (`session::rounds`).
+    rounds: crate::session::Rounds,
     passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
 }
@@ -108,6 +110,7 @@ impl Hub {
             ops: Operations::default(),
             sessions: Mutex::default(),
             fresh: Mutex::default(),
+            rounds: Default::default(),
             passthrough: None,
             digests: Arc::default(),
         })
@@ -201,6 +204,11 @@ impl Hub {
         }
         kept.push((generation, principal, set.clone()));
         Ok(set)
+    }
+
+    /// Session-free calls waiting for their client's answer.
+    pub(crate) fn rounds(&self) -> &crate::session::Rounds {
+        &self.rounds
     }
 
     /// Checks the configuration by building a tool set for the default caller.

@@ -40,7 +40,7 @@ pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
 pub use notifier::Notifier;
 pub use offer_source::{BoxFutureRef, Offer, OfferSource, Watched};
-pub use runner::{BoxFuture, CommandRunner, NoRunner, ProgressSink, RunContext, RunError, ToolRunner};
+pub use runner::{Asker, BoxFuture, CommandRunner, NoRunner, ProgressSink, Question, RunContext, RunError, ToolRunner};
 pub use session::{Caller, Session};
 pub use session_view::{SessionHandle, SessionView};
 pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};

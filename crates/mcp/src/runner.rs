@@ -56,6 +56,38 @@ pub struct RunContext {
     /// The session of the client that made the call, which an upstream's questions during it
     /// (elicitation, sampling) may be relayed to; `None` for a session-free client.
     pub client: Option<rmcp::service::Peer<rmcp::RoleServer>>,
+    /// How a session-free client is asked something during the call (its revision's
+    /// `input_required` rounds); `None` for a client with a session (asked through `client`).
+    pub asker: Option<Asker>,
+}
+
+/// A question for a session-free client in the middle of a call: the request, and where its
+/// answer goes.
+pub struct Question {
+    /// What the client is asked (an elicitation, a sampling request).
+    pub request: rmcp::model::InputRequest,
+    /// Its answer, as the client sent it.
+    pub answer: tokio::sync::oneshot::Sender<Value>,
+}
+
+/// Asks a session-free client during a call: the call is answered with the question
+/// (`input_required`), and the client's retry carries the answer back here.
+#[derive(Clone)]
+pub struct Asker(tokio::sync::mpsc::UnboundedSender<Question>);
+
+impl Asker {
+    /// An asker, and where its questions arrive.
+    pub fn new() -> (Asker, tokio::sync::mpsc::UnboundedReceiver<Question>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Asker(tx), rx)
+    }
+
+    /// Asks `request`; the answer, or `None` when the client gave none (the call was given up).
+    pub async fn ask(&self, request: rmcp::model::InputRequest) -> Option<Value> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.0.send(Question { request, answer }).ok()?;
+        answered.await.ok()
+    }
 }
 
 /// Why a call did not produce a result.

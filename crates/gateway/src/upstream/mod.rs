@@ -23,7 +23,7 @@ mod asks;
 mod connect;
 pub(crate) mod lazy;
 
-use asks::Asks;
+pub(crate) use asks::Asks;
 
 use lazy::Lazy;
 pub use lazy::LazySettings;

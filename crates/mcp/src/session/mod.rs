@@ -31,11 +31,15 @@ use offers::typed;
 
 mod offers;
 mod record;
+mod rounds;
 use record::{is_search, note, write_trail};
+pub(crate) use rounds::Rounds;
+use rounds::{CallNote, Round};
 
 use crate::hub::Hub;
 use crate::metrics::OWN;
-use crate::runner::{result_text, ProgressSink, RunContext};
+use crate::runner::{result_text, Asker, ProgressSink, RunContext, RunError};
+use tokio_util::sync::CancellationToken;
 
 /// What a session knows of its client's identity, set by the HTTP front for each request.
 #[derive(Debug, Clone)]
@@ -279,6 +283,94 @@ impl Session {
 }
 
 impl Session {
+    /// Waits for `round`'s call: its result, or the next question the tool asks, which
+    /// answers this request with `input_required` and keeps the round for the client's retry.
+    async fn drive(
+        &self,
+        mut round: Round,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut asking = true;
+        loop {
+            tokio::select! {
+                ran = &mut round.task => {
+                    let ran = ran.unwrap_or_else(|_| Err(RunError::Failed("the call ended before its result".into())));
+                    let pending = round.pending.take().ok_or_else(|| ErrorData::internal_error("no call", None))?;
+                    let call = std::mem::replace(&mut round.call, CallNote::none());
+                    return self.finish_run(context, pending, call, ran).await;
+                }
+                question = round.questions.recv(), if asking => match question {
+                    Some(question) => {
+                        round.asked += 1;
+                        let key = format!("q{}", round.asked);
+                        let requests = std::collections::BTreeMap::from([(key.clone(), question.request)]);
+                        round.waiting = Some((key, question.answer));
+                        let Some(token) = self.hub.rounds().keep(round) else {
+                            return Ok(complete(CallToolResult::error(vec![Content::text(
+                                "the tool asked for input, and too many calls wait for theirs: call it again later",
+                            )]))
+                            .into());
+                        };
+                        let asked = rmcp::model::InputRequiredResult::new(Some(requests), Some(token));
+                        return Ok(CallToolResponse::InputRequired(asked));
+                    }
+                    None => asking = false,
+                },
+            }
+        }
+    }
+
+    /// A session-free client's retry of a call that asked it something: its answer goes to
+    /// the waiting tool, and the call goes on.
+    async fn resume(
+        &self,
+        token: &str,
+        answers: rmcp::model::InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let gone = || {
+            let text = "this call's requestState is unknown or expired: call the tool again";
+            Ok(complete(CallToolResult::error(vec![Content::text(text)])).into())
+        };
+        let Some(mut round) = self.hub.rounds().take(token) else { return gone() };
+        // Only the caller that began it goes on with it.
+        round.session.set(context)?;
+        if let Some((key, answer)) = round.waiting.take() {
+            let Some(value) = answers.get(&key) else {
+                return Err(ErrorData::invalid_params(format!("inputResponses has no answer to {key:?}"), None));
+            };
+            let _ = answer.send(value.clone());
+        }
+        let session = round.session.clone();
+        session.drive(round, context).await
+    }
+
+    /// Records a call's end (its outcome in the tool set, the log, the metrics) and answers it.
+    async fn finish_run(
+        &self,
+        context: &RequestContext<RoleServer>,
+        pending: toolsearch_disclosure::PendingCall,
+        call: CallNote,
+        ran: Result<CallToolResult, RunError>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (result, label) = match ran {
+            Ok(r) if r.is_error == Some(true) => (r, "tool_error"),
+            Ok(r) => (r, "ok"),
+            Err(e) => (e.to_result(), e.outcome()),
+        };
+        let text = result_text(&result);
+        let failed = result.is_error == Some(true);
+        let done = note(&call.id, Some(call.started.elapsed()));
+        let outcome = self
+            .with_set_noted(context, done, Work::Light, move |set| {
+                set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
+            })
+            .await?;
+        self.finished(&call.id, &call.name, Some(&call.tool_id), &call.upstream, label, call.started);
+        self.announce(&context.peer, &outcome).await;
+        Ok(complete(result).into())
+    }
+
     /// The instructions a client gets at `initialize` or `server/discover`: the tool set's
     /// system prompt, and the operator's extra words.
     async fn instructions(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
@@ -519,6 +611,9 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(token) = request.request_state.clone().filter(|_| session_free(&context)) {
+            return self.resume(&token, request.input_responses.clone().unwrap_or_default(), &context).await;
+        }
         let this = self.scoped(&context);
         let started = Instant::now();
         let id = this.hub.ops().request_id();
@@ -559,23 +654,31 @@ impl ServerHandler for Session {
             return Ok(outcome_result(&outcome).into());
         }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
-        let client = (!this.request_only()).then(|| context.peer.clone());
-        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id.clone()), client };
-        let (result, label) = match this.hub.runner().run(tool, pending.arguments.clone(), cx).await {
-            Ok(r) if r.is_error == Some(true) => (r, "tool_error"),
-            Ok(r) => (r, "ok"),
-            Err(e) => (e.to_result(), e.outcome()),
-        };
-        let text = result_text(&result);
-        let failed = result.is_error == Some(true);
-        let done = note(&id, Some(started.elapsed()));
-        let outcome = this
-            .with_set_noted(&context, done, Work::Light, move |set| {
-                set.finish_call(pending, if failed { Err(ToolFailure::Failed(text)) } else { Ok(text) })
-            })
-            .await?;
-        this.finished(&id, &name, Some(&tool_id), &upstream, label, started);
-        this.announce(&context.peer, &outcome).await;
-        Ok(complete(result).into())
+        let call = CallNote { id: id.clone(), name, tool_id, upstream, started };
+        if this.request_only() {
+            // A session-free client is asked through `input_required` rounds: the call runs
+            // in a task of its own, which outlives this request if the tool asks something.
+            let (asker, questions) = Asker::new();
+            let cancel = CancellationToken::new();
+            let cx =
+                RunContext { cancel: cancel.clone(), progress, request_id: Some(id), client: None, asker: Some(asker) };
+            let task = tokio::spawn(this.hub.runner().run(tool, pending.arguments.clone(), cx));
+            let round = Round {
+                session: this.clone(),
+                pending: Some(pending),
+                task,
+                questions,
+                waiting: None,
+                cancel,
+                call,
+                asked: 0,
+                kept: Instant::now(),
+            };
+            return this.drive(round, &context).await;
+        }
+        let client = Some(context.peer.clone());
+        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id), client, asker: None };
+        let ran = this.hub.runner().run(tool, pending.arguments.clone(), cx).await;
+        this.finish_run(&context, pending, call, ran).await
     }
 }
