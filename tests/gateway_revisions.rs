@@ -136,7 +136,7 @@ fn a_listen_stream_carries_what_it_asked_for() {
         &json!([[
             "listen",
             {"tools_list_changed": true, "resources_list_changed": true, "resource_subscriptions": [watched]},
-            7,
+            12,
             [
                 ["call_tool", {"tool_id": "everything.toggle-subscriber-updates", "arguments": {}}],
                 ["call_tool", {"tool_id": "everything.gzip-file-as-resource", "arguments": gzip}]
