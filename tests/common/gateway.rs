@@ -109,24 +109,21 @@ impl Drop for HttpGateway {
 /// Runs `steps` (see `tests/mcp/client.py calls`) in one session of the official Python client
 /// with bearer `token` ("-" for none); each step's `{text, is_error}`.
 pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
-    let out = Command::new(python())
-        .arg(repo().join("tests/mcp/client.py"))
-        .args(["calls", url, token, &steps.to_string()])
-        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
-        .output()
-        .expect("python runs");
-    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
-    v["results"].as_array().cloned().unwrap_or_default()
+    client_results(&["calls", url, token, &steps.to_string()])
 }
 
 /// Runs `steps` through the official Python SDK's high-level `Client` in `mode` (`legacy`,
 /// `auto`, `2026-07-28`) against `target` (a URL, or `stdio:CONFIG:STATE` to spawn the
 /// gateway) with bearer `token` ("-" for none); see `tests/mcp/client.py client`.
 pub fn client_mode_steps(mode: &str, target: &str, token: &str, steps: &Value) -> Vec<Value> {
+    client_results(&["client", mode, target, token, &steps.to_string()])
+}
+
+/// Runs `tests/mcp/client.py ARGS`; the `results` it printed.
+fn client_results(args: &[&str]) -> Vec<Value> {
     let out = Command::new(python())
         .arg(repo().join("tests/mcp/client.py"))
-        .args(["client", mode, target, token, &steps.to_string()])
+        .args(args)
         .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
         .output()
         .expect("python runs");

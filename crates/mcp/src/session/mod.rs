@@ -585,24 +585,24 @@ impl ServerHandler for Session {
         let listener = Session::with_state(self.hub.clone(), false);
         let _ = listener.state.notifier.set(Notifier::Listen(subscription.sink().clone()));
         listener.set(&context)?;
-        let accepted = subscription.accepted();
-        let uris: Vec<String> = accepted.resource_subscriptions.clone().unwrap_or_default();
+        let who = listener.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        let uris = subscription.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let pass = self.hub.passthrough().cloned();
         let mut watched = Vec::new();
-        if let (Some(pass), false) = (self.hub.passthrough().cloned(), uris.is_empty()) {
-            let who = listener.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        if let Some(p) = &pass {
             for uri in uris {
                 let notifier = Notifier::Listen(subscription.sink().clone());
-                if pass.subscribe(&who, &uri, notifier, listener.handle()).await.is_ok() {
+                if p.subscribe(&who, &uri, notifier, listener.handle()).await.is_ok() {
                     watched.push(uri);
                 }
             }
-            subscription.cancelled().await;
-            for uri in watched {
-                let _ = pass.unsubscribe(&who, &uri, &listener.handle()).await;
-            }
-            return Ok(());
         }
         subscription.cancelled().await;
+        if let Some(p) = &pass {
+            for uri in watched {
+                let _ = p.unsubscribe(&who, &uri, &listener.handle()).await;
+            }
+        }
         Ok(())
     }
 
