@@ -259,7 +259,10 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
                 ["call", "modern.forecast", {"city": "Oslo"}],
                 ["forecast", {"city": "Bergen"}],
                 ["call", "everything.get-sum", {"a": 2, "b": 2}],
-                ["call", "modern.confirm", {"action": "deploy"}]
+                ["call", "modern.confirm", {"action": "deploy"}],
+                ["client_prompt", "modern.greeting", {"who": "Grace"}],
+                ["client_read", "toolsearch://modern/modern://motto"],
+                ["call", "modern.greeting", {"who": "Alan"}]
             ]),
         );
         assert_eq!(step_json(&out[0])["results"][0]["tool_id"], "modern.forecast", "{mode}: {}", out[0]);
@@ -269,6 +272,13 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
         assert_eq!(out[3]["text"], "The sum of 2 and 2 is 4.", "{mode}: {}", out[3]);
         // Its own `input_required` round reaches the client that called, and the answer it.
         assert_eq!(out[4]["text"], "deploy: accept by Ada Lovelace", "{mode}: {}", out[4]);
+        // So do those of a prompt and of a read, asked for directly or as a tool.
+        let prompt = step_json(&out[5]);
+        assert_eq!(prompt["messages"][0]["content"]["text"], "Hello Grace, from Ada Lovelace.", "{mode}: {prompt}");
+        let read = step_json(&out[6]);
+        assert_eq!(read["contents"][0]["text"], "Measure twice (Ada Lovelace).", "{mode}: {read}");
+        assert_eq!(read["contents"][0]["uri"], "toolsearch://modern/modern://motto", "{mode}: {read}");
+        assert!(out[7]["text"].as_str().unwrap().contains("Hello Alan, from Ada Lovelace."), "{mode}: {}", out[7]);
     }
 }
 
@@ -309,4 +319,13 @@ fn an_upstreams_questions_reach_the_client_whose_call_it_is() {
     let answer = message(&body);
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("unknown or expired"), "{answer}");
+    // So is a prompt's.
+    let retry = json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+                       "params": {"name": "everything.simple-prompt", "requestState": "not-a-round",
+                                  "inputResponses": {}, "_meta": meta}});
+    let headers = [headers[0], headers[1], ("Mcp-Method", "prompts/get"), ("Mcp-Name", "everything.simple-prompt")];
+    let (_, body) = http_post(&gateway.addr, &retry.to_string(), &headers);
+    let answer = message(&body);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("unknown or expired"), "{answer}");
 }

@@ -292,6 +292,12 @@ async def client_step(client, session, notes, step):
     if step[0] in OFFER_STEPS:
         value = await OFFER_STEPS[step[0]](session, notes, *step[1:])
         return {"text": json.dumps(value), "is_error": False}
+    # ["client_prompt", NAME, ARGS] and ["client_read", URI]: through the high-level Client,
+    # which answers input_required rounds with the callbacks above.
+    if step[0] == "client_prompt":
+        return {"text": json.dumps(dump(await client.get_prompt(step[1], step[2]))), "is_error": False}
+    if step[0] == "client_read":
+        return {"text": json.dumps(dump(await client.read_resource(step[1]))), "is_error": False}
     # Through the high-level Client, which answers a 2026-07-28 server's input_required
     # rounds with the callbacks above.
     if step[0] == "call":

@@ -4,7 +4,8 @@ naming 2026-07-28, `server/discover` answers, and every request must carry the r
 client and capabilities in `_meta` (else -32602 naming what is missing). Two tools:
 `forecast`, whose answer quotes the revision the request named, and `confirm`, which first
 answers `input_required` (an elicitation) and, called again with the answer and the
-`requestState` it gave, says what the answer was.
+`requestState` it gave, says what the answer was. The prompt `greeting` and the resource
+`modern://motto` ask the same way before they answer.
 
     python modern_server.py
 """
@@ -27,6 +28,28 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]},
     },
 ]
+
+
+PROMPTS = [{"name": "greeting", "description": "A greeting for someone, signed by the user.",
+            "arguments": [{"name": "who", "required": True}]}]
+RESOURCES = [{"uri": "modern://motto", "name": "motto", "mimeType": "text/plain"}]
+
+
+def asked(id_, params, subject):
+    """Answers `input_required` (who signs?) unless PARAMS carry the answer and the state given
+    for SUBJECT: then returns the name given; None when it has answered."""
+    responses = params.get("inputResponses")
+    if not responses:
+        question = {"method": "elicitation/create",
+                    "params": {"message": f"Who signs {subject}?", "mode": "form",
+                               "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+        answer(id_, {"resultType": "input_required", "inputRequests": {"sure": question},
+                     "requestState": f"state-{subject}"})
+        return None
+    if params.get("requestState") != f"state-{subject}" or "sure" not in responses:
+        answer(id_, error={"code": -32602, "message": "unknown requestState or no answer"})
+        return None
+    return (responses["sure"].get("content") or {}).get("name")
 
 
 def answer(id_, result=None, error=None):
@@ -56,11 +79,30 @@ def handle(message):
                                   "data": {"supported": [VERSION], "requested": meta[META[0]]}})
     complete = {"resultType": "complete"}
     if method == "server/discover":
-        return answer(id_, dict(complete, supportedVersions=[VERSION], capabilities={"tools": {}},
+        return answer(id_, dict(complete, supportedVersions=[VERSION], capabilities={"tools": {}, "prompts": {}, "resources": {}},
                                 instructions="Weather forecasts.", ttlMs=0, cacheScope="public",
                                 _meta={"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "1"}}))
     if method == "tools/list":
         return answer(id_, dict(complete, tools=TOOLS, ttlMs=60000, cacheScope="public"))
+    if method == "prompts/list":
+        return answer(id_, dict(complete, prompts=PROMPTS, ttlMs=60000, cacheScope="public"))
+    if method == "resources/list":
+        return answer(id_, dict(complete, resources=RESOURCES, ttlMs=60000, cacheScope="public"))
+    if method == "resources/templates/list":
+        return answer(id_, dict(complete, resourceTemplates=[], ttlMs=60000, cacheScope="public"))
+    if method == "prompts/get" and params.get("name") == "greeting":
+        who = (params.get("arguments") or {}).get("who", "")
+        signer = asked(id_, params, "greeting")
+        if signer is not None:
+            text = f"Hello {who}, from {signer}."
+            answer(id_, dict(complete, messages=[{"role": "user", "content": {"type": "text", "text": text}}]))
+        return
+    if method == "resources/read" and params.get("uri") == "modern://motto":
+        signer = asked(id_, params, "motto")
+        if signer is not None:
+            answer(id_, dict(complete, contents=[{"uri": "modern://motto", "mimeType": "text/plain",
+                                                  "text": f"Measure twice ({signer})."}]))
+        return
     if method == "tools/call" and params.get("name") == "forecast":
         city = (params.get("arguments") or {}).get("city", "")
         return answer(id_, dict(complete, content=[{"type": "text", "text": f"sunny in {city} ({meta[META[0]]})"}]))

@@ -12,45 +12,38 @@ use toolsearch_catalog::Tool;
 
 use crate::child::TOO_LARGE_CODE;
 
-/// Most `input_required` rounds one forwarded call may take.
-const MAX_ROUNDS: usize = 10;
 use crate::upstream::{Upstream, REQUEST_ID_META};
+
+/// Most `input_required` rounds one forwarded call, prompt or read may take.
+pub(crate) const MAX_ROUNDS: usize = 10;
 use toolsearch_mcp::{BoxFuture, RunContext, RunError, ToolRunner};
 
 impl Upstream {
     /// Gets prompt `name` with `arguments` (string values), as a tool result: a prompt found by
-    /// search is called like a tool.
+    /// search is called like a tool (and asks its questions as a call does).
     pub(crate) async fn prompt(
         &self,
         name: String,
         arguments: Value,
+        cx: RunContext,
         timeout: Duration,
     ) -> Result<rmcp::model::CallToolResult, RunError> {
-        let Some((peer, _held)) = self.ready_peer(timeout).await else {
-            return Err(RunError::Unavailable(self.client_reason()));
-        };
-        let mut params = rmcp::model::GetPromptRequestParams::new(name);
-        params.arguments = arguments.as_object().map(|a| {
+        let arguments: Option<serde_json::Map<String, Value>> = arguments.as_object().map(|a| {
             a.iter().map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned).into())).collect()
         });
-        let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(timeout);
-        let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
-        match handle.await_response().await {
-            Ok(answer) => {
-                let mut v = serde_json::to_value(answer).map_err(|_| {
-                    RunError::Failed(format!(
-                        "MCP server {:?} answered prompts/get with something unreadable",
-                        self.name
-                    ))
-                })?;
-                crate::offers::namespace_answer(&self.name, &mut v);
-                self.bounded(crate::offers::prompt_as_result(&v))
-            }
-            Err(rmcp::service::ServiceError::Timeout { .. }) => Err(RunError::Timeout(timeout.as_secs())),
-            Err(e) => Err(self.failed(&e)),
-        }
+        let request = |answers, state| {
+            let mut params = rmcp::model::GetPromptRequestParams::new(name.clone());
+            params.arguments = arguments.clone();
+            params.input_responses = answers;
+            params.request_state = state;
+            ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params))
+        };
+        let answer = self.rounds("prompts/get", &cx, timeout, request).await?;
+        let mut v = serde_json::to_value(answer).map_err(|_| {
+            RunError::Failed(format!("MCP server {:?} answered prompts/get with something unreadable", self.name))
+        })?;
+        crate::offers::namespace_answer(&self.name, &mut v);
+        self.bounded(crate::offers::prompt_as_result(&v))
     }
 
     /// `result`, cut to the limit a client is given, with a notice, when it is over it.
@@ -62,10 +55,7 @@ impl Upstream {
         Ok(result)
     }
 
-    /// Forwards one call to the upstream session. A session-free upstream that answers
-    /// `input_required` has its questions put to the client whose call it is (through
-    /// [`crate::upstream::Asks`]), and the call is sent again with the answers, for at most
-    /// [`MAX_ROUNDS`] rounds.
+    /// Forwards one call to the upstream session.
     pub(crate) async fn call(
         &self,
         name: String,
@@ -73,44 +63,65 @@ impl Upstream {
         cx: RunContext,
         timeout: Duration,
     ) -> Result<rmcp::model::CallToolResult, RunError> {
+        let request = |answers, state| {
+            let mut params = CallToolRequestParams::new(name.clone());
+            params.arguments = arguments.as_object().cloned();
+            params.input_responses = answers;
+            params.request_state = state;
+            ClientRequest::CallToolRequest(CallToolRequest::new(params))
+        };
+        match self.rounds("tools/call", &cx, timeout, request).await? {
+            ServerResult::CallToolResult(result) => self.bounded(result),
+            _ => Err(RunError::Failed(format!(
+                "MCP server {:?} answered tools/call with something that is not a tool result",
+                self.name
+            ))),
+        }
+    }
+
+    /// Sends the request `make` builds for `method` and waits for its answer. A session-free
+    /// upstream that answers `input_required` has its questions put to the client whose request
+    /// it is (through [`crate::upstream::Asks`]), and the request is sent again with the
+    /// answers, for at most [`MAX_ROUNDS`] rounds.
+    async fn rounds(
+        &self,
+        method: &str,
+        cx: &RunContext,
+        timeout: Duration,
+        make: impl Fn(Option<rmcp::model::InputResponses>, Option<String>) -> ClientRequest,
+    ) -> Result<ServerResult, RunError> {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(RunError::Unavailable(self.client_reason()));
         };
-        let _open = self.asks.open(&cx);
-        let mut params = CallToolRequestParams::new(name);
-        params.arguments = arguments.as_object().cloned();
+        let _open = self.asks.open(cx);
+        let (mut answers, mut state) = (None, None);
         for _ in 0..MAX_ROUNDS {
-            let asked = match self.call_once(&peer, params.clone(), &cx, timeout).await? {
-                ServerResult::CallToolResult(result) => return self.bounded(result),
+            let asked = match self.call_once(&peer, make(answers.take(), state.take()), cx, timeout).await? {
                 ServerResult::InputRequiredResult(asked) => asked,
-                _ => {
-                    return Err(RunError::Failed(format!(
-                        "MCP server {:?} answered tools/call with something that is not a tool result",
-                        self.name
-                    )))
-                }
+                answer => return Ok(answer),
             };
-            let mut answers = rmcp::model::InputResponses::new();
+            let mut given = rmcp::model::InputResponses::new();
             for (key, question) in asked.input_requests.unwrap_or_default() {
                 let answer =
-                    self.asks.answer(&cx, question).await.map_err(|e| RunError::Failed(e.message.to_string()))?;
-                answers.insert(key, answer);
+                    self.asks.answer(cx, question).await.map_err(|e| RunError::Failed(e.message.to_string()))?;
+                given.insert(key, answer);
             }
-            params.input_responses = Some(answers);
-            params.request_state = asked.request_state;
+            (answers, state) = (Some(given), asked.request_state);
         }
-        Err(RunError::Failed(format!("MCP server {:?} asked for input more than {MAX_ROUNDS} times", self.name)))
+        Err(RunError::Failed(format!(
+            "MCP server {:?} asked for input more than {MAX_ROUNDS} times ({method})",
+            self.name
+        )))
     }
 
-    /// Sends one `tools/call` and waits for its answer (or the client's cancellation).
+    /// Sends one request and waits for its answer (or the client's cancellation).
     async fn call_once(
         &self,
         peer: &rmcp::service::Peer<rmcp::RoleClient>,
-        params: CallToolRequestParams,
+        request: ClientRequest,
         cx: &RunContext,
         timeout: Duration,
     ) -> Result<ServerResult, RunError> {
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
         if let Some(id) = &cx.request_id {
@@ -168,7 +179,7 @@ impl ToolRunner for UpstreamRunner {
             let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or_default();
             let name = meta["upstream_name"].as_str().map_or_else(|| tool.name.clone(), str::to_owned);
             if meta["kind"] == "prompt" {
-                return up.prompt(name, arguments, this.timeout).await;
+                return up.prompt(name, arguments, cx, this.timeout).await;
             }
             let mut result = up.call(name, arguments, cx, this.timeout).await?;
             // Resource links and embedded resources point at URIs a client reads through us.

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientRequest, CompleteRequest, CompleteRequestParams, GetPromptRequest, GetPromptRequestParams,
+    ClientRequest, CompleteRequest, CompleteRequestParams, GetPromptRequest, GetPromptRequestParams, InputResponses,
     ReadResourceRequest, ReadResourceRequestParams, Reference, ServerResult, SubscribeRequest, SubscribeRequestParams,
     UnsubscribeRequest, UnsubscribeRequestParams,
 };
@@ -24,10 +24,11 @@ use serde_json::{json, Map, Value};
 use toolsearch_query::Principal;
 
 use crate::fleet::Fleet;
+use crate::forward::MAX_ROUNDS;
 use crate::listing::Offers;
 use crate::offers::{namespace_answer, prompt, resource, split_name, split_uri, template};
 use crate::upstream::Upstream;
-use toolsearch_mcp::{BoxFutureRef, Notifier, Offer, OfferSource, SessionHandle, Watched};
+use toolsearch_mcp::{BoxFutureRef, Notifier, Offer, OfferSource, RunContext, SessionHandle, Watched};
 
 /// How an item of a server's list is shown to clients (namespaced).
 type Shape = fn(&str, &Value) -> Value;
@@ -163,35 +164,40 @@ impl Passthrough {
     }
 
     /// `resources/read` of a namespaced URI, forwarded; the contents' URIs namespaced.
-    pub(crate) async fn read(
-        &self,
-        who: &Principal,
-        uri: &str,
-        request_id: &str,
-    ) -> Result<(String, Value), ErrorData> {
+    /// Questions the server asks go to the client of `cx`.
+    pub(crate) async fn read(&self, who: &Principal, uri: &str, cx: RunContext) -> Result<(String, Value), ErrorData> {
         let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
         let (server, original) = split_uri(uri).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
-        let params = ReadResourceRequestParams::new(original);
-        let mut answer =
-            self.ask(&up, ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)), request_id).await?;
+        let request = |answers, state| {
+            let mut params = ReadResourceRequestParams::new(original);
+            params.input_responses = answers;
+            params.request_state = state;
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params))
+        };
+        let mut answer = self.ask_rounds(&up, &cx, request).await?;
         namespace_answer(server, &mut answer);
         Ok((server.to_owned(), answer))
     }
 
     /// `prompts/get` of a namespaced name, forwarded; embedded resources' URIs namespaced.
+    /// Questions the server asks go to the client of `cx`.
     pub(crate) async fn get_prompt(
         &self,
         who: &Principal,
         name: &str,
         arguments: Option<Map<String, Value>>,
-        request_id: &str,
+        cx: RunContext,
     ) -> Result<(String, Value), ErrorData> {
         let (up, server, original) = self.prompt(who, name)?;
-        let mut params = GetPromptRequestParams::new(original);
-        params.arguments = arguments;
-        let mut answer =
-            self.ask(&up, ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), request_id).await?;
+        let request = |answers, state| {
+            let mut params = GetPromptRequestParams::new(original);
+            params.arguments = arguments.clone();
+            params.input_responses = answers;
+            params.request_state = state;
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(params))
+        };
+        let mut answer = self.ask_rounds(&up, &cx, request).await?;
         namespace_answer(server, &mut answer);
         Ok((server.to_owned(), answer))
     }
@@ -244,6 +250,50 @@ impl Passthrough {
     /// Sends `request` to `up` within the timeout; its answer as JSON, refused when over the
     /// size a client is given.
     async fn ask(&self, up: &Upstream, request: ClientRequest, request_id: &str) -> Result<Value, ErrorData> {
+        let answer = self.send(up, request, request_id, None).await?;
+        self.bounded(up, answer)
+    }
+
+    /// Sends the request `make` builds to `up`, as [`Passthrough::ask`] does; when the server
+    /// answers `input_required` (2026-07-28), its questions are put to the client of `cx` and
+    /// the request is sent again with the answers, for at most [`MAX_ROUNDS`] rounds. A
+    /// server of an older revision that asks during the request (elicitation, sampling) has
+    /// its question relayed to that client too ([`crate::upstream::Asks`]).
+    async fn ask_rounds(
+        &self,
+        up: &Upstream,
+        cx: &RunContext,
+        make: impl Fn(Option<InputResponses>, Option<String>) -> ClientRequest,
+    ) -> Result<Value, ErrorData> {
+        let _open = up.asks.open(cx);
+        let request_id = cx.request_id.clone().unwrap_or_default();
+        let (mut answers, mut state) = (None, None);
+        for _ in 0..MAX_ROUNDS {
+            let asked = match self.send(up, make(answers.take(), state.take()), &request_id, Some(&cx.cancel)).await? {
+                ServerResult::InputRequiredResult(asked) => asked,
+                answer => return self.bounded(up, answer),
+            };
+            let mut given = InputResponses::new();
+            for (key, question) in asked.input_requests.unwrap_or_default() {
+                given.insert(key, up.asks.answer(cx, question).await?);
+            }
+            (answers, state) = (Some(given), asked.request_state);
+        }
+        Err(ErrorData::internal_error(
+            format!("MCP server {:?} asked for input more than {MAX_ROUNDS} times", up.name),
+            None,
+        ))
+    }
+
+    /// Sends `request` to `up` and waits for its answer within the timeout (or until `cancel`,
+    /// when the client gives up: the server is told).
+    async fn send(
+        &self,
+        up: &Upstream,
+        request: ClientRequest,
+        request_id: &str,
+        cancel: Option<&tokio_util::sync::CancellationToken>,
+    ) -> Result<ServerResult, ErrorData> {
         let (peer, _held) =
             up.ready_peer(self.timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
         let mut options = PeerRequestOptions::no_options();
@@ -256,19 +306,34 @@ impl Passthrough {
             ErrorData::internal_error(error.to_string(), Some(json!({"code": error.code()})))
         };
         let handle = peer.send_request_with_option(request, options).await.map_err(|e| failed(&e))?;
-        let answer = match handle.await_response().await {
-            Ok(ServerResult::CustomResult(c)) => c.0,
-            Ok(other) => serde_json::to_value(other).map_err(|_| {
+        let id = handle.id.clone();
+        let never = tokio_util::sync::CancellationToken::new();
+        let answered = tokio::select! {
+            _ = cancel.unwrap_or(&never).cancelled() => {
+                let reason = Some("cancelled by the client".to_owned());
+                let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), reason)).await;
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+            answered = handle.await_response() => answered,
+        };
+        match answered {
+            Ok(answer) => Ok(answer),
+            Err(rmcp::service::ServiceError::McpError(e)) => Err(e),
+            Err(rmcp::service::ServiceError::Timeout { .. }) => Err(ErrorData::internal_error(
+                format!("MCP server {:?} did not answer within {} s", up.name, self.timeout.as_secs()),
+                None,
+            )),
+            Err(e) => Err(failed(&e)),
+        }
+    }
+
+    /// An upstream's answer as JSON, refused when over the size a client is given.
+    fn bounded(&self, up: &Upstream, answer: ServerResult) -> Result<Value, ErrorData> {
+        let answer = match answer {
+            ServerResult::CustomResult(c) => c.0,
+            other => serde_json::to_value(other).map_err(|_| {
                 ErrorData::internal_error(format!("MCP server {:?} gave an unreadable answer", up.name), None)
             })?,
-            Err(rmcp::service::ServiceError::McpError(e)) => return Err(e),
-            Err(rmcp::service::ServiceError::Timeout { .. }) => {
-                return Err(ErrorData::internal_error(
-                    format!("MCP server {:?} did not answer within {} s", up.name, self.timeout.as_secs()),
-                    None,
-                ))
-            }
-            Err(e) => return Err(failed(&e)),
         };
         let bytes = answer.to_string().len();
         let limit = up.limits().max_result_bytes;
@@ -439,9 +504,9 @@ impl OfferSource for Passthrough {
         &'a self,
         who: &'a Principal,
         uri: &'a str,
-        request_id: &'a str,
+        cx: RunContext,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
-        Box::pin(Passthrough::read(self, who, uri, request_id))
+        Box::pin(Passthrough::read(self, who, uri, cx))
     }
 
     fn get_prompt<'a>(
@@ -449,9 +514,9 @@ impl OfferSource for Passthrough {
         who: &'a Principal,
         name: &'a str,
         arguments: Option<Map<String, Value>>,
-        request_id: &'a str,
+        cx: RunContext,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>> {
-        Box::pin(Passthrough::get_prompt(self, who, name, arguments, request_id))
+        Box::pin(Passthrough::get_prompt(self, who, name, arguments, cx))
     }
 
     fn complete<'a>(

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use toolsearch_query::Principal;
 
 use crate::notifier::Notifier;
+use crate::runner::RunContext;
 use crate::session_view::SessionHandle;
 
 /// A boxed, sendable future that may borrow for `'a`.
@@ -49,21 +50,23 @@ pub trait OfferSource: Send + Sync + std::fmt::Debug {
     /// follow).
     fn page(&self, who: &Principal, offer: Offer, cursor: Option<&str>) -> Result<Value, ErrorData>;
 
-    /// `resources/read` of `uri`: the server that answered and its answer.
+    /// `resources/read` of `uri`: the server that answered and its answer. Questions the
+    /// server asks during it go to the client of `cx` (its session, or its `asker`).
     fn read<'a>(
         &'a self,
         who: &'a Principal,
         uri: &'a str,
-        request_id: &'a str,
+        cx: RunContext,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>>;
 
     /// `prompts/get` of `name` with `arguments`: the server that answered and its answer.
+    /// Questions the server asks during it go to the client of `cx`.
     fn get_prompt<'a>(
         &'a self,
         who: &'a Principal,
         name: &'a str,
         arguments: Option<Map<String, Value>>,
-        request_id: &'a str,
+        cx: RunContext,
     ) -> BoxFutureRef<'a, Result<(String, Value), ErrorData>>;
 
     /// `completion/complete` for a prompt's or a resource template's argument: the server

@@ -1,18 +1,23 @@
-//! Calls of session-free clients that take more than one round (2026-07-28 `input_required`).
+//! Requests of session-free clients that take more than one round (2026-07-28
+//! `input_required`): `tools/call`, `prompts/get` and `resources/read`.
 //!
-//! When a tool asks its client something in the middle of a call (an upstream's elicitation
-//! or sampling request) and the client has no session to be asked through, the call keeps
-//! running in a task of its own while the request is answered with the question and an opaque
-//! `requestState` token; the client retries the call with that token and its answer, which
-//! goes to the waiting tool, and the retry is answered with the call's result (or the next
-//! question). A round is kept server-side, bounded in number and time: the token is only a
+//! When an upstream asks the client something in the middle of a request (its elicitation or
+//! sampling request, or its own `input_required` round) and the client has no session to be
+//! asked through, the request keeps running in a task of its own while it is answered with
+//! the question and an opaque `requestState` token; the client retries the same request with
+//! that token and its answer, which goes to the waiting task, and the retry is answered with
+//! the result (or the next question). A round is kept server-side, bounded in number and time: the token is only a
 //! random handle, and a round left unanswered is given up (its call cancelled).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// Tokio's clock, so that a test may let time pass.
+use tokio::time::Instant;
 
 use rmcp::model::CallToolResult;
+use rmcp::ErrorData;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -28,12 +33,12 @@ const MAX_ROUNDS: usize = 256;
 const ROUND_TTL: Duration = Duration::from_secs(120);
 
 /// What a finished call is logged and audited with.
-pub(super) struct CallNote {
+pub(crate) struct CallNote {
     pub(super) id: String,
     pub(super) name: String,
     pub(super) tool_id: String,
     pub(super) upstream: String,
-    pub(super) started: Instant,
+    pub(super) started: std::time::Instant,
 }
 
 impl CallNote {
@@ -44,17 +49,30 @@ impl CallNote {
             name: String::new(),
             tool_id: String::new(),
             upstream: String::new(),
-            started: Instant::now(),
+            started: std::time::Instant::now(),
         }
     }
 }
 
-/// A call of a session-free client that asked it something.
-pub(super) struct Round {
-    /// The request-only session the call began in (its tool set, its caller).
+/// What a round's task came to.
+pub(crate) enum Ran {
+    /// A tool call's result.
+    Call(Result<CallToolResult, RunError>),
+    /// A forwarded `prompts/get` or `resources/read`: the server that answered and its answer.
+    Offer(Result<(String, Value), ErrorData>),
+}
+
+/// A request of a session-free client that asked it something.
+pub(crate) struct Round {
+    /// The request-only session the request began in (its tool set, its caller).
     pub(super) session: Session,
+    /// The method of the request (`tools/call`, `prompts/get`, `resources/read`): only a
+    /// retry of the same method, naming the same subject, goes on with it.
+    pub(super) method: &'static str,
+    /// The tool, prompt or resource the request names.
+    pub(super) subject: String,
     pub(super) pending: Option<PendingCall>,
-    pub(super) task: tokio::task::JoinHandle<Result<CallToolResult, RunError>>,
+    pub(super) task: tokio::task::JoinHandle<Ran>,
     pub(super) questions: mpsc::UnboundedReceiver<Question>,
     /// The question asked last, by its key, and where its answer goes.
     pub(super) waiting: Option<(String, oneshot::Sender<Value>)>,
@@ -72,22 +90,51 @@ impl Drop for Round {
     }
 }
 
-/// The rounds waiting for their client's retry, by token.
-#[derive(Default)]
-pub(crate) struct Rounds(Arc<Mutex<HashMap<String, Round>>>);
+/// What [`Rounds`] keeps: a request waiting for its client's retry.
+pub(crate) trait Waiting: Send + 'static {
+    /// When it was kept.
+    fn kept(&self) -> Instant;
+    /// Marks it kept now.
+    fn keep_now(&mut self);
+    /// Whether a retry of `method` naming `subject` goes on with it.
+    fn fits(&self, method: &str, subject: &str) -> bool;
+}
 
-impl Rounds {
+impl Waiting for Round {
+    fn kept(&self) -> Instant {
+        self.kept
+    }
+
+    fn keep_now(&mut self) {
+        self.kept = Instant::now();
+    }
+
+    fn fits(&self, method: &str, subject: &str) -> bool {
+        self.method == method && self.subject == subject
+    }
+}
+
+/// The rounds waiting for their client's retry, by token.
+pub(crate) struct Rounds<R: Waiting = Round>(Arc<Mutex<HashMap<String, R>>>);
+
+impl<R: Waiting> Default for Rounds<R> {
+    fn default() -> Self {
+        Rounds(Arc::default())
+    }
+}
+
+impl<R: Waiting> Rounds<R> {
     /// Keeps `round` until its client's retry: its token, or `None` when too many wait.
-    pub(super) fn keep(&self, mut round: Round) -> Option<String> {
+    pub(super) fn keep(&self, mut round: R) -> Option<String> {
         let mut key = [0u8; 16];
         getrandom::fill(&mut key).ok()?;
         let token: String = key.iter().map(|b| format!("{b:02x}")).collect();
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        rounds.retain(|_, r| r.kept.elapsed() < ROUND_TTL);
+        rounds.retain(|_, r| r.kept().elapsed() < ROUND_TTL);
         if rounds.len() >= MAX_ROUNDS {
             return None;
         }
-        round.kept = Instant::now();
+        round.keep_now();
         rounds.insert(token.clone(), round);
         // Given up when not taken in time (dropping it cancels its call).
         let (kept, expired) = (Arc::downgrade(&self.0), token.clone());
@@ -99,9 +146,68 @@ impl Rounds {
         Some(token)
     }
 
-    /// The round of `token`, taken out, if it is still kept.
-    pub(super) fn take(&self, token: &str) -> Option<Round> {
+    /// The round of `token`, taken out, if it is still kept and is one of `method` naming
+    /// `subject` (a token retried with another request is left alone).
+    pub(super) fn take(&self, token: &str, method: &str, subject: &str) -> Option<R> {
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        rounds.remove(token).filter(|r| r.kept.elapsed() < ROUND_TTL)
+        if !rounds.get(token).is_some_and(|r| r.fits(method, subject)) {
+            return None;
+        }
+        rounds.remove(token).filter(|r| r.kept().elapsed() < ROUND_TTL)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept request that says when it is given up (dropped).
+    struct Probe {
+        kept: Instant,
+        dropped: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl Waiting for Probe {
+        fn kept(&self) -> Instant {
+            self.kept
+        }
+        fn keep_now(&mut self) {
+            self.kept = Instant::now();
+        }
+        fn fits(&self, method: &str, subject: &str) -> bool {
+            method == "prompts/get" && subject == "p"
+        }
+    }
+
+    fn probe(dropped: &Arc<std::sync::atomic::AtomicUsize>) -> Probe {
+        Probe { kept: Instant::now(), dropped: dropped.clone() }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_so_many_wait_and_each_is_given_up_after_its_time() {
+        let rounds: Rounds<Probe> = Rounds::default();
+        let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tokens: Vec<String> = (0..MAX_ROUNDS).map(|_| rounds.keep(probe(&dropped)).unwrap()).collect();
+        assert_eq!(tokens.iter().collect::<std::collections::HashSet<_>>().len(), MAX_ROUNDS, "tokens are unique");
+        assert!(rounds.keep(probe(&dropped)).is_none(), "one more is refused");
+        assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "and dropped at once");
+        // A retry of another request, or another subject, leaves a round where it is.
+        assert!(rounds.take(&tokens[0], "tools/call", "p").is_none());
+        assert!(rounds.take(&tokens[0], "prompts/get", "q").is_none());
+        assert!(rounds.take(&tokens[0], "prompts/get", "p").is_some());
+        assert!(rounds.take(&tokens[0], "prompts/get", "p").is_none(), "taken once");
+        assert!(rounds.keep(probe(&dropped)).is_some(), "a taken round frees its place");
+        // Past their time, unanswered rounds are given up: dropped (their calls cancelled).
+        tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), MAX_ROUNDS + 2);
+        assert!(rounds.take(&tokens[1], "prompts/get", "p").is_none());
+        assert_eq!(rounds.0.lock().unwrap().len(), 0);
     }
 }
