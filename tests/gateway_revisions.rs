@@ -329,3 +329,37 @@ fn an_upstreams_questions_reach_the_client_whose_call_it_is() {
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("unknown or expired"), "{answer}");
 }
+
+#[test]
+fn upstream_log_messages_reach_the_clients_that_asked_for_them_and_may_see_the_server() {
+    let dir = common::scratch().join("gateway-logs");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let logs = |token: &str, steps: Value| {
+        let out = client_mode_steps(LEGACY, &gateway.url(), token, &steps);
+        let last = out.last().unwrap();
+        assert_eq!(last["is_error"], false, "{out:?}");
+        step_json(last).as_array().unwrap().clone()
+    };
+    // A client that set a level gets the server's messages, named as the server's; the
+    // server sends one at once when its simulated logging starts, then one every 5 s.
+    let seen = logs(
+        "token-demo",
+        json!([["set_level", "debug"], ["call", "everything.toggle-simulated-logging", {}], ["logs", 3]]),
+    );
+    assert!(!seen.is_empty(), "a message within 3 s");
+    for m in &seen {
+        assert_eq!(m[1], "everything", "{m}");
+        // ("Debug-level message", .., "Alert level-message")
+        assert!(m[2].as_str().unwrap().contains("level"), "{m}");
+    }
+    // One that may not see the server gets none of them, nor does one that set no level.
+    assert_eq!(logs("token-plain", json!([["set_level", "debug"], ["logs", 6]])), Vec::<Value>::new());
+    assert_eq!(logs("token-demo", json!([["logs", 6]])), Vec::<Value>::new());
+    // A level keeps what is below it away.
+    let rank = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+    let seen = logs("token-demo", json!([["set_level", "error"], ["logs", 11]]));
+    for m in &seen {
+        let level = rank.iter().position(|l| m[0] == *l).unwrap();
+        assert!(level >= 4, "{m}");
+    }
+}

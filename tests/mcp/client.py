@@ -217,7 +217,8 @@ async def calls_scenario(url, token, steps):
 
 async def client_scenario(mode, target, token, steps):
     """Runs STEPS as `calls_scenario` does, through `mcp.Client` in MODE. Besides those steps:
-    `["revision"]` is the revision the client settled on, `["raw_tools"]` the whole
+    `["revision"]` is the revision the client settled on, `["set_level", LEVEL]` sends
+    logging/setLevel, `["logs", SECONDS]` the log messages received by SECONDS from now, `["raw_tools"]` the whole
     tools/list result (resultType, ttlMs, cacheScope included), `["listen_tools", SECONDS,
     "call", TOOL, ARGS]` opens a subscriptions/listen stream for tools/list_changed, makes
     that call, and counts the events seen within SECONDS."""
@@ -232,7 +233,7 @@ async def client_scenario(mode, target, token, steps):
         http = httpx2.AsyncClient(headers=headers, timeout=60)
         server = streamable_http_client(target, http_client=http)
     try:
-        async with Client(server, mode=mode, message_handler=notes.handle, cache=None,
+        async with Client(server, mode=mode, message_handler=notes.handle, cache=None, logging_callback=log_message,
                           elicitation_callback=answer_elicitation, sampling_callback=answer_sampling) as client:
             session = client.session
             for step in json.loads(steps):
@@ -249,6 +250,12 @@ async def client_scenario(mode, target, token, steps):
 
 
 ASKED = []
+LOGS = []
+
+
+async def log_message(params):
+    """Keeps a log message the server sent (its level, logger and data) in LOGS."""
+    LOGS.append([params.level, params.logger, params.data])
 
 
 async def answer_elicitation(context, params):
@@ -267,6 +274,16 @@ async def answer_sampling(context, params):
 async def client_step(client, session, notes, step):
     if step[0] == "asked":
         return {"text": json.dumps(ASKED), "is_error": False}
+    if step[0] == "set_level":
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            await client.set_logging_level(step[1])
+        return {"text": "", "is_error": False}
+    if step[0] == "logs":
+        # ["logs", SECONDS]: the log messages received within SECONDS from now.
+        await anyio.sleep(step[1])
+        return {"text": json.dumps(LOGS), "is_error": False}
     if step[0] == "revision":
         return {"text": str(session.protocol_version), "is_error": False}
     if step[0] == "raw_tools":

@@ -96,10 +96,12 @@ impl Keeper {
             if first.is_none() && !approved && !edited && !moved {
                 continue;
             }
-            // A watched resource's update goes straight to its watchers.
-            if let Some(UpEvent::ResourceUpdated(server, uri)) = &first {
-                if let Some(p) = self.passthrough.as_ref() {
-                    p.updated(server, uri).await;
+            // A watched resource's update goes straight to its watchers, a log message to its
+            // listeners.
+            let mut first = first;
+            if matches!(first, Some(UpEvent::ResourceUpdated(..) | UpEvent::Logged(..))) {
+                if let Some(e) = first.take() {
+                    self.relay(&e).await;
                 }
                 if !approved && !edited {
                     continue;
@@ -141,6 +143,16 @@ impl Keeper {
         }
     }
 
+    /// Passes a watched resource's update, or a log message, on to the clients it is for.
+    async fn relay(&self, e: &UpEvent) {
+        let Some(p) = self.passthrough.as_ref() else { return };
+        match e {
+            UpEvent::ResourceUpdated(server, uri) => p.updated(server, uri).await,
+            UpEvent::Logged(server, message) => p.logged(server, message.clone()).await,
+            _ => {}
+        }
+    }
+
     /// Lists again each server whose tools changed (once, however many times it said so),
     /// and reports every event.
     async fn take(&self, batch: &[UpEvent]) {
@@ -151,6 +163,7 @@ impl Keeper {
             | UpEvent::ToolsChanged(n)
             | UpEvent::OffersChanged(n)
             | UpEvent::ResourceUpdated(n, _)
+            | UpEvent::Logged(n, _)
             | UpEvent::RequestFailed(n, _)) = e;
             // An event of a server removed since is moot.
             let Some(up) = self.fleet.get(n) else { continue };
@@ -172,11 +185,7 @@ impl Keeper {
                         self.status.event("offers_changed", json!({"server": n, "times": times}));
                     }
                 }
-                UpEvent::ResourceUpdated(_, uri) => {
-                    if let Some(p) = self.passthrough.as_ref() {
-                        p.updated(n, uri).await;
-                    }
-                }
+                UpEvent::ResourceUpdated(..) | UpEvent::Logged(..) => self.relay(e).await,
                 UpEvent::Up(_) => {
                     if let Some(p) = self.passthrough.as_ref() {
                         p.resubscribe(n).await;

@@ -24,6 +24,7 @@ pub mod gateway;
 mod keeper;
 pub mod learner;
 mod listing;
+mod logs;
 pub mod offers;
 pub mod passthrough;
 mod pin_diff;

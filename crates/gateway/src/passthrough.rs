@@ -53,6 +53,8 @@ pub struct Passthrough {
     /// What each session (by its state's address) saw of the resource and prompt lists when
     /// last told.
     seen: Mutex<HashMap<usize, (u64, u64)>>,
+    /// Who listens to upstream log messages (`crate::logs`).
+    logs: crate::logs::Logs,
 }
 
 impl std::fmt::Debug for Passthrough {
@@ -84,6 +86,7 @@ impl Passthrough {
             page: page.max(1),
             watchers: Mutex::default(),
             seen: Mutex::default(),
+            logs: crate::logs::Logs::default(),
         }
     }
 
@@ -429,9 +432,58 @@ impl Passthrough {
         }
     }
 
+    /// A client asked for upstream log messages at `level` and above: kept, and each running
+    /// server it may see is asked for that level when none more verbose was asked of it.
+    pub(crate) async fn set_level(
+        &self,
+        who: &Principal,
+        level: rmcp::model::LoggingLevel,
+        notifier: Notifier,
+        session: SessionHandle,
+    ) {
+        self.logs.listen(session, notifier, who.clone(), level);
+        for (server, _) in self.fleet.all() {
+            if self.permitted(who, &server) {
+                self.ask_level(&server).await;
+            }
+        }
+    }
+
+    /// Asks `server`, when it is running (a lazy server is not started for it) and takes log
+    /// levels, for the most verbose level its listeners want, if it was not asked for that.
+    async fn ask_level(&self, server: &str) {
+        let Some(up) = self.fleet.get(server).filter(|u| u.is_up()) else { return };
+        let takes =
+            |p: &rmcp::service::Peer<rmcp::RoleClient>| p.peer_info().is_some_and(|i| i.capabilities.logging.is_some());
+        if !up.peer().is_some_and(|p| takes(&p)) {
+            return;
+        }
+        let Some(level) = self.logs.to_ask(server, |who| self.permitted(who, server)) else { return };
+        let request = rmcp::model::SetLevelRequest::new(rmcp::model::SetLevelRequestParams::new(level));
+        if self.ask(&up, ClientRequest::SetLevelRequest(request), "setLevel").await.is_err() {
+            self.logs.forget(server);
+        }
+    }
+
+    /// A log message of `server`: to each client that may see the server and asked for its
+    /// level.
+    pub(crate) async fn logged(&self, server: &str, message: rmcp::model::LoggingMessageNotificationParam) {
+        let recipients = self.logs.recipients(message.level, |who| self.permitted(who, server));
+        if recipients.is_empty() {
+            return;
+        }
+        let message = crate::logs::relayed(server, message);
+        for notifier in recipients {
+            notifier.log(message.clone()).await;
+        }
+    }
+
     /// `server` connected again: the resources watched through it are subscribed anew (its
-    /// new session knows nothing of the old one's).
+    /// new session knows nothing of the old one's), and it is asked for its listeners' log
+    /// level.
     pub(crate) async fn resubscribe(&self, server: &str) {
+        self.logs.forget(server);
+        self.ask_level(server).await;
         let Some(up) = self.fleet.get(server).filter(|u| u.is_up()) else { return };
         let uris: Vec<String> = {
             let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
@@ -545,6 +597,16 @@ impl OfferSource for Passthrough {
         session: &'a SessionHandle,
     ) -> BoxFutureRef<'a, Result<(), ErrorData>> {
         Box::pin(Passthrough::unsubscribe(self, who, uri, session))
+    }
+
+    fn set_level<'a>(
+        &'a self,
+        who: &'a Principal,
+        level: rmcp::model::LoggingLevel,
+        notifier: Notifier,
+        session: SessionHandle,
+    ) -> BoxFutureRef<'a, ()> {
+        Box::pin(Passthrough::set_level(self, who, level, notifier, session))
     }
 
     fn watch(&self, session: &SessionHandle, who: &Principal) {

@@ -49,4 +49,13 @@ impl Notifier {
             Notifier::Listen(sink) => drop(sink.notify_resource_updated(uri).await),
         }
     }
+
+    /// `notifications/message` (a session's; a `subscriptions/listen` stream of the 2026-07-28
+    /// revision, which deprecates logging, carries none).
+    #[allow(deprecated)]
+    pub async fn log(&self, message: rmcp::model::LoggingMessageNotificationParam) {
+        if let Notifier::Session(peer) = self {
+            drop(peer.notify_logging_message(message).await);
+        }
+    }
 }

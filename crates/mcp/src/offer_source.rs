@@ -95,6 +95,17 @@ pub trait OfferSource: Send + Sync + std::fmt::Debug {
         session: &'a SessionHandle,
     ) -> BoxFutureRef<'a, Result<(), ErrorData>>;
 
+    /// `session` (of caller `who`, told through `notifier`) asked with `logging/setLevel` for
+    /// the upstream log messages it may see at `level` and above.
+    #[allow(deprecated)]
+    fn set_level<'a>(
+        &'a self,
+        who: &'a Principal,
+        level: rmcp::model::LoggingLevel,
+        notifier: Notifier,
+        session: SessionHandle,
+    ) -> BoxFutureRef<'a, ()>;
+
     /// Remembers what a new session of `who` sees, so [`OfferSource::announce`] tells it only
     /// of changes.
     fn watch(&self, session: &SessionHandle, who: &Principal);

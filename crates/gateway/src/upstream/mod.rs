@@ -51,6 +51,10 @@ pub enum UpEvent {
     OffersChanged(String),
     /// A resource it was asked to watch changed: the server, and the URI as it gave it.
     ResourceUpdated(String, String),
+    /// It sent a log message (`notifications/message`; deprecated by 2026-07-28, still sent by
+    /// servers of the older revisions).
+    #[allow(deprecated)]
+    Logged(String, rmcp::model::LoggingMessageNotificationParam),
     /// A request to it failed on the way: the server, and the detail for the operator's log
     /// (clients get only the server's name and a reason code, `crate::reasons`).
     RequestFailed(String, String),
@@ -173,6 +177,15 @@ impl ClientHandler for UpClient {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.events.send(UpEvent::ResourceUpdated(self.name.clone(), params.uri));
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(UpEvent::Logged(self.name.clone(), params));
     }
 }
 

@@ -675,12 +675,19 @@ impl ServerHandler for Session {
 
     // Deprecated by the 2026-07-28 revision (SEP-2577), still sent by clients of the older
     // ones, which treat an error here as a failure.
+    // A session's client is sent the upstream log messages it may see at its level and above
+    // (a gateway's); a session-free client's request is accepted and changes nothing (its
+    // revision deprecates logging, and has no session to send messages to).
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        _request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        let Some(pass) = self.hub.passthrough().cloned().filter(|_| !session_free(&context)) else { return Ok(()) };
+        self.set(&context)?;
+        let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        pass.set_level(&who, request.level, Notifier::Session(context.peer.clone()), self.handle()).await;
         Ok(())
     }
 

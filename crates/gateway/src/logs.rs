@@ -1,0 +1,105 @@
+//! Upstream log messages (`notifications/message`), relayed to the clients that asked for them
+//! with `logging/setLevel` (the revisions up to 2025-11-25; 2026-07-28 deprecates logging).
+//!
+//! A client opts in: one that never set a level is sent none. It is sent the messages of the
+//! servers it may see (as scopes decide) at or above its level, each with the server's name as
+//! its logger (`SERVER`, or `SERVER/LOGGER` when the server named one) and its data masked as
+//! the operator's log is. Each running server is asked, with a `logging/setLevel` of its own,
+//! for the most verbose level any client that may see it wants; each client's own level is
+//! applied here.
+
+// Logging is deprecated by the 2026-07-28 revision (SEP-2577), and still used by clients and
+// servers of the older ones, whose messages are relayed here.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use serde_json::Value;
+use toolsearch_mcp::{Notifier, SessionHandle};
+use toolsearch_query::Principal;
+
+/// A client that set a level.
+struct Listener {
+    notifier: Notifier,
+    session: SessionHandle,
+    who: Principal,
+    level: LoggingLevel,
+}
+
+/// Who listens to upstream logs, and at what level each server was asked to send them.
+#[derive(Default)]
+pub(crate) struct Logs {
+    listeners: Mutex<Vec<Listener>>,
+    asked: Mutex<HashMap<String, LoggingLevel>>,
+}
+
+impl Logs {
+    /// `session` (told through `notifier`, its caller `who`) wants messages at `level` and above.
+    pub(crate) fn listen(&self, session: SessionHandle, notifier: Notifier, who: Principal, level: LoggingLevel) {
+        let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+        listeners.retain(|l| l.session.strong_count() > 0 && !l.session.ptr_eq(&session));
+        listeners.push(Listener { notifier, session, who, level });
+    }
+
+    /// The most verbose level a live listener that may see a server (`may`) wants of it, if
+    /// one does, when that is not what the server was last asked for (it is then taken as
+    /// asked).
+    pub(crate) fn to_ask(&self, server: &str, may: impl Fn(&Principal) -> bool) -> Option<LoggingLevel> {
+        let wanted = {
+            let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+            listeners.retain(|l| l.session.strong_count() > 0);
+            listeners.iter().filter(|l| may(&l.who)).map(|l| l.level).min_by_key(|l| *l as u8)?
+        };
+        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        (asked.insert(server.to_owned(), wanted) != Some(wanted)).then_some(wanted)
+    }
+
+    /// The server's connection is new: it knows no level yet.
+    pub(crate) fn forget(&self, server: &str) {
+        self.asked.lock().unwrap_or_else(|p| p.into_inner()).remove(server);
+    }
+
+    /// Who gets a message of `level` from a server: each live listener that may see it
+    /// (`may`) and wants that level.
+    pub(crate) fn recipients(&self, level: LoggingLevel, may: impl Fn(&Principal) -> bool) -> Vec<Notifier> {
+        let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+        listeners.retain(|l| l.session.strong_count() > 0);
+        listeners.iter().filter(|l| level as u8 >= l.level as u8 && may(&l.who)).map(|l| l.notifier.clone()).collect()
+    }
+}
+
+/// A message of `server` as its clients get it: logged as the server (and its own logger),
+/// its data masked.
+pub(crate) fn relayed(server: &str, mut message: LoggingMessageNotificationParam) -> LoggingMessageNotificationParam {
+    message.logger = Some(match message.logger.take() {
+        Some(logger) => format!("{server}/{logger}"),
+        None => server.to_owned(),
+    });
+    message.data = match &message.data {
+        Value::String(text) => Value::String(crate::secrets::mask(text)),
+        other => {
+            let masked = crate::secrets::mask(&other.to_string());
+            serde_json::from_str(&masked).unwrap_or(Value::String(masked))
+        }
+    };
+    message.meta = None;
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_names_its_server_and_keeps_its_level() {
+        let m = LoggingMessageNotificationParam::new(LoggingLevel::Error, Value::String("disk full".into()));
+        let out = relayed("files", m.clone());
+        assert_eq!(out.logger.as_deref(), Some("files"));
+        assert_eq!(out.level, LoggingLevel::Error);
+        assert_eq!(out.data, Value::String("disk full".into()));
+        let out = relayed("files", m.with_logger("io"));
+        assert_eq!(out.logger.as_deref(), Some("files/io"));
+    }
+}
