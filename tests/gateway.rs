@@ -6,6 +6,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use common::gateway::{free_port, notes_over_http};
 use common::{python, write_config};
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -114,11 +115,6 @@ fn a_python_mcp_client_searches_expands_and_calls_real_upstream_servers_over_std
     assert!(processes_with(&marker).is_empty(), "children outlived the gateway: {:?}", processes_with(&marker));
 }
 
-/// A free loopback port (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 struct Killed(Child);
 
 impl Drop for Killed {
@@ -134,14 +130,6 @@ impl Drop for Killed {
         }
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-fn wait_for_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -169,16 +157,7 @@ fn http_clients_with_different_tokens_see_different_tools_and_upstreams_can_be_h
     let dir = common::scratch().join("gateway-http");
     // The notes server as a Streamable HTTP upstream.
     let notes_port = free_port();
-    let _notes = Killed(
-        Command::new(python())
-            .arg(notes_server())
-            .args(["http", &notes_port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(notes_port);
+    let _notes = notes_over_http(notes_port);
     let config = write_config(
         &dir,
         &json!({

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::gateway::{client_steps, HttpGateway};
+use common::gateway::{client_steps, free_port, notes_over_http, HttpGateway};
 use common::{python, write_config};
 use serde_json::json;
 
@@ -82,4 +82,61 @@ fn a_lazy_server_starts_on_its_first_call_and_stops_when_idle() {
     let again = client_steps(&gateway.url(), "-", &json!([["call", "notes.recall", {"key": "k"}]]));
     assert!(!again[0]["is_error"].as_bool().unwrap(), "{}", again[0]);
     assert!(again[0]["text"].as_str().unwrap().contains("null"), "{}", again[0]);
+}
+
+#[test]
+fn a_bad_lazy_setting_is_named_with_its_file_and_nothing_starts() {
+    let dir = common::scratch().join("gateway-lazy-bad");
+    for (config, field) in [
+        (json!({"mcpServers": {"notes": {"command": python(), "lazy": "yes"}}}), "lazy"),
+        (json!({"mcpServers": {}, "toolsearch": {"idle_stop_secs": -5}}), "idle_stop_secs"),
+    ] {
+        let file = write_config(&dir, &config);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "--config", file.to_str().unwrap(), "--state", dir.join("state").to_str().unwrap()])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains(file.file_name().unwrap().to_str().unwrap()) && err.contains(field), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_lazy_http_server_is_not_reached_until_its_first_call() {
+    let dir = common::scratch().join("gateway-lazy-http");
+    let port = free_port();
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "lazy": true}},
+            "toolsearch": {"idle_stop_secs": 1}
+        }),
+    );
+    let state = dir.join("state");
+    {
+        // Listed once, and the listing kept.
+        let _notes = notes_over_http(port);
+        let _gateway = HttpGateway::start(&config, &state, &[]);
+        assert!(state.join("listings/remote.json").exists());
+    }
+    // With the server gone, a restarted gateway serves the kept listing: it does not try to
+    // reach the server, so never finds it down.
+    let gateway = HttpGateway::start(&config, &state, &[]);
+    let found = client_steps(&gateway.url(), "-", &json!([["search_tool_by_category", {"query": "remember a note"}]]));
+    assert!(found[0]["text"].as_str().unwrap().contains("remote.remember"), "{}", found[0]);
+    std::thread::sleep(Duration::from_secs(2));
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("unavailable"), "{status}");
+    // The first call reaches it, once it is there.
+    let _notes = notes_over_http(port);
+    let out = client_steps(
+        &gateway.url(),
+        "-",
+        &json!([["call", "remote.remember", {"key": "k", "text": "kept"}], ["call", "remote.recall", {"key": "k"}]]),
+    );
+    assert_eq!(out[0]["text"], "remembered k", "{}", out[0]);
+    assert!(out[1]["text"].as_str().unwrap().contains("kept"), "{}", out[1]);
 }

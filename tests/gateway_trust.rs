@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::gateway::{client_steps, http_get, http_post, reference_server, sample, scrape, HttpGateway};
+use common::gateway::{
+    client_steps, free_port, http_get, http_post, notes_over_http, reference_server, sample, scrape, HttpGateway,
+};
 use common::{python, write_config};
 use serde_json::{json, Value};
 
@@ -176,19 +178,6 @@ fn progress_reaches_only_the_caller_of_its_own_request_and_none_of_it_is_lost() 
     assert!(dropped > 0.0, "the spray is dropped and counted: {scraped}");
 }
 
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Rows 4, 5 and 13: an HTTP upstream that takes its key in the query string goes away: within
 /// a ping interval it is down (and `/readyz` says so), and no client ever sees its URL, its
 /// key or a Rust type, only the server's name and a reason code; the operator's log keeps the
@@ -197,20 +186,7 @@ fn free_port() -> u16 {
 fn a_dead_http_upstream_is_down_within_a_ping_and_its_url_never_reaches_a_client() {
     let dir = common::scratch().join("trust-http-down");
     let port = free_port();
-    let notes = Killed(
-        Command::new(python())
-            .arg(common::repo().join("tests/mcp/notes_server.py"))
-            .args(["http", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the notes server did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let notes = notes_over_http(port);
     let url = format!("http://127.0.0.1:{port}/mcp?api_key=SECRET-KEY-4711");
     let config = write_config(
         &dir,

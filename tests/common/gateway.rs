@@ -19,6 +19,45 @@ pub fn reference_server(name: &str) -> PathBuf {
     p
 }
 
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits up to 30 s until something listens on loopback `port`.
+pub fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A process killed (SIGKILL) when dropped: an upstream that goes away at once.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `tests/mcp/notes_server.py` serving Streamable HTTP on loopback `port` (`/mcp`), once it
+/// listens.
+pub fn notes_over_http(port: u16) -> Killed {
+    let notes = Command::new(python())
+        .arg(repo().join("tests/mcp/notes_server.py"))
+        .args(["http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let notes = Killed(notes);
+    wait_for_port(port);
+    notes
+}
+
 /// A running HTTP gateway; ended with SIGTERM when dropped.
 pub struct HttpGateway {
     child: Child,

@@ -250,7 +250,14 @@ impl GatewayConfig {
     pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
         let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let raw: RawGateway = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        // The path of the field at fault leads the message (`toolsearch.idle_stop_secs: ..`).
+        let raw: RawGateway = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+            .map_err(|e| match e.inner().classify() {
+                serde_json::error::Category::Data if e.path().to_string() != "." => {
+                    bad(format!("{}: {}", e.path(), e.inner()))
+                }
+                _ => bad(e.inner().to_string()),
+            })?;
         let mut servers = BTreeMap::new();
         let mut policies = BTreeMap::new();
         let mut always_load = Vec::new();
