@@ -442,11 +442,9 @@ impl Passthrough {
         session: SessionHandle,
     ) {
         self.logs.listen(session, notifier, who.clone(), level);
-        for (server, _) in self.fleet.all() {
-            if self.permitted(who, &server) {
-                self.ask_level(&server).await;
-            }
-        }
+        // All at once: a slow server delays the answer by its own time, not by the sum.
+        let servers: Vec<String> = self.fleet.all().into_keys().filter(|name| self.permitted(who, name)).collect();
+        futures::future::join_all(servers.iter().map(|server| self.ask_level(server))).await;
     }
 
     /// Asks `server`, when it is running (a lazy server is not started for it) and takes log
