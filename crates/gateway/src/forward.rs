@@ -11,11 +11,7 @@ use serde_json::Value;
 use toolsearch_catalog::Tool;
 
 use crate::child::TOO_LARGE_CODE;
-
 use crate::upstream::{Upstream, REQUEST_ID_META};
-
-/// Most `input_required` rounds one forwarded call, prompt or read may take.
-pub(crate) const MAX_ROUNDS: usize = 10;
 use toolsearch_mcp::{BoxFuture, RunContext, RunError, ToolRunner};
 
 impl Upstream {
@@ -79,10 +75,8 @@ impl Upstream {
         }
     }
 
-    /// Sends the request `make` builds for `method` and waits for its answer. A session-free
-    /// upstream that answers `input_required` has its questions put to the client whose request
-    /// it is (through [`crate::upstream::Asks`]), and the request is sent again with the
-    /// answers, for at most [`MAX_ROUNDS`] rounds.
+    /// Sends the request `make` builds for `method` and waits for its answer, through the
+    /// `input_required` rounds the server asks for ([`crate::upstream::Asks::rounds`]).
     async fn rounds(
         &self,
         method: &str,
@@ -93,25 +87,10 @@ impl Upstream {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(RunError::Unavailable(self.client_reason()));
         };
-        let _open = self.asks.open(cx);
-        let (mut answers, mut state) = (None, None);
-        for _ in 0..MAX_ROUNDS {
-            let asked = match self.call_once(&peer, make(answers.take(), state.take()), cx, timeout).await? {
-                ServerResult::InputRequiredResult(asked) => asked,
-                answer => return Ok(answer),
-            };
-            let mut given = rmcp::model::InputResponses::new();
-            for (key, question) in asked.input_requests.unwrap_or_default() {
-                let answer =
-                    self.asks.answer(cx, question).await.map_err(|e| RunError::Failed(e.message.to_string()))?;
-                given.insert(key, answer);
-            }
-            (answers, state) = (Some(given), asked.request_state);
-        }
-        Err(RunError::Failed(format!(
-            "MCP server {:?} asked for input more than {MAX_ROUNDS} times ({method})",
-            self.name
-        )))
+        let peer = &peer;
+        let send = move |request| self.call_once(peer, request, cx, timeout);
+        let fail = |e: rmcp::ErrorData| RunError::Failed(e.message.to_string());
+        self.asks.rounds((&self.name, method), cx, make, send, fail).await
     }
 
     /// Sends one request and waits for its answer (or the client's cancellation).

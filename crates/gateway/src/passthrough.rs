@@ -24,7 +24,6 @@ use serde_json::{json, Map, Value};
 use toolsearch_query::Principal;
 
 use crate::fleet::Fleet;
-use crate::forward::MAX_ROUNDS;
 use crate::listing::Offers;
 use crate::offers::{namespace_answer, prompt, resource, split_name, split_uri, template};
 use crate::upstream::Upstream;
@@ -178,7 +177,7 @@ impl Passthrough {
             params.request_state = state;
             ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params))
         };
-        let mut answer = self.ask_rounds(&up, &cx, request).await?;
+        let mut answer = self.ask_rounds(&up, "resources/read", &cx, request).await?;
         namespace_answer(server, &mut answer);
         Ok((server.to_owned(), answer))
     }
@@ -200,7 +199,7 @@ impl Passthrough {
             params.request_state = state;
             ClientRequest::GetPromptRequest(GetPromptRequest::new(params))
         };
-        let mut answer = self.ask_rounds(&up, &cx, request).await?;
+        let mut answer = self.ask_rounds(&up, "prompts/get", &cx, request).await?;
         namespace_answer(server, &mut answer);
         Ok((server.to_owned(), answer))
     }
@@ -257,35 +256,21 @@ impl Passthrough {
         self.bounded(up, answer)
     }
 
-    /// Sends the request `make` builds to `up`, as [`Passthrough::ask`] does; when the server
-    /// answers `input_required` (2026-07-28), its questions are put to the client of `cx` and
-    /// the request is sent again with the answers, for at most [`MAX_ROUNDS`] rounds. A
-    /// server of an older revision that asks during the request (elicitation, sampling) has
-    /// its question relayed to that client too ([`crate::upstream::Asks`]).
+    /// Sends the request `make` builds for `method` to `up`, as [`Passthrough::ask`] does,
+    /// through the `input_required` rounds the server asks for, whose questions go to the
+    /// client of `cx` ([`crate::upstream::Asks::rounds`]).
     async fn ask_rounds(
         &self,
         up: &Upstream,
+        method: &str,
         cx: &RunContext,
         make: impl Fn(Option<InputResponses>, Option<String>) -> ClientRequest,
     ) -> Result<Value, ErrorData> {
-        let _open = up.asks.open(cx);
         let request_id = cx.request_id.clone().unwrap_or_default();
-        let (mut answers, mut state) = (None, None);
-        for _ in 0..MAX_ROUNDS {
-            let asked = match self.send(up, make(answers.take(), state.take()), &request_id, Some(&cx.cancel)).await? {
-                ServerResult::InputRequiredResult(asked) => asked,
-                answer => return self.bounded(up, answer),
-            };
-            let mut given = InputResponses::new();
-            for (key, question) in asked.input_requests.unwrap_or_default() {
-                given.insert(key, up.asks.answer(cx, question).await?);
-            }
-            (answers, state) = (Some(given), asked.request_state);
-        }
-        Err(ErrorData::internal_error(
-            format!("MCP server {:?} asked for input more than {MAX_ROUNDS} times", up.name),
-            None,
-        ))
+        let (request_id, cancel) = (&request_id, &cx.cancel);
+        let send = move |request| self.send(up, request, request_id, Some(cancel));
+        let answer = up.asks.rounds((&up.name, method), cx, make, send, |e| e).await?;
+        self.bounded(up, answer)
     }
 
     /// Sends `request` to `up` and waits for its answer within the timeout (or until `cancel`,

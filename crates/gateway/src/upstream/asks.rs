@@ -1,6 +1,9 @@
 //! An upstream's questions to the client during a call (`elicitation/create`,
 //! `sampling/createMessage`), relayed to the client whose call it is.
 //!
+//! A 2026-07-28 server asks instead by answering `input_required`: [`Asks::rounds`] puts its
+//! questions to the client whose request it is and sends the request again with the answers.
+//!
 //! Over stdio nothing in such a request names the call it belongs to, so the rule is plain:
 //! while exactly one forwarded call is open on the server, the question is that call's and
 //! goes to its client: through its session when it has one (and declared the capability), or,
@@ -13,16 +16,25 @@
 // the older ones, whose requests are relayed here.
 #![allow(deprecated)]
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-    ElicitResult, InputRequest,
+    ClientRequest, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, InputRequest, InputResponses, ServerResult,
 };
 use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
 use toolsearch_mcp::{Asker, RunContext};
+
+/// Most `input_required` rounds one forwarded call, prompt or read may take.
+const MAX_ROUNDS: usize = 10;
+
+/// The client failed to answer a question.
+fn client_failed(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(format!("the client: {e}"), None)
+}
 
 /// Who a call's questions go to.
 #[derive(Clone)]
@@ -52,24 +64,57 @@ impl Drop for Open {
 
 impl Asks {
     /// A call opens, made by the client of `cx`.
-    pub(crate) fn open(self: &Arc<Asks>, cx: &RunContext) -> Open {
+    fn open(self: &Arc<Asks>, cx: &RunContext) -> Open {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         let owner = Asks::owner_of(cx);
         self.open.lock().unwrap_or_else(|p| p.into_inner()).push((id, owner));
         Open(self.clone(), id)
     }
 
+    /// Sends the request `make` builds (with the answers and `requestState` of the round
+    /// before, none at first) through `send`, until `server` answers other than
+    /// `input_required`: each round's questions are put to the client of `cx`, for at most
+    /// [`MAX_ROUNDS`] rounds of `method`. The request is open throughout ([`Asks::open`]), so
+    /// a server of an older revision that asks during it (elicitation, sampling) reaches that
+    /// client too. `fail` makes the caller's error of a question the client could not answer.
+    pub(crate) async fn rounds<E, Fut>(
+        self: &Arc<Asks>,
+        (server, method): (&str, &str),
+        cx: &RunContext,
+        make: impl Fn(Option<InputResponses>, Option<String>) -> ClientRequest,
+        mut send: impl FnMut(ClientRequest) -> Fut,
+        fail: impl Fn(ErrorData) -> E,
+    ) -> Result<ServerResult, E>
+    where
+        Fut: Future<Output = Result<ServerResult, E>>,
+    {
+        let _open = self.open(cx);
+        let (mut answers, mut state) = (None, None);
+        for _ in 0..MAX_ROUNDS {
+            let asked = match send(make(answers.take(), state.take())).await? {
+                ServerResult::InputRequiredResult(asked) => asked,
+                answer => return Ok(answer),
+            };
+            let mut given = InputResponses::new();
+            for (key, question) in asked.input_requests.unwrap_or_default() {
+                given.insert(key, self.answer(cx, question).await.map_err(&fail)?);
+            }
+            (answers, state) = (Some(given), asked.request_state);
+        }
+        let too_many = format!("MCP server {server:?} asked for input more than {MAX_ROUNDS} times ({method})");
+        Err(fail(ErrorData::internal_error(too_many, None)))
+    }
+
     /// Answers `question`, which a session-free upstream asked in an `input_required` round of
     /// the call of `cx` (so its owner is known): through that call's client.
-    pub(crate) async fn answer(&self, cx: &RunContext, question: InputRequest) -> Result<serde_json::Value, ErrorData> {
+    async fn answer(&self, cx: &RunContext, question: InputRequest) -> Result<serde_json::Value, ErrorData> {
         let owner = Asks::owner_of(cx);
-        let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("the client: {e}"), None);
         match question {
             InputRequest::Elicitation(r) => {
-                serde_json::to_value(self.elicit_by(owner, r.params).await?).map_err(|e| failed(&e))
+                serde_json::to_value(self.elicit_by(owner, r.params).await?).map_err(client_failed)
             }
             InputRequest::CreateMessage(r) => {
-                serde_json::to_value(self.sample_by(owner, r.params).await?).map_err(|e| failed(&e))
+                serde_json::to_value(self.sample_by(owner, r.params).await?).map_err(client_failed)
             }
             // The gateway exposes no roots of its clients to upstreams.
             _ => Ok(serde_json::json!({"roots": []})),
@@ -106,16 +151,15 @@ impl Asks {
     /// Puts an elicitation to `owner`, or declines it.
     async fn elicit_by(&self, owner: Option<Owner>, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
         let declined = || Ok(ElicitResult::new(rmcp::model::ElicitationAction::Decline));
-        let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("the client: {e}"), None);
         match owner {
             Some(Owner::Session(peer)) if peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some()) => {
-                peer.create_elicitation(request).await.map_err(|e| failed(&e))
+                peer.create_elicitation(request).await.map_err(client_failed)
             }
             Some(Owner::Rounds(asker)) => {
                 let Some(answer) = asker.ask(InputRequest::Elicitation(ElicitRequest::new(request))).await else {
                     return declined();
                 };
-                serde_json::from_value(answer).map_err(|e| failed(&e))
+                serde_json::from_value(answer).map_err(client_failed)
             }
             _ => declined(),
         }
@@ -127,15 +171,14 @@ impl Asks {
         owner: Option<Owner>,
         request: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let failed = |e: &dyn std::fmt::Display| ErrorData::internal_error(format!("the client: {e}"), None);
         match owner {
             Some(Owner::Session(peer)) if peer.peer_info().is_some_and(|i| i.capabilities.sampling.is_some()) => {
-                peer.create_message(request).await.map_err(|e| failed(&e))
+                peer.create_message(request).await.map_err(client_failed)
             }
             Some(Owner::Rounds(asker)) => {
                 let answer = asker.ask(InputRequest::CreateMessage(CreateMessageRequest::new(request))).await;
                 let answer = answer.ok_or_else(|| ErrorData::invalid_request("the client gave no answer", None))?;
-                serde_json::from_value(answer).map_err(|e| failed(&e))
+                serde_json::from_value(answer).map_err(client_failed)
             }
             _ => Err(ErrorData::invalid_request(
                 "no client that can sample owns this request (none, several, or one without the sampling capability)",
