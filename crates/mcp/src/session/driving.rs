@@ -10,12 +10,11 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock as Content};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use toolsearch_query::Principal;
 
 use super::rounds::{CallNote, Ran, Round};
 use super::{complete, session_free, Session};
-use crate::runner::{Asker, RunContext, RunError};
+use crate::runner::{RunContext, RunError};
 
 /// What driving a round came to.
 enum Driven {
@@ -182,29 +181,11 @@ impl Session {
             this.offer_done(method, &subject, &id, &answer, started);
             return Ok(Ok(answer?.1));
         }
-        let (asker, questions) = Asker::new();
-        let cancel = CancellationToken::new();
-        let cx = RunContext {
-            cancel: cancel.clone(),
-            progress: None,
-            request_id: Some(id.clone()),
-            client: None,
-            asker: Some(asker),
-        };
-        let task = forward(pass, who, cx);
-        let round = Round {
-            session: this.clone(),
-            method,
-            subject,
-            pending: None,
-            task: tokio::spawn(async move { Ran::Offer(task.await) }),
-            questions,
-            waiting: None,
-            cancel,
-            call: CallNote { id, name: String::new(), tool_id: String::new(), upstream: String::new(), started },
-            asked: 0,
-            kept: tokio::time::Instant::now(),
-        };
+        let call = CallNote { id, name: String::new(), tool_id: String::new(), upstream: String::new(), started };
+        let round = Round::start(this.clone(), (method, subject), (None, call), None, |cx| {
+            let task = forward(pass, who, cx);
+            async move { Ran::Offer(task.await) }
+        });
         this.drive_offer(round).await
     }
 }

@@ -39,8 +39,7 @@ use rounds::{CallNote, Ran, Round};
 
 use crate::hub::Hub;
 use crate::metrics::OWN;
-use crate::runner::{result_text, Asker, ProgressSink, RunContext, RunError};
-use tokio_util::sync::CancellationToken;
+use crate::runner::{result_text, ProgressSink, RunContext, RunError};
 
 /// What a session knows of its client's identity, set by the HTTP front for each request.
 #[derive(Debug, Clone)]
@@ -613,24 +612,12 @@ impl ServerHandler for Session {
         if this.request_only() {
             // A session-free client is asked through `input_required` rounds: the call runs
             // in a task of its own, which outlives this request if the tool asks something.
-            let (asker, questions) = Asker::new();
-            let cancel = CancellationToken::new();
-            let cx =
-                RunContext { cancel: cancel.clone(), progress, request_id: Some(id), client: None, asker: Some(asker) };
-            let run = this.hub.runner().run(tool, pending.arguments.clone(), cx);
-            let round = Round {
-                session: this.clone(),
-                method: "tools/call",
-                subject: request.name.to_string(),
-                pending: Some(pending),
-                task: tokio::spawn(async move { Ran::Call(run.await) }),
-                questions,
-                waiting: None,
-                cancel,
-                call,
-                asked: 0,
-                kept: tokio::time::Instant::now(),
-            };
+            let (runner, arguments) = (this.hub.runner(), pending.arguments.clone());
+            let subject = ("tools/call", request.name.to_string());
+            let round = Round::start(this.clone(), subject, (Some(pending), call), progress, |cx| {
+                let run = runner.run(tool, arguments, cx);
+                async move { Ran::Call(run.await) }
+            });
             return this.drive(round, &context).await;
         }
         let client = Some(context.peer.clone());

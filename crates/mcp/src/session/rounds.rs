@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use toolsearch_disclosure::PendingCall;
 
 use super::Session;
-use crate::runner::{Question, RunError};
+use crate::runner::{Asker, ProgressSink, Question, RunContext, RunError};
 
 /// Most rounds waiting for an answer at once.
 const MAX_ROUNDS: usize = 256;
@@ -80,6 +80,41 @@ pub(crate) struct Round {
     pub(super) call: CallNote,
     pub(super) asked: usize,
     pub(super) kept: Instant,
+}
+
+impl Round {
+    /// Starts `work` in a task of its own, with a context whose questions (progress to
+    /// `progress`) go to the round: the round of request `method` naming `subject`, for
+    /// [`Session`]'s driving to wait on.
+    pub(super) fn start<F>(
+        session: Session,
+        (method, subject): (&'static str, String),
+        (pending, call): (Option<PendingCall>, CallNote),
+        progress: Option<ProgressSink>,
+        work: impl FnOnce(RunContext) -> F,
+    ) -> Round
+    where
+        F: std::future::Future<Output = Ran> + Send + 'static,
+    {
+        let (asker, questions) = Asker::new();
+        let cancel = CancellationToken::new();
+        let request_id = Some(call.id.clone());
+        let cx = RunContext { cancel: cancel.clone(), progress, request_id, client: None, asker: Some(asker) };
+        let task = tokio::spawn(work(cx));
+        Round {
+            session,
+            method,
+            subject,
+            pending,
+            task,
+            questions,
+            waiting: None,
+            cancel,
+            call,
+            asked: 0,
+            kept: Instant::now(),
+        }
+    }
 }
 
 impl Drop for Round {
