@@ -363,3 +363,21 @@ fn upstream_log_messages_reach_the_clients_that_asked_for_them_and_may_see_the_s
         assert!(level >= 4, "{m}");
     }
 }
+
+#[test]
+fn an_upstream_that_floods_log_messages_is_cut_to_a_rate_and_the_gateway_keeps_answering() {
+    let dir = common::scratch().join("gateway-logs-flood");
+    let chatty = json!([common::repo().join("tests/mcp/hostile_server.py"), "chatty"]);
+    let config = write_config(&dir, &json!({"mcpServers": {"chatty": {"command": common::python(), "args": chatty}}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    // The server sends about 20,000 a second; at most 100 a second are passed on.
+    let out = client_mode_steps(
+        LEGACY,
+        &gateway.url(),
+        "-",
+        &json!([["set_level", "debug"], ["logs", 3], ["search_tool_by_category", {"query": "say nothing"}]]),
+    );
+    let seen = step_json(&out[1]).as_array().unwrap().len();
+    assert!((1..=400).contains(&seen), "{seen} messages in 3 s");
+    assert!(step_json(&out[2])["results"][0]["tool_id"] == "chatty.quiet", "{}", out[2]);
+}

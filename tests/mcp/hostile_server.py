@@ -14,6 +14,8 @@ MODE:
          prompt's description with injected text and says both lists changed. STATE_FILE keeps
          the flip across restarts.
   huge   a tool whose description is 1 MB.
+  chatty a harmless tool; from the moment it is initialized, it sends log messages
+         (notifications/message) as fast as it can, for as long as it runs.
 """
 
 import json
@@ -41,7 +43,7 @@ def flipped():
 
 
 def tools():
-    if MODE == "spray":
+    if MODE in ("spray", "chatty"):
         return [{"name": "quiet", "description": "Say nothing in particular.", "inputSchema": {"type": "object"}}]
     if MODE == "count":
         return [
@@ -84,6 +86,16 @@ def spray():
         time.sleep(0.02)
 
 
+def chatter():
+    n = 0
+    while True:
+        for _ in range(200):
+            n += 1
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "logger": "chatter", "data": f"message {n}"}})
+        time.sleep(0.01)
+
+
 def call(mid, params):
     name = params.get("name")
     args = params.get("arguments") or {}
@@ -112,11 +124,15 @@ def main():
         if mid is None:
             if method == "notifications/initialized" and MODE == "spray":
                 threading.Thread(target=spray, daemon=True).start()
+            if method == "notifications/initialized" and MODE == "chatty":
+                threading.Thread(target=chatter, daemon=True).start()
             continue
         if method == "initialize":
             capabilities = {"tools": {"listChanged": True}}
             if MODE == "rug":
                 capabilities["prompts"] = {"listChanged": True}
+            if MODE == "chatty":
+                capabilities["logging"] = {}
             result = {
                 "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
                 "capabilities": capabilities,
@@ -132,7 +148,7 @@ def main():
             result = {"messages": [{"role": "user", "content": {"type": "text", "text": text}}]}
         elif method == "tools/call":
             result = call(mid, msg.get("params") or {})
-        elif method == "ping":
+        elif method in ("ping", "logging/setLevel"):
             result = {}
         else:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": f"method not found: {method}"}})

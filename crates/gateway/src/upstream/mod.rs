@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{ClientConfig, ClientRequest, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, Peer, RunningService};
@@ -122,6 +122,10 @@ impl std::fmt::Debug for Upstream {
     }
 }
 
+/// How many log messages of one upstream are passed on per second; the rest are dropped, so a
+/// server that floods them neither fills the gateway's memory nor holds up its other events.
+const LOGS_PER_SECOND: u32 = 100;
+
 /// The gateway's client handler for one upstream: passes list changes on (progress is routed
 /// in its transport, `crate::progress`).
 struct UpClient {
@@ -129,6 +133,8 @@ struct UpClient {
     events: mpsc::UnboundedSender<UpEvent>,
     /// Its open calls, whose clients its questions go to.
     asks: Arc<Asks>,
+    /// The second its log messages are counted in, and how many were passed on in it.
+    logged: Mutex<(Instant, u32)>,
 }
 
 impl ClientHandler for UpClient {
@@ -185,6 +191,16 @@ impl ClientHandler for UpClient {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        {
+            let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+            if logged.0.elapsed() >= Duration::from_secs(1) {
+                *logged = (Instant::now(), 0);
+            }
+            if logged.1 >= LOGS_PER_SECOND {
+                return;
+            }
+            logged.1 += 1;
+        }
         let _ = self.events.send(UpEvent::Logged(self.name.clone(), params));
     }
 }
@@ -335,7 +351,12 @@ impl Upstream {
                     lazy.wanted.notified().await;
                 }
                 waiting = false;
-                let handler = UpClient { name: up.name.clone(), events: events.clone(), asks: up.asks.clone() };
+                let handler = UpClient {
+                    name: up.name.clone(),
+                    events: events.clone(),
+                    asks: up.asks.clone(),
+                    logged: Mutex::new((Instant::now(), 0)),
+                };
                 up.router.reset();
                 let modern = up.modern.load(Ordering::SeqCst);
                 match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
