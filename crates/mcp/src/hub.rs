@@ -9,14 +9,12 @@ use serde_json::Value;
 use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
 use toolsearch_query::Principal;
 
+use crate::fresh_sets::FreshSets;
 use crate::notifier::Notifier;
 use crate::offer_source::OfferSource;
 use crate::ops::Operations;
 use crate::runner::ToolRunner;
 use crate::session_view::{refresh, SessionHandle};
-
-/// How many callers' starting tool sets [`Hub::fresh_tool_set`] keeps.
-const FRESH_KEPT: usize = 32;
 
 /// The shared state of a server: one per `toolsearch serve` or `toolsearch gateway` process.
 pub struct Hub {
@@ -29,8 +27,8 @@ pub struct Hub {
     ops: Operations,
     sessions: Mutex<Vec<(Notifier, SessionHandle)>>,
     /// The tool sets new session-free requests start from, by catalogue generation and caller
-    /// (at most [`FRESH_KEPT`]).
-    fresh: Mutex<Vec<(u64, Principal, ToolSet)>>,
+    /// (at most [`crate::fresh_sets::KEPT`]).
+    fresh: Mutex<FreshSets<Principal, ToolSet>>,
     /// Session-free calls waiting for their client's answer (`session::rounds`).
     rounds: crate::session::Rounds,
     passthrough: Option<Arc<dyn OfferSource>>,
@@ -190,19 +188,11 @@ impl Hub {
     /// shares that).
     pub fn fresh_tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
         let generation = self.live.engine().index().meta().generation;
-        {
-            let kept = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((_, _, set)) = kept.iter().find(|(g, p, _)| *g == generation && *p == principal) {
-                return Ok(set.clone());
-            }
+        if let Some(set) = self.fresh.lock().unwrap_or_else(|p| p.into_inner()).get(generation, &principal) {
+            return Ok(set);
         }
         let set = self.tool_set(principal.clone())?;
-        let mut kept = self.fresh.lock().unwrap_or_else(|p| p.into_inner());
-        kept.retain(|(g, _, _)| *g == generation);
-        if kept.len() >= FRESH_KEPT {
-            kept.remove(0);
-        }
-        kept.push((generation, principal, set.clone()));
+        self.fresh.lock().unwrap_or_else(|p| p.into_inner()).put(generation, principal, set.clone());
         Ok(set)
     }
 

@@ -17,6 +17,7 @@
 mod checks;
 mod config;
 mod effects;
+mod fresh_sets;
 mod http;
 mod http_access;
 mod http_guard;
