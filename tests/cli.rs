@@ -298,3 +298,21 @@ fn verify_checks_every_byte_and_the_graph_and_names_a_corrupted_file() {
     assert_eq!(report["faults"].as_array().unwrap().len(), 2, "{report}");
     assert_eq!(report["unreachable"], serde_json::Value::Null);
 }
+
+#[test]
+fn bench_twins_prints_the_default_path_and_the_answerability_decision() {
+    let index = sample_index();
+    let queries = common::repo().join("tests/data/sample-queries.jsonl");
+    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "hybrid", "--twins"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in ["default path (search, limit 10): nDCG@10", "twins (24 pairs): answerable AUROC", "gold first in "] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "hybrid", "--twins", "--json"]);
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let twins = &reports[0]["default_path"]["twins"];
+    assert_eq!(twins["pairs"], 24, "{reports}");
+    let (first, ceiling) = (twins["gold_first"].as_f64().unwrap(), twins["ceiling"].as_f64().unwrap());
+    assert!((ceiling - (0.5 + 0.5 * first)).abs() < 1e-9, "{twins}");
+}

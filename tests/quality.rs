@@ -76,3 +76,21 @@ fn bm25_beside_the_embedding_ranks_exactly_as_one_after_the_other() {
         assert_eq!(a, b, "{}", q.text);
     }
 }
+
+#[test]
+fn bench_measures_the_default_path_and_the_answerability_decision_on_twins() {
+    let engine = common::sample();
+    let options = BenchOptions { twins: true, cached_runs: 0, ..BenchOptions::default() };
+    let report = run_bench(engine, &queries(), &options).unwrap();
+    let default = report.default_path.clone().expect("hybrid mode measures the default path");
+    let twins = default.twins.clone().expect("asked for twins");
+    // Every sample query has its gold tool among its candidates: each makes a pair.
+    assert_eq!(twins.pairs, 24);
+    // The page a caller gets is the uncut ranking with at most a few weak tail results cut.
+    assert!(default.ndcg10 <= report.ndcg10 + 1e-9 && default.ndcg10 >= report.ndcg10 - 0.01, "{default:?}");
+    assert_eq!(default.no_match_present, 0.0, "no sample query is answered NO_MATCH with its gold tool there");
+    assert!((twins.ceiling - (0.5 + 0.5 * twins.gold_first)).abs() < 1e-9);
+    assert!(twins.gold_first >= 0.7, "{twins:?}");
+    assert!(twins.auroc > 0.5 && twins.auroc_gold_first > 0.5, "answerable tells originals from twins: {twins:?}");
+    assert!(twins.no_match_removed >= twins.no_match_present, "{twins:?}");
+}

@@ -260,6 +260,13 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
                 100.0 * t.no_match_removed,
                 100.0 * t.no_match_present
             );
+            let _ = writeln!(
+                out,
+                "  gold first in {:.1}% of pairs: a judge of the best result alone reaches at most AUROC {:.3}; answerable's AUROC on those pairs {:.3}",
+                100.0 * t.gold_first,
+                t.ceiling,
+                t.auroc_gold_first
+            );
         }
     }
     out

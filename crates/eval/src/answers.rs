@@ -42,6 +42,15 @@ pub struct Twins {
     pub no_match_removed: f64,
     /// Share of those pairs' originals answered `NO_MATCH_IN_CATEGORY` (the lower the better).
     pub no_match_present: f64,
+    /// Share of pairs whose original has a gold tool first (the ranking's precision at 1 on
+    /// them). When it has not, the twin's list starts with the same tool.
+    pub gold_first: f64,
+    /// The most AUROC a decision that judges only the best result could reach:
+    /// `.5 + .5 x gold_first` (a perfect judge of it, and a coin on the other pairs).
+    pub ceiling: f64,
+    /// AUROC of `answerable` over the pairs whose original has a gold tool first: how well the
+    /// decision judges, apart from how often the ranking puts gold first.
+    pub auroc_gold_first: f64,
 }
 
 /// Running sums of [`DefaultPath`].
@@ -54,6 +63,8 @@ pub(crate) struct Tally {
     queries: usize,
     /// (answerable, is the original) of each twin pair's two halves.
     twins: Vec<(f32, bool)>,
+    /// The same, of the pairs whose original has a gold tool first.
+    twins_gold_first: Vec<(f32, bool)>,
     twin_no_match: (usize, usize),
 }
 
@@ -94,6 +105,10 @@ impl Tally {
         let twin = engine.rank_candidates(&without_gaps(rest));
         self.twins.push((original.answerable, true));
         self.twins.push((twin.answerable, false));
+        if original.results.first().is_some_and(|s| is_gold(s.ord)) {
+            self.twins_gold_first.push((original.answerable, true));
+            self.twins_gold_first.push((twin.answerable, false));
+        }
         self.twin_no_match.0 += usize::from(no_match(engine, &twin));
         self.twin_no_match.1 += usize::from(original_no_match);
         Ok(())
@@ -103,6 +118,7 @@ impl Tally {
     pub(crate) fn report(&self, engine: &Engine, twins: bool) -> DefaultPath {
         let n = self.queries.max(1) as f64;
         let pairs = self.twins.len() / 2;
+        let gold_first = (self.twins_gold_first.len() / 2) as f64 / pairs.max(1) as f64;
         DefaultPath {
             ndcg10: self.ndcg / n,
             recall5: self.recall5 / n,
@@ -114,6 +130,9 @@ impl Tally {
                 auroc: auroc(&self.twins),
                 no_match_removed: self.twin_no_match.0 as f64 / pairs.max(1) as f64,
                 no_match_present: self.twin_no_match.1 as f64 / pairs.max(1) as f64,
+                gold_first,
+                ceiling: 0.5 + 0.5 * gold_first,
+                auroc_gold_first: auroc(&self.twins_gold_first),
             }),
         }
     }
