@@ -67,14 +67,17 @@ def ndcg(gold, groups):
     return dcg / ideal if ideal else 0.0
 
 
-def load(path):
-    queries = []
+def dump(path):
+    """The queries of a candidate dump that have candidates, as written."""
     with open(path) as f:
         for line in f:
             q = json.loads(line)
             if q["candidates"]:
-                queries.append((q["groups"], q["candidates"]))
-    return queries
+                yield q
+
+
+def load(path):
+    return [(q["groups"], q["candidates"]) for q in dump(path)]
 
 
 def cut_loss(queries, cut):
@@ -177,4 +180,5 @@ def main():
     print(f"  mean: [{f(mu)}], scale: [{f(sd)}], weights: [{f(beta[:-1])}], bias: {beta[-1]:.6f}, threshold: {t:.4f}")
 
 
-main()
+if __name__ == "__main__":
+    main()

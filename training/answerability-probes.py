@@ -27,7 +27,7 @@ cached under target/training/probe-embeddings/.
 
     training/answerability-probes.py /tmp/dev
 """
-import json
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -38,7 +38,10 @@ from sklearn.metrics import roc_auc_score
 
 from common import REPO, queries_of, tool_text, tools_of
 
-K = 32.0  # the default blend's BM25 damping (crates/query/src/fusion.rs)
+# The shipped model's features, the blend and the dump reader: scripts/fit-answerability.py.
+_spec = importlib.util.spec_from_file_location("fit_answerability", REPO / "scripts" / "fit-answerability.py")
+fit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fit)
 SETS = {  # short name -> (dev set, training dump, judged dump)
     "mcp": ("mcptoolbenchpp", "c-mcp", "c-mcp"),
     "stb": ("toolbench_stb", "c-stb", "c-stb"),
@@ -50,19 +53,12 @@ CACHE = REPO / "target" / "training" / "probe-embeddings"
 
 
 def load(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            q = json.loads(line)
-            if q["candidates"]:
-                out.append((q["id"], q["candidates"]))
-    return out
+    return [(q["id"], q["candidates"]) for q in fit.dump(path)]
 
 
 def ranked(c):
     """The candidates in blend order (the engine's default fusion), with their scores."""
-    best = max([x["bm25"] or 0.0 for x in c] + [0.0])
-    s = [0.5 * x["cosine"] + 0.5 * ((x["bm25"] or 0.0) / (best + K) if best > 0 else 0.0) for x in c]
+    s = fit.blend(c)
     order = sorted(range(len(c)), key=lambda i: -s[i])
     return [c[i] for i in order], [s[i] for i in order]
 
@@ -76,11 +72,6 @@ def pairs(items):
             yield qid, c, rest
 
 
-def three(oc, sc):
-    cos = sorted((x["cosine"] for x in oc if x["dense_rank"] is not None), reverse=True) + [0.0, 0.0]
-    return [sc[0], sc[0] - np.mean(sc[1:10]), cos[0] - cos[1]]
-
-
 def shape(oc, sc):
     ss = sc + [0.0] * 12
     cos = sorted((x["cosine"] for x in oc if x["dense_rank"] is not None), reverse=True)
@@ -88,10 +79,10 @@ def shape(oc, sc):
     bm = sorted((x["bm25"] or 0.0 for x in oc), reverse=True) + [0.0] * 12
     dense_top = max(oc, key=lambda x: x["cosine"] if x["dense_rank"] is not None else -9)
     lexical_top = max(oc, key=lambda x: x["bm25"] or -1)
-    return three(oc, sc) + [
+    return fit.features(oc) + [
         ss[0] - ss[1], ss[1] - ss[2], cs[0], cs[0] - np.mean(cs[1:10]),
         (cs[0] - np.mean(cos)) / (np.std(cos) + 1e-6), cos[-1],
-        bm[0], bm[0] / (bm[0] + K), (bm[0] - bm[1]) / (bm[0] + K),
+        bm[0], bm[0] / (bm[0] + fit.K), (bm[0] - bm[1]) / (bm[0] + fit.K),
         sum(x["bm25"] is not None for x in oc) / len(oc),
         float(dense_top is lexical_top), float(oc[0] is dense_top), float(oc[0] is lexical_top),
         cs[2], cs[4], cs[9], ss[2], ss[4], ss[9],
@@ -186,7 +177,7 @@ def main():
         x, y, gold_first = [], [], []
         for _, c, rest in pairs(judged[s]):
             oc, sc = ranked(c)
-            x += [three(oc, sc)[1], three(*ranked(rest))[1]]
+            x += [fit.features(oc)[1], fit.features(rest)[1]]
             y += [1, 0]
             gold_first += [oc[0]["gold"]] * 2
         x, y, gold_first = np.array(x), np.array(y), np.array(gold_first)
@@ -265,7 +256,7 @@ def main():
 
     def geometry(s, qid, oc, sc):
         tv, qv = vectors[s]
-        q, out = qv[qid], three(oc, sc)
+        q, out = qv[qid], fit.features(oc)
         for k in (3, 5, 10):
             a = np.array([tv[x["tool"]] for x in oc[:k]]).T
             coef, *_ = np.linalg.lstsq(a, q, rcond=None)
