@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod answers;
+mod audit_labels;
 mod calibrate;
 mod contrastive;
 mod learn;
@@ -20,8 +21,9 @@ mod run;
 mod tokens;
 
 pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};
+pub use audit_labels::labels_from_audit;
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
-pub use learn::{judge_adapter, judged, labels_from_audit, learn_adapter, LearnError, LearnReport, MIN_LABELS};
+pub use learn::{judge_adapter, judged, learn_adapter, LearnError, LearnReport, MIN_LABELS};
 pub use metrics::{auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
 pub use queries::{load_queries, EvalError, LabelledQuery};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};

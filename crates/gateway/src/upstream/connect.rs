@@ -12,7 +12,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 
-use super::{Failure, UpClient, Upstream, STDERR_LINES};
+use super::client::UpClient;
+use super::{Failure, Upstream, STDERR_LINES};
 use crate::child::ChildTransport;
 use crate::config::ServerSpec;
 use crate::credentials::CredentialedClient;

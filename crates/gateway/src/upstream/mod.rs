@@ -6,11 +6,10 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rmcp::model::{ClientConfig, ClientRequest, Implementation, ProtocolVersion};
-use rmcp::service::{NotificationContext, Peer, RunningService};
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::Peer;
+use rmcp::RoleClient;
 use tokio::sync::mpsc;
 
 use crate::config::{GatewayLimits, ServerSpec};
@@ -20,8 +19,10 @@ pub use crate::listing::Listing;
 use toolsearch_mcp::RunError;
 
 mod asks;
+mod client;
 mod connect;
 pub(crate) mod lazy;
+mod supervise;
 
 pub(crate) use asks::Asks;
 
@@ -119,89 +120,6 @@ impl Failure {
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream").field("name", &self.name).field("up", &self.is_up()).finish()
-    }
-}
-
-/// How many log messages of one upstream are passed on per second; the rest are dropped, so a
-/// server that floods them neither fills the gateway's memory nor holds up its other events.
-const LOGS_PER_SECOND: u32 = 100;
-
-/// The gateway's client handler for one upstream: passes list changes on (progress is routed
-/// in its transport, `crate::progress`).
-struct UpClient {
-    name: String,
-    events: mpsc::UnboundedSender<UpEvent>,
-    /// Its open calls, whose clients its questions go to.
-    asks: Arc<Asks>,
-    /// The second its log messages are counted in, and how many were passed on in it.
-    logged: Mutex<(Instant, u32)>,
-}
-
-impl ClientHandler for UpClient {
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        self.asks.elicit(request).await
-    }
-
-    // Deprecated by 2026-07-28 (SEP-2577), still sent by servers of the older revisions.
-    #[allow(deprecated)]
-    async fn create_message(
-        &self,
-        request: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.asks.sample(request).await
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
-        info.client_info = Implementation::new("toolsearch-gateway", env!("CARGO_PKG_VERSION"));
-        // Relayed to the client whose call asks (`asks`), declined when none may answer.
-        info.capabilities.elicitation = serde_json::from_value(serde_json::json!({"form": {}})).ok();
-        info.capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();
-        info
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.events.send(UpEvent::ToolsChanged(self.name.clone()));
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.events.send(UpEvent::OffersChanged(self.name.clone()));
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.events.send(UpEvent::OffersChanged(self.name.clone()));
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.events.send(UpEvent::ResourceUpdated(self.name.clone(), params.uri));
-    }
-
-    #[allow(deprecated)]
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        {
-            let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
-            if logged.0.elapsed() >= Duration::from_secs(1) {
-                *logged = (Instant::now(), 0);
-            }
-            if logged.1 >= LOGS_PER_SECOND {
-                return;
-            }
-            logged.1 += 1;
-        }
-        let _ = self.events.send(UpEvent::Logged(self.name.clone(), params));
     }
 }
 
@@ -321,172 +239,6 @@ impl Upstream {
 
     fn set_failure(&self, f: Option<Failure>) {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = f;
-    }
-
-    /// Keeps the upstream connected for as long as the returned task runs: connect, list, watch
-    /// (pings), and on any failure mark it down and retry with backoff.
-    pub fn supervise(
-        self: &Arc<Upstream>,
-        events: mpsc::UnboundedSender<UpEvent>,
-        connect_timeout: Duration,
-    ) -> tokio::task::JoinHandle<()> {
-        let up = self.clone();
-        *self.events.lock().unwrap_or_else(|p| p.into_inner()) = Some(events.clone());
-        tokio::spawn(async move {
-            let mut backoff = Duration::from_millis(500);
-            // The first failure is announced at once, even before it ever connected: startup
-            // settles the server as down instead of waiting out the connect timeout.
-            let mut announced = false;
-            // A lazy server's kept listing stands in for its first connection.
-            let kept = up.lazy.as_ref().and_then(|l| l.load(&up.name));
-            let mut waiting = kept.is_some();
-            if let Some(listing) = kept {
-                *up.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
-                up.available.store(true, Ordering::SeqCst);
-                announced = true;
-                let _ = events.send(UpEvent::Up(up.name.clone()));
-            }
-            loop {
-                if let (Some(lazy), true) = (&up.lazy, waiting) {
-                    lazy.wanted.notified().await;
-                }
-                waiting = false;
-                let handler = UpClient {
-                    name: up.name.clone(),
-                    events: events.clone(),
-                    asks: up.asks.clone(),
-                    logged: Mutex::new((Instant::now(), 0)),
-                };
-                up.router.reset();
-                let modern = up.modern.load(Ordering::SeqCst);
-                match tokio::time::timeout(connect_timeout, up.connect(handler)).await {
-                    // It refused `initialize` for the session-free revision: reached that way
-                    // at once, not reported down for it.
-                    Ok(Err(_)) if !modern && up.modern.load(Ordering::SeqCst) => continue,
-                    Ok(Ok(service)) => {
-                        backoff = Duration::from_millis(500);
-                        up.set_failure(None);
-                        let reason = up.run(service, &events).await;
-                        if reason.kind == IDLE {
-                            // Stopped for want of use: still available, started again on demand.
-                            *up.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                            waiting = true;
-                            continue;
-                        }
-                        up.set_failure(Some(reason));
-                    }
-                    Ok(Err(e)) => up.set_failure(Some(e)),
-                    Err(_) => up.set_failure(Some(Failure::new(
-                        format!("it did not answer initialize within {} s", connect_timeout.as_secs()),
-                        "",
-                    ))),
-                }
-                *up.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                if up.available.swap(false, Ordering::SeqCst) || !announced {
-                    announced = true;
-                    let _ = events.send(UpEvent::Down(up.name.clone()));
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        })
-    }
-
-    /// Serves one connected session until it fails; the reason it ended.
-    async fn run(
-        &self,
-        service: RunningService<RoleClient, UpClient>,
-        events: &mpsc::UnboundedSender<UpEvent>,
-    ) -> Failure {
-        let peer = service.peer().clone();
-        let summary = service
-            .peer_info()
-            .map(|info| {
-                info.instructions
-                    .clone()
-                    .filter(|s| !s.trim().is_empty())
-                    .or_else(|| info.server_info.as_ref().and_then(|i| i.title.clone()))
-                    .or_else(|| info.server_info.as_ref().map(|i| i.name.clone()))
-                    .unwrap_or_else(|| self.name.clone())
-            })
-            .unwrap_or_else(|| self.name.clone());
-        let tools = match list_tools(&peer, &self.limits.list).await {
-            Ok(t) => t,
-            Err(e) => {
-                service.cancellation_token().cancel();
-                return Failure::new("its tool list could not be read", e);
-            }
-        };
-        let offers = crate::offers::list_offers(&peer, &self.limits.list).await;
-        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(Listing { summary: summary.clone(), tools, offers });
-        if let Some(lazy) = &self.lazy {
-            if let Some(listing) = self.listing() {
-                lazy.keep(&self.name, &listing);
-            }
-        }
-        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
-        self.available.store(true, Ordering::SeqCst);
-        let _ = events.send(UpEvent::Up(self.name.clone()));
-        if let Some(lazy) = &self.lazy {
-            lazy.connected.notify_waiters();
-        }
-        let closed = service.cancellation_token();
-        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
-        let (close, ended) = (tokio_util::sync::CancellationToken::new(), tokio_util::sync::CancellationToken::new());
-        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some((close.clone(), ended.clone()));
-        let stop = service.cancellation_token();
-        tokio::spawn(async move {
-            let waiting = service.waiting();
-            tokio::pin!(waiting);
-            let reason = tokio::select! {
-                r = &mut waiting => match r {
-                    Ok(r) => format!("{r:?}"),
-                    Err(e) => e.to_string(),
-                },
-                // Stopped by the fleet: closed (the transport's close ends the child) and
-                // waited for, even though the supervising task is gone.
-                () = close.cancelled() => {
-                    stop.cancel();
-                    let _ = (&mut waiting).await;
-                    "stopped".to_owned()
-                }
-            };
-            ended.cancel();
-            let _ = done_tx.send(reason);
-        });
-        loop {
-            tokio::select! {
-                reason = &mut done_rx => {
-                    return Failure::new("its session ended (the server exited or closed the connection)", reason.unwrap_or_default())
-                }
-                _ = tokio::time::sleep(self.lazy.as_ref().map_or(PING_EVERY, |l| PING_EVERY.min(l.settings.idle / 2 + Duration::from_millis(50)))) => {
-                    if self.lazy.as_ref().is_some_and(Lazy::idle) {
-                        *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = None;
-                        if let Some((close, _)) = self.session.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                            close.cancel();
-                        }
-                        let _ = (&mut done_rx).await;
-                        return Failure::new(IDLE, "");
-                    }
-                    let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
-                    match tokio::time::timeout(PING_TIMEOUT, ping).await {
-                        // An error answer is still an answer: the server is there.
-                        Ok(Ok(_)) | Ok(Err(rmcp::service::ServiceError::McpError(_))) => {}
-                        // Refused, reset, unreachable (an HTTP server gone): down now, not when
-                        // a client's call finds out.
-                        Ok(Err(e)) => {
-                            closed.cancel();
-                            return Failure::new("it could not be reached (a ping failed)", e.to_string());
-                        }
-                        Err(_) => {
-                            closed.cancel();
-                            return Failure::new(format!("it stopped answering (no ping reply within {} s)", PING_TIMEOUT.as_secs()), "");
-                        }
-                    }
-                }
-            }
-        }
     }
 
     /// Lists the tools again after the upstream said they changed.

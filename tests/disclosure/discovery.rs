@@ -1,0 +1,293 @@
+//! Discovery exposed as tools, end to end: search, expand and call with the audit trail,
+//! detail levels, per-domain tools, the system prompt, refusals that point the way, scopes,
+//! run-time registration, and the tools' own argument checks, paging and regexes.
+
+use super::*;
+
+#[test]
+fn discovery_search_expand_call_with_an_audit_trail() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let found = set.call("search_tool_by_category", &json!({"query": "rename a function everywhere", "limit": 3}));
+    assert!(!found.is_error, "{}", found.text);
+    let answer: Value = serde_json::from_str(&found.text).unwrap();
+    let results = answer["results"].as_array().unwrap();
+    assert!(results.len() <= 3 && results[0]["tool_id"] == "refactor.rename_symbol", "{answer}");
+    assert!(results[0].get("summary").is_some() && results[0].get("args_schema").is_none(), "summaries level");
+    assert!(found.added.is_empty());
+
+    let expanded = set.call("expand_tool", &json!({"tool_id": "refactor.rename_symbol"}));
+    let body: Value = serde_json::from_str(&expanded.text).unwrap();
+    assert!(body["args_schema"].is_object() && body["callable_as"] == "rename_symbol");
+    assert_eq!(expanded.added, vec!["rename_symbol"], "an expanded tool becomes callable");
+    let called = set.call("rename_symbol", &json!({"file": "src/lib.rs", "symbol": "foo", "new_name": "bar"}));
+    assert!(!called.is_error, "{}", called.text);
+    assert!(called.text.contains("\"ran\":\"refactor.rename_symbol\""));
+    let bad = set.call("rename_symbol", &json!({"symbol": 3}));
+    assert!(bad.is_error && bad.text.contains("INVALID_ARGUMENT"));
+
+    let events: Vec<&str> = set
+        .audit()
+        .entries()
+        .iter()
+        .map(|e| match e.event {
+            AuditEvent::Search { .. } => "search",
+            AuditEvent::Choose { .. } => "choose",
+            AuditEvent::Expand { .. } => "expand",
+            AuditEvent::Call { .. } => "call",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(events, ["search", "choose", "expand", "call", "call"]);
+    assert!(set.audit().violations().is_empty());
+    let jsonl = set.audit().to_jsonl();
+    let lines: Vec<Value> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[1]["event"], "choose");
+    assert_eq!(lines[1]["rank"], 1);
+    assert_eq!(lines[3]["step"], 4);
+}
+
+#[test]
+fn a_call_without_expand_is_flagged() {
+    let f = fixture();
+    let config = ToolSetConfig {
+        discovery: DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(config);
+    set.call("search_tool_by_category", &json!({"query": "current weather"}));
+    let out = set.call("call_tool", &json!({"tool_id": "weather.current", "arguments": {"location": "Oslo"}}));
+    assert!(!out.is_error, "{}", out.text);
+    let violations = set.audit().violations();
+    assert_eq!(violations.len(), 1);
+    assert!(set.audit().to_jsonl().contains("\"called_without_expand\":true"));
+    // Found by a search and expanded first: not flagged.
+    let found = set.call("search_tool_by_category", &json!({"query": "weather forecast for the next days"}));
+    assert!(found.text.contains("weather.forecast"), "{}", found.text);
+    set.call("expand_tool", &json!({"tool_id": "weather.forecast"}));
+    set.call("call_tool", &json!({"tool_id": "weather.forecast", "arguments": {"location": "Oslo", "days": 2}}));
+    assert_eq!(set.audit().violations().len(), 1);
+}
+
+#[test]
+fn expanding_an_id_no_search_showed_is_flagged_as_assumed() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    // A guessed id: no search, listing or unfold showed it.
+    let out = set.call("expand_tool", &json!({"tool_id": "payments.create_charge"}));
+    assert!(!out.is_error, "{}", out.text);
+    let violations = set.audit().violations();
+    assert_eq!(violations.len(), 1);
+    assert!(
+        matches!(&violations[0].event, AuditEvent::Expand { tool_id, without_discovery: true } if tool_id == "payments.create_charge")
+    );
+    assert!(set.audit().to_jsonl().contains("\"without_discovery\":true"));
+    // Listed first, then expanded: not flagged.
+    let listed = set.call("list", &json!({"path": "Weather"}));
+    assert!(listed.text.contains("weather.severe_alerts"), "{}", listed.text);
+    set.call("expand_tool", &json!({"tool_id": "weather.severe_alerts"}));
+    // Revealed by an unfold, then expanded: not flagged either.
+    set.call("git_tools", &json!({}));
+    set.call("expand_tool", &json!({"tool_id": "git.commit"}));
+    assert_eq!(set.audit().violations().len(), 1, "{}", set.audit().to_jsonl());
+}
+
+#[test]
+fn detail_levels_names_and_full() {
+    let f = fixture();
+    let names = ToolSetConfig {
+        discovery: DiscoveryConfig { detail: Detail::Names, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(names);
+    let out = set.call("search_tool_by_category", &json!({"query": "send an email"}));
+    let body: Value = serde_json::from_str(&out.text).unwrap();
+    assert!(body["tool_ids"].as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)), "{body}");
+    assert!(!out.text.contains("summary"));
+
+    let full = ToolSetConfig {
+        discovery: DiscoveryConfig { detail: Detail::Full, limit: 2, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(full);
+    let out = set.call("search_tool_by_category", &json!({"query": "send an email"}));
+    let body: Value = serde_json::from_str(&out.text).unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert!(results.iter().all(|r| r["args_schema"].is_object()), "{body}");
+    assert_eq!(out.added.len(), results.len(), "full answers make the tools callable");
+}
+
+#[test]
+fn per_domain_discovery_tools_search_only_their_category() {
+    let f = fixture();
+    let config = ToolSetConfig {
+        discovery: DiscoveryConfig {
+            mode: DiscoveryMode::Domains,
+            domains: vec!["Coding/Git".into(), "Travel".into()],
+            ..DiscoveryConfig::default()
+        },
+        node_facades: false,
+        pinned: vec!["weather.current".into()],
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(config);
+    assert_eq!(
+        set.visible_names(),
+        vec!["current", "discover_git_tools", "discover_travel_tools", "expand_tool"],
+        "pinned core tools stay beside the discovery tools"
+    );
+    let out = set.call("discover_git_tools", &json!({"query": "book a hotel"}));
+    let text = out.text;
+    assert!(!text.contains("hotels."), "a domain search stays in its domain: {text}");
+    let out = set.call("discover_travel_tools", &json!({"query": "book a hotel"}));
+    assert!(out.text.contains("hotels.book"), "{}", out.text);
+    let prompt = set.system_prompt();
+    assert!(prompt.contains("discover_git_tools") && prompt.contains("expand_tool"), "{prompt}");
+    assert!(!prompt.contains("search_nodes"), "the prompt names only tools the set has");
+    let err = ToolSet::new(
+        f.live.clone(),
+        f.availability.clone(),
+        ToolSetConfig {
+            discovery: DiscoveryConfig {
+                mode: DiscoveryMode::Domains,
+                domains: vec!["Nowhere".into()],
+                ..DiscoveryConfig::default()
+            },
+            ..ToolSetConfig::default()
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Nowhere"));
+}
+
+#[test]
+fn system_prompt_follows_the_configuration() {
+    let f = fixture();
+    let set = f.set(ToolSetConfig::default());
+    let prompt = set.system_prompt();
+    for needle in
+        ["search_tool_by_category", "expand_tool", "git_tools", "fold_", "UNAVAILABLE", "NO_MATCH_IN_CATEGORY"]
+    {
+        assert!(prompt.contains(needle), "{needle} missing from:\n{prompt}");
+    }
+    let off = f.set(ToolSetConfig {
+        discovery: DiscoveryConfig { mode: DiscoveryMode::Off, ..DiscoveryConfig::default() },
+        node_facades: false,
+        ..ToolSetConfig::default()
+    });
+    let prompt = off.system_prompt();
+    assert!(!prompt.contains("search_tool_by_category") && !prompt.contains("git_tools"), "{prompt}");
+}
+
+#[test]
+fn unknown_and_hidden_names_get_errors_that_point_the_way() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let out = set.call("frobnicate", &json!({}));
+    assert!(out.is_error && out.text.contains("no tool called") && out.text.contains("search_tool_by_category"));
+    let out = set.call("commit", &json!({"message": "x"}));
+    assert!(out.is_error && out.text.contains("not one of the tools available now"), "{}", out.text);
+    assert!(matches!(set.audit().entries().last().unwrap().event, AuditEvent::Rejected { .. }));
+}
+
+#[test]
+fn scopes_limit_what_facades_and_discovery_reveal() {
+    let f = fixture();
+    let config = ToolSetConfig { principal: Principal::with_scopes(["github:read"]), ..ToolSetConfig::default() };
+    let mut set = f.set(config);
+    set.call("git_tools", &json!({}));
+    let out = set.call("github_tools", &json!({}));
+    assert!(out.added.contains(&"list_pull_requests".to_owned()));
+    assert!(!out.added.contains(&"create_pull_request".to_owned()), "github:write is not held");
+    assert!(!has(&set, "create_merge_request"), "gitlab tools need gitlab scopes");
+    let search = set.call("search_tool_by_category", &json!({"query": "create a pull request"}));
+    assert!(!search.text.contains("github.create_pull_request"));
+}
+
+#[test]
+fn tools_registered_at_run_time_are_found_by_the_next_search() {
+    let dir = common::scratch().join("disclosure-live");
+    let catalog = toolsearch::load_path(&common::sample_catalog(), None).unwrap();
+    toolsearch::build_index(&catalog, common::embedder().as_ref(), &dir, &Default::default()).unwrap();
+    let f = fixture_at(&dir);
+    let mut set = f.set(ToolSetConfig::default());
+    let query = json!({"query": "water the office plants on a schedule"});
+    let before = set.call("search_tool_by_category", &query);
+    assert!(!before.text.contains("plants.water"));
+    let added = f
+        .live
+        .register_tools(&json!({"tools": [{
+            "id": "plants.water", "name": "water_plants", "path": "Office/Plants",
+            "description": "Waters the office plants on a schedule, with an amount of water per plant.",
+            "args_schema": {"type": "object", "properties": {"plant": {"type": "string"}}, "required": ["plant"]}
+        }]}))
+        .expect("registers");
+    assert_eq!(added, 1);
+    let after = set.call("search_tool_by_category", &query);
+    let body: Value = serde_json::from_str(&after.text).unwrap();
+    assert_eq!(body["results"][0]["tool_id"], "plants.water", "{body}");
+    let expanded = set.call("expand_tool", &json!({"tool_id": "plants.water"}));
+    assert_eq!(expanded.added, vec!["water_plants"]);
+    let dup = f.live.register_tools(&json!({"tools": [{"id": "plants.water", "name": "again", "description": "x"}]}));
+    assert!(dup.unwrap_err().to_string().contains("already in the catalogue"));
+    let bad_group =
+        f.live.register_tools(&json!({"tools": [{"id": "p2", "name": "p2", "description": "x", "group": "nope"}]}));
+    assert!(bad_group.is_err());
+}
+
+#[test]
+fn discovery_tools_check_their_arguments_against_their_own_schemas() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let error = |o: &toolsearch::disclosure::Outcome| -> Value {
+        assert!(o.is_error, "{}", o.text);
+        serde_json::from_str(&o.text).unwrap()
+    };
+    let e = error(&set.call("search_tool_by_category", &json!({"query": 5})));
+    assert_eq!(e["code"], "INVALID_ARGUMENT");
+    assert!(e["message"].as_str().unwrap().contains("`query`"), "{e}");
+    let e = error(&set.call("search_tool_by_category", &json!({"query": "weather", "colour": "blue"})));
+    assert!(e["message"].as_str().unwrap().contains("`colour`"), "{e}");
+    let e = error(&set.call("list", &json!({"limit": "ten"})));
+    assert!(e["message"].as_str().unwrap().contains("`limit`"), "{e}");
+    let e = error(&set.call("expand_tool", &json!({})));
+    assert!(e["message"].as_str().unwrap().contains("tool_id"), "{e}");
+}
+
+#[test]
+fn discovery_list_and_search_page_with_cursors_and_take_tags() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let page = |set: &mut ToolSet, args: Value| -> Value {
+        let o = set.call("list", &args);
+        assert!(!o.is_error, "{}", o.text);
+        serde_json::from_str(&o.text).unwrap()
+    };
+    let first = page(&mut set, json!({"limit": 3}));
+    let cursor = first["next_cursor"].as_str().expect("the root has more than 3 entries").to_owned();
+    let second = page(&mut set, json!({"limit": 3, "cursor": cursor}));
+    assert_ne!(first["nodes"], second["nodes"], "the second page goes on");
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "limit": 1}));
+    let v: Value = serde_json::from_str(&o.text).unwrap();
+    let next = v["next_cursor"].as_str().expect("more than one bucket tool").to_owned();
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "limit": 1, "cursor": next}));
+    let w: Value = serde_json::from_str(&o.text).unwrap();
+    assert_ne!(v["results"][0]["tool_id"], w["results"][0]["tool_id"]);
+    let o = set.call("search_tool_by_category", &json!({"query": "bucket", "tags": ["s3"], "limit": 50}));
+    let tagged: Value = serde_json::from_str(&o.text).unwrap();
+    assert!(!tagged["results"].as_array().unwrap().is_empty(), "{tagged}");
+}
+
+#[test]
+fn discovery_search_takes_match_regex_and_checks_it_against_its_schema() {
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig::default());
+    let found = set.call("search_tool_by_category", &json!({"query": "^refactor\\.", "match": "regex", "limit": 50}));
+    assert!(!found.is_error, "{}", found.text);
+    let answer: Value = serde_json::from_str(&found.text).unwrap();
+    let ids: Vec<&str> = answer["results"].as_array().unwrap().iter().map(|r| r["tool_id"].as_str().unwrap()).collect();
+    assert!(ids.len() > 2 && ids.iter().all(|id| id.starts_with("refactor.")), "{ids:?}");
+    let bad = set.call("search_tool_by_category", &json!({"query": "x", "match": "glob"}));
+    assert!(bad.is_error && bad.text.contains("INVALID_ARGUMENT"), "{}", bad.text);
+}

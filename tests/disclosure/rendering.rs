@@ -1,0 +1,81 @@
+//! What the model is shown, rendered in each dialect against reviewed golden files, and its
+//! token accounting with a real tokenizer.
+
+use super::*;
+
+/// The visible set of a fixed configuration, in each format, against reviewed golden files
+/// (`UPDATE_GOLDEN=1 cargo test --release --test disclosure` rewrites them).
+#[test]
+fn rendering_matches_the_golden_files_and_each_documented_shape() {
+    use toolsearch::disclosure::Dialect;
+    let f = fixture();
+    let config = ToolSetConfig {
+        pinned: vec!["weather.current".into()],
+        discovery: DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let mut set = f.set(config);
+    set.call("travel", &json!({"category": "Flights"}));
+    let defs = set.visible();
+    let name_ok = |n: &str| {
+        !n.is_empty() && n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    for (dialect, file) in [(Dialect::OpenAi, "openai"), (Dialect::Anthropic, "anthropic"), (Dialect::Mcp, "mcp")] {
+        let rendered = render(&defs, dialect);
+        let tools = match dialect {
+            Dialect::Mcp => {
+                assert_eq!(rendered.as_object().unwrap().len(), 1, "a tools/list result holds `tools`");
+                rendered["tools"].as_array().unwrap().clone()
+            }
+            _ => rendered.as_array().unwrap().clone(),
+        };
+        assert_eq!(tools.len(), defs.len());
+        for t in &tools {
+            let (name, description, schema) = match dialect {
+                Dialect::OpenAi => {
+                    assert_eq!(t["type"], "function");
+                    assert_eq!(t.as_object().unwrap().len(), 2);
+                    (&t["function"]["name"], &t["function"]["description"], &t["function"]["parameters"])
+                }
+                Dialect::Anthropic => (&t["name"], &t["description"], &t["input_schema"]),
+                Dialect::Mcp => (&t["name"], &t["description"], &t["inputSchema"]),
+            };
+            assert!(name.as_str().is_some_and(name_ok), "{name}");
+            assert!(description.as_str().is_some_and(|d| !d.is_empty()));
+            assert_eq!(schema["type"], "object", "{t}");
+        }
+        let golden = common::repo().join(format!("tests/golden/{file}.json"));
+        let text = serde_json::to_string_pretty(&rendered).unwrap() + "\n";
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+            std::fs::write(&golden, &text).unwrap();
+        }
+        let expected = std::fs::read_to_string(&golden).expect("golden file (UPDATE_GOLDEN=1 to create)");
+        assert_eq!(text, expected, "{file} rendering changed; review and UPDATE_GOLDEN=1 if intended");
+    }
+}
+
+#[test]
+fn token_accounting_counts_both_sides_with_a_real_tokenizer() {
+    use toolsearch::disclosure::{Dialect, TokenCounter};
+    let f = fixture();
+    let queries =
+        toolsearch::eval::load_queries(&common::repo().join("tests/data/sample-queries.jsonl"), None, None).unwrap();
+    let report = toolsearch::eval::token_report(&f.live, &queries, Dialect::OpenAi);
+    assert_eq!(report.queries, queries.len());
+    assert_eq!(report.tools, 204);
+    // Up front is every definition, counted over the exact rendered JSON.
+    let set = f.set(ToolSetConfig { node_facades: false, ..ToolSetConfig::default() });
+    let engine = f.live.engine();
+    let all: Vec<_> =
+        engine.catalog().tools.iter().map(|t| set.definition_of(&set.tool_name(&t.id).unwrap()).unwrap()).collect();
+    let counter = TokenCounter::new();
+    assert_eq!(report.upfront_definitions, counter.count(&render(&all, Dialect::OpenAi).to_string()));
+    assert!(report.upfront_definitions > 10_000, "{}", report.upfront_definitions);
+    assert!(report.discovery_per_query > report.discovery_definitions as f64 * 3.0, "three turns at least");
+    assert!(report.ratio > 2.0 && report.reached > 0.8, "{report:?}");
+    // Search, expand, call: three turns, four when a second, longer search is needed. A query
+    // whose matching tools are all in the fixture's unavailable group finds nothing and stops
+    // after its two searches (one of the 24 does).
+    assert!(report.turns >= 2.9 && report.turns <= 4.0, "{report:?}");
+}
