@@ -18,6 +18,7 @@ mod dialects;
 mod disclosure;
 mod gateway;
 mod gateway_clients;
+mod gateway_configs;
 mod gateway_http;
 mod gateway_lazy;
 mod gateway_learn;

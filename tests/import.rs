@@ -156,3 +156,36 @@ fn flat_openai_files_of_several_servers_merge_when_namespaced() {
     let bad = run(&["--namespace".into(), "nofile.json=x".into()]);
     assert!(!bad.status.success());
 }
+
+#[test]
+fn tools_at_the_root_are_listed_at_the_root_beside_the_categories() {
+    // An OpenAI or Anthropic catalogue puts every tool at the root; merged with a server's
+    // tools, the root holds one category and those tools.
+    for (file, extra) in [("openai-tools.json", None), ("anthropic-tools.json", Some("mcp-filesystem.json"))] {
+        let out = common::scratch().join(format!("root-{file}"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"));
+        cmd.arg("index").arg(data(file)).args(extra.map(data)).arg("--out").arg(&out).arg("--quiet");
+        let done = cmd.output().unwrap();
+        assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+        let engine = common::open(&out);
+        let at_root: Vec<String> = load_path(&data(file), None).unwrap().tools.iter().map(|t| t.id.clone()).collect();
+        let listed = engine.list(&Principal::trusted(), &toolsearch::ListRequest::default()).unwrap();
+        let mut ids: Vec<String> = listed.tools.iter().map(|t| t.tool_id.clone()).collect();
+        ids.sort();
+        let mut want = at_root.clone();
+        want.sort();
+        assert_eq!(ids, want, "{file}: every root tool, listed at /");
+        assert_eq!(listed.nodes.len(), usize::from(extra.is_some()), "{file}: {:?}", listed.nodes);
+        // Pages hold them too.
+        let one = engine
+            .list(&Principal::trusted(), &toolsearch::ListRequest { limit: Some(1), ..Default::default() })
+            .unwrap();
+        assert_eq!(one.nodes.len() + one.tools.len(), 1);
+        assert!(one.next_cursor.is_some() || at_root.len() + listed.nodes.len() <= 1);
+    }
+    // The CLI says so too.
+    let out = common::scratch().join("root-openai-tools.json");
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch")).arg("list").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success() && !text.contains("0 tools"), "{text}");
+}

@@ -142,6 +142,9 @@ impl Status for StderrStatus {
                 d["reused"],
                 d["seconds"].as_f64().unwrap_or(0.0)
             ),
+            ("config_note", d) => {
+                format!("note: {}: {}", d["config"].as_str().unwrap_or("?"), d["note"].as_str().unwrap_or(""))
+            }
             ("ready", d) => format!("ready: {} tools, index {}", d["tools"], d["index"].as_str().unwrap_or("")),
             ("tool_unvalidated" | "tool_skipped", d) => format!(
                 "warning: {}: {}",
@@ -170,9 +173,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         return act(global, action);
     }
     let path = args.config.as_deref().ok_or_else(|| Problem::Usage.because("gateway needs --config FILE"))?;
+    toolsearch::gateway::lineage::check().map_err(|e| Problem::InvalidConfig.because(e))?;
     let mut config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
     if args.check {
         return preflight(global, &config);
+    }
+    let status = Arc::new(StderrStatus { json: global.json });
+    for note in &config.notes {
+        status.event("config_note", json!({"config": config.path.display().to_string(), "note": note}));
     }
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
@@ -197,7 +205,6 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
     }
     let options = engine_options(global, args.cutoff.min_confidence);
-    let status = Arc::new(StderrStatus { json: global.json });
     let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
     // One thread serves the clients (stdio or HTTP), so a forwarded call's hops (HTTP
     // parsing, session, SDK, upstream relay, writer) are task switches, not thread wake-ups
@@ -246,8 +253,13 @@ fn preflight(global: &Global, config: &GatewayConfig) -> Result<(), Failure> {
     let checks = runtime.block_on(check(config));
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if global.json {
-        println!("{}", report_json(&checks));
+        let mut report = report_json(&checks);
+        report["notes"] = json!(config.notes);
+        println!("{report}");
     } else {
+        for note in &config.notes {
+            println!("note: {}", render::printable(note));
+        }
         for c in &checks {
             match &c.reason {
                 None => println!("{}: up, {} tools", c.server, c.tools.len()),

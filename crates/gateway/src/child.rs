@@ -76,6 +76,8 @@ pub(crate) fn set_env(
         }
     }
     cmd.envs(env);
+    // Last, so no entry's `env` can unset it (`crate::lineage`).
+    cmd.env(crate::lineage::DEPTH_VAR, crate::lineage::child_depth());
 }
 
 /// A child process's stdio as an MCP client transport; the child is killed when it is dropped.

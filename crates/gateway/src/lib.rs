@@ -23,6 +23,7 @@ mod forward;
 pub mod gateway;
 mod keeper;
 pub mod learner;
+pub mod lineage;
 mod listing;
 mod logs;
 pub mod offers;

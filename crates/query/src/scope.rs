@@ -129,6 +129,11 @@ impl PathTable {
             None => {
                 let (ord, mut pairs, mut stray) = (i as u32, Vec::new(), stray);
                 for p in &catalog.tools[i].paths {
+                    // A tool at the root (`[]`, as every tool of an OpenAI or Anthropic
+                    // catalogue is) is listed at `/`.
+                    if let (true, Some(s)) = (p.is_empty(), stray.as_deref_mut()) {
+                        add(s.direct.entry_ref(&p[..]).or_default(), ord);
+                    }
                     ancestors(node_paths, nodes, parent, p, |prefix, node| match node {
                         Some(n) => {
                             if prefix.len() == p.len() {

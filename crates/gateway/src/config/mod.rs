@@ -12,6 +12,10 @@ use toolsearch_mcp::{Access, Grant, ServeError};
 pub use crate::filter::ToolFilter;
 
 mod env;
+mod itself;
+mod servers;
+mod sources;
+mod toolset;
 pub(crate) use env::expand_env;
 
 /// One upstream MCP server, as Claude Desktop, Cursor and VS Code write it: a command to run
@@ -43,58 +47,6 @@ pub enum ServerSpec {
     },
 }
 
-/// A server entry as written, before checking which kind it is.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    command: Option<String>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    /// `true`, or the names of the gateway's variables a stdio child also gets.
-    inherit_env: Option<InheritForm>,
-    cwd: Option<PathBuf>,
-    url: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, HeaderForm>,
-    /// `stdio`, `http` or `streamable-http` (optional; decided by `command` / `url`).
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    /// Skipped when true.
-    #[serde(default)]
-    disabled: bool,
-    /// `pin` (the default: a tool whose definition changes is held until approved) or `auto`.
-    trust: Option<String>,
-    /// Hold tools whose definitions look injected, as changed ones are (default false).
-    #[serde(default)]
-    hold_flagged: bool,
-    /// Which of the server's tools pass through, by glob on the upstream's tool name.
-    #[serde(default)]
-    tools: ToolFilter,
-    /// `true` (every tool of the server) or globs on its tool names: tools never deferred,
-    /// listed up front in every session (`ToolSetConfig::always_load`).
-    always_load: Option<AlwaysLoadForm>,
-    /// Started only when a call, read or prompt needs it (default: `toolsearch.lazy`).
-    lazy: Option<bool>,
-}
-
-/// `always_load` as written: the whole server, or globs on its tool names.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum AlwaysLoadForm {
-    All(bool),
-    Names(Vec<String>),
-}
-
-/// `inherit_env` as written: all of the gateway's environment, or the names of some of it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum InheritForm {
-    All(bool),
-    Names(Vec<String>),
-}
-
 /// What a stdio upstream inherits of the gateway's environment beyond the minimal one every
 /// child gets (`PATH`, `HOME`, locale, `TMPDIR`, ...): its own `env` always comes on top.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -106,14 +58,6 @@ pub enum InheritEnv {
     All,
     /// These variables too, where set (`inherit_env: ["AWS_PROFILE", ...]`).
     Names(Vec<String>),
-}
-
-/// A header as written: a value, or a command that prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-enum HeaderForm {
-    Value(String),
-    Command(crate::credentials::HeaderCommand),
 }
 
 /// How the gateway treats one server's tools beyond reaching it.
@@ -134,7 +78,9 @@ pub struct ServerPolicy {
 #[serde(default, deny_unknown_fields)]
 pub struct GatewaySettings {
     /// The tool set (discovery, pinned tools by id `SERVER.TOOL`); `call_tool` is on by
-    /// default here, for clients that ignore `list_changed`.
+    /// default here, for clients that ignore `list_changed`. What the config gives changes
+    /// only what it names (`toolset::over_defaults`).
+    #[serde(deserialize_with = "toolset::over_defaults")]
     pub toolset: ToolSetConfig,
     /// Facade settings per server (as a manifest node's `facade`): the server's tools behind
     /// one tool that unfolds them.
@@ -204,10 +150,8 @@ impl GatewayLimits {
 
 impl Default for GatewaySettings {
     fn default() -> Self {
-        let mut toolset = ToolSetConfig::default();
-        toolset.discovery.call_tool = true;
         GatewaySettings {
-            toolset,
+            toolset: toolset::gateway_default(),
             facades: BTreeMap::new(),
             requires: BTreeMap::new(),
             scopes: None,
@@ -226,15 +170,6 @@ impl Default for GatewaySettings {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGateway {
-    #[serde(rename = "mcpServers")]
-    servers: BTreeMap<String, RawServer>,
-    #[serde(default)]
-    toolsearch: GatewaySettings,
-}
-
 /// `toolsearch gateway --config FILE`: the upstream servers and the gateway's settings.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -246,128 +181,42 @@ pub struct GatewayConfig {
     pub policies: BTreeMap<String, ServerPolicy>,
     /// Settings.
     pub settings: GatewaySettings,
+    /// What the operator should know of how the file was read: keys left alone, entries
+    /// skipped (one that starts this gateway itself).
+    pub notes: Vec<String>,
 }
 
 impl GatewayConfig {
-    /// Reads a gateway config; errors name the file and the server or field at fault.
+    /// Reads a gateway config, or an editor's file of MCP servers as it is (`sources`);
+    /// errors name the file and the server or field at fault.
     pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
         let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let sections = sources::sections(path, &text).map_err(bad)?;
+        let mut notes = sections.notes;
         // The path of the field at fault leads the message (`toolsearch.idle_stop_secs: ..`).
-        let raw: RawGateway = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
-            .map_err(|e| match e.inner().classify() {
-                serde_json::error::Category::Data if e.path().to_string() != "." => {
-                    bad(format!("{}: {}", e.path(), e.inner()))
-                }
-                _ => bad(e.inner().to_string()),
-            })?;
+        let mut settings: GatewaySettings = match sections.toolsearch {
+            None => GatewaySettings::default(),
+            Some(v) => serde_path_to_error::deserialize(v).map_err(|e| match e.path().to_string().as_str() {
+                "." => bad(format!("toolsearch: {}", e.inner())),
+                path => bad(format!("toolsearch.{path}: {}", e.inner())),
+            })?,
+        };
         let mut servers = BTreeMap::new();
         let mut policies = BTreeMap::new();
-        let mut always_load = Vec::new();
-        for (name, s) in raw.servers {
-            if s.disabled {
-                continue;
+        for (name, entry) in sections.servers {
+            match servers::read(sections.at, &name, entry, &sections.vars, settings.lazy, path).map_err(bad)? {
+                servers::Entry::Server(spec, policy, always_load) => {
+                    settings.toolset.always_load.extend(always_load);
+                    policies.insert(name.clone(), policy);
+                    servers.insert(name, spec);
+                }
+                servers::Entry::Skipped(why) => notes.extend(why),
             }
-            if name.is_empty() || name.contains(['.', '/']) || name.chars().any(char::is_control) {
-                return Err(bad(format!(
-                    "mcpServers.{name:?}: a server name must be non-empty, without `.`, `/` or control characters"
-                )));
-            }
-            let expand_map = |what: &str, map: BTreeMap<String, String>| -> Result<_, ServeError> {
-                map.into_iter()
-                    .map(|(k, v)| {
-                        Ok((k.clone(), expand_env(&v).map_err(|e| bad(format!("mcpServers.{name}.{what}.{k}: {e}")))?))
-                    })
-                    .collect()
-            };
-            let spec = match (s.command, s.url) {
-                (Some(command), None) if !command.trim().is_empty() => {
-                    let inherit_env = match s.inherit_env {
-                        None | Some(InheritForm::All(false)) => InheritEnv::Minimal,
-                        Some(InheritForm::All(true)) => InheritEnv::All,
-                        Some(InheritForm::Names(names)) => {
-                            if let Some(n) = names.iter().find(|n| n.is_empty() || n.contains(['=', '\0'])) {
-                                return Err(bad(format!(
-                                    "mcpServers.{name}.inherit_env: {n:?} is not a variable name"
-                                )));
-                            }
-                            InheritEnv::Names(names)
-                        }
-                    };
-                    let env = expand_map("env", s.env)?;
-                    ServerSpec::Stdio { command, args: s.args, env, cwd: s.cwd, inherit_env }
-                }
-                (None, Some(_)) if s.inherit_env.is_some() => {
-                    return Err(bad(format!(
-                        "mcpServers.{name}.inherit_env: only a server started as a command (stdio) has an environment"
-                    )))
-                }
-                (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
-                    let url = expand_env(&url).map_err(|e| bad(format!("mcpServers.{name}.url: {e}")))?;
-                    let (mut values, mut header_commands) = (BTreeMap::new(), BTreeMap::new());
-                    for (k, v) in s.headers {
-                        match v {
-                            HeaderForm::Value(v) => {
-                                values.insert(k, v);
-                            }
-                            HeaderForm::Command(c) if c.command.is_empty() => {
-                                return Err(bad(format!("mcpServers.{name}.headers.{k}.command: empty command")))
-                            }
-                            HeaderForm::Command(c) => {
-                                header_commands.insert(k, c);
-                            }
-                        }
-                    }
-                    ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands }
-                }
-                (None, Some(url)) => return Err(bad(format!("mcpServers.{name}.url: {url:?} is not an http(s) URL"))),
-                _ => {
-                    return Err(bad(format!(
-                        "mcpServers.{name}: give either `command` (stdio) or `url` (Streamable HTTP)"
-                    )))
-                }
-            };
-            if let Some(kind) = s.kind.as_deref() {
-                let fits = matches!(
-                    (kind, &spec),
-                    ("stdio", ServerSpec::Stdio { .. })
-                        | ("http" | "streamable-http" | "streamableHttp", ServerSpec::Http { .. })
-                );
-                if !fits {
-                    return Err(bad(format!("mcpServers.{name}.type: {kind:?} does not fit the entry")));
-                }
-            }
-            let trust_changes = match s.trust.as_deref() {
-                None | Some("pin") => false,
-                Some("auto") => true,
-                Some(other) => {
-                    return Err(bad(format!(
-                        "mcpServers.{name}.trust: {other:?}: use \"pin\" (the default) or \"auto\""
-                    )))
-                }
-            };
-            match s.always_load {
-                None | Some(AlwaysLoadForm::All(false)) => {}
-                Some(AlwaysLoadForm::All(true)) => always_load.push(toolsearch_catalog::tool_id(&name, "*")),
-                Some(AlwaysLoadForm::Names(globs)) => {
-                    if let Some(g) = globs.iter().find(|g| g.trim().is_empty()) {
-                        return Err(bad(format!("mcpServers.{name}.always_load: {g:?} is not a tool name or glob")));
-                    }
-                    always_load.extend(globs.iter().map(|g| toolsearch_catalog::tool_id(&name, g)));
-                }
-            }
-            let lazy = s.lazy.unwrap_or(raw.toolsearch.lazy);
-            policies.insert(
-                name.clone(),
-                ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools, lazy },
-            );
-            servers.insert(name, spec);
         }
         if servers.is_empty() {
-            return Err(bad("mcpServers: no server to put the gateway in front of".into()));
+            return Err(bad(format!("{}: no server to put the gateway in front of", sections.at)));
         }
-        let mut settings = raw.toolsearch;
-        settings.toolset.always_load.extend(always_load);
         let mut tokens = BTreeMap::new();
         for (token, mut grant) in std::mem::take(&mut settings.tokens) {
             let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;
@@ -383,7 +232,7 @@ impl GatewayConfig {
         settings.tokens = tokens;
         for key in settings.facades.keys().chain(settings.requires.keys()) {
             if !servers.contains_key(key) {
-                return Err(bad(format!("toolsearch: {key:?} is not a server of mcpServers")));
+                return Err(bad(format!("toolsearch: {key:?} is not a server of {}", sections.at)));
             }
         }
         for (what, t) in
@@ -396,7 +245,7 @@ impl GatewayConfig {
                 )));
             }
         }
-        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings })
+        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings, notes })
     }
 }
 

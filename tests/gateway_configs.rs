@@ -1,0 +1,156 @@
+//! The files a newcomer already has work as they are: VS Code's `servers` with its `inputs`
+//! and `${input:...}` forms, a Claude Desktop file with its other keys, the docs' partial
+//! `toolset` (which must leave `call_tool` on), and a file that lists the gateway itself for
+//! its client (the entry skipped; no chain of gateways through any wrapper).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::gateway::{client_mode_steps, reference_server, HttpGateway};
+use serde_json::{json, Value};
+
+/// The `toolsearch.toolset` of docs/gateway.md's example config, as the page prints it.
+fn docs_toolset() -> Value {
+    let page = std::fs::read_to_string(common::repo().join("docs/gateway.md")).unwrap();
+    let config = page.split("```json\n").nth(1).and_then(|b| b.split("```").next()).expect("the example config");
+    let config: Value = serde_json::from_str(config).expect("the example config is JSON");
+    config["toolsearch"]["toolset"].clone()
+}
+
+#[test]
+fn a_vs_code_file_with_inputs_and_the_docs_partial_toolset_serves_and_calls_by_every_name() {
+    let dir = common::scratch().join("gateway-vscode");
+    let vscode = dir.join(".vscode");
+    std::fs::create_dir_all(&vscode).unwrap();
+    let config = vscode.join("mcp.json");
+    let file = json!({
+        "inputs": [{"type": "promptString", "id": "greeting", "description": "A word", "password": true}],
+        "servers": {
+            "everything": {"type": "stdio", "command": "node", "args": [reference_server("everything"), "stdio"],
+                           "env": {"GREETING": "${input:greeting}"}},
+            "memory": {"type": "stdio", "command": "node", "args": [reference_server("memory")],
+                       "env": {"MEMORY_FILE_PATH": "${workspaceFolder}/memory.jsonl"}}
+        },
+        "toolsearch": {"toolset": docs_toolset()}
+    });
+    std::fs::write(&config, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    let gateway = HttpGateway::start_env(&config, &dir.join("state"), &[], &[("TOOLSEARCH_INPUT_GREETING", "hello")]);
+    // The SDK's default client settles on the session-free revision: it calls by every name.
+    let steps = json!([
+        ["mcp__memory__read_graph", {}],
+        ["memory.read_graph", {}],
+        ["call", "memory.create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}],
+        ["call", "everything.get-env", {}]
+    ]);
+    let out = client_mode_steps("auto", &gateway.url(), "-", &steps);
+    for (i, step) in out.iter().enumerate() {
+        assert!(!step["is_error"].as_bool().unwrap_or(true), "step {i}: {step}");
+    }
+    assert!(dir.join("memory.jsonl").is_file(), "${{workspaceFolder}} is the folder holding .vscode/");
+    let env = out[3]["text"].as_str().unwrap();
+    assert!(env.contains("GREETING") && env.contains("hello"), "the input reached the server: {env}");
+    assert!(
+        env.contains("TOOLSEARCH_GATEWAY_DEPTH") && env.contains("\"1\""),
+        "children know a gateway started them: {env}"
+    );
+}
+
+/// `toolsearch gateway --check` on `config`, with `env`: (success, stdout, stderr).
+fn check(config: &std::path::Path, json: bool, env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolsearch"));
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd
+        .args(["gateway", "--config", config.to_str().unwrap(), "--check"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn a_claude_desktop_file_with_its_other_keys_and_the_gateway_listed_in_it_checks_clean() {
+    let dir = common::scratch().join("gateway-claude-desktop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("claude_desktop_config.json");
+    let bin = env!("CARGO_BIN_EXE_toolsearch");
+    let file = json!({
+        "globalShortcut": "Ctrl+Space",
+        "mcpServers": {
+            "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]},
+            "toolsearch": {"command": bin, "args": ["gateway", "--config", config.to_str().unwrap()]}
+        }
+    });
+    std::fs::write(&config, file.to_string()).unwrap();
+    let (ok, out, err) = check(&config, false, &[]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("note: left alone: globalShortcut"), "{out}");
+    assert!(out.contains("mcpServers.toolsearch: skipped: it starts this gateway itself"), "{out}");
+    assert!(out.contains("everything: up"), "{out}");
+    assert!(!out.contains("toolsearch: up"), "{out}");
+    let (ok, out, _) = check(&config, true, &[]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(ok && report["notes"].as_array().unwrap().len() == 2, "{report}");
+    assert_eq!(report["servers"].as_array().unwrap().len(), 1, "{report}");
+}
+
+#[test]
+fn a_wrapped_gateway_on_its_own_file_stops_after_one_link_and_deeper_ones_refuse() {
+    let dir = common::scratch().join("gateway-chain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.json");
+    let bin = env!("CARGO_BIN_EXE_toolsearch");
+    // A wrapper the entry check cannot see through: only the depth marker stops the chain.
+    let file = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]},
+        "wrapped": {"command": "sh", "args": ["-c", "exec \"$0\" gateway --config \"$1\" --state \"$2\"", bin,
+                                               config.to_str().unwrap(), dir.join("inner-state").to_str().unwrap()]}
+    }, "toolsearch": {"connect_timeout_secs": 60}});
+    std::fs::write(&config, file.to_string()).unwrap();
+    let started = Instant::now();
+    let (ok, out, err) = check(&config, false, &[]);
+    assert!(started.elapsed() < Duration::from_secs(90), "{:?}", started.elapsed());
+    // One link: the gateway it started serves (in front of `everything`); that one's own
+    // `wrapped` child, at depth 2, refused to start.
+    assert!(ok && out.contains("wrapped: up") && out.contains("everything: up"), "{out}\n{err}");
+    let left = Command::new("pgrep").args(["-f", config.to_str().unwrap()]).output().unwrap();
+    assert!(left.stdout.is_empty(), "no gateway left running: {}", String::from_utf8_lossy(&left.stdout));
+
+    let (ok, _, err) = check(&config, false, &[("TOOLSEARCH_GATEWAY_DEPTH", "2")]);
+    assert!(!ok && err.contains("refused to start") && err.contains("TOOLSEARCH_GATEWAY_DEPTH=2"), "{err}");
+}
+
+#[test]
+fn bad_vs_code_forms_are_named() {
+    let dir = common::scratch().join("gateway-vscode-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            json!({"servers": {"a": {"type": "stdio", "command": "x", "env": {"K": "${input:nope}"}}}}),
+            "servers.a.env.K: no input \"nope\"",
+        ),
+        (
+            json!({"inputs": [{"id": "k"}], "servers": {"a": {"command": "x", "env": {"K": "${input:k}"}}}}),
+            "TOOLSEARCH_INPUT_K",
+        ),
+        (json!({"servers": {"a": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}}), "servers.a.type: \"sse\""),
+        (json!({"servers": {"a": {"command": "x", "envFile": "/nonexistent/.env"}}}), "servers.a.envFile"),
+        (json!({"mcpServers": {"a": {"command": "x"}}, "servers": {}}), "both mcpServers and servers"),
+        (json!({"servers": {"a": {"command": "x", "nope": 1}}}), "servers.a.nope: unknown field `nope`"),
+        (
+            json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"toolset": {"discovery": {"limit": "5"}}}}),
+            "toolsearch.toolset: discovery.limit",
+        ),
+    ];
+    for (i, (file, want)) in cases.iter().enumerate() {
+        let config = dir.join(format!("c{i}.json"));
+        std::fs::write(&config, file.to_string()).unwrap();
+        let (ok, out, err) = check(&config, false, &[]);
+        assert!(!ok && err.contains(want) && err.contains(&format!("c{i}.json")), "case {i}: {out}\n{err}");
+    }
+}
