@@ -19,6 +19,7 @@ mod disclosure;
 mod gateway;
 mod gateway_clients;
 mod gateway_configs;
+mod gateway_haproxy;
 mod gateway_http;
 mod gateway_lazy;
 mod gateway_learn;
