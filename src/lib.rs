@@ -51,3 +51,8 @@ pub use toolsearch_catalog::{load_path, Catalog, CatalogError, Format, PathSpec,
 pub use toolsearch_embed::{Embedder, ModelFiles, OnnxEmbedder};
 pub use toolsearch_index::{build_index, build_index_jsonl, build_index_owned, BuildOptions, BuildReport, IndexReader};
 pub use toolsearch_query::*;
+
+/// The README's Rust example, compiled by `cargo test --doc` so that it keeps up with the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
