@@ -38,6 +38,7 @@ mod learn;
 mod paging;
 mod protocol;
 mod quality;
+mod report;
 mod security;
 mod serve;
 

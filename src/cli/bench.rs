@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use toolsearch::eval::{load_queries, run_bench, BenchOptions};
+use toolsearch::eval::{load_queries, report_html, run_bench, write_report, BenchOptions, ReportMeta};
 use toolsearch::{Engine, EngineOptions};
 
 use super::common::{emit, progress, Cutoff, Global, ModeArg};
@@ -50,6 +50,11 @@ pub(crate) struct Args {
     /// tools taken out of its candidates (AUROC, and how often each half answers NO_MATCH).
     #[arg(long)]
     twins: bool,
+    /// Also write the results as one self-contained HTML page with pictures (quality by
+    /// mode, a reliability diagram, latency histograms by stage, and with --twins the
+    /// answerability ROC).
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
     #[command(flatten)]
     cutoff: Cutoff,
 }
@@ -84,6 +89,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             report.mode = "hybrid-no-adapter".into();
             reports.push(report);
         }
+    }
+    if let Some(path) = &args.report {
+        let meta = ReportMeta {
+            index: args.set.index.display().to_string(),
+            queries: args.set.queries.display().to_string(),
+        };
+        write_report(path, &report_html(&reports, &meta))
+            .map_err(|e| Problem::Io.because(format!("{}: {e}", path.display())))?;
     }
     emit(global, &reports, || render::bench(&reports))
 }

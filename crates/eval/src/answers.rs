@@ -114,6 +114,11 @@ impl Tally {
         Ok(())
     }
 
+    /// (answerable, is the original) of each twin pair's two halves.
+    pub(crate) fn twin_pairs(&self) -> &[(f32, bool)] {
+        &self.twins
+    }
+
     /// The figures, over the queries added.
     pub(crate) fn report(&self, engine: &Engine, twins: bool) -> DefaultPath {
         let n = self.queries.max(1) as f64;

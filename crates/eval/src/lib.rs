@@ -1,6 +1,7 @@
 //! Retrieval-quality and latency benchmarks for toolsearch: labelled query sets in, Recall@k,
 //! nDCG@10, MRR, expected calibration error and per-stage latency percentiles out; and token
-//! accounting of discovery against loading every schema up front.
+//! accounting of discovery against loading every schema up front; `bench --report` draws them
+//! on one self-contained HTML page (`report`).
 //!
 //! Key design decision: the harness measures the engine through the same ranking path the
 //! protocol uses ([`toolsearch_query::Engine::rank_tools_timed`]), switching only which indexes
@@ -17,6 +18,7 @@ mod contrastive;
 mod learn;
 mod metrics;
 mod queries;
+mod report;
 mod run;
 mod tokens;
 
@@ -24,7 +26,11 @@ pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};
 pub use audit_labels::labels_from_audit;
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
 pub use learn::{judge_adapter, judged, learn_adapter, LearnError, LearnReport, MIN_LABELS};
-pub use metrics::{auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
+pub use metrics::{
+    auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, reliability, roc_curve, Percentiles,
+    ReliabilityBin,
+};
 pub use queries::{load_queries, EvalError, LabelledQuery};
-pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, StageLatency};
+pub use report::{report_html, write_report, ReportMeta};
+pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, Plots, StageLatency, RECALL_CURVE_K};
 pub use tokens::{token_report, TokenReport};

@@ -48,24 +48,73 @@ pub fn first_relevant_rank(ranked: &[&str], gold: &[Vec<String>]) -> Option<usiz
     ranked.iter().position(|id| gold.iter().any(|g| g.iter().any(|x| x == id))).map(|r| r + 1)
 }
 
+/// One bin of a reliability diagram: the (confidence, relevant) pairs whose confidence falls
+/// in `[lower, upper)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReliabilityBin {
+    /// The bin's lower edge.
+    pub lower: f64,
+    /// The bin's upper edge.
+    pub upper: f64,
+    /// Pairs in it.
+    pub count: usize,
+    /// Their mean confidence.
+    pub confidence: f64,
+    /// The share of them that are relevant.
+    pub accuracy: f64,
+}
+
+/// The reliability diagram of (confidence, relevant) pairs in `bins` equal-width bins (empty
+/// bins included, with a count of 0).
+pub fn reliability(pairs: &[(f32, bool)], bins: usize) -> Vec<ReliabilityBin> {
+    let bins = bins.max(1);
+    let mut out: Vec<ReliabilityBin> = (0..bins)
+        .map(|b| ReliabilityBin {
+            lower: b as f64 / bins as f64,
+            upper: (b + 1) as f64 / bins as f64,
+            count: 0,
+            confidence: 0.0,
+            accuracy: 0.0,
+        })
+        .collect();
+    for &(c, relevant) in pairs {
+        let bin = &mut out[((c.clamp(0.0, 1.0) as f64 * bins as f64) as usize).min(bins - 1)];
+        bin.count += 1;
+        bin.confidence += c as f64;
+        bin.accuracy += f64::from(u8::from(relevant));
+    }
+    for bin in out.iter_mut().filter(|b| b.count > 0) {
+        bin.confidence /= bin.count as f64;
+        bin.accuracy /= bin.count as f64;
+    }
+    out
+}
+
 /// Expected calibration error over (confidence, relevant) pairs, with `bins` equal-width bins.
 pub fn expected_calibration_error(pairs: &[(f32, bool)], bins: usize) -> f64 {
-    if pairs.is_empty() {
-        return 0.0;
+    let n = pairs.len().max(1) as f64;
+    reliability(pairs, bins).iter().map(|b| b.count as f64 / n * (b.accuracy - b.confidence).abs()).sum()
+}
+
+/// The ROC curve of `(score, positive)` pairs: (false-positive rate, true-positive rate) at
+/// each threshold, from (0, 0) to (1, 1), tied scores taken together.
+pub fn roc_curve(pairs: &[(f32, bool)]) -> Vec<(f64, f64)> {
+    let mut sorted = pairs.to_vec();
+    sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let positives = sorted.iter().filter(|p| p.1).count().max(1) as f64;
+    let negatives = sorted.iter().filter(|p| !p.1).count().max(1) as f64;
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let mut curve = vec![(0.0, 0.0)];
+    for (i, &(score, positive)) in sorted.iter().enumerate() {
+        match positive {
+            true => tp += 1.0,
+            false => fp += 1.0,
+        }
+        if sorted.get(i + 1).is_none_or(|next| next.0 != score) {
+            curve.push((fp / negatives, tp / positives));
+        }
     }
-    let mut conf = vec![0.0f64; bins];
-    let mut hits = vec![0.0f64; bins];
-    let mut count = vec![0usize; bins];
-    for &(c, relevant) in pairs {
-        let b = ((c.clamp(0.0, 1.0) as f64 * bins as f64) as usize).min(bins - 1);
-        conf[b] += c as f64;
-        hits[b] += f64::from(u8::from(relevant));
-        count[b] += 1;
-    }
-    (0..bins)
-        .filter(|&b| count[b] > 0)
-        .map(|b| count[b] as f64 / pairs.len() as f64 * ((hits[b] - conf[b]) / count[b] as f64).abs())
-        .sum()
+    curve
 }
 
 /// Area under the ROC curve of `(score, positive)` pairs: the chance that a random positive
@@ -153,6 +202,18 @@ mod tests {
     fn first_relevant_rank_is_one_based() {
         assert_eq!(first_relevant_rank(&["x", "a"], &g(&[&["a"]])), Some(2));
         assert_eq!(first_relevant_rank(&["x"], &g(&[&["a"]])), None);
+    }
+
+    #[test]
+    fn reliability_bins_hold_their_pairs_and_roc_runs_corner_to_corner() {
+        let pairs = [(0.05, false), (0.15, true), (0.95, true), (0.91, false), (1.0, true)];
+        let bins = reliability(&pairs, 10);
+        assert_eq!(bins.len(), 10);
+        assert_eq!(bins.iter().map(|b| b.count).sum::<usize>(), 5);
+        assert_eq!((bins[9].count, (bins[9].accuracy * 3.0).round()), (3, 2.0));
+        assert!((bins[9].confidence - (0.95 + 0.91 + 1.0) / 3.0).abs() < 1e-6);
+        let roc = roc_curve(&[(0.9, true), (0.8, false), (0.8, true), (0.1, false)]);
+        assert_eq!(roc, [(0.0, 0.0), (0.0, 0.5), (0.5, 1.0), (1.0, 1.0)]);
     }
 
     #[test]

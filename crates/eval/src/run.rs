@@ -7,7 +7,10 @@ use toolsearch_index::Reporter;
 use toolsearch_query::{Engine, ErrorCode, Filter, ProtocolError, Retrieval, StageTimes};
 
 use crate::answers::{DefaultPath, Tally};
-use crate::metrics::{dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, Percentiles};
+use crate::metrics::{
+    dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, reliability, roc_curve, Percentiles,
+    ReliabilityBin,
+};
 use crate::queries::LabelledQuery;
 
 /// How to run a benchmark.
@@ -86,6 +89,26 @@ pub struct BenchReport {
     /// the first [`GRAPH_RECALL_QUERIES`] queries (dense and hybrid modes, whatever the
     /// catalogue's size: small catalogues are served by the exact scan anyway).
     pub graph_recall10: Option<f64>,
+    /// What `bench --report` draws beside these figures (not in the JSON).
+    #[serde(skip)]
+    pub plots: Plots,
+}
+
+/// The deepest cut-off of [`Plots::recall_curve`].
+pub const RECALL_CURVE_K: usize = 20;
+
+/// The data behind `bench --report`'s pictures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plots {
+    /// Recall@k for k = 1 to [`RECALL_CURVE_K`] (or the depth, if less).
+    pub recall_curve: Vec<(usize, f64)>,
+    /// The reliability diagram of the top-10 confidences (10 bins), whose ECE is
+    /// [`BenchReport::ece`].
+    pub reliability: Vec<ReliabilityBin>,
+    /// Each query's latency by stage, milliseconds.
+    pub latency_ms: Vec<StageTimes>,
+    /// With twins: the ROC curve of `answerable`, originals against twins.
+    pub twin_roc: Option<Vec<(f64, f64)>>,
 }
 
 /// Queries the graph's recall is measured on.
@@ -116,6 +139,7 @@ pub fn run_bench(
     let bar = &options.progress;
     bar.start("bench queries", queries.len() as u64);
     let mut recall = vec![0.0; options.ks.len()];
+    let mut curve = vec![0.0; RECALL_CURVE_K.min(options.depth)];
     let (mut ndcg, mut mrr) = (0.0, 0.0);
     let mut pairs: Vec<(f32, bool)> = Vec::new();
     let mut times: Vec<StageTimes> = Vec::with_capacity(queries.len());
@@ -129,6 +153,9 @@ pub fn run_bench(
             ranked.iter().take(options.depth).map(|s| catalog.tools[s.ord as usize].id.as_str()).collect();
         for (r, &k) in recall.iter_mut().zip(&options.ks) {
             *r += recall_at(&ids, &q.gold, k);
+        }
+        for (k, r) in curve.iter_mut().enumerate() {
+            *r += recall_at(&ids, &q.gold, k + 1);
         }
         ndcg += dcg_ndcg(&ids, &q.gold, 10);
         mrr += first_relevant_rank(&ids, &q.gold).map_or(0.0, |r| 1.0 / r as f64);
@@ -171,7 +198,7 @@ pub fn run_bench(
         ece: expected_calibration_error(&pairs, 10),
         mean_confidence: pairs.iter().map(|p| p.0 as f64).sum::<f64>() / pairs.len().max(1) as f64,
         precision10: pairs.iter().filter(|p| p.1).count() as f64 / pairs.len().max(1) as f64,
-        default_path: answers.map(|a| a.report(engine, options.twins)),
+        default_path: answers.as_ref().map(|a| a.report(engine, options.twins)),
         latency_ms: StageLatency {
             embed: stage(|t| t.embed),
             dense: stage(|t| t.dense),
@@ -181,7 +208,18 @@ pub fn run_bench(
         },
         cached_p50_us,
         graph_recall10,
+        plots: Plots {
+            recall_curve: curve.into_iter().enumerate().map(|(k, r)| (k + 1, r / n)).collect(),
+            reliability: reliability(&pairs, 10),
+            latency_ms: times.iter().map(|t| scaled(t, 1e3)).collect(),
+            twin_roc: answers.filter(|_| options.twins).map(|a| roc_curve(a.twin_pairs())),
+        },
     })
+}
+
+/// `t` with every stage multiplied by `by`.
+fn scaled(t: &StageTimes, by: f64) -> StageTimes {
+    StageTimes { embed: t.embed * by, dense: t.dense * by, lexical: t.lexical * by, fuse: t.fuse * by, total: t.total * by }
 }
 
 /// Writes, for each query, every hybrid candidate with its evidence and whether it is gold, as
