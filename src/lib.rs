@@ -10,6 +10,13 @@
 //! (`catalog`, `embed`, `index`, `query`, `disclosure`, `exec`, `mcp`) with dependencies pointing one way, and the CLI is a
 //! thin layer over this API.
 //!
+//! ## Where things live
+//!
+//! `src/lib.rs` re-exports the crates; behind the default `cli` feature, `src/cli/` is the
+//! command line: `mod.rs` the verbs and dispatch, one file per verb with its flags and `run`,
+//! `common.rs` shared flag groups and choices, `failure.rs` the error type and `ExitStatus`,
+//! `render.rs` human output, `output.rs` pipe-safe printing.
+//!
 //! ```no_run
 //! use toolsearch::{Engine, Principal, SearchToolsRequest};
 //! let engine = Engine::open(std::path::Path::new("/tmp/sample-index"))?;

@@ -8,6 +8,19 @@
 //! missing ancestor is created, with a summary derived from its name. Every loader returns a
 //! fully normalised [`Catalog`] (summaries derived, ancestors created, ids unique), so the
 //! indexer and the query engine never see a half-valid catalogue.
+//!
+//! ## Where things live
+//!
+//! - the model: `model.rs` (the normalised [`Catalog`]), `details.rs` (what only expanding or
+//!   calling a tool needs), `facade.rs` (typed facade settings), `json.rs` (JSON kept as compact
+//!   text: a parsed tree costs ~9x its text);
+//! - reading: `load.rs` (files, format detection), `manifest.rs` (raw records), `jsonl.rs`,
+//!   `import.rs` (MCP, OpenAI, Anthropic, registry maps), `merge.rs` (several files as one);
+//! - checking: `normalize.rs` (raw records in, a valid catalogue out), `limits.rs`, `fields.rs`,
+//!   `path.rs` (the one path rule), `schema/` (every JSON Schema dialect tools use, and what
+//!   compiles), `glob.rs`;
+//! - reporting: `error.rs` (file, place and field), `warning.rs` (what was tolerated);
+//!   `platform.rs` (what differs between operating systems).
 #![deny(missing_docs)]
 
 mod details;

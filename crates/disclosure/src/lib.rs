@@ -8,6 +8,18 @@
 //! discovery is just more tools, so the model drives all of it through ordinary tool calls.
 //! Entries are kept by identity (tool id, facade name), and the engine is taken from a
 //! [`LiveCatalog`] at each call, so the catalogue may change under a running agent.
+//!
+//! ## Where things live
+//!
+//! - the tool set: `toolset/` (`mod.rs` the set and its config, `dispatch.rs` a call by name,
+//!   `entries.rs` what it shows, `derive.rs` what a catalogue and a config imply, `unfold.rs`
+//!   facades, `discover.rs` the discovery tools, `calls.rs` catalogue tools and availability);
+//! - what it is built from: `facade.rs`, `groups.rs` (availability checks, cached and shared),
+//!   `discovery.rs` (discovery as tools), `names.rs`, `live.rs` (a catalogue that changes under
+//!   running agents);
+//! - what comes out: `definition.rs`, `render.rs` (OpenAI, Anthropic, MCP JSON), `prompt.rs`
+//!   (the system-prompt snippet), `audit.rs` (the trail), `tokens.rs` (token accounting),
+//!   `replay.rs` (a script of calls, as the model would see it), `error.rs`.
 #![deny(missing_docs)]
 
 mod audit;

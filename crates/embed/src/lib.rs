@@ -8,6 +8,14 @@
 //! `models/` beside the executable or above the working directory), loaded dynamically, with
 //! ONNX Runtime telemetry always disabled. fastembed's `embed` needs `&mut self`, so the
 //! embedder keeps a small pool of sessions behind mutexes and is `Send + Sync`.
+//!
+//! ## Where things live
+//!
+//! `onnx.rs` the [`OnnxEmbedder`] (model calls planned by tokens: similar lengths together, at
+//! most 512 padded tokens a call, which bounds a build's memory; `Embedder::release` lets a
+//! one-shot build drop the model once it has embedded everything), `files.rs` finding what
+//! `scripts/setup` installed, `runtime.rs` the one ONNX Runtime environment of a process,
+//! `memory.rs` handing freed memory back, `error.rs`.
 #![deny(missing_docs)]
 
 mod error;

@@ -9,6 +9,14 @@
 //! run, and metrics are pure functions over ranked ids, tested without a model. Beside that
 //! uncut ranking it measures what a caller gets: the page `search_tool_by_category` answers by
 //! default, and its answerability decision on "twins" (queries with their gold tools taken out).
+//!
+//! ## Where things live
+//!
+//! `run.rs` runs a query set and measures it, `answers.rs` the default path and twins,
+//! `metrics.rs` the pure metrics, `queries.rs` the labelled query format, `report/` the HTML
+//! page (`svg.rs` its charts), `tokens.rs` token accounting, `calibrate.rs` the confidence map;
+//! `learn.rs`, `contrastive.rs` and `audit_labels.rs` are `toolsearch learn` (its fits, and
+//! labels from an audit trail).
 #![deny(missing_docs)]
 
 mod answers;

@@ -7,6 +7,11 @@
 //! killed at the deadline (and whatever it left running when it exits), and its output is
 //! capped, so no command can hang, flood or outlive the process that ran it. Serving (MCP)
 //! and the CLI use it; neither knows how processes are run.
+//!
+//! ## Where things live
+//!
+//! `command.rs`: a process group per command, a deadline that kills the group, bounded output;
+//! [`CommandExecutor`] is an engine `Executor`, [`CommandCheck`] an availability check.
 #![deny(missing_docs)]
 
 mod command;

@@ -10,6 +10,29 @@
 //! [`toolsearch_mcp::OfferSource`] that passes resources and prompts through, a
 //! [`toolsearch_mcp::ops::Status`] it reports to), never the other way: the server knows
 //! nothing of upstreams, so a new transport or a new thing to pin lands in this crate alone.
+//!
+//! ## Where things live
+//!
+//! - its config: `config/` (`mod.rs` the settings, `sources.rs` which editor's file it is,
+//!   `servers.rs` one server entry, `env.rs` `${...}` forms, `toolset.rs` the tool set over the
+//!   gateway's defaults, `itself.rs` an entry that starts this gateway), `filter.rs`,
+//!   `lineage.rs` (no chain of gateways);
+//! - its upstreams: `upstream/` (`mod.rs` one server, `supervise.rs` connect, list, ping and
+//!   retry, `connect.rs` reaching a stdio child or an HTTP endpoint, `client.rs` the handler of
+//!   what the server sends, `asks.rs` its questions to the calling client, `lazy.rs`), `child.rs`
+//!   (stdio children: a minimal environment, their own process group, bounded lines),
+//!   `credentials.rs` (headers from commands), `progress.rs` (progress routed by ownership),
+//!   `listing.rs` and `offers.rs` (bounded listings), `fleet.rs` (the set as it changes);
+//! - serving them: `forward.rs` (the [`toolsearch_mcp::ToolRunner`]), `passthrough/` (the
+//!   [`toolsearch_mcp::OfferSource`]: `mod.rs` lists, reads and prompts, `subscriptions.rs`
+//!   subscriptions, log levels and list changes), `logs.rs`, `cut.rs` (results cut to a bound),
+//!   `reasons.rs` (what a client is told of a failure), `secrets.rs` (what the operator's log
+//!   masks);
+//! - trust: `pins.rs` and `pin_diff.rs` (pins, holds and approvals), `scan.rs` (the injection
+//!   scan);
+//! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
+//!   (starting it), `keeper.rs` (following changes and the config file), `learner.rs` (learning
+//!   from its own traffic), `preflight.rs` (`--check`).
 #![deny(missing_docs)]
 
 mod catalogue;

@@ -25,6 +25,23 @@
 //! lists per tool.
 //! [`IndexReader::open`] refuses a wrong format version ("rebuild the index"), a different
 //! embedding model or a corrupted file, naming the file.
+//!
+//! ## Where things live
+//!
+//! - building: `writer/` (`mod.rs` the build, `target.rs` where it may write, `previous.rs` what
+//!   it reuses of the index it replaces, `embedding.rs`), `source.rs` (a catalogue in memory or a
+//!   streamed JSON Lines file), `document.rs` (the indexed text), `atomic.rs` (the swap),
+//!   `progress.rs` (the [`Progress`] trait long jobs report through);
+//! - the graph: `graph.rs` (its flat layout), `graph_walk.rs`, `graph_build.rs` (from scratch or
+//!   updating the previous one), `graph_lists.rs`, `graph_parts.rs` (in parts past 200k tools),
+//!   `graph_repair.rs` (no tool a walk cannot reach), `graph_bench.rs`;
+//! - vectors and records: `vectors.rs` (mapped f16 rows), `dense.rs` (exact scan, top-k),
+//!   `store.rs` (the lean table and on-demand records), `table.rs`, `lean.rs`, `header.rs`,
+//!   `wire.rs`, `room.rs`, `lookups.rs` and `names.rs` (derived as the table decodes);
+//! - BM25: `lexical/` (`schema.rs` the analyser, `writer.rs`, `view.rs` statistics over a
+//!   caller's view, `mod.rs` search);
+//! - the format and its checks: `format.rs`, `blocks.rs`, `calibration.rs`, `adapter.rs` (the
+//!   learned query adapter), `reader.rs` (opening), `verify.rs`, `error.rs`.
 #![deny(missing_docs)]
 
 mod adapter;

@@ -12,6 +12,22 @@
 //! `notifications/tools/list_changed`. The protocol itself is the official Rust SDK's (`rmcp`),
 //! with a conformance filter in front of stdio; requests are handled concurrently, and a tool
 //! set is locked only for its own work, never while a tool runs.
+//!
+//! ## Where things live
+//!
+//! - a client's session: `session/` (`mod.rs` its state and tool set, `handler.rs` the answer to
+//!   each MCP request, `offers.rs` what passes through besides tools, `rounds.rs` and
+//!   `driving.rs` a session-free client's multi-round requests, `record.rs` its trail, log and
+//!   metrics), `session_view.rs` (what outlives a session may hold of it), `notifier.rs`;
+//! - what sessions share: `hub.rs`, `fresh_sets.rs` (session-free starting sets), `checks.rs`
+//!   (availability checks off the message path);
+//! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
+//!   `http_guard.rs` (Origin, Host, token digest, session caps and ownership, message shape),
+//!   `http_access.rs` (tokens and limits), `token_names.rs`;
+//! - the seams the gateway plugs into: `runner.rs` ([`ToolRunner`]), `offer_source.rs`
+//!   ([`OfferSource`]), `ops.rs` (`Operations` and the `Status` seam);
+//! - operations: `ops_http.rs` (`/healthz`, `/readyz`, `/metrics`), `metrics.rs`, `trail.rs`;
+//!   `effects.rs` (calls gated by annotations), `config.rs` (`serve --config`).
 #![deny(missing_docs)]
 
 mod checks;

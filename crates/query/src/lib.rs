@@ -8,6 +8,18 @@
 //! pointer carries a `confidence` from a monotone map of absolute relevance features (cosine
 //! similarity, relative BM25), so a threshold on it can turn weak guesses into a
 //! `NO_MATCH_IN_CATEGORY` answer that names the categories where the query does match.
+//!
+//! ## Where things live
+//!
+//! [`Ranker`] (`ranker.rs`) owns the opened index, the embedder, the path table, the caches
+//! (`cache.rs`) and the calibration, and ranks (`ranking.rs`; `fusion.rs` the blend and the
+//! confidence; `answerable.rs` the query-level decision; `matching.rs` exact and regex matches;
+//! `scope.rs` and `lists.rs` a caller's view of the category graph; `filter.rs` what a request
+//! restricts it to). [`Engine`] (`engine.rs`) is a ranker plus the protocol calls for a
+//! [`Principal`] (`principal.rs`), with `protocol.rs` the request and answer types and
+//! `cursor.rs` the cursors; `hints.rs` and `suggest.rs` build the hints of error answers;
+//! `call.rs` checks and runs `call_tool` through the host's [`Executor`]; `error.rs` the typed
+//! codes and next calls.
 #![deny(missing_docs)]
 
 pub mod answerable;
