@@ -40,13 +40,22 @@ fn bench_report_is_one_self_contained_page_that_a_browser_renders_with_its_four_
     let dir = common::scratch().join("report");
     std::fs::create_dir_all(&dir).unwrap();
     let page = dir.join("bench.html");
-    let out = toolsearch(&["--json", "bench", &index, queries.to_str().unwrap(), "--twins", "--report", page.to_str().unwrap()]);
+    let out = toolsearch(&[
+        "--json",
+        "bench",
+        &index,
+        queries.to_str().unwrap(),
+        "--twins",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let reports: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(reports[0].get("plots").is_none(), "the JSON answer is unchanged: {}", reports[0]);
     let html = std::fs::read_to_string(&page).unwrap();
 
-    for id in ["quality-bars", "recall-curve", "reliability", "latency-embed", "latency-lexical", "latency-fuse", "roc"] {
+    for id in ["quality-bars", "recall-curve", "reliability", "latency-embed", "latency-lexical", "latency-fuse", "roc"]
+    {
         assert!(html.contains(&format!("<svg id=\"{id}\"")), "no {id} picture");
     }
     // Its numbers are the answer's: ECE and the twins' AUROC by mode.
@@ -61,23 +70,39 @@ fn bench_report_is_one_self_contained_page_that_a_browser_renders_with_its_four_
     for banned in ["<script", "src=", "href=", "url(", "@import", "<link"] {
         assert!(!html.contains(banned), "{banned} in the page");
     }
-    assert_eq!(html.matches("http").count(), html.matches("http://www.w3.org/2000/svg").count(), "only the SVG namespace");
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count(),
+        "only the SVG namespace"
+    );
 
     // A browser renders it: the pictures are in its DOM, and the screenshot is no blank page.
     let dom = String::from_utf8(chromium(&page, &["--dump-dom"]).stdout).unwrap();
     assert_eq!(dom.matches("<svg").count(), html.matches("<svg").count(), "every picture parsed");
-    assert!(dom.matches("<polyline").count() >= 3 + 2 + 1 && dom.matches("class=\"bar\"").count() >= 12, "lines and bars");
+    assert!(
+        dom.matches("<polyline").count() >= 3 + 2 + 1 && dom.matches("class=\"bar\"").count() >= 12,
+        "lines and bars"
+    );
     let shot = dir.join("bench.png");
     chromium(&page, &["--window-size=1200,2400", &format!("--screenshot={}", shot.display())]);
     let png = std::fs::read(&shot).unwrap();
     assert_eq!(&png[1..4], b"PNG");
-    let (w, h) = (u32::from_be_bytes(png[16..20].try_into().unwrap()), u32::from_be_bytes(png[20..24].try_into().unwrap()));
+    let (w, h) =
+        (u32::from_be_bytes(png[16..20].try_into().unwrap()), u32::from_be_bytes(png[20..24].try_into().unwrap()));
     assert_eq!((w, h), (1200, 2400));
     assert!(png.len() > 60_000, "a page of pictures, not a blank one: {} bytes", png.len());
 
     // Without --twins, no ROC; one mode, one series.
     let plain = dir.join("plain.html");
-    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "bm25", "--report", plain.to_str().unwrap()]);
+    let out = toolsearch(&[
+        "bench",
+        &index,
+        queries.to_str().unwrap(),
+        "--mode",
+        "bm25",
+        "--report",
+        plain.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     let html = std::fs::read_to_string(&plain).unwrap();
     assert!(!html.contains("<svg id=\"roc\"") && html.contains("bm25 (ECE "), "{html}");
@@ -88,7 +113,15 @@ fn a_report_that_cannot_be_written_is_an_error_naming_it_and_leaves_nothing() {
     let index = sample_index();
     let queries = common::repo().join("tests/data/sample-queries.jsonl");
     let missing = common::scratch().join("no-such-dir/bench.html");
-    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "bm25", "--report", missing.to_str().unwrap()]);
+    let out = toolsearch(&[
+        "bench",
+        &index,
+        queries.to_str().unwrap(),
+        "--mode",
+        "bm25",
+        "--report",
+        missing.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("no-such-dir/bench.html"), "{err}");
     assert!(!missing.parent().unwrap().exists());

@@ -91,10 +91,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         }
     }
     if let Some(path) = &args.report {
-        let meta = ReportMeta {
-            index: args.set.index.display().to_string(),
-            queries: args.set.queries.display().to_string(),
-        };
+        let meta =
+            ReportMeta { index: args.set.index.display().to_string(), queries: args.set.queries.display().to_string() };
         write_report(path, &report_html(&reports, &meta))
             .map_err(|e| Problem::Io.because(format!("{}: {e}", path.display())))?;
     }

@@ -219,7 +219,13 @@ pub fn run_bench(
 
 /// `t` with every stage multiplied by `by`.
 fn scaled(t: &StageTimes, by: f64) -> StageTimes {
-    StageTimes { embed: t.embed * by, dense: t.dense * by, lexical: t.lexical * by, fuse: t.fuse * by, total: t.total * by }
+    StageTimes {
+        embed: t.embed * by,
+        dense: t.dense * by,
+        lexical: t.lexical * by,
+        fuse: t.fuse * by,
+        total: t.total * by,
+    }
 }
 
 /// Writes, for each query, every hybrid candidate with its evidence and whether it is gold, as

@@ -106,7 +106,9 @@ fn summary_table(reports: &[BenchReport]) -> String {
     for k in &ks {
         let _ = write!(t, "<th>Recall@{k}</th>");
     }
-    t.push_str("<th>MRR</th><th>ECE</th><th>p50 ms</th><th>p99 ms</th><th>default path nDCG@10</th><th>twin AUROC</th></tr>");
+    t.push_str(
+        "<th>MRR</th><th>ECE</th><th>p50 ms</th><th>p99 ms</th><th>default path nDCG@10</th><th>twin AUROC</th></tr>",
+    );
     for r in reports {
         let _ = write!(t, "<tr><td>{}</td><td>{}</td><td>{:.3}</td>", esc(&r.mode), r.queries, r.ndcg10);
         for (_, v) in &r.recall {
@@ -132,7 +134,14 @@ fn quality_bars(reports: &[BenchReport]) -> String {
     let metrics: Vec<String> = std::iter::once("nDCG@10".to_owned())
         .chain(reports.first().into_iter().flat_map(|r| r.recall.iter().map(|(k, _)| format!("Recall@{k}"))))
         .collect();
-    let mut c = Chart::new("quality-bars", "nDCG@10 and Recall@k", (520.0, 300.0), (0.0, metrics.len() as f64), (0.0, 1.0), ("", "score"));
+    let mut c = Chart::new(
+        "quality-bars",
+        "nDCG@10 and Recall@k",
+        (520.0, 300.0),
+        (0.0, metrics.len() as f64),
+        (0.0, 1.0),
+        ("", "score"),
+    );
     c.no_x_ticks();
     let width = 0.8 / reports.len().max(1) as f64;
     for (m, r) in reports.iter().enumerate() {
@@ -151,7 +160,10 @@ fn quality_bars(reports: &[BenchReport]) -> String {
         .enumerate()
         .map(|(i, m)| {
             let x = 56.0 + (i as f64 + 0.5) / metrics.len() as f64 * (520.0 - 72.0);
-            format!("<text x=\"{x:.1}\" y=\"283\" font-size=\"11\" text-anchor=\"middle\" fill=\"#333\">{}</text>", esc(m))
+            format!(
+                "<text x=\"{x:.1}\" y=\"283\" font-size=\"11\" text-anchor=\"middle\" fill=\"#333\">{}</text>",
+                esc(m)
+            )
         })
         .collect();
     svg.insert_str(svg.len() - "</svg>".len(), &labels);
@@ -171,7 +183,14 @@ fn recall_curve(reports: &[BenchReport]) -> String {
 }
 
 fn reliability(reports: &[BenchReport]) -> String {
-    let mut c = Chart::new("reliability", "Reliability of the confidence", (520.0, 340.0), (0.0, 1.0), (0.0, 1.0), ("confidence", "share relevant"));
+    let mut c = Chart::new(
+        "reliability",
+        "Reliability of the confidence",
+        (520.0, 340.0),
+        (0.0, 1.0),
+        (0.0, 1.0),
+        ("confidence", "share relevant"),
+    );
     c.line(&[(0.0, 0.0), (1.0, 1.0)], "#999999", true, false);
     for (m, r) in reports.iter().enumerate() {
         let colour = PALETTE[m % PALETTE.len()];
@@ -207,7 +226,14 @@ fn latency(id: &str, name: &str, values: &[f64]) -> String {
 }
 
 fn roc(reports: &[&BenchReport]) -> String {
-    let mut c = Chart::new("roc", "Answerability ROC", (420.0, 340.0), (0.0, 1.0), (0.0, 1.0), ("false-positive rate", "true-positive rate"));
+    let mut c = Chart::new(
+        "roc",
+        "Answerability ROC",
+        (420.0, 340.0),
+        (0.0, 1.0),
+        (0.0, 1.0),
+        ("false-positive rate", "true-positive rate"),
+    );
     c.line(&[(0.0, 0.0), (1.0, 1.0)], "#999999", true, false);
     for (m, r) in reports.iter().enumerate() {
         let colour = PALETTE[m % PALETTE.len()];

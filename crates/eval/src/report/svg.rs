@@ -59,7 +59,14 @@ const MARGIN: (f64, f64, f64, f64) = (56.0, 16.0, 48.0, 44.0);
 impl Chart {
     /// A chart `id` titled `title`, `width` x `height` pixels, over `x` and `y` (each
     /// (low, high); a flat range is widened), its axes labelled `labels`.
-    pub(crate) fn new(id: &str, title: &str, size: (f64, f64), x: (f64, f64), y: (f64, f64), labels: (&str, &str)) -> Chart {
+    pub(crate) fn new(
+        id: &str,
+        title: &str,
+        size: (f64, f64),
+        x: (f64, f64),
+        y: (f64, f64),
+        labels: (&str, &str),
+    ) -> Chart {
         let widen = |(lo, hi): (f64, f64)| if hi > lo { (lo, hi) } else { (lo, lo + 1.0) };
         Chart {
             id: id.into(),
@@ -106,7 +113,12 @@ impl Chart {
         );
         if dots {
             for &(x, y) in points {
-                let _ = write!(self.body, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>", self.px(x), self.py(y));
+                let _ = write!(
+                    self.body,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
+                    self.px(x),
+                    self.py(y)
+                );
             }
         }
     }
@@ -153,7 +165,12 @@ impl Chart {
             esc(&self.id),
             esc(&self.title)
         );
-        let _ = write!(s, "<text x=\"{:.1}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>", MARGIN.0, esc(&self.title));
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
+            MARGIN.0,
+            esc(&self.title)
+        );
         let (left, right, top, bottom) = (MARGIN.0, w - MARGIN.1, MARGIN.2, h - MARGIN.3);
         for i in 0..=4 {
             let f = i as f64 / 4.0;
@@ -224,6 +241,9 @@ mod tests {
         assert!(svg.contains("a &lt;b&gt; &amp; &quot;c&quot;") && !svg.contains("<b>"));
         assert_eq!(svg.matches("<polyline").count(), 1);
         assert_eq!(svg.matches("<rect class=\"bar\"").count(), 1);
-        assert_eq!((num(0.25), num(12.5), num(1500.0), num(0.0)), ("0.25".into(), "12.5".into(), "1500".into(), "0".into()));
+        assert_eq!(
+            (num(0.25), num(12.5), num(1500.0), num(0.0)),
+            ("0.25".into(), "12.5".into(), "1500".into(), "0".into())
+        );
     }
 }
