@@ -79,10 +79,7 @@ fn bench_report_is_one_self_contained_page_that_a_browser_renders_with_its_four_
     // A browser renders it: the pictures are in its DOM, and the screenshot is no blank page.
     let dom = String::from_utf8(chromium(&page, &["--dump-dom"]).stdout).unwrap();
     assert_eq!(dom.matches("<svg").count(), html.matches("<svg").count(), "every picture parsed");
-    assert!(
-        dom.matches("<polyline").count() >= 3 + 2 + 1 && dom.matches("class=\"bar\"").count() >= 12,
-        "lines and bars"
-    );
+    assert!(dom.matches("<polyline").count() >= 6 && dom.matches("class=\"bar\"").count() >= 12, "lines and bars");
     let shot = dir.join("bench.png");
     chromium(&page, &["--window-size=1200,2400", &format!("--screenshot={}", shot.display())]);
     let png = std::fs::read(&shot).unwrap();

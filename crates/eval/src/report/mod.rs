@@ -26,8 +26,11 @@ pub struct ReportMeta {
 /// Histogram bins of a latency picture.
 const LATENCY_BINS: usize = 30;
 
-/// The stages drawn, with how to read each from a query's times.
-const STAGES: [(&str, &str, fn(&StageTimes) -> f64); 5] = [
+/// A stage drawn: its id, its name, and how to read it from a query's times.
+type Stage = (&'static str, &'static str, fn(&StageTimes) -> f64);
+
+/// The stages drawn.
+const STAGES: [Stage; 5] = [
     ("embed", "query embedding", |t| t.embed),
     ("dense", "dense search", |t| t.dense),
     ("lexical", "lexical (BM25) search", |t| t.lexical),
@@ -44,9 +47,9 @@ pub fn report_html(reports: &[BenchReport], meta: &ReportMeta) -> String {
          th:first-child,td:first-child{text-align:left}figure{display:inline-block;margin:8px 16px 16px 0}\
          figcaption{font-size:13px;color:#555;max-width:520px}</style></head><body>\n",
     );
-    let _ = write!(
+    let _ = writeln!(
         page,
-        "<h1>toolsearch bench</h1><p>Index <code>{}</code>, queries <code>{}</code>, toolsearch {}.</p>\n",
+        "<h1>toolsearch bench</h1><p>Index <code>{}</code>, queries <code>{}</code>, toolsearch {}.</p>",
         esc(&meta.index),
         esc(&meta.queries),
         env!("CARGO_PKG_VERSION")
