@@ -12,7 +12,7 @@ use crate::error::{Call, ErrorCode, ProtocolError};
 use crate::protocol::SearchNodesRequest;
 use crate::ranking::Ranked;
 use crate::scope::Filter;
-use crate::suggest::closest;
+use crate::suggest::{closest, quoted, MAX_SUGGESTED};
 
 /// The confidence a category (through its best tool) or a listed entry needs to count as
 /// matching a query: in `list`'s query filter and in the hints of `NO_MATCH_IN_CATEGORY`.
@@ -170,18 +170,20 @@ pub(crate) fn tool_not_found(engine: &Engine, id: &str, scopes: &Option<Vec<Stri
     let ids = engine.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
     let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
     let view = engine.tool_view(scopes);
-    if let Ok(hits) = engine.index().lexical(id, DocKind::Tool, None, allowed.as_ref(), &view, 3) {
-        for h in hits {
-            let tid = &engine.catalog().tools[h.ord as usize].id;
-            if similar.len() < 5 && !similar.contains(tid) {
-                similar.push(tid.clone());
-            }
+    let lexical = (id.len() <= MAX_SUGGESTED)
+        .then(|| engine.index().lexical(id, DocKind::Tool, None, allowed.as_ref(), &view, 3).ok())
+        .flatten();
+    for h in lexical.unwrap_or_default() {
+        let tid = &engine.catalog().tools[h.ord as usize].id;
+        if similar.len() < 5 && !similar.contains(tid) {
+            similar.push(tid.clone());
         }
     }
-    let mut err = ProtocolError::new(ErrorCode::ToolNotFound, format!("no tool has id {id:?}"));
+    let mut err = ProtocolError::new(ErrorCode::ToolNotFound, format!("no tool has id {}", quoted(id)));
     err.hints = similar.iter().map(|s| format!("did you mean {s:?}?")).collect();
     match similar.first() {
         Some(best) => err.with_next(Call::ExpandTool, json!({ "tool_id": best })),
-        None => err.with_next(Call::SearchToolByCategory, json!({ "query": id })),
+        None if id.len() <= MAX_SUGGESTED => err.with_next(Call::SearchToolByCategory, json!({ "query": id })),
+        None => err,
     }
 }

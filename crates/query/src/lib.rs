@@ -51,3 +51,4 @@ pub use protocol::*;
 pub use ranker::{EngineError, EngineOptions, Ranker};
 pub use ranking::{Ranked, Retrieval, StageTimes};
 pub use scope::Filter;
+pub use suggest::{quoted, MAX_SUGGESTED};

@@ -29,8 +29,26 @@ pub(crate) fn similarity(a: &str, b: &str) -> f32 {
     }
 }
 
-/// The `n` candidates most similar to `target` with similarity at least `min`, best first.
+/// The longest text suggestions are computed for, in bytes: past it nothing a catalogue holds
+/// is near it (ids are at most 512 bytes), and the cost (edit distance is linear in its
+/// length, for every candidate) is bounded whatever a caller sends.
+pub const MAX_SUGGESTED: usize = 512;
+
+/// `text` as an error message quotes it: whole when short, else its first 120 characters
+/// and its length, so a huge mistyped id does not make a huge answer.
+pub fn quoted(text: &str) -> String {
+    match text.chars().nth(120) {
+        None => format!("{text:?}"),
+        Some(_) => format!("{:?}... ({} bytes)", text.chars().take(120).collect::<String>(), text.len()),
+    }
+}
+
+/// The `n` candidates most similar to `target` with similarity at least `min`, best first;
+/// none for a target longer than [`MAX_SUGGESTED`].
 pub(crate) fn closest<'a>(target: &str, candidates: impl Iterator<Item = &'a str>, n: usize, min: f32) -> Vec<&'a str> {
+    if target.len() > MAX_SUGGESTED {
+        return Vec::new();
+    }
     let mut scored: Vec<(f32, &str)> =
         candidates.map(|c| (similarity(target, c), c)).filter(|(s, _)| *s >= min).collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
@@ -47,6 +65,17 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("Data", "data"), 0);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn a_huge_target_gets_no_suggestion_and_is_quoted_short() {
+        let huge = "x".repeat(3 << 20);
+        let started = std::time::Instant::now();
+        assert!(closest(&huge, ["x", "xx"].into_iter(), 3, 0.0).is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_millis(50));
+        let q = quoted(&huge);
+        assert!(q.len() < 160 && q.ends_with(&format!("({} bytes)", 3 << 20)), "{q}");
+        assert_eq!(quoted("git.stauts"), "\"git.stauts\"");
     }
 
     #[test]

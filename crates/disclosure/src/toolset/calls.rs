@@ -87,6 +87,9 @@ impl ToolSet {
     }
 
     pub(super) fn call_tool(&mut self, engine: &Engine, id: &str, arguments: &Value, via: &str) -> Reply {
+        // The id as the catalogue has it: a padded one is found as the engine finds it, and
+        // the host that runs the call looks it up as given here.
+        let id = id.trim();
         if let Some(message) = self.unavailable(engine, id) {
             return self.unavailable_call(id, via, arguments, message);
         }

@@ -3,6 +3,17 @@
 //! the refusal, with the closest tools and the way back, when the name is nothing visible.
 
 use super::*;
+use toolsearch_query::{quoted, MAX_SUGGESTED};
+
+/// `name` as the audit trail keeps a refused one: at most [`MAX_SUGGESTED`] bytes, so a huge
+/// name sent to it does not make a huge trail line.
+fn bounded(name: &str) -> String {
+    let mut end = name.len().min(MAX_SUGGESTED);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
 
 impl ToolSet {
     pub(super) fn dispatch(&mut self, engine: &Engine, name: &str, input: &Value) -> Reply {
@@ -38,8 +49,8 @@ impl ToolSet {
                 [id] => return self.call_tool(engine, id, input, name),
                 [] => {}
                 several => {
-                    let reason = format!("{name:?} names several tools: {}", several.join(", "));
-                    self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
+                    let reason = format!("{} names several tools: {}", quoted(name), several.join(", "));
+                    self.audit.push(AuditEvent::Rejected { name: bounded(name), reason: reason.clone() });
                     let hint = "call call_tool with one of these as tool_id".to_owned();
                     return Err(refusal(ErrorCode::UnknownTool, &reason, vec![hint]).into());
                 }
@@ -53,9 +64,9 @@ impl ToolSet {
                 self.not_visible_hint(name)
             }
             Some(_) => self.not_visible_hint(name),
-            None => format!("there is no tool called {name:?}"),
+            None => format!("there is no tool called {}", quoted(name)),
         };
-        self.audit.push(AuditEvent::Rejected { name: name.to_owned(), reason: reason.clone() });
+        self.audit.push(AuditEvent::Rejected { name: bounded(name), reason: reason.clone() });
         let mut hints = self.closest_hint(engine, name);
         hints.extend(self.recovery_hints());
         Err(refusal(ErrorCode::UnknownTool, &reason, hints).into())
@@ -66,7 +77,7 @@ impl ToolSet {
     /// that is not there. Drawn from those tools only, as any search is: the hint depends on
     /// the name asked, never on a hidden tool.
     fn closest_hint(&self, engine: &Engine, name: &str) -> Vec<String> {
-        if !self.derived.discovery.contains(&DiscoveryTool::Call) {
+        if !self.derived.discovery.contains(&DiscoveryTool::Call) || name.len() > MAX_SUGGESTED {
             return Vec::new();
         }
         let query: String = name.chars().map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c }).collect();
@@ -88,8 +99,8 @@ impl ToolSet {
 
     fn not_visible_hint(&self, name: &str) -> String {
         match self.unfolds.iter().find(|u| u.exclusive) {
-            Some(u) => format!("{name:?} is not available while {} is unfolded", u.facade),
-            None => format!("{name:?} is not one of the tools available now"),
+            Some(u) => format!("{} is not available while {} is unfolded", quoted(name), u.facade),
+            None => format!("{} is not one of the tools available now", quoted(name)),
         }
     }
 

@@ -1,0 +1,71 @@
+//! Bounded work per request (issue #60, T3): a client that sends huge unknown ids to
+//! `expand_tool`, `call_tool` or as a tool's name gets its refusal at once, short, with no
+//! suggestions computed over the whole id, so no such request holds the serving thread.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::gateway::{http_post, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+const MODERN: &str = "2026-07-28";
+
+fn message(body: &str) -> Value {
+    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
+    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {}", &body[..body.len().min(500)]))
+}
+
+/// A session-free `tools/call` of `name` with `arguments`: the answer and how long it took.
+fn call(addr: &str, name: &str, arguments: Value) -> (Value, Duration) {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments, "_meta": meta}});
+    let started = Instant::now();
+    let (status, text) = http_post(
+        addr,
+        &body.to_string(),
+        &[("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", name)],
+    );
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{}", &text[..text.len().min(500)]);
+    (message(&text), took)
+}
+
+#[test]
+fn huge_unknown_ids_are_refused_at_once_with_a_short_answer() {
+    let dir = common::scratch().join("gateway-bounds");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}}}),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let huge = "everything.ech".repeat(150_000); // 2.1 MB
+                                                 // A name travels in a header too (`Mcp-Name`), which HTTP bounds: 28 KB.
+    let long_name = "everything__ech".repeat(2_000);
+    let cases = [
+        ("expand_tool", json!({"tool_id": huge})),
+        ("call_tool", json!({"tool_id": huge, "arguments": {}})),
+        (long_name.as_str(), json!({})),
+    ];
+    for (name, arguments) in cases {
+        let what = &name[..name.len().min(20)];
+        let (answer, took) = call(&gateway.addr, name, arguments);
+        let text = answer.to_string();
+        assert!(took < Duration::from_millis(600), "{what}: {took:?}");
+        assert!(text.len() < 4096, "{what}: a {} byte answer", text.len());
+        assert!(answer["result"]["isError"] == json!(true), "{what}: {text}");
+        assert!(text.contains("bytes)"), "{what}: the id is quoted short: {text}");
+    }
+    // A short mistyped id still gets its suggestion.
+    let (answer, _) = call(&gateway.addr, "expand_tool", json!({"tool_id": "everything.ehco"}));
+    assert!(answer.to_string().contains("everything.echo"), "{answer}");
+    // And a padded id runs the tool it names.
+    let (answer, _) =
+        call(&gateway.addr, "call_tool", json!({"tool_id": " everything.echo ", "arguments": {"message": "hi"}}));
+    assert!(answer["result"]["isError"] != json!(true) && answer.to_string().contains("hi"), "{answer}");
+}
