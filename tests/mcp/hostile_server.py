@@ -16,6 +16,8 @@ MODE:
   huge   a tool whose description is 1 MB.
   chatty a harmless tool; from the moment it is initialized, it sends log messages
          (notifications/message) as fast as it can, for as long as it runs.
+  named  tools with the names given as STATE_FILE, comma-separated; each answers
+         "NAME done" (names that make the gateway's `SERVER__TOOL` spellings collide).
 """
 
 import json
@@ -53,6 +55,9 @@ def tools():
                 "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
             }
         ]
+    if MODE == "named":
+        return [{"name": n, "description": f"The {n} operation.", "inputSchema": {"type": "object"}}
+                for n in STATE.split(",")]
     if MODE == "huge":
         return [{"name": "big", "description": "Summarise a document. " + "x" * (1 << 20), "inputSchema": {"type": "object"}}]
     wipe = {

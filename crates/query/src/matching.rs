@@ -27,25 +27,41 @@ fn selected(query: &str) -> Vec<&str> {
     }
 }
 
-/// The spellings a client may use for the tool `SERVER.TOOL` (or `TOOL`), most literal first:
-/// the name as given, then `SERVER__TOOL` and `mcp__SERVER__TOOL` (Claude Code's) read as
-/// `SERVER.TOOL`, then what follows the `mcp__CLIENT_SIDE_NAME__` prefix as given. Any case.
-fn spellings(name: &str) -> Vec<String> {
-    let mut out = vec![name.to_owned()];
+/// The spellings a client may use for the tool `SERVER.TOOL` (or `TOOL`), in tiers, most
+/// literal first: the name as given; then `SERVER__TOOL` and `mcp__SERVER__TOOL` (Claude
+/// Code's) read as `SERVER.TOOL`, split at *every* `__` (a server or tool name may hold one,
+/// and each reading is asked, so one that names two tools is seen to); then what follows the
+/// first `SERVER__` (or `mcp__SERVER__`) as a tool's own name. Any case. The first tier that
+/// names a tool the caller may see decides, and all it names count: several is ambiguous.
+fn spellings(name: &str) -> Vec<Vec<String>> {
+    let mut tiers = vec![vec![name.to_owned()]];
     let parts: Vec<&str> = name.split("__").collect();
     let rest = match parts.as_slice() {
-        [mcp, server, tool @ ..] if mcp.eq_ignore_ascii_case("mcp") && !tool.is_empty() => {
-            out.push(format!("{server}.{}", tool.join("__")));
-            Some(tool.join("__"))
-        }
-        [server, tool @ ..] if !tool.is_empty() => {
-            out.push(format!("{server}.{}", tool.join("__")));
-            Some(tool.join("__"))
-        }
-        _ => None,
+        [mcp, rest @ ..] if mcp.eq_ignore_ascii_case("mcp") && rest.len() >= 2 => rest,
+        [_, _, ..] => parts.as_slice(),
+        _ => return tiers,
     };
-    out.extend(rest);
-    out
+    tiers.push((1..rest.len()).map(|i| format!("{}.{}", rest[..i].join("__"), rest[i..].join("__"))).collect());
+    tiers.push(vec![rest[1..].join("__")]);
+    tiers
+}
+
+/// The tools of the first tier of [`spellings`] of `name` that names any for which `may` holds.
+fn named_by(index: &toolsearch_index::IndexReader, name: &str, may: impl Fn(u32) -> bool) -> Vec<u32> {
+    for tier in spellings(name.trim()) {
+        let mut found: Vec<u32> = Vec::new();
+        for spelling in &tier {
+            for ord in index.tools_named(spelling) {
+                if may(ord) && !found.contains(&ord) {
+                    found.push(ord);
+                }
+            }
+        }
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
 }
 
 /// Whether `ord` is in `allowed` (sorted; `None` = every tool).
@@ -57,20 +73,17 @@ impl Ranker {
     /// `ranked` with the allowed tools whose id or name equals `query` moved to the front, at
     /// [`EXACT_CONFIDENCE`] or more.
     pub(crate) fn promote_exact(&self, query: &str, filter: &Filter, mut ranked: Vec<Scored>) -> Vec<Scored> {
-        let mut exact: Vec<u32> = Vec::new();
+        // Only what the caller may see is looked for: a hidden tool of the same name changes
+        // nothing of the answer.
+        let allowed = self.paths().allowed(filter);
+        let mut hits: Vec<u32> = Vec::new();
         for name in selected(query) {
-            let found = spellings(name).iter().map(|s| self.index().tools_named(s)).find(|f| !f.is_empty());
-            for ord in found.unwrap_or_default() {
-                if !exact.contains(&ord) {
-                    exact.push(ord);
+            for ord in named_by(self.index(), name, |o| permitted(allowed.as_deref(), o)) {
+                if !hits.contains(&ord) {
+                    hits.push(ord);
                 }
             }
         }
-        if exact.is_empty() {
-            return ranked;
-        }
-        let allowed = self.paths().allowed(filter);
-        let hits: Vec<u32> = exact.iter().copied().filter(|&o| permitted(allowed.as_deref(), o)).collect();
         if hits.is_empty() {
             return ranked;
         }
@@ -85,13 +98,14 @@ impl Ranker {
         front
     }
 
-    /// The tools a client means by `name`: those whose id or name it is in any case, else the
-    /// first spelling clients use (`SERVER__TOOL`, `mcp__SERVER__TOOL`, `mcp__NAME__TOOL`)
-    /// that names any, as search reads a query that is a name. Every tool, whatever the
-    /// caller's scopes: the caller filters.
-    pub fn tools_called(&self, name: &str) -> Vec<&Tool> {
-        let found = spellings(name.trim()).iter().map(|s| self.index().tools_named(s)).find(|f| !f.is_empty());
-        found.unwrap_or_default().into_iter().map(|o| &self.catalog().tools[o as usize]).collect()
+    /// The tools a client means by `name` among those `may` allows: those whose id or name it
+    /// is in any case, else the first reading clients use (`SERVER__TOOL`, `mcp__SERVER__TOOL`,
+    /// `mcp__NAME__TOOL`, split at every `__`) that names any, as search reads a query that is
+    /// a name. Several is an ambiguous name. Tools `may` refuses are never looked at, so a
+    /// hidden tool answers exactly as a missing one.
+    pub fn tools_called(&self, name: &str, may: impl Fn(&Tool) -> bool) -> Vec<&Tool> {
+        let tools = &self.catalog().tools;
+        named_by(self.index(), name, |o| may(&tools[o as usize])).into_iter().map(|o| &tools[o as usize]).collect()
     }
 
     /// The allowed tools whose id or name `pattern` matches (case-insensitive unless the
@@ -145,14 +159,20 @@ mod tests {
 
     #[test]
     fn clients_spellings_of_a_tool_name_are_read_as_its_id() {
-        assert_eq!(spellings("memory.read_graph"), ["memory.read_graph"]);
-        assert_eq!(spellings("memory__read_graph"), ["memory__read_graph", "memory.read_graph", "read_graph"]);
+        let tiers = |name: &str| -> Vec<Vec<String>> { spellings(name) };
+        assert_eq!(tiers("memory.read_graph"), [vec!["memory.read_graph"]]);
         assert_eq!(
-            spellings("mcp__memory__read_graph"),
-            ["mcp__memory__read_graph", "memory.read_graph", "read_graph"]
+            tiers("memory__read_graph"),
+            [vec!["memory__read_graph"], vec!["memory.read_graph"], vec!["read_graph"]]
+        );
+        assert_eq!(
+            tiers("mcp__memory__read_graph"),
+            [vec!["mcp__memory__read_graph"], vec!["memory.read_graph"], vec!["read_graph"]]
         );
         // Claude Code's prefix around a gateway's own ids.
-        assert_eq!(spellings("mcp__toolsearch__memory.read_graph")[2], "memory.read_graph");
+        assert_eq!(tiers("mcp__toolsearch__memory.read_graph")[2], ["memory.read_graph"]);
+        // A server or tool name holding `__`: every reading is asked, together.
+        assert_eq!(tiers("amb__hid__secret_op")[1], ["amb.hid__secret_op", "amb__hid.secret_op"]);
         assert_eq!(selected(" SELECT: a.b , c "), ["a.b", "c"]);
         assert_eq!(selected("read the graph"), ["read the graph"]);
     }

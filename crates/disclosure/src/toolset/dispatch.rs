@@ -44,7 +44,7 @@ impl ToolSet {
         if offers_call && !self.unfolds.iter().any(|u| u.exclusive) {
             let who = &self.config.principal;
             let meant: Vec<String> =
-                engine.tools_called(name).into_iter().filter(|t| who.may_use(t)).map(|t| t.id.clone()).collect();
+                engine.tools_called(name, |t| who.may_use(t)).into_iter().map(|t| t.id.clone()).collect();
             match meant.as_slice() {
                 [id] => return self.call_tool(engine, id, input, name),
                 [] => {}

@@ -217,6 +217,14 @@ impl GatewayConfig {
         if servers.is_empty() {
             return Err(bad(format!("{}: no server to put the gateway in front of", sections.at)));
         }
+        for name in servers.keys().filter(|n| n.contains("__")) {
+            notes.push(format!(
+                "{}.{name}: a server name with `__` makes `SERVER__TOOL` names ambiguous (`{name}__TOOL` may also \
+                 read as another server's tool); a call by such a name that reads two ways is refused, naming \
+                 both ids, and call_tool with the id always works",
+                sections.at
+            ));
+        }
         let mut tokens = BTreeMap::new();
         for (token, mut grant) in std::mem::take(&mut settings.tokens) {
             let token = expand_env(&token).map_err(|e| bad(format!("toolsearch.tokens: {e}")))?;
