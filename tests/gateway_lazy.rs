@@ -54,6 +54,12 @@ fn a_lazy_server_starts_on_its_first_call_and_stops_when_idle() {
         // No listing kept yet: started once to list, kept, then stopped for want of use.
         let gateway = HttpGateway::start(&config, &state, &[]);
         assert!(state.join("listings/notes.json").exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(state.join("listings")).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "listings/ is private as the state dir is (#60 T14)");
+        }
         assert!(settles(&marker, 0, Duration::from_secs(20)), "stopped when idle: {}", running(&marker));
         // A lazy server that cannot start is down, as any server is.
         let down = gateway.wait_for_status("broken", Duration::from_secs(10));

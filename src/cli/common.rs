@@ -21,7 +21,8 @@ pub(crate) struct Global {
     /// Directory with the model files (default: found automatically; see models/README.md).
     #[arg(long, global = true, value_name = "DIR")]
     pub models: Option<PathBuf>,
-    /// Print exactly the protocol JSON (errors too) instead of text.
+    /// Print JSON instead of text: the protocol's answers (errors too) exactly; `gateway`
+    /// writes its status as JSON lines on stderr.
     #[arg(long, global = true)]
     pub json: bool,
 }

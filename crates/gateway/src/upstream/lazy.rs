@@ -76,7 +76,9 @@ impl Lazy {
     /// Keeps `listing` for `name` (a failure to write only costs the next start its speed).
     pub(super) fn keep(&self, name: &str, listing: &Listing) {
         let dir = self.settings.state.join("listings");
-        if std::fs::create_dir_all(&dir).is_err() {
+        // Private, as the rest of the state directory: a listing names the server's tools.
+        if std::fs::create_dir_all(&dir).and_then(|()| toolsearch_catalog::platform::make_private(&dir, true)).is_err()
+        {
             return;
         }
         let kept = Kept { digest: self.digest.clone(), listing: listing.clone() };
