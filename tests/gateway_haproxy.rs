@@ -20,9 +20,10 @@ fn docs_backend() -> String {
     block.to_owned()
 }
 
-/// HAProxy's view of each server of `backend`: (name, status, last check).
+/// HAProxy's view of each server of `backend`: (name, status, last check); nothing while its
+/// stats socket is not there yet (HAProxy may open it after the frontend's port).
 fn servers(socket: &std::path::Path) -> Vec<(String, String, String)> {
-    let mut s = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else { return Vec::new() };
     s.write_all(b"show stat\n").unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();

@@ -18,6 +18,13 @@ fn toolsearch(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().unwrap()
 }
 
+/// `bench` of the sample queries in BM25 mode alone, its report written to `page`.
+fn bm25_report(page: &Path) -> Output {
+    let queries = common::repo().join("tests/data/sample-queries.jsonl");
+    let (index, queries, page) = (sample_index(), queries.display().to_string(), page.display().to_string());
+    toolsearch(&["bench", &index, &queries, "--mode", "bm25", "--report", &page])
+}
+
 /// Headless Chromium on `page` with `args` (`--screenshot=...`, `--dump-dom`); its output.
 fn chromium(page: &Path, args: &[&str]) -> Output {
     let profile = tempfile::tempdir().unwrap();
@@ -91,34 +98,15 @@ fn bench_report_is_one_self_contained_page_that_a_browser_renders_with_its_four_
 
     // Without --twins, no ROC; one mode, one series.
     let plain = dir.join("plain.html");
-    let out = toolsearch(&[
-        "bench",
-        &index,
-        queries.to_str().unwrap(),
-        "--mode",
-        "bm25",
-        "--report",
-        plain.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
+    assert!(bm25_report(&plain).status.success());
     let html = std::fs::read_to_string(&plain).unwrap();
     assert!(!html.contains("<svg id=\"roc\"") && html.contains("bm25 (ECE "), "{html}");
 }
 
 #[test]
 fn a_report_that_cannot_be_written_is_an_error_naming_it_and_leaves_nothing() {
-    let index = sample_index();
-    let queries = common::repo().join("tests/data/sample-queries.jsonl");
     let missing = common::scratch().join("no-such-dir/bench.html");
-    let out = toolsearch(&[
-        "bench",
-        &index,
-        queries.to_str().unwrap(),
-        "--mode",
-        "bm25",
-        "--report",
-        missing.to_str().unwrap(),
-    ]);
+    let out = bm25_report(&missing);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("no-such-dir/bench.html"), "{err}");
     assert!(!missing.parent().unwrap().exists());
