@@ -12,6 +12,7 @@ use std::path::Path;
 use svg::{esc, num, Chart, PALETTE};
 use toolsearch_query::StageTimes;
 
+use crate::metrics::Percentiles;
 use crate::run::BenchReport;
 
 /// What the page says it measured.
@@ -206,12 +207,10 @@ fn reliability(reports: &[BenchReport]) -> String {
 }
 
 fn latency(id: &str, name: &str, values: &[f64]) -> String {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let at = |p: f64| sorted[(((p / 100.0) * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
-    let (p50, p99) = (at(50.0), at(99.0));
+    let Percentiles { p50, p99, .. } = Percentiles::of(values);
+    let slowest = values.iter().copied().fold(0.0, f64::max);
     // Up to a little past p99: a rare outlier would squeeze every other bar into one.
-    let top = (p99 * 1.25).max(sorted[sorted.len() - 1].min(p99 * 2.0)).max(1e-6);
+    let top = (p99 * 1.25).max(slowest.min(p99 * 2.0)).max(1e-6);
     let width = top / LATENCY_BINS as f64;
     let mut counts = vec![0usize; LATENCY_BINS];
     for v in values {
