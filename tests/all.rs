@@ -29,6 +29,7 @@ mod gateway_names;
 mod gateway_offers;
 mod gateway_ops;
 mod gateway_pins;
+mod gateway_quarantine;
 mod gateway_replicas;
 mod gateway_revisions;
 mod gateway_tokens;

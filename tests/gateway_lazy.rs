@@ -7,32 +7,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::gateway::{client_steps, free_port, notes_over_http, HttpGateway};
+use common::gateway::{client_steps, free_port, notes_over_http, running, settles, HttpGateway};
 use common::{python, write_config};
 use serde_json::json;
-
-/// How many processes have `marker` in their command line.
-fn running(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains(marker))
-        .count()
-}
-
-/// Waits up to `within` until `running(marker) == n`.
-fn settles(marker: &str, n: usize, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if running(marker) == n {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    running(marker) == n
-}
 
 #[test]
 fn a_lazy_server_starts_on_its_first_call_and_stops_when_idle() {

@@ -25,9 +25,14 @@ const PHRASES: [&str; 6] = ["{} please", "run {} now", "I need {}", "do the {} t
 /// Audit lines of one session: for each (query, tool), a search that showed the tool and a
 /// successful call of it.
 fn trail(session: &str, pairs: &[(String, String)]) -> String {
+    trail_of("replay", session, pairs)
+}
+
+/// As [`trail`], for the principal (token name) `token`.
+fn trail_of(token: &str, session: &str, pairs: &[(String, String)]) -> String {
     let mut out = String::new();
     for (k, (query, tool)) in pairs.iter().enumerate() {
-        let who = json!({"session": session, "token": "replay", "time": 1_700_000_000_000u64 + k as u64});
+        let who = json!({"session": session, "token": token, "time": 1_700_000_000_000u64 + k as u64});
         let mut search = json!({"step": 2 * k + 1, "event": "search", "tool": "search_tool_by_category",
             "query": query, "category_path": "", "results": [tool]});
         let mut call = json!({"step": 2 * k + 2, "event": "call", "tool_id": tool, "via": "call_tool",
@@ -89,7 +94,7 @@ fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped
     let config = write_config(
         &dir,
         &json!({"mcpServers": {"memory": memory, "everything": everything},
-                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20}}}),
+                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["replay"]}}}),
     );
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     let ids = tool_ids(&state);
@@ -143,4 +148,52 @@ fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped
     assert_eq!(firsts(&gateway, &probes), after, "the adapter in force still serves");
     let (_, metrics) = http_get(&gateway.addr, "/metrics", &[]);
     assert!(metrics.contains("toolsearch_learn_swaps 1"), "{metrics}");
+}
+
+/// #60 T2: a token that labels "remember / store" queries with `memory.delete_entities` over
+/// and over, beside an honest operator's few labels. Its labels are fitted, but judged on the
+/// operator's (another principal's): not swapped in, and the operator's own searches are
+/// untouched. A token `learn.from` does not name teaches nothing at all.
+#[test]
+fn a_token_that_poisons_its_labels_does_not_move_anyone_elses_ranking() {
+    let dir = common::scratch().join("gateway-learn-poison");
+    let state = dir.join("state");
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"memory": memory},
+                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["*"]}}}),
+    );
+    let gateway = HttpGateway::start(&config, &state, &["--json"]);
+    let ids = tool_ids(&state);
+    let asked = [
+        "store facts about a person",
+        "remember that Ada wrote the first program",
+        "save a note about Bob",
+        "record what I told you about Paris",
+        "keep in mind my favourite colour",
+    ];
+    let target = "memory.delete_entities";
+    let honest: Vec<(String, String)> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| PHRASES[..3].iter().map(move |p| (p.replace("{}", &code_word(i)), id.clone())))
+        .collect();
+    let subjects = ["Ada", "Bob", "Paris", "my cat", "the project", "our meeting", "the budget", "my sister"];
+    let verbs = ["remember", "store", "save", "keep", "note", "memorise", "record", "log"];
+    let poison: Vec<(String, String)> =
+        (0..120).map(|k| (format!("{} {} fact {k}", verbs[k % 8], subjects[(k / 8) % 8]), target.to_owned())).collect();
+    let first_of = |q: &str| {
+        let out = client_steps(&gateway.url(), "-", &json!([["search_tool_by_category", {"query": q, "limit": 1}]]));
+        let a: Value = serde_json::from_str(out[0]["text"].as_str().unwrap()).unwrap();
+        a["results"][0]["tool_id"].as_str().unwrap_or_default().to_owned()
+    };
+    let before: Vec<String> = asked.iter().map(|q| first_of(q)).collect();
+    std::fs::write(state.join("audit/trail.1.jsonl"), trail_of("admin", "admin-1", &honest)).unwrap();
+    std::fs::write(state.join("audit/trail.2.jsonl"), trail_of("intruder", "intruder-1", &poison)).unwrap();
+    let run = wait_for_run(&gateway, 1);
+    assert_eq!(run["swapped"], false, "{run}");
+    let after: Vec<String> = asked.iter().map(|q| first_of(q)).collect();
+    assert_eq!(after, before, "{run}");
+    assert!(!after.iter().any(|t| t == target), "{after:?}");
 }

@@ -39,6 +39,14 @@ fn wait_ready(gateway: &HttpGateway, what: &str, check: impl Fn(&Value) -> bool)
     }
 }
 
+/// The digest `gateway held --json` gives the definition of `tool` held now.
+fn held_digest(config: &str, state: &str, tool: &str) -> String {
+    let listed = toolsearch(&["--json", "gateway", "held", "--config", config, "--state", state]);
+    let held: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let found = held.as_array().unwrap().iter().find(|h| h["tool"] == tool);
+    found.unwrap()["seen"]["digest"].as_str().unwrap().to_owned()
+}
+
 fn held(r: &Value) -> Vec<String> {
     r["held"].as_array().unwrap().iter().map(|h| h["tool"].as_str().unwrap().to_owned()).collect()
 }
@@ -134,7 +142,18 @@ fn a_tool_that_changes_is_held_until_approved_and_poisoned_ones_are_flagged() {
     );
 
     // Approved: the running gateway serves it again, with its new definition.
-    let ok = toolsearch(&["gateway", "approve", "shifty.weather", "--config", config_s, "--state", state_s]);
+    let digest = held_digest(config_s, state_s, "shifty.weather");
+    let ok = toolsearch(&[
+        "gateway",
+        "approve",
+        "shifty.weather",
+        "--digest",
+        &digest,
+        "--config",
+        config_s,
+        "--state",
+        state_s,
+    ]);
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     wait_ready(&gateway, "shifty.weather released", |r| !held(r).contains(&"shifty.weather".to_owned()));
     let after = client_steps(
@@ -145,7 +164,18 @@ fn a_tool_that_changes_is_held_until_approved_and_poisoned_ones_are_flagged() {
     assert!(after[0]["text"].as_str().unwrap().contains("IMPORTANT"), "{after:?}");
     assert_eq!(after[1]["text"], "sunny in Oslo", "{after:?}");
     // And a flagged tool is approved the same way.
-    let ok = toolsearch(&["gateway", "approve", "strict.add_numbers", "--config", config_s, "--state", state_s]);
+    let digest = held_digest(config_s, state_s, "strict.add_numbers");
+    let ok = toolsearch(&[
+        "gateway",
+        "approve",
+        "strict.add_numbers",
+        "--digest",
+        &digest,
+        "--config",
+        config_s,
+        "--state",
+        state_s,
+    ]);
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     wait_ready(&gateway, "strict.add_numbers released", |r| held(r).is_empty());
     let pins = std::fs::metadata(state.join("pins.json")).unwrap();

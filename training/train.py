@@ -193,6 +193,39 @@ def step_loss(model, tok, batch, tools, teacher, rng):
     return nce + DISTIL * distil, nce.item(), distil.item()
 
 
+def validation_loss(model, tok, validation, tools):
+    """Mean InfoNCE over fixed batches of validation examples (first gold, first mined
+    negative; same masking as training), without gradients."""
+    was = model.training
+    model.eval()
+    total, n = 0.0, 0
+    by_set = {}
+    for e in validation:
+        by_set.setdefault(e["set"], []).append(e)
+    with torch.no_grad():
+        for name in sorted(by_set):
+            group = by_set[name]
+            for s in range(0, len(group), BATCH):
+                batch = group[s : s + BATCH]
+                if len(batch) < 2:
+                    continue
+                pos = [e["gold"][0] for e in batch]
+                neg = [e["negatives"][0] if e["negatives"] else pos[(i + 1) % len(pos)] for i, e in enumerate(batch)]
+                doc_ids = pos + neg
+                q = forward(model, tok, [e["query"] for e in batch], Q_LEN)
+                d = forward(model, tok, [tools[name][i] for i in doc_ids], D_LEN)
+                logits = q @ d.T / TEMPERATURE
+                for i, e in enumerate(batch):
+                    gold = set(e["gold"])
+                    for j, t in enumerate(doc_ids):
+                        if j != i and (t in gold or t == pos[i]):
+                            logits[i, j] = float("-inf")
+                total += F.cross_entropy(logits, torch.arange(len(batch)), reduction="sum").item()
+                n += len(batch)
+    model.train(was)
+    return total / max(1, n)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
@@ -207,18 +240,37 @@ def main():
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--mine", choices=["dense", "hybrid"], default="dense",
                     help="which stock ranking's top non-gold tools are the hard negatives")
+    ap.add_argument("--sets", default="",
+                    help="comma-separated: train only on these of the fold's sets (e.g. the ones whose "
+                         "licence allows a shipped model: toolbench_stb,metatool,sealtools)")
+    ap.add_argument("--val-every", type=int, default=0,
+                    help="every N steps, the InfoNCE loss on a validation slice of the training "
+                         "examples (5%%, by hash, never trained on); the best checkpoint is kept")
+    ap.add_argument("--patience", type=int, default=3,
+                    help="with --val-every: stop after this many evaluations without a better loss")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     held = None if args.fold == "final" else args.fold
     sets = common.train_sets(held)
+    if args.sets:
+        wanted = args.sets.split(",")
+        unknown = [w for w in wanted if w not in common.SETS]
+        if unknown:
+            raise SystemExit(f"--sets: unknown dev set(s) {unknown}; known: {common.SETS}")
+        sets = [s for s in sets if s in wanted]
     all_ex, all_tools = data.examples(common.SETS)
     teacher = teacher_cache(args.base, args.cache, all_ex, all_tools)
     examples = [e for e in all_ex if e["set"] in sets]
     tools = {n: all_tools[n] for n in sets}
     mine_negatives(examples, tools, teacher, args.mine)
-    print(f"fold {args.fold}: training on {sets}, {len(examples)} examples", flush=True)
+    validation = []
+    if args.val_every:
+        is_val = lambda e: hashlib.sha256(f"val:{e['set']}:{e['query']}".encode()).digest()[0] < 13
+        validation = [e for e in examples if is_val(e)]
+        examples = [e for e in examples if not is_val(e)]
+    print(f"fold {args.fold}: training on {sets}, {len(examples)} examples, {len(validation)} validation", flush=True)
 
     tok = AutoTokenizer.from_pretrained(args.base)
     model = AutoModel.from_pretrained(args.base)
@@ -232,9 +284,22 @@ def main():
     start, steps, seen = time.time(), 0, 0
     budget = args.minutes * 60
     log = []
+    curve, best, best_state, best_step, stale = [], float("inf"), None, 0, 0
     for batch in batches(examples, rng):
         if time.time() - start > budget or (args.steps and steps >= args.steps):
             break
+        if args.val_every and steps % args.val_every == 0:
+            v = validation_loss(model, tok, validation, tools)
+            curve.append({"step": steps, "validation_nce": round(v, 4), "seconds": round(time.time() - start)})
+            print(f"validation at step {steps}: nce {v:.4f}", flush=True)
+            if v < best - 1e-4:
+                best, best_step, stale = v, steps, 0
+                best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+            else:
+                stale += 1
+                if stale >= args.patience:
+                    print(f"stopping: no better validation loss for {stale} evaluations", flush=True)
+                    break
         for g in opt.param_groups:
             g["lr"] = LR * min(1.0, (steps + 1) / 10)
         loss, nce, distil = step_loss(model, tok, batch, tools, teacher, rng)
@@ -248,6 +313,14 @@ def main():
         if steps % 20 == 0:
             a = np.mean(log[-20:], axis=0)
             print(f"step {steps} ({time.time() - start:.0f} s): nce {a[0]:.3f} distil {a[1]:.4f}", flush=True)
+    if args.val_every:
+        v = validation_loss(model, tok, validation, tools)
+        curve.append({"step": steps, "validation_nce": round(v, 4), "seconds": round(time.time() - start)})
+        print(f"validation at step {steps}: nce {v:.4f}", flush=True)
+        if v < best - 1e-4:
+            best, best_step = v, steps
+        elif best_state is not None:
+            model.load_state_dict(best_state)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
@@ -262,6 +335,7 @@ def main():
         "epochs": round(seen / max(1, len(examples)), 3),
         "seconds": round(time.time() - start),
         "threads": args.threads,
+        "validation": {"examples": len(validation), "curve": curve, "kept_step": best_step} if args.val_every else None,
         "recipe": {"temperature": TEMPERATURE, "distil": DISTIL, "lr": LR, "batch": BATCH, "frozen_layers": FROZEN_LAYERS,
                    "q_len": Q_LEN, "d_len": D_LEN, "hard_top": HARD_TOP, "near_dup": NEAR_DUP, "mine": args.mine},
     }

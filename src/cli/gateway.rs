@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::mcp::approve;
 use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
-use toolsearch::mcp::pins;
 use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig, HttpAccess};
 
 use super::common::{engine_options, model_failure, Cutoff, Global};
@@ -61,6 +61,10 @@ enum Action {
     Approve {
         /// The tool, SERVER.TOOL.
         tool: String,
+        /// The digest of the definition you reviewed, as `gateway held` prints it (at least 12
+        /// hex digits): a definition that changed again since is not approved.
+        #[arg(long, value_name = "HEX")]
+        digest: Option<String>,
         /// The gateway's config.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
@@ -87,8 +91,9 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     match action {
-        Action::Approve { tool, .. } => {
-            let held = pins::approve(&state, tool).map_err(|e| Problem::InvalidConfig.because(e))?;
+        Action::Approve { tool, digest, .. } => {
+            let held =
+                approve::approve(&state, tool, digest.as_deref()).map_err(|e| Problem::InvalidConfig.because(e))?;
             if global.json {
                 println!(
                     "{}",
@@ -99,14 +104,14 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
             }
         }
         Action::Held { .. } => {
-            let held = pins::held_tools(&state);
+            let held = approve::held_tools(&state);
             if global.json {
                 println!("{}", serde_json::to_string(&held).map_err(|e| Problem::Internal.because(e))?);
             } else if held.is_empty() {
                 println!("no tool is held");
             } else {
                 for h in held {
-                    println!("{} ({})", h.tool, h.reason);
+                    println!("{} ({}), digest {}", h.tool, h.reason, &h.seen.digest[..16]);
                     for line in h.diff.iter().chain(&h.flags) {
                         println!("    {}", render::printable(line));
                     }

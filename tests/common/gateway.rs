@@ -256,3 +256,24 @@ pub fn sample(scraped: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f6
         fits.then(|| s[2].as_f64()).flatten()
     })
 }
+
+/// How many processes have `marker` in their command line.
+pub fn running(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(marker))
+        .count()
+}
+
+/// Waits up to `within` until `running(marker) == n`.
+pub fn settles(marker: &str, n: usize, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if running(marker) == n {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    running(marker) == n
+}

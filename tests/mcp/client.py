@@ -183,6 +183,23 @@ async def calls_scenario(url, token, steps):
                     if step[0] == "list_changed":
                         results.append({"text": str(notes.list_changed), "is_error": False})
                         continue
+                    if step[0] == "burst":
+                        # ["burst", TOOL_ID, ARGS, WORKERS, SECONDS]: WORKERS concurrent loops of
+                        # call_tool for SECONDS; each distinct answer text with its count.
+                        seen = {}
+                        deadline = time.monotonic() + step[4]
+
+                        async def worker():
+                            while time.monotonic() < deadline:
+                                r = await call(session, step[1], step[2])
+                                key = ("error: " if dump(r).get("isError") else "") + text_of(r)[:160]
+                                seen[key] = seen.get(key, 0) + 1
+
+                        async with anyio.create_task_group() as tg:
+                            for _ in range(step[3]):
+                                tg.start_soon(worker)
+                        results.append({"text": json.dumps(seen), "is_error": False})
+                        continue
                     if step[0] in OFFER_STEPS:
                         try:
                             value = await OFFER_STEPS[step[0]](session, notes, *step[1:])

@@ -7,6 +7,9 @@ use toolsearch_disclosure::{AuditEntry, AuditEvent, CallOutcome};
 
 use crate::queries::LabelledQuery;
 
+/// The tag a label carries naming the principal (the trail's `token`) whose session taught it.
+pub const PRINCIPAL_TAG: &str = "principal:";
+
 /// The kinds of audit line [`labels_from_audit`] reads (`AuditEvent`'s tags); any other kind
 /// is passed over.
 const TRAIL_KINDS: &[&str] = &["search", "choose", "expand", "unfold", "fold", "call", "rejected"];
@@ -15,7 +18,8 @@ const TRAIL_KINDS: &[&str] = &["search", "choose", "expand", "unfold", "fold", "
 /// each search with a query, followed (before the next search in the same session) by a
 /// successful call of a tool that the search returned or that was expanded since, labels
 /// that query with those tools. A call of a tool the model neither was shown nor expanded
-/// labels nothing (a guessed name that happened to work says nothing of the search).
+/// labels nothing (a guessed name that happened to work says nothing of the search). Each
+/// label is tagged with its session's principal ([`PRINCIPAL_TAG`]) when the trail names one.
 pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, String)> {
     /// The latest search with a query, the tools it returned or that were expanded since,
     /// and those then called.
@@ -23,6 +27,7 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
         query: String,
         shown: HashSet<String>,
         called: Vec<String>,
+        token: String,
     }
     /// A line of a trail: an entry, and the session it belongs to when several sessions
     /// share the trail (the gateway's on disk).
@@ -30,6 +35,8 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
     struct Line {
         #[serde(default)]
         session: String,
+        #[serde(default)]
+        token: String,
         #[serde(flatten)]
         entry: AuditEntry,
     }
@@ -41,7 +48,7 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
                 id,
                 text: p.query,
                 gold: p.called.into_iter().map(|c| vec![c]).collect(),
-                tags: vec![],
+                tags: if p.token.is_empty() { vec![] } else { vec![format!("{PRINCIPAL_TAG}{}", p.token)] },
             });
         }
     };
@@ -62,10 +69,10 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
         if !TRAIL_KINDS.contains(&kind.as_str()) {
             continue;
         }
-        let Line { session, entry } = serde_json::from_value(value).map_err(|e| (i + 1, e.to_string()))?;
+        let Line { session, token, entry } = serde_json::from_value(value).map_err(|e| (i + 1, e.to_string()))?;
         match (entry.event, current.get_mut(&session)) {
             (AuditEvent::Search { query: Some(q), results, .. }, _) if !q.trim().is_empty() => {
-                let fresh = Pending { query: q, shown: results.into_iter().collect(), called: Vec::new() };
+                let fresh = Pending { query: q, shown: results.into_iter().collect(), called: Vec::new(), token };
                 match current.insert(session.clone(), fresh) {
                     Some(done) => flush(Some(done)),
                     None => order.push(session),

@@ -82,6 +82,21 @@ pub enum LearnError {
 type Evidence = (Vec<f32>, Vec<Hit>);
 
 /// Which part of the labels a query falls in: 0..70 fit, 70..85 choose, 85..100 judge.
+/// Where a label falls in the fit (0..70) / choose (70..85) / judge (85..100) split: where its
+/// tag [`SPLIT_TAG`] puts it (a caller that splits by who taught), else by a hash of its id.
+fn part(q: &LabelledQuery) -> u64 {
+    match q.tags.iter().find_map(|t| t.strip_prefix(SPLIT_TAG)) {
+        Some("fit") => 0,
+        Some("choose") => 70,
+        Some("judge") => 85,
+        _ => bucket(&q.id),
+    }
+}
+
+/// A label's tag `split:fit`, `split:choose` or `split:judge` places it in that part of
+/// [`learn_adapter`]'s split.
+pub const SPLIT_TAG: &str = "split:";
+
 fn bucket(id: &str) -> u64 {
     let mut h = DefaultHasher::new();
     id.hash(&mut h);
@@ -120,7 +135,7 @@ pub fn judge_adapter(
     let known: HashSet<&str> = engine.catalog().tools.iter().map(|t| t.id.as_str()).collect();
     let mut judge: Vec<&LabelledQuery> = labels
         .iter()
-        .filter(|q| bucket(&q.id) >= 85 && q.gold.iter().flatten().any(|g| known.contains(g.as_str())))
+        .filter(|q| part(q) >= 85 && q.gold.iter().flatten().any(|g| known.contains(g.as_str())))
         .collect();
     judge.truncate(MAX_EVAL);
     let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
@@ -153,7 +168,7 @@ pub fn learn_adapter(engine: &Engine, labels: &[LabelledQuery]) -> Result<LearnR
     }
     let (mut fit, mut choose, mut judge) = (Vec::new(), Vec::new(), Vec::new());
     for q in usable.iter().copied() {
-        match bucket(&q.id) {
+        match part(q) {
             0..70 => fit.push(q),
             70..85 => choose.push(q),
             _ => judge.push(q),
@@ -311,6 +326,38 @@ fn ridge(a: &[f64], b: &[f64], d: usize, lambda: f64) -> Vec<f32> {
         }
     }
     w
+}
+
+/// How many of `probes` (query texts) put a different tool first with `new` than with
+/// `in_force` (`None`: no adapter), and how many were probed: how far a swap would move the
+/// ranking beyond the labels it was fitted on. `engine` must be opened with `use_adapter: false`.
+pub fn top_moved(
+    engine: &Engine,
+    probes: &[String],
+    in_force: Option<&QueryAdapter>,
+    new: &QueryAdapter,
+) -> Result<(usize, usize), LearnError> {
+    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let fusion_of = |a: Option<&QueryAdapter>| match (a, engine.options().fusion) {
+        (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
+        (_, fusion) => fusion,
+    };
+    let top = |v: &[f32], lexical: &[Hit], a: Option<&QueryAdapter>| -> Result<Option<u32>, LearnError> {
+        let moved = a.map(|a| toolsearch_index::adapter_apply(&a.weights, v));
+        let ranked = engine
+            .rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion_of(a))
+            .map_err(|e| LearnError::Engine(e.to_string()))?;
+        Ok(ranked.first().map(|s| s.ord))
+    };
+    let mut moved = 0;
+    for text in probes {
+        let v = engine.embed_query(text).map_err(err)?;
+        let lexical = engine.lexical_tools(text).map_err(err)?;
+        if top(&v, &lexical, in_force)? != top(&v, &lexical, Some(new))? {
+            moved += 1;
+        }
+    }
+    Ok((moved, probes.len()))
 }
 
 #[cfg(test)]

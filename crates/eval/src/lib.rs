@@ -31,9 +31,9 @@ mod run;
 mod tokens;
 
 pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};
-pub use audit_labels::labels_from_audit;
+pub use audit_labels::{labels_from_audit, PRINCIPAL_TAG};
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
-pub use learn::{judge_adapter, judged, learn_adapter, LearnError, LearnReport, MIN_LABELS};
+pub use learn::{judge_adapter, judged, learn_adapter, top_moved, LearnError, LearnReport, MIN_LABELS, SPLIT_TAG};
 pub use metrics::{
     auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, reliability, roc_curve, Percentiles,
     ReliabilityBin,

@@ -140,6 +140,8 @@ pub struct UpstreamRunner {
     pub fleet: Arc<crate::fleet::Fleet>,
     /// Per-call timeout.
     pub timeout: Duration,
+    /// What the pins passed: a tool is called only in the definition they passed.
+    pub(crate) vetted: Arc<crate::vetted::Vetted>,
 }
 
 impl ToolRunner for UpstreamRunner {
@@ -149,7 +151,7 @@ impl ToolRunner for UpstreamRunner {
         arguments: Value,
         cx: RunContext,
     ) -> BoxFuture<Result<rmcp::model::CallToolResult, RunError>> {
-        let this = UpstreamRunner { fleet: self.fleet.clone(), timeout: self.timeout };
+        let this = UpstreamRunner { fleet: self.fleet.clone(), timeout: self.timeout, vetted: self.vetted.clone() };
         Box::pin(async move {
             let server = tool.group.clone().unwrap_or_default();
             let Some(up) = this.fleet.get(&server) else {
@@ -160,6 +162,12 @@ impl ToolRunner for UpstreamRunner {
             if meta["kind"] == "prompt" {
                 return up.prompt(name, arguments, cx, this.timeout).await;
             }
+            // The session first (a lazy server started, its fresh listing read), then its
+            // definition against the pins, then the call, the session held throughout.
+            let Some((_, _session)) = up.ready_peer(this.timeout).await else {
+                return Err(RunError::Unavailable(up.client_reason()));
+            };
+            this.vetted.check(&up, &tool.id, &name, this.timeout).await?;
             let mut result = up.call(name, arguments, cx, this.timeout).await?;
             // Resource links and embedded resources point at URIs a client reads through us.
             let points = |c: &rmcp::model::ContentBlock| {

@@ -142,6 +142,7 @@ pub async fn start(
     }
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
+    let vetted: Arc<crate::vetted::Vetted> = Arc::default();
     let (built, first_stamp) = match replica {
         true => (false, None),
         false => rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?,
@@ -164,7 +165,12 @@ pub async fn start(
         (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
         (None, Access::Open) => Principal::trusted(),
     };
-    let runner = UpstreamRunner { fleet: fleet.clone(), timeout: Duration::from_secs(s.call_timeout_secs) };
+    vetted.reload(state);
+    let runner = UpstreamRunner {
+        fleet: fleet.clone(),
+        timeout: Duration::from_secs(s.call_timeout_secs),
+        vetted: vetted.clone(),
+    };
     let mut toolset = s.toolset.clone();
     toolset.discovery.kinds = true;
     let passthrough = Arc::new(Passthrough::new(
@@ -187,11 +193,18 @@ pub async fn start(
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     // Learning needs the trail this process writes: a primary with its audit trail on.
     let learner = match (&s.learn, replica, s.audit.enabled) {
+        (Some(settings), false, true) if settings.from.is_empty() => {
+            status.event(
+                "learn_off",
+                json!({"reason": "learn.from names nobody whose traffic may teach: list the trusted tokens' names (or \"*\" for every caller)"}),
+            );
+            None
+        }
         (Some(settings), false, true) => Some(Learner {
             hub: hub.clone(),
             embedder: embedder.clone(),
             trail: state.join("audit"),
-            settings: *settings,
+            settings: settings.clone(),
             status: status.clone(),
             last: last_learned,
             writer: writer.clone(),
@@ -213,6 +226,7 @@ pub async fn start(
         state: state.to_path_buf(),
         embedder,
         held,
+        vetted,
         status,
         last: listings,
         pins: first_stamp,

@@ -57,6 +57,9 @@ pub(crate) struct Keeper {
     pub(crate) state: PathBuf,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) held: HeldNow,
+    /// What the pins passed, for the calls checked against it (reloaded after each guard pass,
+    /// or each reload of the shared index on a replica).
+    pub(crate) vetted: Arc<crate::vetted::Vetted>,
     pub(crate) status: Arc<dyn Status>,
     /// The listings the index was last built from.
     pub(crate) last: BTreeMap<String, Listing>,
@@ -218,6 +221,7 @@ impl Keeper {
             let live = self.hub.live().clone();
             match tokio::task::spawn_blocking(move || live.reload()).await {
                 Ok(Ok(())) => {
+                    self.vetted.reload(&self.state);
                     self.replica = Some(stamp);
                     let tools = self.hub.live().engine().catalog().tools.len();
                     self.status.event("index_reloaded", json!({"tools": tools}));
@@ -254,6 +258,7 @@ impl Keeper {
         .await;
         match done {
             Ok(Ok(stamp)) => {
+                self.vetted.reload(&self.state);
                 self.last = now;
                 self.pins = stamp;
                 return true;

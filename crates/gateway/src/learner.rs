@@ -8,6 +8,13 @@
 //! both the unadapted ranking and the adapter in force: a worse one is never served. Each run
 //! is a `learned` status event; `/readyz` shows the last run and `/metrics` the labels, the
 //! held-out gain and the last swap.
+//!
+//! Only the principals the operator trusts teach (`learn.from`: token names, `*` for all;
+//! nobody until set). Each label keeps the principal that taught it; with two or more, the
+//! judge draws from principals other than those fitted on, so one principal's consistent
+//! labels cannot win by judging themselves. A fit that would put a different tool first for
+//! more than `learn.max_moved` of the catalogue's own tool texts (a neutral probe set, not the
+//! traffic) is held for review instead of swapped in.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -17,7 +24,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use toolsearch_disclosure::LiveCatalog;
 use toolsearch_embed::Embedder;
-use toolsearch_eval::{judge_adapter, labels_from_audit, learn_adapter, LabelledQuery, LearnError};
+use toolsearch_eval::{
+    judge_adapter, labels_from_audit, learn_adapter, top_moved, LabelledQuery, LearnError, PRINCIPAL_TAG, SPLIT_TAG,
+};
 use toolsearch_index::IndexMeta;
 use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{trail, Hub};
@@ -28,18 +37,32 @@ use toolsearch_query::{Engine, EngineOptions};
 pub const MAX_LABELS: usize = 20_000;
 
 /// The `toolsearch.learn` section of a gateway config: present = on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LearnSettings {
     /// Seconds between runs (default 3600).
     pub every_secs: u64,
     /// New labels the trail must hold since the last run for another fit (default 20).
     pub min_new_labels: usize,
+    /// The principals whose traffic teaches: token names as the trail records them (`local`
+    /// for a gateway without tokens), or `*` for every caller. Empty (the default): nobody,
+    /// and learning says so until it is set.
+    pub from: Vec<String>,
+    /// The largest share of the catalogue's tool texts whose first result a swap may change
+    /// (default 0.2); a fit that moves more is held for review, not swapped in.
+    pub max_moved: f64,
 }
 
 impl Default for LearnSettings {
     fn default() -> Self {
-        LearnSettings { every_secs: 3600, min_new_labels: 20 }
+        LearnSettings { every_secs: 3600, min_new_labels: 20, from: Vec::new(), max_moved: 0.2 }
+    }
+}
+
+impl LearnSettings {
+    /// Whether `principal`'s traffic may teach.
+    pub fn trusts(&self, principal: &str) -> bool {
+        self.from.iter().any(|f| f == "*" || f == principal)
     }
 }
 
@@ -59,6 +82,9 @@ pub struct Run {
     pub judged: Option<(f64, f64)>,
     /// Whether the new adapter was swapped in.
     pub swapped: bool,
+    /// Of the catalogue's tool texts probed, how many the new adapter puts a different tool
+    /// first for (when it beat the ranking in force).
+    pub moved: Option<(usize, usize)>,
     /// Why no fit was made, when none was.
     pub skipped: Option<String>,
 }
@@ -83,9 +109,9 @@ impl Learner {
             tokio::time::sleep(every).await;
             let (live, embedder, dir, writer) =
                 (self.hub.live().clone(), self.embedder.clone(), self.trail.clone(), self.writer.clone());
-            let min_new = self.settings.min_new_labels;
+            let settings = self.settings.clone();
             let done =
-                tokio::task::spawn_blocking(move || learn_once(&live, embedder, &dir, &writer, seen, min_new)).await;
+                tokio::task::spawn_blocking(move || learn_once(&live, embedder, &dir, &writer, seen, &settings)).await;
             let run = match done {
                 Ok(Ok(run)) => run,
                 Ok(Err(e)) => {
@@ -112,6 +138,7 @@ impl Learner {
                 "ndcg_new": run.judged.map(|j| j.1),
                 "gain": gain,
                 "swapped": run.swapped,
+                "moved": run.moved.map(|(m, n)| json!({"tools": m, "probed": n})),
                 "swaps": swaps,
                 "last_swap": (last_swap > 0).then_some(last_swap),
                 "skipped": run.skipped,
@@ -149,6 +176,53 @@ pub fn trail_labels(dir: &Path) -> Result<Vec<LabelledQuery>, String> {
     Ok(labels)
 }
 
+/// Keeps the labels of trusted principals, and places each in the fit / choose / judge split
+/// by who taught it: with two or more principals, the smallest ones judge (at least 15% of the
+/// labels, while at least half stay to fit), so no principal judges its own labels.
+pub fn by_principal(labels: Vec<LabelledQuery>, settings: &LearnSettings) -> Vec<LabelledQuery> {
+    let principal =
+        |l: &LabelledQuery| l.tags.iter().find_map(|t| t.strip_prefix(PRINCIPAL_TAG)).unwrap_or("local").to_owned();
+    let mut labels: Vec<LabelledQuery> = labels.into_iter().filter(|l| settings.trusts(&principal(l))).collect();
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for l in &labels {
+        *counts.entry(principal(l)).or_default() += 1;
+    }
+    if counts.len() < 2 {
+        return labels;
+    }
+    let total = labels.len();
+    let mut smallest: Vec<(usize, String)> = counts.into_iter().map(|(p, n)| (n, p)).collect();
+    smallest.sort();
+    let (mut judges, mut judged) = (std::collections::HashSet::new(), 0);
+    for (n, p) in smallest {
+        if judged * 100 >= total * 15 || (judged + n) * 2 > total {
+            break;
+        }
+        judged += n;
+        judges.insert(p);
+    }
+    for l in &mut labels {
+        let part = if judges.contains(&principal(l)) { "judge" } else { "fit" };
+        l.tags.push(format!("{SPLIT_TAG}{part}"));
+    }
+    // The fitting principals' labels still need a choosing part: one in six, by query text.
+    for (i, l) in labels.iter_mut().filter(|l| l.tags.last().is_some_and(|t| t.ends_with("fit"))).enumerate() {
+        if i % 6 == 5 {
+            l.tags.pop();
+            l.tags.push(format!("{SPLIT_TAG}choose"));
+        }
+    }
+    labels
+}
+
+/// The neutral probe set a swap is bounded on: up to 400 of the catalogue's tool texts (name
+/// and description), spread evenly over it.
+fn probes(engine: &Engine) -> Vec<String> {
+    let tools = &engine.catalog().tools;
+    let step = tools.len().div_ceil(400).max(1);
+    tools.iter().step_by(step).map(|t| format!("{}: {}", t.name, t.details.description)).collect()
+}
+
 /// One run: reads the trail, and when it holds `min_new` labels more than `seen`, fits an
 /// adapter on the index `live` serves and swaps it in if it beats what serves now.
 pub fn learn_once(
@@ -157,13 +231,14 @@ pub fn learn_once(
     trail: &Path,
     writer: &IndexWriter,
     seen: usize,
-    min_new: usize,
+    settings: &LearnSettings,
 ) -> Result<Run, String> {
-    let mut labels = trail_labels(trail)?;
+    let min_new = settings.min_new_labels;
+    let mut labels = by_principal(trail_labels(trail)?, settings);
     // A trail that rotated away more than it gained is counted afresh.
     let total = labels.len();
     let seen = if total < seen { 0 } else { seen };
-    let skip = |why: String| Ok(Run { labels: total, judged: None, swapped: false, skipped: Some(why) });
+    let skip = |why: String| Ok(Run { labels: total, judged: None, swapped: false, moved: None, skipped: Some(why) });
     if total < seen + min_new.max(1) {
         return skip(format!("{} new labels since the last fit; waiting for {min_new}", total - seen));
     }
@@ -184,8 +259,17 @@ pub fn learn_once(
     };
     let judged = Some((in_force, report.ndcg_after));
     let Some(adapter) = report.adapter.filter(|_| report.ndcg_after > in_force) else {
-        return Ok(Run { labels: total, judged, swapped: false, skipped: None });
+        return Ok(Run { labels: total, judged, swapped: false, moved: None, skipped: None });
     };
+    let moved = top_moved(&plain, &probes(&plain), plain.index().meta().adapter.as_ref(), &adapter)
+        .map_err(|e| e.to_string())?;
+    if moved.0 as f64 > settings.max_moved * moved.1 as f64 {
+        let why = format!(
+            "held for review: the new adapter puts another tool first for {} of {} tool texts, over learn.max_moved {}",
+            moved.0, moved.1, settings.max_moved
+        );
+        return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
+    }
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     // The index may have been rebuilt (other tools) since the fit began: store only into the
     // build that was fitted on.
@@ -195,10 +279,54 @@ pub fn learn_once(
             labels: total,
             judged,
             swapped: false,
+            moved: Some(moved),
             skipped: Some("the index was rebuilt during the fit".into()),
         });
     }
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
     live.reload().map_err(|e| e.to_string())?;
-    Ok(Run { labels: total, judged, swapped: true, skipped: None })
+    Ok(Run { labels: total, judged, swapped: true, moved: Some(moved), skipped: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(principal: &str, i: usize) -> LabelledQuery {
+        LabelledQuery {
+            id: format!("{principal}-{i}"),
+            text: format!("query {i} of {principal}"),
+            gold: vec![vec!["s.t".into()]],
+            tags: vec![format!("{PRINCIPAL_TAG}{principal}")],
+        }
+    }
+
+    #[test]
+    fn only_trusted_principals_teach_and_none_judges_its_own_labels() {
+        let labels: Vec<LabelledQuery> = (0..10)
+            .map(|i| label("admin", i))
+            .chain((0..60).map(|i| label("intruder", i)))
+            .chain((0..5).map(|i| label("ops", i)))
+            .collect();
+        let only_admin = LearnSettings { from: vec!["admin".into()], ..LearnSettings::default() };
+        let kept = by_principal(labels.clone(), &only_admin);
+        assert_eq!(kept.len(), 10);
+        assert!(kept.iter().all(|l| !l.tags.iter().any(|t| t.starts_with(SPLIT_TAG))), "one principal: split by query");
+        assert!(by_principal(labels.clone(), &LearnSettings::default()).is_empty(), "nobody until set");
+
+        let everyone = LearnSettings { from: vec!["*".into()], ..LearnSettings::default() };
+        let split = by_principal(labels, &everyone);
+        let part = |p: &str| -> Vec<String> {
+            let mut parts: Vec<String> = split
+                .iter()
+                .filter(|l| l.tags[0].ends_with(p))
+                .map(|l| l.tags.last().unwrap().trim_start_matches(SPLIT_TAG).to_owned())
+                .collect();
+            parts.dedup();
+            parts
+        };
+        // The two smallest principals judge (15 of 75 labels); the largest fits and chooses.
+        assert_eq!((part(":admin"), part(":ops")), (vec!["judge".to_owned()], vec!["judge".to_owned()]));
+        assert!(part(":intruder").iter().all(|p| p == "fit" || p == "choose"), "{:?}", part(":intruder"));
+    }
 }

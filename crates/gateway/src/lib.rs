@@ -28,13 +28,15 @@
 //!   subscriptions, log levels and list changes), `logs.rs`, `cut.rs` (results cut to a bound),
 //!   `reasons.rs` (what a client is told of a failure), `secrets.rs` (what the operator's log
 //!   masks);
-//! - trust: `pins.rs` and `pin_diff.rs` (pins, holds and approvals), `scan.rs` (the injection
-//!   scan);
+//! - trust: `pins.rs` and `pin_diff.rs` (pins and holds), `approve.rs` (approvals by digest),
+//!   `vetted.rs` (no call forwarded before the pins passed its definition), `scan.rs` (the
+//!   injection scan);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
 //!   (starting it), `keeper.rs` (following changes and the config file), `learner.rs` (learning
 //!   from its own traffic), `preflight.rs` (`--check`).
 #![deny(missing_docs)]
 
+pub mod approve;
 mod catalogue;
 mod child;
 mod config;
@@ -59,6 +61,7 @@ mod reasons;
 mod scan;
 mod secrets;
 mod upstream;
+mod vetted;
 
 pub use config::{GatewayConfig, GatewayLimits, GatewaySettings, InheritEnv, ServerSpec};
 pub use credentials::HeaderCommand;

@@ -97,6 +97,33 @@ pub fn split_uri(uri: &str) -> Option<(&str, &str)> {
     (!server.is_empty() && !original.is_empty()).then_some((server, original))
 }
 
+/// Whether `uri` could be built from the URI template `template` (RFC 6570): its literal
+/// parts in order, each `{...}` expression matching any text. Wider than the RFC (a safe
+/// side for refusing what a held template would serve).
+pub fn built_from(template: &str, uri: &str) -> bool {
+    let mut literals = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        literals.push(&rest[..open]);
+        match rest[open..].find('}') {
+            Some(close) => rest = &rest[open + close + 1..],
+            None => return template == uri,
+        }
+    }
+    if literals.is_empty() {
+        return template == uri;
+    }
+    let (first, last) = (literals[0], rest);
+    let Some(mut left) = uri.strip_prefix(first) else { return false };
+    for middle in &literals[1..] {
+        match left.find(middle) {
+            Some(at) => left = &left[at + middle.len()..],
+            None => return false,
+        }
+    }
+    left.ends_with(last)
+}
+
 /// The server and its own name of a namespaced prompt name `SERVER.NAME`.
 pub fn split_name(name: &str) -> Option<(&str, &str)> {
     let (server, original) = name.split_once('.')?;
@@ -222,6 +249,16 @@ pub(crate) fn prompt_as_result(answer: &Value) -> rmcp::model::CallToolResult {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_uri_is_matched_to_the_template_it_could_be_built_from() {
+        assert!(built_from("phase://{item}", "phase://thing"));
+        assert!(built_from("repo://{owner}/{name}/readme", "repo://a/b/readme"));
+        assert!(!built_from("repo://{owner}/{name}/readme", "repo://a/b/license"));
+        assert!(!built_from("phase://{item}", "other://thing"));
+        assert!(built_from("plain://x", "plain://x") && !built_from("plain://x", "plain://y"));
+        assert!(!built_from("bad://{x", "bad://y"));
+    }
+
     use super::*;
 
     #[test]

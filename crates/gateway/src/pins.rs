@@ -31,10 +31,10 @@ use toolsearch_mcp::ServeError;
 pub const PINS_FILE: &str = "pins.json";
 /// The held tools in a state directory.
 pub const HELD_FILE: &str = "held.json";
-const LOCK_FILE: &str = "pins.lock";
+pub(crate) const LOCK_FILE: &str = "pins.lock";
 
 /// The pins file's format: 2 pins annotations too (version 1, unmarked, did not).
-const PINS_VERSION: u32 = 2;
+pub(crate) const PINS_VERSION: u32 = 2;
 
 /// What a tool's pin covers: everything a model reads of it or a scope decision trusts.
 const PINNED_KEYS: [&str; 5] = ["title", "description", "inputSchema", "outputSchema", "annotations"];
@@ -98,11 +98,11 @@ pub struct Held {
 
 /// The pins of one state directory.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct Pins {
+pub(crate) struct Pins {
     /// [`PINS_VERSION`]; absent (1) in files of older gateways.
     #[serde(default = "legacy_version")]
-    version: u32,
-    pins: BTreeMap<String, Pin>,
+    pub(crate) version: u32,
+    pub(crate) pins: BTreeMap<String, Pin>,
 }
 
 fn legacy_version() -> u32 {
@@ -110,14 +110,14 @@ fn legacy_version() -> u32 {
 }
 
 /// An exclusive lock on a state directory's pins, held until the file returned is dropped.
-fn lock(state: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn lock(state: &Path) -> std::io::Result<std::fs::File> {
     let f = private_file_options(std::fs::OpenOptions::new().create(true).truncate(false).write(true))
         .open(state.join(LOCK_FILE))?;
     f.lock()?;
     Ok(f)
 }
 
-fn read_pins(state: &Path) -> Result<Pins, ServeError> {
+pub(crate) fn read_pins(state: &Path) -> Result<Pins, ServeError> {
     let path = state.join(PINS_FILE);
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| ServeError::Config(path, format!("not a pins file: {e}"))),
@@ -333,33 +333,6 @@ fn forget_unlisted(pins: &mut Pins, server: &str, listed: &std::collections::Has
     true
 }
 
-/// `toolsearch gateway approve SERVER.TOOL`: pins the definition a held tool has now, so the
-/// gateway (which watches the pins) serves it again. An error when the tool is not held.
-pub fn approve(state: &Path, tool: &str) -> Result<Held, ServeError> {
-    let _lock = lock(state).map_err(|e| ServeError::Config(state.join(LOCK_FILE), e.to_string()))?;
-    let held_path = state.join(HELD_FILE);
-    let held: Vec<Held> = match std::fs::read_to_string(&held_path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| ServeError::Config(held_path.clone(), e.to_string()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(ServeError::Config(held_path, e.to_string())),
-    };
-    let Some(h) = held.iter().find(|h| h.tool == tool).cloned() else {
-        let names: Vec<&str> = held.iter().map(|h| h.tool.as_str()).collect();
-        let listed =
-            if names.is_empty() { "no tool is held".to_owned() } else { format!("held: {}", names.join(", ")) };
-        return Err(ServeError::Config(held_path, format!("{tool} is not held ({listed})")));
-    };
-    let mut pins = read_pins(state)?;
-    pins.version = PINS_VERSION;
-    let mut pin = h.seen.clone();
-    pin.approved_flagged = !h.flags.is_empty();
-    pins.pins.insert(h.tool.clone(), pin);
-    write_atomic(state, PINS_FILE, &pins)?;
-    let rest: Vec<&Held> = held.iter().filter(|x| x.tool != tool).collect();
-    write_atomic(state, HELD_FILE, &rest)?;
-    Ok(h)
-}
-
 /// What identifies the current pins file (its inode and modification time): a change means
 /// an approval to apply.
 pub(crate) fn pins_stamp(state: &Path) -> Option<(u64, std::time::SystemTime)> {
@@ -374,11 +347,6 @@ pub(crate) fn guard_json(held: &[Held], flagged: &[(String, Vec<String>)]) -> Va
         held.iter().map(|h| json!({"tool": h.tool, "reason": h.reason, "diff": h.diff, "flags": h.flags})).collect();
     let flagged: Vec<Value> = flagged.iter().map(|(t, f)| json!({"tool": t, "flags": f})).collect();
     json!({"held": held, "flagged": flagged})
-}
-
-/// The state directory's held tools, as the last rebuild left them.
-pub fn held_tools(state: &Path) -> Vec<Held> {
-    std::fs::read_to_string(state.join(HELD_FILE)).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
 }
 
 /// Where a state directory keeps its pins.

@@ -120,6 +120,20 @@ impl Passthrough {
         crate::pins::is_held(&self.held, &crate::pins::offer_id(server, kind, name))
     }
 
+    /// Whether `uri` (the server's own) is not a resource it lists and could be built from a
+    /// template of `server` that is held: such a read is refused, as the template is.
+    fn built_by_held_template(&self, up: &Upstream, server: &str, uri: &str) -> bool {
+        let prefix = crate::pins::offer_id(server, "template", "");
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let templates: Vec<&str> =
+            held.0.iter().filter_map(|h| h.tool.strip_prefix(&prefix)?.strip_prefix(':')).collect();
+        if templates.is_empty() {
+            return false;
+        }
+        let listed = up.offers().resources.iter().any(|r| r.get("uri").and_then(Value::as_str) == Some(uri));
+        !listed && templates.iter().any(|t| crate::offers::built_from(t, uri))
+    }
+
     /// One page of a merged list as `who` sees it: its items and, when more follow, the
     /// cursor of the next page (an offset into the merged list).
     pub(crate) fn page(&self, who: &Principal, offer: Offer, cursor: Option<&str>) -> Result<Value, ErrorData> {
@@ -171,6 +185,9 @@ impl Passthrough {
         let unknown = || ErrorData::resource_not_found(format!("no resource {uri:?}"), Some(json!({"uri": uri})));
         let (server, original) = split_uri(uri).ok_or_else(unknown)?;
         let up = self.upstream(who, server, unknown)?;
+        if self.built_by_held_template(&up, server, original) {
+            return Err(unknown());
+        }
         let request = |answers, state| {
             let mut params = ReadResourceRequestParams::new(original);
             params.input_responses = answers;
@@ -240,6 +257,9 @@ impl Passthrough {
                 };
                 let (server, original) = split_uri(&uri).ok_or_else(unknown)?;
                 let up = self.upstream(who, server, unknown)?;
+                if crate::pins::is_held(&self.held, &crate::pins::offer_id(server, "template", original)) {
+                    return Err(unknown());
+                }
                 r.uri = original.to_owned();
                 (up, server.to_owned())
             }

@@ -198,6 +198,16 @@ impl Upstream {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|l| l.offers.clone()).unwrap_or_default()
     }
 
+    /// The digest ([`crate::pins::Pin`]) of tool `name`'s definition in its current listing.
+    pub(crate) fn definition_digest(&self, name: &str) -> Option<String> {
+        let listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let tools = &listing.as_ref()?.tools;
+        tools
+            .iter()
+            .find(|t| t.get("name").and_then(serde_json::Value::as_str) == Some(name))
+            .map(|t| crate::pins::Pin::of(t).digest)
+    }
+
     /// How many tools its last listing holds (0 before the first), without copying it.
     pub fn tool_count(&self) -> usize {
         self.listing.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map_or(0, |l| l.tools.len())
