@@ -59,7 +59,7 @@ pub mod preflight;
 mod progress;
 mod reasons;
 mod scan;
-mod secrets;
+use toolsearch_mcp::secrets;
 mod upstream;
 mod vetted;
 

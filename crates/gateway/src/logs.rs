@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use serde_json::Value;
 use toolsearch_mcp::{Notifier, SessionHandle};
 use toolsearch_query::Principal;
 
@@ -71,19 +70,32 @@ impl Logs {
 }
 
 /// A message of `server` as its clients get it: logged as the server (and its own logger),
-/// its data masked.
-pub(crate) fn relayed(server: &str, mut message: LoggingMessageNotificationParam) -> LoggingMessageNotificationParam {
+/// its data masked, and cut to `max` bytes of JSON (`limits.max_result_bytes`) with a notice.
+pub(crate) fn relayed(
+    server: &str,
+    mut message: LoggingMessageNotificationParam,
+    max: usize,
+) -> LoggingMessageNotificationParam {
     message.logger = Some(match message.logger.take() {
         Some(logger) => format!("{server}/{logger}"),
         None => server.to_owned(),
     });
-    message.data = match &message.data {
-        Value::String(text) => Value::String(crate::secrets::mask(text)),
-        other => {
-            let masked = crate::secrets::mask(&other.to_string());
-            serde_json::from_str(&masked).unwrap_or(Value::String(masked))
+    message.data = crate::secrets::mask_json(&message.data);
+    let bytes = serde_json::to_vec(&message.data).map_or(0, |v| v.len());
+    if bytes > max {
+        let text = match &message.data {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut end = max.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
         }
-    };
+        message.data = serde_json::Value::String(format!(
+            "{}\n[cut by the gateway: the message is {bytes} bytes, over the limit of {max} (toolsearch.limits.max_result_bytes)]",
+            &text[..end]
+        ));
+    }
     message.meta = None;
     message
 }
@@ -91,15 +103,24 @@ pub(crate) fn relayed(server: &str, mut message: LoggingMessageNotificationParam
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn a_message_names_its_server_and_keeps_its_level() {
         let m = LoggingMessageNotificationParam::new(LoggingLevel::Error, Value::String("disk full".into()));
-        let out = relayed("files", m.clone());
+        let out = relayed("files", m.clone(), 1000);
         assert_eq!(out.logger.as_deref(), Some("files"));
         assert_eq!(out.level, LoggingLevel::Error);
         assert_eq!(out.data, Value::String("disk full".into()));
-        let out = relayed("files", m.with_logger("io"));
+        let out = relayed("files", m.clone().with_logger("io"), 1000);
         assert_eq!(out.logger.as_deref(), Some("files/io"));
+        // Over the limit: cut, with a notice; structured data masked first.
+        let big = LoggingMessageNotificationParam::new(LoggingLevel::Info, Value::String("x".repeat(5000)));
+        let out = relayed("files", big, 1000);
+        let text = out.data.as_str().unwrap();
+        assert!(text.len() < 1200 && text.contains("5002 bytes"), "{text}");
+        let secret =
+            LoggingMessageNotificationParam::new(LoggingLevel::Info, serde_json::json!({"password": "hunter2"}));
+        assert_eq!(relayed("files", secret, 1000).data, serde_json::json!({"password": "***"}));
     }
 }

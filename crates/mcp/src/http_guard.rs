@@ -140,7 +140,11 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         None => ([0u8; 32], None),
         Some(Ok((digest, grant))) => (
             digest,
-            Some(Caller { principal: Principal::with_scopes(grant.scopes.iter().cloned()), name: grant.name.clone() }),
+            Some(Caller {
+                principal: Principal::with_scopes(grant.scopes.iter().cloned()),
+                name: grant.name.clone(),
+                identity: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            }),
         ),
         Some(Err(())) => {
             return (

@@ -44,6 +44,7 @@ pub mod offer_source;
 pub mod ops;
 mod ops_http;
 mod runner;
+pub mod secrets;
 mod session;
 mod session_view;
 mod stdio;

@@ -138,7 +138,8 @@ impl Passthrough {
         if recipients.is_empty() {
             return;
         }
-        let message = crate::logs::relayed(server, message);
+        let max = self.fleet.get(server).map_or(usize::MAX, |up| up.limits().max_result_bytes);
+        let message = crate::logs::relayed(server, message, max);
         for notifier in recipients {
             notifier.log(message.clone()).await;
         }

@@ -5,12 +5,14 @@
 //! questions to the client whose request it is and sends the request again with the answers.
 //!
 //! Over stdio nothing in such a request names the call it belongs to, so the rule is plain:
-//! while exactly one forwarded call is open on the server, the question is that call's and
-//! goes to its client: through its session when it has one (and declared the capability), or,
-//! for a session-free client, as an `input_required` round of its call (`toolsearch_mcp`'s
-//! [`Asker`]). Otherwise (no call, several calls, a client without the capability) an
-//! elicitation is declined and a sampling request refused. A question never reaches a client
-//! whose call it is not.
+//! the question belongs to one of the calls open when it arrived; when exactly one of those is
+//! still open, it is that call's and goes to its client: through its session when it has one
+//! (and declared the capability), or, for a session-free client, as an `input_required` round
+//! of its call (`toolsearch_mcp`'s [`Asker`]). While several are open it waits (at most
+//! [`QUESTION_WAIT`]) for the others to finish, so another caller's open call never gets it
+//! declined on its owner's behalf. With none left, after the wait, or for a client without
+//! the capability, an elicitation is declined and a sampling request refused. A question never
+//! reaches a client whose call was not open when it was asked.
 
 // Sampling is deprecated by the 2026-07-28 revision (SEP-2577), and still sent by servers of
 // the older ones, whose requests are relayed here.
@@ -30,6 +32,9 @@ use toolsearch_mcp::{Asker, RunContext};
 
 /// Most `input_required` rounds one forwarded call, prompt or read may take.
 const MAX_ROUNDS: usize = 10;
+/// The longest a question of an older upstream waits for the calls it might belong to to
+/// narrow down to one.
+pub(crate) const QUESTION_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The client failed to answer a question.
 fn client_failed(e: impl std::fmt::Display) -> ErrorData {
@@ -51,6 +56,8 @@ enum Owner {
 pub(crate) struct Asks {
     open: Mutex<Vec<(u64, Option<Owner>)>>,
     next: AtomicU64,
+    /// Woken when a call closes.
+    closed: tokio::sync::Notify,
 }
 
 /// An open call's place in [`Asks`], removed when dropped.
@@ -59,6 +66,7 @@ pub(crate) struct Open(Arc<Asks>, u64);
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.open.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != self.1);
+        self.0.closed.notify_waiters();
     }
 }
 
@@ -121,11 +129,28 @@ impl Asks {
         }
     }
 
-    /// The client a question now belongs to: the one open call's.
-    fn owner(&self) -> Option<Owner> {
-        match self.open.lock().unwrap_or_else(|p| p.into_inner()).as_slice() {
-            [(_, client)] => client.clone(),
-            _ => None,
+    /// The client a question asked now belongs to: of the calls open now, the one left open
+    /// once the others finished (waiting at most [`QUESTION_WAIT`]); `None` when none is.
+    async fn owner(&self) -> Option<Owner> {
+        let candidates: Vec<u64> =
+            self.open.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(id, _)| *id).collect();
+        let deadline = tokio::time::Instant::now() + QUESTION_WAIT;
+        loop {
+            let closed = self.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            {
+                let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+                let left: Vec<&(u64, Option<Owner>)> = open.iter().filter(|(id, _)| candidates.contains(id)).collect();
+                match left.as_slice() {
+                    [] => return None,
+                    [(_, client)] => return client.clone(),
+                    _ => {}
+                }
+            }
+            if tokio::time::timeout_at(deadline, closed).await.is_err() {
+                return None;
+            }
         }
     }
 
@@ -140,12 +165,12 @@ impl Asks {
 
     /// Relays an elicitation to the owning client, or declines it.
     pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
-        self.elicit_by(self.owner(), request).await
+        self.elicit_by(self.owner().await, request).await
     }
 
     /// Relays a sampling request to the owning client, or refuses it.
     pub(crate) async fn sample(&self, request: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
-        self.sample_by(self.owner(), request).await
+        self.sample_by(self.owner().await, request).await
     }
 
     /// Puts an elicitation to `owner`, or declines it.

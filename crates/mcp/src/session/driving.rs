@@ -111,8 +111,10 @@ impl Session {
         answers: rmcp::model::InputResponses,
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Round>, ErrorData> {
-        let Some(mut round) = self.hub.rounds().take(token, method, subject) else { return Ok(None) };
-        // Only the caller that began it goes on with it.
+        // Only the caller that began it goes on with it: anyone else's retry is answered as an
+        // unknown token, and leaves the round to its owner.
+        let who = super::identity_of(context);
+        let Some(mut round) = self.hub.rounds().take(token, method, subject, &who) else { return Ok(None) };
         round.session.set(context)?;
         if let Some((key, answer)) = round.waiting.take() {
             let Some(value) = answers.get(&key) else {

@@ -37,10 +37,21 @@ pub struct Caller {
     pub principal: Principal,
     /// The name of its token, for logs and the audit trail (never the token).
     pub name: String,
+    /// Who it is: its token's SHA-256 in hex (or the OAuth subject). Sessions and
+    /// `input_required` rounds are bound to it, not to the scopes it holds (two tokens with
+    /// the same scopes are two callers).
+    pub identity: String,
 }
 
 /// The caller name of a client the transport does not identify (stdio, or HTTP without tokens).
 const LOCAL: &str = "local";
+
+/// Who the caller of `context` is ([`Caller::identity`]; empty for a client the transport does
+/// not identify).
+pub(crate) fn identity_of(context: &RequestContext<RoleServer>) -> String {
+    let parts = context.extensions.get::<http::request::Parts>();
+    parts.and_then(|p| p.extensions.get::<Caller>()).map(|c| c.identity.clone()).unwrap_or_default()
+}
 /// How long a session-free client may keep a list (`ttlMs`) before asking again; a
 /// `subscriptions/listen` stream tells it sooner when the list changes.
 const LIST_TTL_MS: u64 = 60_000;
@@ -59,6 +70,8 @@ pub(crate) struct SessionState {
     principal: OnceLock<Principal>,
     /// The caller's name (its token's), for logs and the audit trail.
     caller: OnceLock<String>,
+    /// Who the caller is ([`Caller::identity`]), set by its first request.
+    identity: OnceLock<String>,
     /// This session's id in logs and the audit trail.
     id: String,
     /// The last audit step written to the trail on disk.
@@ -88,6 +101,7 @@ impl Session {
             set: OnceLock::new(),
             principal: OnceLock::new(),
             caller: OnceLock::new(),
+            identity: OnceLock::new(),
             id,
             audited: AtomicUsize::new(0),
             catalogue: AtomicU64::new(0),
@@ -121,13 +135,24 @@ impl Session {
         }
     }
 
-    /// The tool set, made on first use for the caller of `context`.
+    /// Whether the caller of `context` is the one this session began with (any caller, before
+    /// its first request): the same token, not merely the same scopes.
+    pub(super) fn belongs_to(&self, context: &RequestContext<RoleServer>) -> bool {
+        let identity = identity_of(context);
+        self.state.identity.get_or_init(|| identity.clone()) == &identity
+    }
+
+    /// The tool set, made on first use for the caller of `context`; refused to any other
+    /// caller (another token, even one with the same scopes).
     fn set(&self, context: &RequestContext<RoleServer>) -> Result<&Mutex<ToolSet>, ErrorData> {
         let asked = context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Caller>());
         let (principal, name) = match asked {
             Some(c) => (c.principal.clone(), c.name.as_str()),
             None => (self.hub.default_principal(), LOCAL),
         };
+        if !self.belongs_to(context) {
+            return Err(ErrorData::invalid_request("this session belongs to another caller", None));
+        }
         self.state.caller.get_or_init(|| name.to_owned());
         let held = self.state.principal.get_or_init(|| principal.clone());
         if held != &principal {

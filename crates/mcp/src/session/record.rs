@@ -30,6 +30,19 @@ pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: 
                 record.insert("argument_names".into(), json!(names));
             }
         }
+        // The same masker as the operator's log: credentials in a query or kept arguments are
+        // not written; ids are cut (a refused call may name one of any length).
+        if let Some(Value::String(query)) = record.get_mut("query") {
+            *query = crate::secrets::mask(query);
+        }
+        if let Some(arguments) = record.get_mut("arguments").filter(|a| !a.is_null()) {
+            *arguments = crate::secrets::mask_json(arguments);
+        }
+        for key in ["tool_id", "via"] {
+            if let Some(Value::String(id)) = record.get_mut(key) {
+                cut_id(id);
+            }
+        }
         record.insert("time".into(), json!(time));
         record.insert("session".into(), json!(state.id));
         record.insert("token".into(), json!(state.caller.get().map_or(LOCAL, String::as_str)));
@@ -37,6 +50,21 @@ pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: 
         trail.write(record);
     }
     state.audited.store(newest, Ordering::Relaxed);
+}
+
+/// The longest id the trail keeps whole (the longest a catalogue holds).
+const MAX_ID_BYTES: usize = 512;
+
+fn cut_id(id: &mut String) {
+    if id.len() > MAX_ID_BYTES {
+        let mut end = MAX_ID_BYTES;
+        while !id.is_char_boundary(end) {
+            end -= 1;
+        }
+        let bytes = id.len();
+        id.truncate(end);
+        id.push_str(&format!("... ({bytes} bytes)"));
+    }
 }
 
 /// Whether a discovery tool name is a search (its latency is `search_duration_seconds`).

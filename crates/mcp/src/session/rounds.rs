@@ -28,6 +28,8 @@ use crate::runner::{Asker, ProgressSink, Question, RunContext, RunError};
 
 /// Most rounds waiting for an answer at once.
 const MAX_ROUNDS: usize = 256;
+/// Most rounds of one caller waiting at once: no caller can take every place.
+const MAX_ROUNDS_PER_CALLER: usize = 32;
 /// How long a round waits for the client's retry before it is given up (a client retries at
 /// once with its user's answer; one that never does must not hold the tool for long).
 const ROUND_TTL: Duration = Duration::from_secs(120);
@@ -131,8 +133,11 @@ pub(crate) trait Waiting: Send + 'static {
     fn kept(&self) -> Instant;
     /// Marks it kept now.
     fn keep_now(&mut self);
-    /// Whether a retry of `method` naming `subject` goes on with it.
-    fn fits(&self, method: &str, subject: &str) -> bool;
+    /// Whether a retry of `method` naming `subject` by the caller `who` ([`super::Caller::identity`])
+    /// goes on with it.
+    fn fits(&self, method: &str, subject: &str, who: &str) -> bool;
+    /// Who began it ([`super::Caller::identity`]).
+    fn owner(&self) -> String;
 }
 
 impl Waiting for Round {
@@ -144,8 +149,12 @@ impl Waiting for Round {
         self.kept = Instant::now();
     }
 
-    fn fits(&self, method: &str, subject: &str) -> bool {
-        self.method == method && self.subject == subject
+    fn fits(&self, method: &str, subject: &str, who: &str) -> bool {
+        self.method == method && self.subject == subject && self.owner() == who
+    }
+
+    fn owner(&self) -> String {
+        self.session.state.identity.get().cloned().unwrap_or_default()
     }
 }
 
@@ -159,14 +168,17 @@ impl<R: Waiting> Default for Rounds<R> {
 }
 
 impl<R: Waiting> Rounds<R> {
-    /// Keeps `round` until its client's retry: its token, or `None` when too many wait.
+    /// Keeps `round` until its client's retry: its token, or `None` when too many wait, in
+    /// all or of its caller.
     pub(super) fn keep(&self, mut round: R) -> Option<String> {
         let mut key = [0u8; 16];
         getrandom::fill(&mut key).ok()?;
         let token: String = key.iter().map(|b| format!("{b:02x}")).collect();
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
         rounds.retain(|_, r| r.kept().elapsed() < ROUND_TTL);
-        if rounds.len() >= MAX_ROUNDS {
+        let owner = round.owner();
+        if rounds.len() >= MAX_ROUNDS || rounds.values().filter(|r| r.owner() == owner).count() >= MAX_ROUNDS_PER_CALLER
+        {
             return None;
         }
         round.keep_now();
@@ -182,10 +194,11 @@ impl<R: Waiting> Rounds<R> {
     }
 
     /// The round of `token`, taken out, if it is still kept and is one of `method` naming
-    /// `subject` (a token retried with another request is left alone).
-    pub(super) fn take(&self, token: &str, method: &str, subject: &str) -> Option<R> {
+    /// `subject` begun by `who` (a token retried with another request, or by another caller,
+    /// is left alone).
+    pub(super) fn take(&self, token: &str, method: &str, subject: &str, who: &str) -> Option<R> {
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if !rounds.get(token).is_some_and(|r| r.fits(method, subject)) {
+        if !rounds.get(token).is_some_and(|r| r.fits(method, subject, who)) {
             return None;
         }
         rounds.remove(token).filter(|r| r.kept().elapsed() < ROUND_TTL)
@@ -200,6 +213,7 @@ mod tests {
     struct Probe {
         kept: Instant,
         dropped: Arc<std::sync::atomic::AtomicUsize>,
+        who: String,
     }
 
     impl Drop for Probe {
@@ -215,34 +229,56 @@ mod tests {
         fn keep_now(&mut self) {
             self.kept = Instant::now();
         }
-        fn fits(&self, method: &str, subject: &str) -> bool {
-            method == "prompts/get" && subject == "p"
+        fn fits(&self, method: &str, subject: &str, who: &str) -> bool {
+            method == "prompts/get" && subject == "p" && who == self.who
+        }
+        fn owner(&self) -> String {
+            self.who.clone()
         }
     }
 
     fn probe(dropped: &Arc<std::sync::atomic::AtomicUsize>) -> Probe {
-        Probe { kept: Instant::now(), dropped: dropped.clone() }
+        probe_of(dropped, "a")
+    }
+
+    fn probe_of(dropped: &Arc<std::sync::atomic::AtomicUsize>, who: &str) -> Probe {
+        Probe { kept: Instant::now(), dropped: dropped.clone(), who: who.to_owned() }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_caller_cannot_take_every_place_nor_anothers_round() {
+        let rounds: Rounds<Probe> = Rounds::default();
+        let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mine: Vec<String> =
+            (0..MAX_ROUNDS_PER_CALLER).map(|_| rounds.keep(probe_of(&dropped, "intruder")).unwrap()).collect();
+        assert!(rounds.keep(probe_of(&dropped, "intruder")).is_none(), "its own places are full");
+        let owners = rounds.keep(probe_of(&dropped, "owner")).expect("another caller still gets a place");
+        // A retry by anyone but the owner is refused, and leaves the round to its owner.
+        assert!(rounds.take(&owners, "prompts/get", "p", "intruder").is_none());
+        assert!(rounds.take(&owners, "prompts/get", "p", "owner").is_some());
+        assert!(rounds.take(&mine[0], "prompts/get", "p", "owner").is_none());
     }
 
     #[tokio::test(start_paused = true)]
     async fn at_most_so_many_wait_and_each_is_given_up_after_its_time() {
         let rounds: Rounds<Probe> = Rounds::default();
         let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let tokens: Vec<String> = (0..MAX_ROUNDS).map(|_| rounds.keep(probe(&dropped)).unwrap()).collect();
+        let tokens: Vec<String> =
+            (0..MAX_ROUNDS).map(|i| rounds.keep(probe_of(&dropped, &format!("c{}", i % 16))).unwrap()).collect();
         assert_eq!(tokens.iter().collect::<std::collections::HashSet<_>>().len(), MAX_ROUNDS, "tokens are unique");
         assert!(rounds.keep(probe(&dropped)).is_none(), "one more is refused");
         assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "and dropped at once");
         // A retry of another request, or another subject, leaves a round where it is.
-        assert!(rounds.take(&tokens[0], "tools/call", "p").is_none());
-        assert!(rounds.take(&tokens[0], "prompts/get", "q").is_none());
-        assert!(rounds.take(&tokens[0], "prompts/get", "p").is_some());
-        assert!(rounds.take(&tokens[0], "prompts/get", "p").is_none(), "taken once");
-        assert!(rounds.keep(probe(&dropped)).is_some(), "a taken round frees its place");
+        assert!(rounds.take(&tokens[0], "tools/call", "p", "c0").is_none());
+        assert!(rounds.take(&tokens[0], "prompts/get", "q", "c0").is_none());
+        assert!(rounds.take(&tokens[0], "prompts/get", "p", "c0").is_some());
+        assert!(rounds.take(&tokens[0], "prompts/get", "p", "c0").is_none(), "taken once");
+        assert!(rounds.keep(probe_of(&dropped, "c0")).is_some(), "a taken round frees its place");
         // Past their time, unanswered rounds are given up: dropped (their calls cancelled).
         tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
         tokio::task::yield_now().await;
         assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), MAX_ROUNDS + 2);
-        assert!(rounds.take(&tokens[1], "prompts/get", "p").is_none());
+        assert!(rounds.take(&tokens[1], "prompts/get", "p", "c1").is_none());
         assert_eq!(rounds.0.lock().unwrap().len(), 0);
     }
 }
