@@ -27,8 +27,11 @@ impl Reason {
             ServiceError::McpError(_) => Reason::Answered,
             other => {
                 let text = other.to_string().to_ascii_lowercase();
-                let auth = ["401", "403", "unauthorized", "forbidden", "auth", "for header"];
-                if auth.iter().any(|w| text.contains(w)) {
+                // Status codes as whole words: a port or path that merely contains 401 is no
+                // refusal (a test's free port 40123 once read as one).
+                let status = text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "401" || w == "403");
+                let auth = ["unauthorized", "forbidden", "auth", "for header"];
+                if status || auth.iter().any(|w| text.contains(w)) {
                     Reason::AuthFailed
                 } else {
                     Reason::Unreachable
@@ -76,6 +79,14 @@ mod tests {
             crate::child::ChildTransport,
             rmcp::RoleClient,
         >(e))
+    }
+
+    #[test]
+    fn a_port_that_contains_401_is_no_refusal() {
+        let e = transport_error(std::io::Error::other("error sending request for url (http://127.0.0.1:40123/mcp)"));
+        assert_eq!(Reason::of(&e), Reason::Unreachable);
+        let e = transport_error(std::io::Error::other("unexpected status 401 from server"));
+        assert_eq!(Reason::of(&e), Reason::AuthFailed);
     }
 
     #[test]
