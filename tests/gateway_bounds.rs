@@ -69,3 +69,46 @@ fn huge_unknown_ids_are_refused_at_once_with_a_short_answer() {
         call(&gateway.addr, "call_tool", json!({"tool_id": " everything.echo ", "arguments": {"message": "hi"}}));
     assert!(answer["result"]["isError"] != json!(true) && answer.to_string().contains("hi"), "{answer}");
 }
+
+/// Opens a session-free `subscriptions/listen` stream with `token` and keeps it open: the HTTP
+/// status, and the connection (the stream lasts as long as it does).
+fn listen(addr: &str, token: &str) -> (u16, std::net::TcpStream) {
+    use std::io::{Read, Write};
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                      "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}})
+    .to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Authorization: Bearer {token}\r\nMcp-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut head = [0u8; 12];
+    let _ = s.read_exact(&mut head);
+    let status = String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0);
+    (status, s)
+}
+
+/// #60 T11: `subscriptions/listen` streams count in the per-token and total caps, as sessions
+/// do: one token cannot open streams without end (each a task and a file descriptor).
+#[test]
+fn listen_streams_count_in_the_per_token_cap() {
+    let dir = common::scratch().join("gateway-bounds-listen");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                "toolsearch": {"tokens": {"a": [], "b": []}, "limits": {"http": {"max_sessions_per_token": 3}}}}),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let held: Vec<(u16, std::net::TcpStream)> = (0..3).map(|_| listen(&gateway.addr, "a")).collect();
+    assert_eq!(held.iter().map(|h| h.0).collect::<Vec<_>>(), [200, 200, 200]);
+    assert_eq!(listen(&gateway.addr, "a").0, 429, "a fourth stream of one token is refused");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
+    assert_eq!(http_post(&gateway.addr, &init, &[("Authorization", "Bearer a")]).0, 429, "and so is a session");
+    assert_eq!(listen(&gateway.addr, "b").0, 200, "another token still gets in");
+}

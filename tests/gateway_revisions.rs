@@ -24,7 +24,7 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
                                "always_load": ["echo"]}
             },
             "toolsearch": {
-                "tokens": {"token-demo": ["demo"], "token-plain": []},
+                "tokens": {"token-demo": ["demo"], "token-other": ["demo"], "token-plain": []},
                 "requires": {"everything": ["demo"]}
             }
         }),
@@ -280,6 +280,61 @@ fn an_upstream_that_speaks_only_the_session_free_revision_is_reached() {
         assert_eq!(read["contents"][0]["uri"], "toolsearch://modern/modern://motto", "{mode}: {read}");
         assert!(out[7]["text"].as_str().unwrap().contains("Hello Alan, from Ada Lovelace."), "{mode}: {}", out[7]);
     }
+}
+
+/// #60 T4b: another caller's call open on the same (older-revision) upstream no longer gets a
+/// question declined on its owner's behalf: the question waits for that call to finish, and
+/// its owner is then asked.
+#[test]
+fn a_question_waits_for_another_callers_call_instead_of_being_declined() {
+    let dir = common::scratch().join("gateway-asks-busy");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let url = gateway.url();
+    let long = json!([["call", "everything.trigger-long-running-operation", {"duration": 6, "steps": 3}]]);
+    let busy = std::thread::spawn(move || client_mode_steps(LEGACY, &url, "token-other", &long));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let asked = json!([["call", "everything.trigger-elicitation-request", {}], ["asked"]]);
+    let out = client_mode_steps(LEGACY, &gateway.url(), "token-demo", &asked);
+    assert!(out[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "{}", out[0]);
+    let other = busy.join().unwrap();
+    assert!(!other[0]["is_error"].as_bool().unwrap(), "{other:?}");
+}
+
+/// #60 T5: a session-free round belongs to the token that began it. Another token with the
+/// same scopes that retries with its `requestState` is told the state is unknown, and the
+/// owner's round is still there: its own retry gets the result.
+#[test]
+fn a_round_answers_only_the_token_that_began_it_and_survives_anothers_retry() {
+    let dir = common::scratch().join("gateway-rounds-owner");
+    let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let call = |token: &str, extra: Value| {
+        let mut params = json!({"name": "call_tool",
+                                "arguments": {"tool_id": "everything.trigger-elicitation-request", "arguments": {}},
+                                "_meta": meta});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let auth = format!("Bearer {token}");
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Mcp-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "call_tool"),
+        ];
+        message(&http_post(&gateway.addr, &body.to_string(), &headers).1)
+    };
+    let asked = call("token-demo", json!({}));
+    let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{asked}")).to_owned();
+    let key = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    let answer = json!({key.clone(): {"action": "accept", "content": {"name": "Mallory", "check": true}}});
+    let stolen = call("token-other", json!({"requestState": state, "inputResponses": answer}));
+    let text = stolen["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("unknown or expired") && !text.contains("Mallory"), "{stolen}");
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}});
+    let owned = call("token-demo", json!({"requestState": state, "inputResponses": answer}));
+    assert!(owned["result"]["content"].to_string().contains("Name: Ada Lovelace"), "{owned}");
 }
 
 #[test]

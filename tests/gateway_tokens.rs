@@ -16,7 +16,8 @@ fn a_read_only_token_cannot_call_a_destructive_tool_and_is_told_which_scope_limi
         &json!({
             "mcpServers": {
                 "memory": {"command": "node", "args": [reference_server("memory")],
-                           "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}},
+                           "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")},
+                           "always_load": ["read_graph", "delete_entities"]},
                 "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}
             },
             "toolsearch": {"tokens": {
@@ -65,6 +66,17 @@ fn a_read_only_token_cannot_call_a_destructive_tool_and_is_told_which_scope_limi
     assert!(!full[0]["is_error"].as_bool().unwrap(), "{full:?}");
     let graph = client_steps(&gateway.url(), "token-reader", &json!([["call", "memory.read_graph", {}]]));
     assert!(!graph[0]["text"].as_str().unwrap().contains("ada"), "{graph:?}");
+
+    // #60 T14: `always_load` lists, for each caller, only what it may call.
+    let listed = |token: &str| -> Vec<String> {
+        let out = client_steps(&gateway.url(), token, &json!([["tools"]]));
+        let tools: serde_json::Value = serde_json::from_str(out[0]["text"].as_str().unwrap()).unwrap();
+        tools["items"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let (reader, full) = (listed("token-reader"), listed("token-full"));
+    let has = |names: &[String], tool: &str| names.iter().any(|n| n.contains(tool));
+    assert!(has(&reader, "read_graph") && !has(&reader, "delete_entities"), "{reader:?} {full:?}");
+    assert!(has(&full, "read_graph") && has(&full, "delete_entities"), "{full:?}");
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! its logger (`SERVER`, or `SERVER/LOGGER` when the server named one) and its data masked as
 //! the operator's log is. Each running server is asked, with a `logging/setLevel` of its own,
 //! for the most verbose level any client that may see it wants; each client's own level is
-//! applied here.
+//! applied here. A message is handed to each client with a short wait ([`SEND_WAIT`]); a client
+//! that does not take it in time (it does not read its stream) is sent no more, so nothing is
+//! queued for it and no other client waits on it.
 
 // Logging is deprecated by the 2026-07-28 revision (SEP-2577), and still used by clients and
 // servers of the older ones, whose messages are relayed here.
@@ -18,6 +20,9 @@ use std::sync::Mutex;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use toolsearch_mcp::{Notifier, SessionHandle};
 use toolsearch_query::Principal;
+
+/// How long a client's connection may take to accept one log message.
+pub(crate) const SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A client that set a level.
 struct Listener {
@@ -61,11 +66,25 @@ impl Logs {
     }
 
     /// Who gets a message of `level` from a server: each live listener that may see it
-    /// (`may`) and wants that level.
-    pub(crate) fn recipients(&self, level: LoggingLevel, may: impl Fn(&Principal) -> bool) -> Vec<Notifier> {
+    /// (`may`) and wants that level, with its session.
+    pub(crate) fn recipients(
+        &self,
+        level: LoggingLevel,
+        may: impl Fn(&Principal) -> bool,
+    ) -> Vec<(SessionHandle, Notifier)> {
         let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
         listeners.retain(|l| l.session.strong_count() > 0);
-        listeners.iter().filter(|l| level as u8 >= l.level as u8 && may(&l.who)).map(|l| l.notifier.clone()).collect()
+        listeners
+            .iter()
+            .filter(|l| level as u8 >= l.level as u8 && may(&l.who))
+            .map(|l| (l.session.clone(), l.notifier.clone()))
+            .collect()
+    }
+
+    /// `session` no longer gets messages (it did not take one in time: a client that does not
+    /// read its stream is not queued for).
+    pub(crate) fn stop(&self, session: &SessionHandle) {
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.session.ptr_eq(session));
     }
 }
 

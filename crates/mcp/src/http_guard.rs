@@ -58,6 +58,34 @@ pub(crate) struct Guard {
     limits: HttpLimits,
     owners: Mutex<HashMap<String, TokenDigest>>,
     sessions: Arc<LocalSessionManager>,
+    /// Open `subscriptions/listen` streams of session-free callers, by token: counted with the
+    /// sessions in the per-token and total caps.
+    listens: Arc<Mutex<HashMap<TokenDigest, usize>>>,
+}
+
+/// What a POST opens, beyond its own answer.
+#[derive(Clone, Copy, PartialEq)]
+enum Opens {
+    Nothing,
+    /// A session (`initialize` without a session).
+    Session,
+    /// A session-free `subscriptions/listen` stream.
+    Listen,
+}
+
+/// A listen stream's place in [`Guard::listens`], given back when its response body is dropped.
+struct Listening(Arc<Mutex<HashMap<TokenDigest, usize>>>, TokenDigest);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let mut listens = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = listens.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                listens.remove(&self.1);
+            }
+        }
+    }
 }
 
 impl Guard {
@@ -68,6 +96,7 @@ impl Guard {
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
             sessions,
+            listens: Arc::default(),
         }
     }
 
@@ -162,14 +191,21 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         }
     }
     let deleting = request.method() == Method::DELETE;
-    let (mut request, initialize) = if request.method() == Method::POST {
+    let (mut request, opens) = if request.method() == Method::POST {
         match checked_body(&g, request, session.is_none(), owner).await {
             Ok(r) => r,
             Err(answer) => return answer,
         }
     } else {
-        (request, false)
+        (request, Opens::Nothing)
     };
+    let initialize = opens == Opens::Session;
+    // Counted from now (a burst of listens cannot all pass the check), given back when the
+    // stream's body is dropped.
+    let listening = (opens == Opens::Listen).then(|| {
+        *g.listens.lock().unwrap_or_else(|p| p.into_inner()).entry(owner).or_default() += 1;
+        Listening(g.listens.clone(), owner)
+    });
     if let Some(c) = caller {
         request.extensions_mut().insert(c);
     }
@@ -188,17 +224,27 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if let (true, Some(s)) = (deleting && response.status().is_success(), session) {
         g.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(&s);
     }
+    if let Some(held) = listening.filter(|_| response.status().is_success()) {
+        use futures_util::StreamExt;
+        let (parts, body) = response.into_parts();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _held = &held;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
     response
 }
 
 /// Reads a POST body within the limits and checks it is one JSON-RPC message; the request
-/// rebuilt with it and whether it opens a session, or the answer to send instead.
+/// rebuilt with it and what it opens (a session, a listen stream), or the answer to send
+/// instead (a caller at its cap of sessions and streams, or all of them taken).
 async fn checked_body(
     g: &Guard,
     request: Request,
     sessionless: bool,
     owner: TokenDigest,
-) -> Result<(Request, bool), Response> {
+) -> Result<(Request, Opens), Response> {
     let (parts, body) = request.into_parts();
     let limit = g.limits.max_body_bytes;
     let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
@@ -249,8 +295,12 @@ async fn checked_body(
         }
         _ => {}
     }
-    let initialize = sessionless && method == Some("initialize");
-    if initialize {
+    let opens = match method {
+        Some("initialize") if sessionless => Opens::Session,
+        Some("subscriptions/listen") if sessionless => Opens::Listen,
+        _ => Opens::Nothing,
+    };
+    if opens != Opens::Nothing {
         let live: std::collections::HashSet<String> =
             g.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect();
         let mine = g
@@ -260,7 +310,11 @@ async fn checked_body(
             .iter()
             .filter(|(s, o)| same(o, &owner) && live.contains(s.as_str()))
             .count();
-        let refusal = if live.len() >= g.limits.max_sessions {
+        let (mine, all) = {
+            let listens = g.listens.lock().unwrap_or_else(|p| p.into_inner());
+            (mine + listens.get(&owner).copied().unwrap_or(0), live.len() + listens.values().sum::<usize>())
+        };
+        let refusal = if all >= g.limits.max_sessions {
             Some((StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones"))
         } else if mine >= g.limits.max_sessions_per_token.max(1) {
             Some((
@@ -276,7 +330,7 @@ async fn checked_body(
             return Err(answer);
         }
     }
-    Ok((Request::from_parts(parts, Body::from(bytes)), initialize))
+    Ok((Request::from_parts(parts, Body::from(bytes)), opens))
 }
 
 fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {

@@ -27,12 +27,12 @@
 //! - the seams the gateway plugs into: `runner.rs` ([`ToolRunner`]), `offer_source.rs`
 //!   ([`OfferSource`]), `ops.rs` (`Operations` and the `Status` seam);
 //! - operations: `ops_http.rs` (`/healthz`, `/readyz`, `/metrics`), `metrics.rs`, `trail.rs`;
-//!   `effects.rs` (calls gated by annotations), `config.rs` (`serve --config`).
+//!   `secrets.rs` (the masker of logs and trail), `config.rs` (`serve --config`); calls gated
+//!   by annotations are `toolsearch_query::effects`.
 #![deny(missing_docs)]
 
 mod checks;
 mod config;
-mod effects;
 mod fresh_sets;
 mod http;
 mod http_access;
@@ -53,7 +53,6 @@ pub mod trail;
 
 pub use checks::spawn_command_checks;
 pub use config::{Access, Grant, ServeConfig, ServeError};
-pub use effects::{NO_DESTRUCTIVE, READ_ONLY};
 pub use http::{serve_http, HttpAccess, HttpLimits};
 pub use hub::Hub;
 pub use notifier::Notifier;
@@ -64,6 +63,7 @@ pub use session_view::{SessionHandle, SessionView};
 pub use stdio::{serve_io, stdio_streams, MAX_MESSAGE_BYTES};
 pub use token_names::{process_token_name, state_token_key, token_name, TOKEN_KEY_FILE};
 pub use tokio_util::sync::CancellationToken;
+pub use toolsearch_query::effects::{NO_DESTRUCTIVE, READ_ONLY};
 
 /// The MCP protocol versions served, oldest first: 2024-11-05 through 2025-11-25 with
 /// sessions (`initialize`), and the session-free 2026-07-28.

@@ -16,7 +16,8 @@
 //! confidence; `answerable.rs` the query-level decision; `matching.rs` exact and regex matches;
 //! `scope.rs` and `lists.rs` a caller's view of the category graph; `filter.rs` what a request
 //! restricts it to). [`Engine`] (`engine.rs`) is a ranker plus the protocol calls for a
-//! [`Principal`] (`principal.rs`), with `protocol.rs` the request and answer types and
+//! [`Principal`] (`principal.rs`; `effects.rs` the `read-only` and `no-destructive` limits
+//! its annotations set on calls), with `protocol.rs` the request and answer types and
 //! `cursor.rs` the cursors; `hints.rs` and `suggest.rs` build the hints of error answers;
 //! `call.rs` checks and runs `call_tool` through the host's [`Executor`]; `error.rs` the typed
 //! codes and next calls.
@@ -26,6 +27,7 @@ pub mod answerable;
 mod cache;
 mod call;
 mod cursor;
+pub mod effects;
 mod engine;
 mod error;
 mod filter;

@@ -114,6 +114,12 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
         .tools
         .iter()
         .filter(|t| who.may_use(t) && config.always_load.iter().any(|g| toolsearch_catalog::glob(g, &t.id)))
+        // A tool the caller may see but never call (a read-only token, a destructive tool) is
+        // not loaded for it (its annotations are in its full record).
+        .filter(|t| {
+            let full = engine.full_tool(&t.id).ok().flatten();
+            full.is_some_and(|full| toolsearch_query::effects::refusal(who, &full).is_none())
+        })
         .map(|t| t.id.clone())
         .collect();
     always.sort();

@@ -53,7 +53,7 @@ pub struct Passthrough {
     /// last told.
     seen: Mutex<HashMap<usize, (u64, u64)>>,
     /// Who listens to upstream log messages (`crate::logs`).
-    logs: crate::logs::Logs,
+    logs: Arc<crate::logs::Logs>,
 }
 
 impl std::fmt::Debug for Passthrough {
@@ -85,7 +85,7 @@ impl Passthrough {
             page: page.max(1),
             watchers: Mutex::default(),
             seen: Mutex::default(),
-            logs: crate::logs::Logs::default(),
+            logs: Arc::default(),
         }
     }
 

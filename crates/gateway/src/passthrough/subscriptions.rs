@@ -140,8 +140,16 @@ impl Passthrough {
         }
         let max = self.fleet.get(server).map_or(usize::MAX, |up| up.limits().max_result_bytes);
         let message = crate::logs::relayed(server, message, max);
-        for notifier in recipients {
-            notifier.log(message.clone()).await;
+        // Each handed over on its own, bounded in time: a client that does not read its stream
+        // stops getting messages, and holds up no one else.
+        let logs = self.logs.clone();
+        for (session, notifier) in recipients {
+            let (message, logs) = (message.clone(), logs.clone());
+            tokio::spawn(async move {
+                if tokio::time::timeout(crate::logs::SEND_WAIT, notifier.log(message)).await.is_err() {
+                    logs.stop(&session);
+                }
+            });
         }
     }
 

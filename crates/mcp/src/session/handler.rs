@@ -304,7 +304,7 @@ impl ServerHandler for Session {
         let upstream = tool.group.clone().unwrap_or_else(|| OWN.to_owned());
         let tool_id = tool.id.clone();
         let who = this.state.principal.get().cloned().unwrap_or_else(|| this.hub.default_principal());
-        if let Some(error) = crate::effects::refusal(&who, &tool) {
+        if let Some(error) = toolsearch_query::effects::refusal(&who, &tool) {
             let done = note(&id, Some(started.elapsed()));
             let outcome =
                 this.with_set_noted(&context, done, Work::Light, move |set| set.refuse_call(pending, error)).await?;

@@ -9,9 +9,9 @@
 //! not read-only and may be destructive (`destructiveHint` defaults to true when
 //! `readOnlyHint` is not).
 
+use crate::{ErrorCode, Principal, ProtocolError};
 use serde_json::Value;
 use toolsearch_catalog::Tool;
-use toolsearch_query::{ErrorCode, Principal, ProtocolError};
 
 /// The scope that limits a caller to tools marked read-only.
 pub const READ_ONLY: &str = "read-only";
@@ -20,7 +20,7 @@ pub const NO_DESTRUCTIVE: &str = "no-destructive";
 
 /// What a tool's server says it does, from its MCP annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Effects {
+pub struct Effects {
     /// `readOnlyHint: true`.
     pub read_only: bool,
     /// Not read-only, and `destructiveHint` not `false` (the specification's default).
@@ -29,7 +29,7 @@ pub(crate) struct Effects {
 
 impl Effects {
     /// The effects of a gateway tool (its server's annotations are in `meta.annotations`).
-    pub(crate) fn of(tool: &Tool) -> Effects {
+    pub fn of(tool: &Tool) -> Effects {
         let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or(Value::Null);
         let hint = |name: &str| meta.get("annotations").and_then(|a| a.get(name)).and_then(Value::as_bool);
         let read_only = hint("readOnlyHint") == Some(true);
@@ -38,7 +38,7 @@ impl Effects {
 }
 
 /// Why `who` may not call `tool`, as the refusal the caller gets; `None` when the call may go.
-pub(crate) fn refusal(who: &Principal, tool: &Tool) -> Option<ProtocolError> {
+pub fn refusal(who: &Principal, tool: &Tool) -> Option<ProtocolError> {
     let held = who.scopes()?;
     let effects = Effects::of(tool);
     let (limit, why) = if held.contains(READ_ONLY) && !effects.read_only {
