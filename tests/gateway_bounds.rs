@@ -73,24 +73,17 @@ fn huge_unknown_ids_are_refused_at_once_with_a_short_answer() {
 /// Opens a session-free `subscriptions/listen` stream with `token` and keeps it open: the HTTP
 /// status, and the connection (the stream lasts as long as it does).
 fn listen(addr: &str, token: &str) -> (u16, std::net::TcpStream) {
-    use std::io::{Read, Write};
     let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
                       "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
                       "io.modelcontextprotocol/clientCapabilities": {}});
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
                       "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}})
     .to_string();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Authorization: Bearer {token}\r\nMcp-Protocol-Version: {MODERN}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(request.as_bytes()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut head = [0u8; 12];
-    let _ = s.read_exact(&mut head);
-    let status = String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0);
+    let auth = format!("Bearer {token}");
+    let headers =
+        [("Authorization", auth.as_str()), ("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "subscriptions/listen")];
+    let (head, s) = common::gateway::http_open(addr, "POST", &body, &headers, Duration::from_secs(5));
+    let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
     (status, s)
 }
 
@@ -111,4 +104,51 @@ fn listen_streams_count_in_the_per_token_cap() {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
     assert_eq!(http_post(&gateway.addr, &init, &[("Authorization", "Bearer a")]).0, 429, "and so is a session");
     assert_eq!(listen(&gateway.addr, "b").0, 200, "another token still gets in");
+}
+
+fn raw(addr: &str, method: &str, body: &str, headers: &[(&str, &str)]) -> (String, std::net::TcpStream) {
+    common::gateway::http_open(addr, method, body, headers, Duration::from_secs(1))
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: f64 =
+        status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb / 1024.0
+}
+
+/// #60 T8: a client that asks for every log message of a server sending 256 KB ones and never
+/// reads its stream costs the gateway a bounded amount of memory, and does not hold up another
+/// client's messages.
+#[test]
+fn a_client_that_never_reads_its_stream_is_not_queued_for() {
+    let dir = common::scratch().join("gateway-bounds-unread");
+    let loud = json!([common::repo().join("tests/mcp/hostile_server.py"), "loud"]);
+    let config = write_config(&dir, &json!({"mcpServers": {"loud": {"command": common::python(), "args": loud}}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let before = rss_mb(gateway.pid());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
+    let (head, _init) = raw(&gateway.addr, "POST", &init, &[]);
+    let session = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
+        .unwrap_or_else(|| panic!("{head}"));
+    let hs = [("Mcp-Session-Id", session.as_str()), ("Mcp-Protocol-Version", "2025-06-18")];
+    raw(&gateway.addr, "POST", &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(), &hs);
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}});
+    raw(&gateway.addr, "POST", &level.to_string(), &hs);
+    // The stream it never reads.
+    let (_, _stream) = raw(&gateway.addr, "GET", "", &hs);
+    std::thread::sleep(Duration::from_secs(8));
+    // Another client still gets messages, and the gateway's memory stayed bounded.
+    let out = common::gateway::client_mode_steps(
+        "legacy",
+        &gateway.url(),
+        "-",
+        &json!([["set_level", "debug"], ["logs", 2]]),
+    );
+    let seen: Value = serde_json::from_str(out[1]["text"].as_str().unwrap()).unwrap();
+    assert!(!seen.as_array().unwrap().is_empty(), "{out:?}");
+    let after = rss_mb(gateway.pid());
+    assert!(after - before < 120.0, "RSS {before:.0} MB -> {after:.0} MB");
 }

@@ -180,10 +180,31 @@ pub fn step_json(step: &Value) -> Value {
 
 /// A plain HTTP POST of `body` to `/mcp` on `addr` with `headers`: the status and the body.
 pub fn http_post(addr: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    use std::io::Read;
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    all.push(("Connection", "close"));
+    let (first, mut s) = http_open(addr, "POST", body, &all, Duration::from_secs(5));
+    let mut raw = first.into_bytes();
+    // An initialize answered as a stream stays open: what came within the timeout is enough.
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned())
+}
+
+/// Sends one HTTP/1.1 request to `/mcp` on a fresh connection: what of the answer came in one
+/// read (within `wait`), and the connection, for a caller that keeps a stream open unread.
+pub fn http_open(
+    addr: &str,
+    method: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+    wait: Duration,
+) -> (String, std::net::TcpStream) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
         body.len()
     );
     for (k, v) in headers {
@@ -192,13 +213,10 @@ pub fn http_post(addr: &str, body: &str, headers: &[(&str, &str)]) -> (u16, Stri
     req.push_str("\r\n");
     req.push_str(body);
     s.write_all(req.as_bytes()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut raw = Vec::new();
-    // An initialize answered as a stream stays open: what came within the timeout is enough.
-    let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned())
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut got = vec![0u8; 4096];
+    let n = s.read(&mut got).unwrap_or(0);
+    (String::from_utf8_lossy(&got[..n]).into_owned(), s)
 }
 
 /// A plain HTTP GET of `path` on `addr` with `headers`: the status and the body.

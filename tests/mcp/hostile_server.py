@@ -16,6 +16,7 @@ MODE:
   huge   a tool whose description is 1 MB.
   chatty a harmless tool; from the moment it is initialized, it sends log messages
          (notifications/message) as fast as it can, for as long as it runs.
+  loud   as chatty, with messages of 256 KB, about 100 a second.
   named  tools with the names given as STATE_FILE, comma-separated; each answers
          "NAME done" (names that make the gateway's `SERVER__TOOL` spellings collide).
   phases `act` reads a status (readOnlyHint) in phase 1 (no STATE_FILE); from phase 2 on it is
@@ -66,7 +67,7 @@ def phase():
 
 
 def tools():
-    if MODE in ("spray", "chatty"):
+    if MODE in ("spray", "chatty", "loud"):
         return [{"name": "quiet", "description": "Say nothing in particular.", "inputSchema": {"type": "object"}}]
     if MODE == "count":
         return [
@@ -123,10 +124,11 @@ def spray():
 def chatter():
     n = 0
     while True:
-        for _ in range(200):
+        for _ in range(200 if MODE == "chatty" else 1):
             n += 1
+            data = f"message {n}" + ("x" * (256 << 10) if MODE == "loud" else "")
             send({"jsonrpc": "2.0", "method": "notifications/message",
-                  "params": {"level": "info", "logger": "chatter", "data": f"message {n}"}})
+                  "params": {"level": "info", "logger": "chatter", "data": data}})
         time.sleep(0.01)
 
 
@@ -168,14 +170,14 @@ def main():
         if mid is None:
             if method == "notifications/initialized" and MODE == "spray":
                 threading.Thread(target=spray, daemon=True).start()
-            if method == "notifications/initialized" and MODE == "chatty":
+            if method == "notifications/initialized" and MODE in ("chatty", "loud"):
                 threading.Thread(target=chatter, daemon=True).start()
             continue
         if method == "initialize":
             capabilities = {"tools": {"listChanged": True}}
             if MODE == "rug":
                 capabilities["prompts"] = {"listChanged": True}
-            if MODE == "chatty":
+            if MODE in ("chatty", "loud"):
                 capabilities["logging"] = {}
             if MODE == "phases":
                 capabilities["resources"] = {}
