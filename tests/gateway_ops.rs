@@ -88,6 +88,13 @@ fn health_readiness_metrics_request_ids_and_the_trail_serve_an_operator() {
     assert_eq!(sample(&m, "toolsearch_upstream_up", &[("upstream", "trace")]), Some(1.0), "{m}");
     assert_eq!(sample(&m, "toolsearch_index_tools", &[]), ready["tools"].as_f64(), "{m}");
 
+    // #60 T12: a credential in a query, and a refused call naming a huge id.
+    let more = json!([
+        ["search_tool_by_category", {"query": "echo back my key sk_live_4eC39HqLyjWDarjtT1zdp7dc please"}],
+        ["call", "x".repeat(100_000), {}]
+    ]);
+    client_steps(&gateway.url(), "agent-secret", &more);
+
     // The trail on disk: private, one line per step, with the token's name and no values.
     let trail = std::fs::read_to_string(state.join("audit/trail.jsonl")).unwrap();
     let lines: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -97,6 +104,13 @@ fn health_readiness_metrics_request_ids_and_the_trail_serve_an_operator() {
     assert!(call["latency_ms"].as_f64().is_some() && call["request_id"].is_string(), "{call}");
     assert!(lines.iter().any(|l| l["event"] == "search" && l["token"] == "agent"), "{trail}");
     assert!(!trail.contains("hello") && !trail.contains("secret"), "no argument values, no tokens: {trail}");
+    // The trail's query text goes through the operator log's masker; ids are cut.
+    assert!(trail.contains("echo back my key sk_live_***") && !trail.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{trail}");
+    assert!(
+        trail.lines().all(|l| l.len() < 4096),
+        "a line of {} bytes",
+        trail.lines().map(str::len).max().unwrap_or(0)
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(state.join("audit/trail.jsonl")).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
