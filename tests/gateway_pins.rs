@@ -47,6 +47,12 @@ fn held_digest(config: &str, state: &str, tool: &str) -> String {
     found.unwrap()["seen"]["digest"].as_str().unwrap().to_owned()
 }
 
+/// `gateway approve TOOL --digest D` with the digest of the definition held now.
+fn approve(config: &str, state: &str, tool: &str) -> std::process::Output {
+    let digest = held_digest(config, state, tool);
+    toolsearch(&["gateway", "approve", tool, "--digest", &digest, "--config", config, "--state", state])
+}
+
 fn held(r: &Value) -> Vec<String> {
     r["held"].as_array().unwrap().iter().map(|h| h["tool"].as_str().unwrap().to_owned()).collect()
 }
@@ -142,18 +148,7 @@ fn a_tool_that_changes_is_held_until_approved_and_poisoned_ones_are_flagged() {
     );
 
     // Approved: the running gateway serves it again, with its new definition.
-    let digest = held_digest(config_s, state_s, "shifty.weather");
-    let ok = toolsearch(&[
-        "gateway",
-        "approve",
-        "shifty.weather",
-        "--digest",
-        &digest,
-        "--config",
-        config_s,
-        "--state",
-        state_s,
-    ]);
+    let ok = approve(config_s, state_s, "shifty.weather");
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     wait_ready(&gateway, "shifty.weather released", |r| !held(r).contains(&"shifty.weather".to_owned()));
     let after = client_steps(
@@ -164,18 +159,7 @@ fn a_tool_that_changes_is_held_until_approved_and_poisoned_ones_are_flagged() {
     assert!(after[0]["text"].as_str().unwrap().contains("IMPORTANT"), "{after:?}");
     assert_eq!(after[1]["text"], "sunny in Oslo", "{after:?}");
     // And a flagged tool is approved the same way.
-    let digest = held_digest(config_s, state_s, "strict.add_numbers");
-    let ok = toolsearch(&[
-        "gateway",
-        "approve",
-        "strict.add_numbers",
-        "--digest",
-        &digest,
-        "--config",
-        config_s,
-        "--state",
-        state_s,
-    ]);
+    let ok = approve(config_s, state_s, "strict.add_numbers");
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     wait_ready(&gateway, "strict.add_numbers released", |r| held(r).is_empty());
     let pins = std::fs::metadata(state.join("pins.json")).unwrap();
