@@ -7,8 +7,8 @@
 //! the operator's log is. Each running server is asked, with a `logging/setLevel` of its own,
 //! for the most verbose level any client that may see it wants; each client's own level is
 //! applied here. A message is handed to each client with a short wait ([`SEND_WAIT`]); a client
-//! that does not take it in time (it does not read its stream) is sent no more, so nothing is
-//! queued for it and no other client waits on it.
+//! that does not take it in time (it does not read its stream) is sent no more and its HTTP
+//! session is closed, so nothing stays queued for it and no other client waits on it.
 
 // Logging is deprecated by the 2026-07-28 revision (SEP-2577), and still used by clients and
 // servers of the older ones, whose messages are relayed here.
@@ -81,10 +81,13 @@ impl Logs {
             .collect()
     }
 
-    /// `session` no longer gets messages (it did not take one in time: a client that does not
-    /// read its stream is not queued for).
+    /// `session` did not take a message in time (its client does not read its stream): it gets
+    /// no more, and its connection is closed, so nothing stays queued for it.
     pub(crate) fn stop(&self, session: &SessionHandle) {
         self.listeners.lock().unwrap_or_else(|p| p.into_inner()).retain(|l| !l.session.ptr_eq(session));
+        if let Some(s) = session.upgrade() {
+            s.close();
+        }
     }
 }
 

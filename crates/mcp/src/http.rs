@@ -65,6 +65,7 @@ pub async fn serve_http(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(Duration::from_secs(limits.session_idle_secs.max(1)));
     let sessions = Arc::new(sessions);
+    hub.attach_http_sessions(&sessions);
     let session_hub = hub.clone();
     let service = StreamableHttpService::new(move || Ok(Session::new(session_hub.clone())), sessions.clone(), config);
     let state = Arc::new(Guard::new(access, sessions));

@@ -33,7 +33,13 @@ pub struct Hub {
     rounds: crate::session::Rounds,
     passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
+    /// The HTTP server's sessions, when it serves over HTTP: a session that must end (its
+    /// client does not read its stream) is closed through them.
+    http_sessions: std::sync::OnceLock<std::sync::Weak<HttpSessions>>,
 }
+
+/// The HTTP server's session manager.
+pub(crate) type HttpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 /// What callers may see of the catalogue, as one digest per set of scopes, for one index
 /// generation: a rebuild that changes only tools a caller may not see leaves its digest as it
@@ -111,6 +117,7 @@ impl Hub {
             rounds: Default::default(),
             passthrough: None,
             digests: Arc::default(),
+            http_sessions: std::sync::OnceLock::new(),
         })
     }
 
@@ -133,6 +140,16 @@ impl Hub {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_passthrough before the hub is shared"));
         hub.passthrough = Some(passthrough);
         Arc::new(hub)
+    }
+
+    /// Serves over HTTP with `sessions`.
+    pub(crate) fn attach_http_sessions(&self, sessions: &Arc<HttpSessions>) {
+        let _ = self.http_sessions.set(Arc::downgrade(sessions));
+    }
+
+    /// The HTTP server's sessions, when this hub serves over HTTP.
+    pub(crate) fn http_sessions(&self) -> Option<Arc<HttpSessions>> {
+        self.http_sessions.get().and_then(|w| w.upgrade())
     }
 
     /// The upstreams' resources and prompts, when this hub passes them on (a gateway).

@@ -15,6 +15,11 @@ pub trait SessionView: Send + Sync {
 
     /// Recomputes visibility (availability or the catalogue changed); whether it changed.
     fn refresh(&self) -> bool;
+
+    /// Ends the session's connection: an HTTP session is closed, with its streams (its client
+    /// must start a new one), and what was queued for it is dropped. A stdio session is left
+    /// as it is (its one client stalls only itself).
+    fn close(&self);
 }
 
 /// A session as what outlives it may hold it: it may be gone.

@@ -85,6 +85,8 @@ pub(crate) struct SessionState {
     /// How its client is told of changes, when not through the connection of the request
     /// that made its tool set (a `subscriptions/listen` stream).
     notifier: OnceLock<Notifier>,
+    /// Its HTTP session (the manager and the `Mcp-Session-Id`), once a request carried it.
+    http: OnceLock<(std::sync::Weak<crate::hub::HttpSessions>, String)>,
 }
 
 impl Session {
@@ -98,6 +100,7 @@ impl Session {
         let state = SessionState {
             request_only,
             notifier: OnceLock::new(),
+            http: OnceLock::new(),
             set: OnceLock::new(),
             principal: OnceLock::new(),
             caller: OnceLock::new(),
@@ -154,6 +157,7 @@ impl Session {
             return Err(ErrorData::invalid_request("this session belongs to another caller", None));
         }
         self.state.caller.get_or_init(|| name.to_owned());
+        self.note_http_session(context);
         let held = self.state.principal.get_or_init(|| principal.clone());
         if held != &principal {
             return Err(ErrorData::invalid_request("this session belongs to another caller", None));
@@ -277,6 +281,18 @@ impl SessionView for SessionState {
         self.catalogue.swap(digest, Ordering::Relaxed) != digest
     }
 
+    fn close(&self) {
+        let Some((sessions, id)) = self.http.get() else { return };
+        let (Some(sessions), Ok(runtime)) = (sessions.upgrade(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let id: rmcp::transport::streamable_http_server::session::SessionId = id.as_str().into();
+        runtime.spawn(async move {
+            use rmcp::transport::streamable_http_server::SessionManager;
+            let _ = sessions.close_session(&id).await;
+        });
+    }
+
     fn refresh(&self) -> bool {
         match self.set.get() {
             Some(set) => {
@@ -289,6 +305,19 @@ impl SessionView for SessionState {
 }
 
 impl Session {
+    /// Notes the HTTP session `context`'s request came in (its `Mcp-Session-Id`), so that
+    /// [`SessionView::close`] can end it.
+    fn note_http_session(&self, context: &RequestContext<RoleServer>) {
+        if self.request_only() || self.state.http.get().is_some() {
+            return;
+        }
+        let parts = context.extensions.get::<http::request::Parts>();
+        let id = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok());
+        if let (Some(id), Some(sessions)) = (id, self.hub.http_sessions()) {
+            let _ = self.state.http.set((Arc::downgrade(&sessions), id.to_owned()));
+        }
+    }
+
     /// This session as what outlives it may hold it.
     pub(crate) fn handle(&self) -> SessionHandle {
         let state: std::sync::Arc<dyn SessionView> = self.state.clone();
