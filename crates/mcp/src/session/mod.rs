@@ -312,7 +312,7 @@ impl Session {
             return;
         }
         let parts = context.extensions.get::<http::request::Parts>();
-        let id = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok());
+        let id = parts.and_then(|p| p.headers.get(crate::http_guard::SESSION_HEADER)).and_then(|v| v.to_str().ok());
         if let (Some(id), Some(sessions)) = (id, self.hub.http_sessions()) {
             let _ = self.state.http.set((Arc::downgrade(&sessions), id.to_owned()));
         }
