@@ -32,6 +32,7 @@ mod gateway_pins;
 mod gateway_quarantine;
 mod gateway_replicas;
 mod gateway_revisions;
+mod gateway_search;
 mod gateway_tokens;
 mod gateway_trust;
 mod gateway_upstreams;

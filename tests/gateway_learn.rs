@@ -85,16 +85,25 @@ fn tool_ids(state: &Path) -> Vec<String> {
     engine.catalog().tools.iter().map(|t| t.id.clone()).collect()
 }
 
-#[test]
-fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped_in() {
-    let dir = common::scratch().join("gateway-learn");
+/// A learning gateway over the memory and everything servers, its state dir, tool ids, the
+/// code-word labels that teach each tool its word, and one probe per word.
+struct CodeWords {
+    gateway: HttpGateway,
+    state: std::path::PathBuf,
+    ids: Vec<String>,
+    right: Vec<(String, String)>,
+    probes: Vec<(String, String)>,
+}
+
+fn code_words(name: &str, max_moved: f64) -> CodeWords {
+    let dir = common::scratch().join(name);
     let state = dir.join("state");
     let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
     let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
     let config = write_config(
         &dir,
         &json!({"mcpServers": {"memory": memory, "everything": everything},
-                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["replay"]}}}),
+                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["replay"], "max_moved": max_moved}}}),
     );
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     let ids = tool_ids(&state);
@@ -106,6 +115,15 @@ fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped
         .collect();
     let probes: Vec<(String, String)> =
         ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
+    CodeWords { gateway, state, ids, right, probes }
+}
+
+#[test]
+fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped_in() {
+    // Teaching every tool a made-up name is a deliberately extreme relabelling: the fit takes
+    // first place from 7 of these 28 tools' own texts (measured), over the default
+    // `max_moved` 0.2, so this operator accepts up to 0.3, as docs/gateway.md tells one to.
+    let CodeWords { gateway, state, ids, right, probes } = code_words("gateway-learn", 0.3);
     let before = firsts(&gateway, &probes);
 
     // The replayed trail, as a rotated file beside the one the gateway writes.
@@ -196,4 +214,29 @@ fn a_token_that_poisons_its_labels_does_not_move_anyone_elses_ranking() {
     let after: Vec<String> = asked.iter().map(|q| first_of(q)).collect();
     assert_eq!(after, before, "{run}");
     assert!(!after.iter().any(|t| t == target), "{after:?}");
+}
+
+/// `learn.max_moved`: the same honest code-word fit, under a bound it exceeds (it takes first
+/// place from 7 of 28 tools' own texts), is held for review and the ranking in force serves.
+#[test]
+fn a_fit_that_moves_more_than_max_moved_is_held_for_review() {
+    let CodeWords { gateway, state, right, probes, .. } = code_words("gateway-learn-held", 0.1);
+    let before = firsts(&gateway, &probes);
+    std::fs::write(state.join("audit/trail.1.jsonl"), trail("replay-1", &right)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let held = loop {
+        let lines = gateway.status.lock().unwrap().clone();
+        let held = lines.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|v| {
+            v["event"] == "learned" && v["skipped"].as_str().is_some_and(|s| s.starts_with("held for review"))
+        });
+        if let Some(h) = held {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "no held run: {lines:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (moved, probed) = (held["moved"]["tools"].as_u64().unwrap(), held["moved"]["probed"].as_u64().unwrap());
+    assert!(moved as f64 > 0.1 * probed as f64, "{held}");
+    assert_eq!(held["swapped"], false, "{held}");
+    assert_eq!(firsts(&gateway, &probes), before, "the ranking in force still serves");
 }

@@ -328,12 +328,15 @@ fn ridge(a: &[f64], b: &[f64], d: usize, lambda: f64) -> Vec<f32> {
     w
 }
 
-/// How many of `probes` (query texts) put a different tool first with `new` than with
-/// `in_force` (`None`: no adapter), and how many were probed: how far a swap would move the
-/// ranking beyond the labels it was fitted on. `engine` must be opened with `use_adapter: false`.
+/// How many of `probes` (a tool's own text, with its ord) the tool wins under `in_force`
+/// (`None`: no adapter) but loses to another under `new`, and how many were probed: how far a
+/// swap would move the ranking beyond the labels it was fitted on. A probe whose first tool is
+/// already another one is not counted when that other changes: among near-tied neighbours
+/// the first place moves with any adapter, and nothing a caller relied on is lost. `engine`
+/// must be opened with `use_adapter: false`.
 pub fn top_moved(
     engine: &Engine,
-    probes: &[String],
+    probes: &[(String, u32)],
     in_force: Option<&QueryAdapter>,
     new: &QueryAdapter,
 ) -> Result<(usize, usize), LearnError> {
@@ -350,10 +353,10 @@ pub fn top_moved(
         Ok(ranked.first().map(|s| s.ord))
     };
     let mut moved = 0;
-    for text in probes {
+    for (text, own) in probes {
         let v = engine.embed_query(text).map_err(err)?;
         let lexical = engine.lexical_tools(text).map_err(err)?;
-        if top(&v, &lexical, in_force)? != top(&v, &lexical, Some(new))? {
+        if top(&v, &lexical, in_force)? == Some(*own) && top(&v, &lexical, Some(new))? != Some(*own) {
             moved += 1;
         }
     }

@@ -12,8 +12,8 @@
 //! Only the principals the operator trusts teach (`learn.from`: token names, `*` for all;
 //! nobody until set). Each label keeps the principal that taught it; with two or more, the
 //! judge draws from principals other than those fitted on, so one principal's consistent
-//! labels cannot win by judging themselves. A fit that would put a different tool first for
-//! more than `learn.max_moved` of the catalogue's own tool texts (a neutral probe set, not the
+//! labels cannot win by judging themselves. A fit under which more than `learn.max_moved` of
+//! the catalogue's tools stop coming first for their own text (a neutral probe set, not the
 //! traffic) is held for review instead of swapped in.
 
 use std::path::{Path, PathBuf};
@@ -216,11 +216,13 @@ pub fn by_principal(labels: Vec<LabelledQuery>, settings: &LearnSettings) -> Vec
 }
 
 /// The neutral probe set a swap is bounded on: up to 400 of the catalogue's tool texts (name
-/// and description), spread evenly over it.
-fn probes(engine: &Engine) -> Vec<String> {
+/// and description), spread evenly over it, each with its tool's ord.
+fn probes(engine: &Engine) -> Vec<(String, u32)> {
     let tools = &engine.catalog().tools;
     let step = tools.len().div_ceil(400).max(1);
-    tools.iter().step_by(step).map(|t| format!("{}: {}", t.name, t.details.description)).collect()
+    let own =
+        |(ord, t): (usize, &toolsearch_catalog::Tool)| (format!("{}: {}", t.name, t.details.description), ord as u32);
+    tools.iter().enumerate().step_by(step).map(own).collect()
 }
 
 /// One run: reads the trail, and when it holds `min_new` labels more than `seen`, fits an
@@ -265,7 +267,7 @@ pub fn learn_once(
         .map_err(|e| e.to_string())?;
     if moved.0 as f64 > settings.max_moved * moved.1 as f64 {
         let why = format!(
-            "held for review: the new adapter puts another tool first for {} of {} tool texts, over learn.max_moved {}",
+            "held for review: under the new adapter {} of {} tools no longer come first for their own text, over learn.max_moved {}",
             moved.0, moved.1, settings.max_moved
         );
         return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });

@@ -189,29 +189,59 @@ fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
     schema.get("properties").and_then(Value::as_object).into_iter().flatten().take(MAX_PARAMS)
 }
 
-/// Each parameter as `name words (its description)`, the description shortened.
-fn param_phrases(schema: &Value) -> Vec<String> {
-    properties(schema)
-        .filter_map(|(k, v)| {
-            let name = split_identifier(k);
-            let desc = v.get("description").and_then(Value::as_str).map(|d| truncate_chars(d.trim(), MAX_PARAM_DESC));
-            match desc {
-                _ if name.is_empty() => None,
-                Some(d) if !d.is_empty() => Some(format!("{name} ({d})")),
-                _ => Some(name),
-            }
-        })
-        .collect()
+/// The properties nested one level under a parameter: an object's own, or those of an array's
+/// items (`entities: [{name, entityType, observations}]`), which say what the tool takes as
+/// much as the top-level names do.
+fn nested(v: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    let inner = match v.get("items") {
+        Some(items) if items.get("properties").is_some() => items,
+        _ => v,
+    };
+    properties(inner)
 }
 
+/// One parameter as `name words (its description)`, the description shortened.
+fn param_phrase(k: &str, v: &Value) -> Option<String> {
+    let name = split_identifier(k);
+    let desc = v.get("description").and_then(Value::as_str).map(|d| truncate_chars(d.trim(), MAX_PARAM_DESC));
+    match desc {
+        _ if name.is_empty() => None,
+        Some(d) if !d.is_empty() => Some(format!("{name} ({d})")),
+        _ => Some(name),
+    }
+}
+
+/// Each parameter as `name words (its description)`, followed by those nested one level
+/// under it; at most [`MAX_PARAMS`] in all.
+fn param_phrases(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in properties(schema) {
+        out.extend(param_phrase(k, v));
+        out.extend(nested(v).filter_map(|(k, v)| param_phrase(k, v)));
+    }
+    out.truncate(MAX_PARAMS);
+    out
+}
+
+/// The parameters' names (as words) and descriptions for BM25, those nested one level under
+/// a parameter too.
 fn param_text(schema: &Value) -> String {
     let mut out = String::new();
-    for (k, v) in properties(schema) {
+    let mut add = |k: &str, v: &Value| {
         out.push_str(&split_identifier(k));
         out.push(' ');
         if let Some(d) = v.get("description").and_then(Value::as_str) {
             out.push_str(&truncate_chars(d, MAX_PARAM_DESC));
             out.push(' ');
+        }
+    };
+    let mut n = 0;
+    for (k, v) in properties(schema) {
+        for (k, v) in std::iter::once((k, v)).chain(nested(v)) {
+            if n < MAX_PARAMS {
+                add(k, v);
+            }
+            n += 1;
         }
     }
     out
@@ -242,5 +272,28 @@ mod tests {
         assert_eq!(expand_identifiers("call getUserById now"), "call getUserById  get user by id now");
         assert_eq!(expand_identifiers("plain words, HTML"), "plain words, HTML");
         assert_eq!(expand_identifiers("x.fooBar"), "x.fooBar foo bar ");
+    }
+
+    #[test]
+    fn parameters_nested_one_level_are_described_too() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "entities": {"type": "array", "items": {"type": "object", "properties": {
+                "entityType": {"type": "string", "description": "The type of the entity"},
+                "observations": {"type": "array", "items": {"type": "string"}}}}},
+            "options": {"type": "object", "properties": {"outputPath": {"description": "Where to save"}}}}});
+        assert_eq!(
+            param_phrases(&schema),
+            [
+                "entities",
+                "entity type (The type of the entity)",
+                "observations",
+                "options",
+                "output path (Where to save)"
+            ]
+        );
+        assert_eq!(
+            param_text(&schema),
+            "entities entity type The type of the entity observations options output path Where to save "
+        );
     }
 }
