@@ -106,6 +106,26 @@ fn listen_streams_count_in_the_per_token_cap() {
     assert_eq!(listen(&gateway.addr, "b").0, 200, "another token still gets in");
 }
 
+/// #61: one token never holds more than half of `max_sessions`, whatever its own cap says:
+/// with `max_sessions` 4 and a per-token cap of 32, its third session is refused (429) and
+/// another token still opens two.
+#[test]
+fn one_token_never_takes_more_than_half_the_sessions() {
+    let dir = common::scratch().join("gateway-bounds-half");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                "toolsearch": {"tokens": {"a": [], "b": []},
+                               "limits": {"http": {"max_sessions": 4, "max_sessions_per_token": 32}}}}),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
+    let open = |token: &str| http_post(&gateway.addr, &init, &[("Authorization", &format!("Bearer {token}"))]).0;
+    assert_eq!([open("a"), open("a"), open("a")], [200, 200, 429], "a third session of one token is refused");
+    assert_eq!([open("b"), open("b")], [200, 200], "the other half stays for another token");
+    assert_eq!(open("b"), 503, "then every place is taken");
+}
+
 fn raw(addr: &str, method: &str, body: &str, headers: &[(&str, &str)]) -> (String, std::net::TcpStream) {
     common::gateway::http_open(addr, method, body, headers, Duration::from_secs(1))
 }

@@ -28,8 +28,9 @@ pub struct HttpLimits {
     /// `Retry-After`.
     pub max_sessions: usize,
     /// Most sessions one bearer token (or, without tokens, all clients together) may hold
-    /// open at once (default 32): one caller cannot fill [`HttpLimits::max_sessions`] and lock
-    /// every other out. Past it, its new session gets 429 with `Retry-After`.
+    /// open at once (default 32), and never more than half of [`HttpLimits::max_sessions`]
+    /// whatever this says: one caller cannot fill it and lock every other out. Past it, its
+    /// new session gets 429 with `Retry-After`.
     pub max_sessions_per_token: usize,
     /// A session with no request for this long is closed (default 300 s).
     pub session_idle_secs: u64,
@@ -48,6 +49,19 @@ impl Default for HttpLimits {
             read_timeout_secs: 10,
             max_body_bytes: 4 << 20,
         }
+    }
+}
+
+impl HttpLimits {
+    /// The sessions and streams one token (or, without tokens, all clients) may hold at once:
+    /// [`HttpLimits::max_sessions_per_token`], and, when there are tokens (`shared`), never
+    /// more than half of [`HttpLimits::max_sessions`] (at least 1), so that no setting lets one
+    /// caller take every place and lock the others out. Without tokens there is one caller,
+    /// with nobody to lock out.
+    pub fn per_token_cap(&self, shared: bool) -> usize {
+        let cap =
+            if shared { self.max_sessions_per_token.min(self.max_sessions / 2) } else { self.max_sessions_per_token };
+        cap.max(1)
     }
 }
 

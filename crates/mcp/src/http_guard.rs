@@ -317,7 +317,7 @@ async fn checked_body(
         };
         let refusal = if all >= g.limits.max_sessions {
             Some((StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones"))
-        } else if mine >= g.limits.max_sessions_per_token.max(1) {
+        } else if mine >= g.limits.per_token_cap(!g.tokens.is_empty()) {
             Some((
                 StatusCode::TOO_MANY_REQUESTS,
                 "this caller has as many sessions open as it may (limits.http.max_sessions_per_token); close unused ones",
