@@ -11,6 +11,9 @@ use common::gateway::{http_post, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
+/// An `initialize` request, as a raw client sends it.
+const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+
 const MODERN: &str = "2026-07-28";
 
 fn message(body: &str) -> Value {
@@ -101,8 +104,7 @@ fn listen_streams_count_in_the_per_token_cap() {
     let held: Vec<(u16, std::net::TcpStream)> = (0..3).map(|_| listen(&gateway.addr, "a")).collect();
     assert_eq!(held.iter().map(|h| h.0).collect::<Vec<_>>(), [200, 200, 200]);
     assert_eq!(listen(&gateway.addr, "a").0, 429, "a fourth stream of one token is refused");
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
-    assert_eq!(http_post(&gateway.addr, &init, &[("Authorization", "Bearer a")]).0, 429, "and so is a session");
+    assert_eq!(http_post(&gateway.addr, INIT, &[("Authorization", "Bearer a")]).0, 429, "and so is a session");
     assert_eq!(listen(&gateway.addr, "b").0, 200, "another token still gets in");
 }
 
@@ -119,8 +121,7 @@ fn one_token_never_takes_more_than_half_the_sessions() {
                                "limits": {"http": {"max_sessions": 4, "max_sessions_per_token": 32}}}}),
     );
     let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
-    let open = |token: &str| http_post(&gateway.addr, &init, &[("Authorization", &format!("Bearer {token}"))]).0;
+    let open = |token: &str| http_post(&gateway.addr, INIT, &[("Authorization", &format!("Bearer {token}"))]).0;
     assert_eq!([open("a"), open("a"), open("a")], [200, 200, 429], "a third session of one token is refused");
     assert_eq!([open("b"), open("b")], [200, 200], "the other half stays for another token");
     assert_eq!(open("b"), 503, "then every place is taken");
@@ -147,8 +148,7 @@ fn a_client_that_never_reads_its_stream_is_not_queued_for() {
     let config = write_config(&dir, &json!({"mcpServers": {"loud": {"command": common::python(), "args": loud}}}));
     let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
     let before = rss_mb(gateway.pid());
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string();
-    let (head, _init) = raw(&gateway.addr, "POST", &init, &[]);
+    let (head, _init) = raw(&gateway.addr, "POST", INIT, &[]);
     let session = head
         .lines()
         .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
