@@ -26,6 +26,7 @@ mod gateway_lazy;
 mod gateway_learn;
 mod gateway_live;
 mod gateway_names;
+mod gateway_oauth;
 mod gateway_offers;
 mod gateway_ops;
 mod gateway_pins;

@@ -203,6 +203,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     }
     let access = HttpAccess {
         tokens: config.settings.tokens.clone(),
+        oauth: config.settings.auth.oauth.clone(),
         allowed_origins: config.settings.allowed_origins.clone(),
         limits: config.settings.limits.http,
     };

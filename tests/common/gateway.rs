@@ -76,8 +76,14 @@ impl HttpGateway {
 
     /// [`HttpGateway::start`] with `env` added to the gateway's environment.
     pub fn start_env(config: &Path, state: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpGateway {
+        HttpGateway::start_on("127.0.0.1:0", config, state, extra, env)
+    }
+
+    /// [`HttpGateway::start_env`] listening on `addr` (a config that names its own URL, as an
+    /// OAuth resource does, needs the port before the gateway starts).
+    pub fn start_on(addr: &str, config: &Path, state: &Path, extra: &[&str], env: &[(&str, &str)]) -> HttpGateway {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "127.0.0.1:0"])
+            .args(["gateway", "--config", config.to_str().unwrap(), "--http", addr])
             .args(["--state", state.to_str().unwrap()])
             .args(extra)
             .envs(env.iter().copied())

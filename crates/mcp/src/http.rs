@@ -24,8 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeError;
 pub use crate::http_access::{HttpAccess, HttpLimits};
+use crate::http_auth::Authenticator;
 use crate::http_guard::{guard, Guard};
 use crate::hub::Hub;
+use crate::oauth::Verifier;
 use crate::ops_http::{self as ops, OpsState};
 use crate::session::Session;
 use axum::routing::get;
@@ -35,7 +37,7 @@ use axum::routing::get;
 pub async fn serve_http(
     hub: Arc<Hub>,
     addr: SocketAddr,
-    access: HttpAccess,
+    mut access: HttpAccess,
     stop: CancellationToken,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
@@ -68,7 +70,16 @@ pub async fn serve_http(
     hub.attach_http_sessions(&sessions);
     let session_hub = hub.clone();
     let service = StreamableHttpService::new(move || Ok(Session::new(session_hub.clone())), sessions.clone(), config);
-    let state = Arc::new(Guard::new(access, sessions));
+    let verifier = match access.oauth.clone() {
+        Some(settings) => Some(Verifier::new(settings).map_err(|e| ServeError::Http(format!("auth.oauth.{e}")))?),
+        None => None,
+    };
+    if let Some(v) = verifier.clone() {
+        tokio::spawn(async move { v.warm().await });
+    }
+    let well_known = protected_resource_metadata(verifier.as_deref());
+    let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
+    let state = Arc::new(Guard::new(access, auth, sessions));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()
         .nest_service("/mcp", service)
@@ -79,6 +90,7 @@ pub async fn serve_http(
                 .route("/readyz", get(ops::readyz))
                 .route("/metrics", get(ops::metrics))
                 .with_state(ops)
+                .merge(well_known)
                 .layer(axum::middleware::from_fn_with_state(hosts, crate::http_guard::host_guard)),
         );
     ready(bound);
@@ -110,4 +122,23 @@ pub async fn serve_http(
     // moment for connections to finish what they are sending.
     let _ = tokio::time::timeout(Duration::from_secs(2), connections.shutdown()).await;
     Ok(())
+}
+
+/// The RFC 9728 metadata routes (none without `auth.oauth`): public, readable from any
+/// origin, as a browser-based client must read them before it has a token.
+fn protected_resource_metadata(verifier: Option<&Verifier>) -> axum::Router {
+    use axum::http::header;
+    let mut routes = axum::Router::new();
+    let Some(v) = verifier else { return routes };
+    let document = v.metadata().to_string();
+    for path in v.metadata_paths() {
+        let document = document.clone();
+        routes = routes.route(
+            &path,
+            get(move || async move {
+                ([(header::CONTENT_TYPE, "application/json"), (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")], document)
+            }),
+        );
+    }
+    routes
 }

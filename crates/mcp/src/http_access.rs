@@ -14,6 +14,8 @@ use crate::config::ServeError;
 pub struct HttpAccess {
     /// Bearer tokens and what each grants; empty: no token needed (loopback only).
     pub tokens: BTreeMap<String, crate::config::Grant>,
+    /// Identity-provider tokens accepted beside the static ones (`auth.oauth`).
+    pub oauth: Option<crate::oauth::OAuthSettings>,
     /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
     /// Bounds on sessions, bodies and slow clients.
@@ -66,9 +68,13 @@ impl HttpLimits {
 }
 
 impl HttpAccess {
-    /// Refuses a non-loopback address without tokens (checked before anything starts).
+    /// Refuses a non-loopback address without tokens or OAuth, and an OAuth section that
+    /// cannot be used (checked before anything starts).
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
-        if !addr.ip().is_loopback() && self.tokens.is_empty() {
+        if let Some(oauth) = &self.oauth {
+            oauth.check().map_err(|e| ServeError::Http(format!("auth.oauth.{e}")))?;
+        }
+        if !addr.ip().is_loopback() && self.tokens.is_empty() && self.oauth.is_none() {
             return Err(ServeError::Http(format!(
                 "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
                  add \"tokens\" to the toolsearch section, or bind 127.0.0.1"

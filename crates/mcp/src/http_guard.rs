@@ -1,12 +1,10 @@
 //! The checks every HTTP request passes before the SDK sees it: its `Origin`, its bearer
-//! token, that a session is used only with the token that opened it, and that a POST body is
-//! one well-formed JSON-RPC message, read within a time and size bound.
+//! token (`http_auth`), that a session is used only by the caller that opened it, and that a
+//! POST body is one well-formed JSON-RPC message, read within a time and size bound.
 //!
-//! Tokens are never looked up by value: the presented token is hashed (SHA-256) and compared
-//! with every configured token's digest in constant time, so neither a map's lookup nor an
-//! early exit tells how close a guess was. A session is bound to the digest that opened it;
-//! any request on it (POST, the GET stream, DELETE, notifications such as `cancelled`) with
-//! another token gets 404, as if the session did not exist.
+//! A session is bound to the digest of the caller that opened it (its token's, or its OAuth
+//! principal's); any request on it (POST, the GET stream, DELETE, notifications such as
+//! `cancelled`) by another caller gets 404, as if the session did not exist.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,12 +17,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use toolsearch_query::Principal;
 
-use crate::config::Grant;
 use crate::http_access::{HttpAccess, HttpLimits};
-use crate::session::Caller;
+use crate::http_auth::{same, Authenticator, TokenDigest};
 
 /// The header that names a client's HTTP session.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
@@ -49,12 +44,10 @@ const METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-type TokenDigest = [u8; 32];
-
-/// What the guard knows: the tokens (as digests), the allowed origins, the limits, and which
-/// token opened each session.
+/// What the guard knows: who may call (static tokens as digests, the OAuth verifier), the
+/// allowed origins, the limits, and which caller opened each session.
 pub(crate) struct Guard {
-    tokens: Vec<(TokenDigest, Grant)>,
+    pub(crate) auth: Authenticator,
     allowed_origins: Vec<String>,
     limits: HttpLimits,
     owners: Mutex<HashMap<String, TokenDigest>>,
@@ -90,37 +83,15 @@ impl Drop for Listening {
 }
 
 impl Guard {
-    pub(crate) fn new(access: HttpAccess, sessions: Arc<LocalSessionManager>) -> Guard {
+    pub(crate) fn new(access: HttpAccess, auth: Authenticator, sessions: Arc<LocalSessionManager>) -> Guard {
         Guard {
-            tokens: access.tokens.into_iter().map(|(t, grant)| (digest(&t), grant)).collect(),
+            auth,
             allowed_origins: access.allowed_origins,
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
             sessions,
             listens: Arc::default(),
         }
-    }
-
-    /// What the token `authorization` carries grants, and its digest; `None` when no token is
-    /// configured (anyone on loopback), `Some(Err)` when it is missing or unknown.
-    pub(crate) fn caller(&self, authorization: Option<&str>) -> Option<Result<(TokenDigest, &Grant), ()>> {
-        if self.tokens.is_empty() {
-            return None;
-        }
-        let token = authorization
-            .and_then(|v| v.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .filter(|t| !t.is_empty());
-        let Some(token) = token else { return Some(Err(())) };
-        let presented = digest(token);
-        let mut found = None;
-        for (known, grant) in &self.tokens {
-            if same(known, &presented) {
-                found = Some(grant);
-            }
-        }
-        Some(found.map(|s| (presented, s)).ok_or(()))
     }
 
     /// Sessions open now.
@@ -148,15 +119,6 @@ impl Guard {
     }
 }
 
-fn digest(token: &str) -> TokenDigest {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-/// Equal digests, compared in time that does not depend on where they differ.
-fn same(a: &TokenDigest, b: &TokenDigest) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Checks a request (see the module doc); puts the caller's principal on it.
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
@@ -166,24 +128,10 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         }
     }
     let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let (owner, caller) = match g.caller(authorization) {
-        None => ([0u8; 32], None),
-        Some(Ok((digest, grant))) => (
-            digest,
-            Some(Caller {
-                principal: Principal::with_scopes(grant.scopes.iter().cloned()),
-                name: grant.name.clone(),
-                identity: digest.iter().map(|b| format!("{b:02x}")).collect(),
-            }),
-        ),
-        Some(Err(())) => {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "a valid bearer token is required",
-            )
-                .into_response()
-        }
+    let (owner, caller) = match g.auth.authenticate(authorization).await {
+        Ok(None) => ([0u8; 32], None),
+        Ok(Some((digest, caller))) => (digest, Some(caller)),
+        Err(answer) => return answer,
     };
     let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(s) = &session {
@@ -317,7 +265,7 @@ async fn checked_body(
         };
         let refusal = if all >= g.limits.max_sessions {
             Some((StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones"))
-        } else if mine >= g.limits.per_token_cap(!g.tokens.is_empty()) {
+        } else if mine >= g.limits.per_token_cap(g.auth.required()) {
             Some((
                 StatusCode::TOO_MANY_REQUESTS,
                 "this caller has as many sessions open as it may (limits.http.max_sessions_per_token); close unused ones",
@@ -395,22 +343,5 @@ mod tests {
         assert!(!origin_allowed("http://localhost.evil.example", &[]));
         assert!(!origin_allowed("null", &[]));
         assert!(origin_allowed("https://app.example", &["https://app.example".into()]));
-    }
-
-    #[test]
-    fn the_bearer_scheme_is_case_insensitive_and_tokens_match_exactly() {
-        let grant = Grant::new("s3cret", vec!["a".to_owned()]);
-        let access = HttpAccess { tokens: [("s3cret".to_owned(), grant)].into(), ..HttpAccess::default() };
-        let g = Guard::new(access, Arc::new(LocalSessionManager::default()));
-        for ok in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret "] {
-            assert!(
-                matches!(g.caller(Some(ok)), Some(Ok((_, g))) if g.scopes == ["a"] && g.name.starts_with("token-")),
-                "{ok}"
-            );
-        }
-        for bad in ["Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret", "Bearer ", ""] {
-            assert!(matches!(g.caller(Some(bad)), Some(Err(()))), "{bad}");
-        }
-        assert!(matches!(g.caller(None), Some(Err(()))));
     }
 }

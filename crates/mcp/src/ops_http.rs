@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -19,20 +19,21 @@ pub(crate) struct OpsState {
     pub(crate) guard: Arc<Guard>,
 }
 
-/// Whether the request may see operator details: no tokens configured, or a token holding
-/// [`OPS_SCOPE`]. `Err` with the origin when it is refused outright (a foreign origin).
-fn operator(state: &OpsState, request: &Request) -> Result<bool, String> {
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
+/// Whether the request may see operator details: no tokens configured, or a token (static, or
+/// an OAuth principal's) holding [`OPS_SCOPE`]. `Err` with the origin when it is refused
+/// outright (a foreign origin).
+async fn operator(state: &OpsState, headers: &HeaderMap) -> Result<bool, String> {
+    if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !crate::http_guard::origin_allowed(origin, &[]) {
             return Err(origin.to_owned());
         }
     }
-    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    Ok(match state.guard.caller(authorization) {
-        None => true,
-        Some(Ok((_, grant))) => grant.scopes.iter().any(|s| s == OPS_SCOPE),
-        Some(Err(())) => false,
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    Ok(match state.guard.auth.authenticate(authorization.as_deref()).await {
+        Ok(None) => true,
+        Ok(Some((_, caller))) => caller.principal.scopes().is_some_and(|s| s.contains(OPS_SCOPE)),
+        Err(_) => false,
     })
 }
 
@@ -47,7 +48,7 @@ pub(crate) async fn healthz() -> Response {
 
 /// `/readyz`.
 pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request) -> Response {
-    let operator = match operator(&state, &request) {
+    let operator = match operator(&state, request.headers()).await {
         Ok(o) => o,
         Err(origin) => return forbidden(&origin),
     };
@@ -80,7 +81,7 @@ pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request)
 
 /// `/metrics`.
 pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request) -> Response {
-    match operator(&state, &request) {
+    match operator(&state, request.headers()).await {
         Ok(true) => {}
         Ok(false) => {
             return (

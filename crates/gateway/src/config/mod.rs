@@ -95,6 +95,9 @@ pub struct GatewaySettings {
     /// (the name is what the audit trail and logs show; by default `token-` and the first 8 hex
     /// digits of the token's SHA-256).
     pub tokens: BTreeMap<String, Grant>,
+    /// Who else may call the HTTP endpoint: `oauth`, the identity providers whose access
+    /// tokens are accepted beside `tokens` (docs/gateway.md, "Identity for clients").
+    pub auth: AuthSettings,
     /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
     pub allowed_origins: Vec<String>,
     /// Longest forwarded call, in seconds (default 60).
@@ -116,6 +119,14 @@ pub struct GatewaySettings {
     /// The tokens the config gives no name (named by [`GatewaySettings::name_tokens`]).
     #[serde(skip)]
     pub(crate) unnamed: Vec<String>,
+}
+
+/// `toolsearch.auth`: identity beyond the static tokens.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The gateway as an OAuth 2.1 protected resource.
+    pub oauth: Option<toolsearch_mcp::oauth::OAuthSettings>,
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
@@ -157,6 +168,7 @@ impl Default for GatewaySettings {
             scopes: None,
             access: Access::Open,
             tokens: BTreeMap::new(),
+            auth: AuthSettings::default(),
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
@@ -238,6 +250,16 @@ impl GatewayConfig {
             tokens.insert(token, grant);
         }
         settings.tokens = tokens;
+        if let Some(oauth) = &mut settings.auth.oauth {
+            for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
+                if let Some(introspection) = &mut issuer.introspection {
+                    let at = format!("toolsearch.auth.oauth.issuers[{i}].introspection.client_secret");
+                    introspection.client_secret =
+                        expand_env(&introspection.client_secret).map_err(|e| bad(format!("{at}: {e}")))?;
+                }
+            }
+            oauth.check().map_err(|e| bad(format!("toolsearch.auth.oauth.{e}")))?;
+        }
         for key in settings.facades.keys().chain(settings.requires.keys()) {
             if !servers.contains_key(key) {
                 return Err(bad(format!("toolsearch: {key:?} is not a server of {}", sections.at)));

@@ -98,17 +98,20 @@ impl Upstream {
                 }
                 let unreachable =
                     |e: std::io::Error| Failure::new("it could not be reached or did not initialize", e.to_string());
+                // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
+                let inner = toolsearch_mcp::tls::client_builder()
+                    .build()
+                    .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
                 match &self.credentials {
                     Some(credentials) => {
-                        let client =
-                            CredentialedClient { inner: reqwest::Client::new(), credentials: credentials.clone() };
+                        let client = CredentialedClient { inner, credentials: credentials.clone() };
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         self.open(handler, Routed::new(transport, self.router.clone()))
                             .await
                             .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
                     }
                     None => {
-                        let transport = StreamableHttpClientTransport::from_config(config);
+                        let transport = StreamableHttpClientTransport::with_client(inner, config);
                         self.open(handler, Routed::new(transport, self.router.clone()))
                             .await
                             .map_err(|e| unreachable(std::io::Error::other(e.to_string())))

@@ -1,0 +1,153 @@
+//! Who a request's bearer token names: one of the config's static tokens, or, with
+//! `auth.oauth`, a principal of a trusted identity provider ([`crate::oauth`]).
+//!
+//! Static tokens are never looked up by value: the presented token is hashed (SHA-256) and
+//! compared with every configured token's digest in constant time, so neither a map's lookup
+//! nor an early exit tells how close a guess was. Either way the caller is known by a digest
+//! (its token's, or its principal's issuer and subject), and sessions and caps are bound to
+//! that digest.
+
+use std::sync::Arc;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use toolsearch_query::Principal;
+
+use crate::config::Grant;
+use crate::oauth::{Refusal, Verifier};
+use crate::session::Caller;
+
+/// A caller's digest: its token's SHA-256, or its principal's.
+pub(crate) type TokenDigest = [u8; 32];
+
+/// The static tokens and the OAuth verifier of one endpoint.
+pub(crate) struct Authenticator {
+    tokens: Vec<(TokenDigest, Grant)>,
+    oauth: Option<Arc<Verifier>>,
+}
+
+impl Authenticator {
+    pub(crate) fn new(tokens: impl IntoIterator<Item = (String, Grant)>, oauth: Option<Arc<Verifier>>) -> Self {
+        Authenticator { tokens: tokens.into_iter().map(|(t, grant)| (digest(&t), grant)).collect(), oauth }
+    }
+
+    /// Whether callers must present a token (and so are told apart).
+    pub(crate) fn required(&self) -> bool {
+        !self.tokens.is_empty() || self.oauth.is_some()
+    }
+
+    /// The caller `authorization` names and its digest; `None` when no token is required
+    /// (anyone on loopback); the answer to send instead when it is missing or refused.
+    pub(crate) async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> Result<Option<(TokenDigest, Caller)>, Response> {
+        if !self.required() {
+            return Ok(None);
+        }
+        let Some(token) = bearer(authorization) else { return Err(self.refuse(None)) };
+        if let Some((digest, grant)) = self.static_grant(token) {
+            let caller = Caller {
+                principal: Principal::with_scopes(grant.scopes.iter().cloned()),
+                name: grant.name.clone(),
+                identity: hex(&digest),
+            };
+            return Ok(Some((digest, caller)));
+        }
+        let Some(verifier) = &self.oauth else { return Err(self.refuse(None)) };
+        match verifier.verify(token).await {
+            Ok(v) => {
+                let caller =
+                    Caller { principal: Principal::with_scopes(v.scopes), name: v.name, identity: hex(&v.digest) };
+                Ok(Some((v.digest, caller)))
+            }
+            Err(refusal) => Err(self.refuse(Some(&refusal))),
+        }
+    }
+
+    /// The configured static token `token` is, with its digest.
+    pub(crate) fn static_grant(&self, token: &str) -> Option<(TokenDigest, &Grant)> {
+        let presented = digest(token);
+        let mut found = None;
+        for (known, grant) in &self.tokens {
+            if same(known, &presented) {
+                found = Some(grant);
+            }
+        }
+        found.map(|g| (presented, g))
+    }
+
+    /// 401 (no token, or a refused one), 403 (missing required scopes) or 503 (the identity
+    /// provider could not be reached), with the challenge that leads a client to log in.
+    fn refuse(&self, refusal: Option<&Refusal>) -> Response {
+        let challenge = match &self.oauth {
+            Some(v) => v.challenge(refusal),
+            None => "Bearer".to_owned(),
+        };
+        let (status, text) = match refusal {
+            None => (StatusCode::UNAUTHORIZED, "a valid bearer token is required".to_owned()),
+            Some(Refusal::Invalid(why)) => (StatusCode::UNAUTHORIZED, format!("invalid token: {why}")),
+            Some(Refusal::Insufficient(missing)) => {
+                (StatusCode::FORBIDDEN, format!("insufficient scope: the token must carry {}", missing.join(" ")))
+            }
+            Some(Refusal::Unavailable(why)) => {
+                (StatusCode::SERVICE_UNAVAILABLE, format!("cannot verify the token now: {why}"))
+            }
+        };
+        let mut answer = (status, text).into_response();
+        let value = HeaderValue::from_str(&challenge).unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        answer.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("10"));
+        }
+        answer
+    }
+}
+
+/// The token of an `Authorization: Bearer` header (the scheme in any case).
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn hex(digest: &TokenDigest) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Equal digests, compared in time that does not depend on where they differ.
+pub(crate) fn same(a: &TokenDigest, b: &TokenDigest) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_tokens_match_exactly() {
+        let grant = Grant::new("s3cret", vec!["a".to_owned()]);
+        let auth = Authenticator::new([("s3cret".to_owned(), grant)], None);
+        for ok in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret "] {
+            let token = bearer(Some(ok)).unwrap();
+            assert!(
+                matches!(auth.static_grant(token), Some((_, g)) if g.scopes == ["a"] && g.name.starts_with("token-")),
+                "{ok}"
+            );
+        }
+        for bad in ["Bearer s3cre", "Bearer s3cret2"] {
+            assert!(auth.static_grant(bearer(Some(bad)).unwrap()).is_none(), "{bad}");
+        }
+        for bad in ["Basic s3cret", "s3cret", "Bearer ", ""] {
+            assert!(bearer(Some(bad)).is_none(), "{bad}");
+        }
+        assert!(bearer(None).is_none());
+    }
+}

@@ -1,0 +1,167 @@
+//! A real identity provider for the OAuth tests: panva's `oidc-provider` from npm
+//! (`tests/oauth/provider.mjs`, installed under target/oidc by `scripts/test-deps`), its
+//! tokens got through its own token endpoint, and forged tokens (`tests/oauth/forge.mjs`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::gateway::free_port;
+use super::repo;
+
+/// Where `scripts/test-deps` puts oidc-provider and jose.
+fn modules() -> PathBuf {
+    let m = repo().join("target/oidc/node_modules");
+    assert!(m.join("oidc-provider").exists(), "{} is missing: run scripts/test-deps", m.display());
+    m
+}
+
+/// A running oidc-provider on loopback; killed when dropped.
+pub struct Idp {
+    child: Child,
+    /// Its issuer identifier, `http://127.0.0.1:PORT`.
+    pub issuer: String,
+    /// The file its private signing key (a JWK) is in.
+    pub key_file: PathBuf,
+    /// The resource (audience) its tokens are for by default.
+    pub resource: String,
+}
+
+impl Idp {
+    /// Starts a provider whose tokens are for `resource` and live `ttl` seconds.
+    pub fn start(resource: &str, ttl: u64) -> Idp {
+        let port = free_port();
+        let key_file = super::scratch().join(format!("idp-{port}.jwk"));
+        let mut child = Command::new("node")
+            .arg(repo().join("tests/oauth/provider.mjs"))
+            .args([&port.to_string(), resource, key_file.to_str().unwrap(), &ttl.to_string()])
+            .env("OIDC_MODULES", modules())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let ready: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("provider did not start: {e}: {line:?}"));
+        let issuer = ready["issuer"].as_str().unwrap().to_owned();
+        Idp { child, issuer, key_file, resource: resource.to_owned() }
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> &str {
+        self.issuer.trim_start_matches("http://")
+    }
+
+    /// The token endpoint's answer to a client-credentials grant of `client` (its secret is
+    /// `CLIENT-secret`) for `scope` ("" for none) and `resource`.
+    pub fn grant(&self, client: &str, scope: &str, resource: &str) -> (u16, Value) {
+        let mut form = format!("grant_type=client_credentials&resource={}", encode(resource));
+        if !scope.is_empty() {
+            form.push_str(&format!("&scope={}", encode(scope)));
+        }
+        let basic = base64(&format!("{client}:{client}-secret"));
+        let (status, body) = request(
+            self.addr(),
+            "POST",
+            "/token",
+            &[("Authorization", &format!("Basic {basic}")), ("Content-Type", "application/x-www-form-urlencoded")],
+            &form,
+        );
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// An access token for `client` with `scope`, for the provider's resource.
+    pub fn token(&self, client: &str, scope: &str) -> String {
+        let (status, answer) = self.grant(client, scope, &self.resource);
+        assert_eq!(status, 200, "{answer}");
+        answer["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// Forged tokens (`tests/oauth/forge.mjs`), by name, claiming this issuer and `audience`.
+    pub fn forged(&self, audience: &str) -> Value {
+        let out = Command::new("node")
+            .arg(repo().join("tests/oauth/forge.mjs"))
+            .args([self.key_file.to_str().unwrap(), &self.issuer, audience])
+            .env("OIDC_MODULES", modules())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection: the status, the headers (lower-cased names)
+/// and the body.
+pub fn request_full(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+/// [`request_full`] without the headers.
+pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let (status, _, body) = request_full(addr, method, path, headers, body);
+    (status, body)
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn base64(s: &str) -> String {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in s.as_bytes().chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

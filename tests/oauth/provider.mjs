@@ -1,0 +1,74 @@
+// A real OpenID provider for the OAuth tests: panva's oidc-provider (npm, installed by
+// scripts/test-deps under target/oidc), on loopback. Not a fake: tokens, keys, discovery and
+// introspection are the library's own.
+//
+//   OIDC_MODULES=target/oidc/node_modules node provider.mjs PORT RESOURCE KEYS_OUT [TTL_SECONDS]
+//
+// Clients (client_credentials, client_secret_basic; the secret is the id + "-secret"):
+//   reader   scopes it may ask for: "read-only memory"        (JWT access tokens)
+//   admin    "read-only memory admin mcp"                      (JWT)
+//   eng-bot  no scope; its tokens carry a `groups: ["eng"]` claim (JWT)
+//   opaque   "read-only memory", opaque tokens (for introspection)
+//   gateway  no grant: the gateway's credentials at the introspection endpoint
+// Prints {"issuer": ...} on stdout once listening; writes its private signing key (a JWK)
+// to KEYS_OUT, so a test can sign tokens with claims the provider would never issue.
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+
+// The packages live under target/, not beside this file: resolve them there.
+const from = createRequire(`${process.env.OIDC_MODULES}/`);
+const load = (name) => import(pathToFileURL(from.resolve(name)).href);
+const { default: Provider } = await load('oidc-provider');
+const { generateKeyPair, exportJWK } = await load('jose');
+
+const [port, resource, keysOut, ttlArg] = process.argv.slice(2);
+const ttl = Number(ttlArg || 300);
+const issuer = `http://127.0.0.1:${port}`;
+const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+const jwk = { ...(await exportJWK(privateKey)), kid: 'test-key-1', alg: 'RS256', use: 'sig' };
+writeFileSync(keysOut, JSON.stringify(jwk), { mode: 0o600 });
+
+const client = (id, scope, extra = {}) => ({
+  client_id: id,
+  client_secret: `${id}-secret`,
+  grant_types: ['client_credentials'],
+  response_types: [],
+  redirect_uris: [],
+  token_endpoint_auth_method: 'client_secret_basic',
+  ...(scope ? { scope } : {}),
+  ...extra,
+});
+
+const provider = new Provider(issuer, {
+  clients: [
+    client('reader', 'read-only memory'),
+    client('admin', 'read-only memory admin mcp'),
+    client('eng-bot', ''),
+    client('opaque', 'read-only memory'),
+    client('gateway', ''),
+  ],
+  jwks: { keys: [jwk] },
+  scopes: ['read-only', 'memory', 'admin', 'mcp'],
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (ctx, indicator, c) => ({
+        scope: 'read-only memory admin mcp',
+        audience: indicator,
+        accessTokenTTL: ttl,
+        accessTokenFormat: c.clientId === 'opaque' ? 'opaque' : 'jwt',
+      }),
+    },
+  },
+  extraTokenClaims: async (ctx, token) => (token.clientId === 'eng-bot' ? { groups: ['eng'] } : undefined),
+});
+provider.proxy = false;
+provider.listen(Number(port), '127.0.0.1', () => {
+  process.stdout.write(JSON.stringify({ issuer }) + '\n');
+});
