@@ -107,6 +107,51 @@ fn identity_provider_tokens_see_and_call_only_what_their_claims_allow() {
 }
 
 #[test]
+fn the_python_sdk_client_logs_in_through_the_gateways_metadata_and_gets_what_its_scopes_allow() {
+    let dir = common::scratch().join("gateway-oauth-sdk");
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let idp = Idp::start(&resource, 300);
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"memory": memory(&dir),
+                           "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+            "toolsearch": {"requires": {"memory": ["memory"]},
+                           "auth": {"oauth": {"resource": resource, "issuers": [{"issuer": idp.issuer}],
+                                              "scopes_supported": ["memory", "read-only"]}}}
+        }),
+    );
+    let addr = format!("127.0.0.1:{port}");
+    let gateway = HttpGateway::start_on(&addr, &config, &dir.join("state"), &[], &[]);
+    let entity = json!({"entities": [{"name": "ada", "entityType": "person", "observations": []}]});
+    let steps = json!([
+        ["call", "memory.read_graph", {}],
+        ["call", "memory.create_entities", entity],
+        ["call", "everything.echo", {"message": "hi"}]
+    ]);
+    let out = std::process::Command::new(common::python())
+        .arg(common::repo().join("tests/oauth/sdk_client.py"))
+        .args([&gateway.url(), "alice", &steps.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = &seen["results"];
+    let ok = |r: &Value| !r["is_error"].as_bool().unwrap();
+    // The SDK found the issuer through the gateway's challenge and metadata, registered, and
+    // asked for a code with PKCE for this resource.
+    assert_eq!(seen["dance"]["registered"], true, "{seen}");
+    let asked = seen["dance"]["authorization_urls"][0].as_str().unwrap();
+    assert!(asked.starts_with(&format!("{}/auth?", idp.issuer)), "{asked}");
+    assert!(asked.contains("code_challenge_method=S256") && asked.contains("resource="), "{asked}");
+    // The metadata told the SDK to ask for "memory read-only"; so alice reads the graph and may not write it.
+    assert!(ok(&results[0]) && ok(&results[2]), "{results}");
+    assert!(!ok(&results[1]) && results[1]["text"].as_str().unwrap().contains("read-only"), "{results}");
+    drop(gateway);
+}
+
+#[test]
 fn forged_expired_and_misaimed_tokens_are_refused_with_a_reason() {
     let dir = common::scratch().join("gateway-oauth-refusals");
     let port = free_port();

@@ -41,11 +41,14 @@ impl Idp {
             .env("OIDC_MODULES", modules())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(super::scratch().join(format!("idp-{port}.log"))).unwrap())
             .spawn()
             .expect("node runs");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        // Kept read: a provider that writes to a closed pipe dies of EPIPE.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         let ready: Value =
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("provider did not start: {e}: {line:?}"));
         let issuer = ready["issuer"].as_str().unwrap().to_owned();

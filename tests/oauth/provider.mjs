@@ -10,6 +10,8 @@
 //   eng-bot  no scope; its tokens carry a `groups: ["eng"]` claim (JWT)
 //   opaque   "read-only memory", opaque tokens (for introspection)
 //   gateway  no grant: the gateway's credentials at the introspection endpoint
+// Dynamic registration (RFC 7591) is open, and the authorization-code grant signs anyone in
+// (oidc-provider's development login and consent pages): the subject is the login typed.
 // Prints {"issuer": ...} on stdout once listening; writes its private signing key (a JWK)
 // to KEYS_OUT, so a test can sign tokens with claims the provider would never issue.
 import { writeFileSync } from 'node:fs';
@@ -49,9 +51,11 @@ const provider = new Provider(issuer, {
     client('gateway', ''),
   ],
   jwks: { keys: [jwk] },
-  scopes: ['read-only', 'memory', 'admin', 'mcp'],
+  scopes: ['read-only', 'memory', 'admin', 'mcp', 'offline_access'],
   features: {
-    devInteractions: { enabled: false },
+    // The login and consent pages tests/oauth/sdk_client.py signs in through (any login).
+    devInteractions: { enabled: true },
+    registration: { enabled: true },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {

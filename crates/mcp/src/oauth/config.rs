@@ -19,6 +19,11 @@ pub struct OAuthSettings {
     /// them gets 403 `insufficient_scope` naming them.
     #[serde(default)]
     pub required_scopes: Vec<String>,
+    /// The scopes the RFC 9728 metadata tells clients to ask for (`scopes_supported`; MCP
+    /// clients request exactly these). Default: `required_scopes` and the values the `scope`
+    /// claim rules map; none, and the field is left out.
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
     /// Clock skew allowed on `exp` and `nbf`, in seconds (default 60).
     #[serde(default = "default_leeway")]
     pub leeway_secs: u64,

@@ -12,22 +12,29 @@ pub(crate) const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 impl Verifier {
     /// The RFC 9728 metadata document.
     pub(crate) fn metadata(&self) -> Value {
-        let mut scopes: Vec<String> = self.settings.required_scopes.clone();
-        for (issuer, _) in &self.issuers {
-            if let (true, Some(map)) = (issuer.scopes.claim == "scope", &issuer.scopes.map) {
-                scopes.extend(map.keys().cloned());
+        let scopes = self.settings.scopes_supported.clone().unwrap_or_else(|| {
+            let mut scopes: Vec<String> = self.settings.required_scopes.clone();
+            for (issuer, _) in &self.issuers {
+                if let (true, Some(map)) = (issuer.scopes.claim == "scope", &issuer.scopes.map) {
+                    scopes.extend(map.keys().cloned());
+                }
             }
-        }
-        scopes.sort();
-        scopes.dedup();
+            scopes.sort();
+            scopes.dedup();
+            scopes
+        });
         let servers: Vec<&str> = self.issuers.iter().map(|(s, _)| s.issuer.as_str()).collect();
-        json!({
+        let mut doc = json!({
             "resource": self.settings.resource,
             "authorization_servers": servers,
             "bearer_methods_supported": ["header"],
-            "scopes_supported": scopes,
             "resource_name": "toolsearch gateway",
-        })
+        });
+        // An empty list would tell a client to ask for no scope at all.
+        if !scopes.is_empty() {
+            doc["scopes_supported"] = json!(scopes);
+        }
+        doc
     }
 
     /// The paths the metadata is served at: the well-known path, and it suffixed with the
