@@ -22,8 +22,12 @@
 //! - what sessions share: `hub.rs`, `fresh_sets.rs` (session-free starting sets), `checks.rs`
 //!   (availability checks off the message path);
 //! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
-//!   `http_guard.rs` (Origin, Host, token digest, session caps and ownership, message shape),
+//!   `http_guard.rs` (Origin, Host, session caps and ownership, message shape), `http_auth.rs`
+//!   (who a bearer token names: a static token's digest or an OAuth principal),
 //!   `http_access.rs` (tokens and limits), `token_names.rs`;
+//! - identity: `oauth/` (the endpoint as an OAuth 2.1 protected resource: JWTs verified by the
+//!   issuer's keys, introspection, claims to scopes, RFC 9728 metadata), `tls.rs` (HTTPS for
+//!   what the gateway fetches);
 //! - the seams the gateway plugs into: `runner.rs` ([`ToolRunner`]), `offer_source.rs`
 //!   ([`OfferSource`]), `ops.rs` (`Operations` and the `Status` seam);
 //! - operations: `ops_http.rs` (`/healthz`, `/readyz`, `/metrics`), `metrics.rs`, `trail.rs`;
