@@ -25,6 +25,7 @@ mod gateway_http;
 mod gateway_lazy;
 mod gateway_learn;
 mod gateway_live;
+mod gateway_login;
 mod gateway_names;
 mod gateway_oauth;
 mod gateway_offers;

@@ -72,6 +72,33 @@ enum Action {
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
     },
+    /// Log the gateway in to an OAuth-protected server (its entry has "oauth"): prints the
+    /// address to open, waits for the login on a loopback redirect, and keeps the grant in the
+    /// state directory, where a running gateway takes it up within seconds.
+    Login {
+        /// The server, as the config names it.
+        server: String,
+        /// The gateway's config.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Its state directory (default: NAME.toolsearch beside the config).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// Print the address only; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the gateway's grant for a server; a running gateway stops using it within seconds.
+    Logout {
+        /// The server, as the config names it.
+        server: String,
+        /// The gateway's config.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Its state directory (default: NAME.toolsearch beside the config).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
     /// List the tools held back, with what changed.
     Held {
         /// The gateway's config.
@@ -86,11 +113,18 @@ enum Action {
 /// Runs `gateway approve` or `gateway held`.
 fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let (config, state) = match action {
-        Action::Approve { config, state, .. } | Action::Held { config, state } => (config, state),
+        Action::Approve { config, state, .. }
+        | Action::Held { config, state }
+        | Action::Login { config, state, .. }
+        | Action::Logout { config, state, .. } => (config, state),
     };
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     match action {
+        Action::Login { server, no_browser, .. } => {
+            super::gateway_login::login(global, &config, &state, server, *no_browser)?
+        }
+        Action::Logout { server, .. } => super::gateway_login::logout(global, &config, &state, server)?,
         Action::Approve { tool, digest, .. } => {
             let held =
                 approve::approve(&state, tool, digest.as_deref()).map_err(|e| Problem::InvalidConfig.because(e))?;
@@ -181,7 +215,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     toolsearch::gateway::lineage::check().map_err(|e| Problem::InvalidConfig.because(e))?;
     let mut config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
     if args.check {
-        return preflight(global, &config);
+        let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
+        return preflight(global, &config, &state);
     }
     let status = Arc::new(StderrStatus { json: global.json });
     for note in &config.notes {
@@ -253,10 +288,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
 }
 
 /// `gateway --check`: each server started once and reported on.
-fn preflight(global: &Global, config: &GatewayConfig) -> Result<(), Failure> {
+fn preflight(global: &Global, config: &GatewayConfig, state: &Path) -> Result<(), Failure> {
     use toolsearch::mcp::preflight::{check, report_json};
     let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
-    let checks = runtime.block_on(check(config));
+    let checks = runtime.block_on(check(config, state));
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     if global.json {
         let mut report = report_json(&checks);

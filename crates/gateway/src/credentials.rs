@@ -4,6 +4,10 @@
 //! request is sent once more with the new value. Tokens that expire are thus refreshed without
 //! a restart and without a client noticing.
 //!
+//! An OAuth-protected server's bearer token comes the same way from its grant
+//! (`crate::login::UpstreamGrant`): fetched when first needed, again when it nears expiry or
+//! its grant file changes, and once more after a 401.
+//!
 //! The values live in memory only: never in the state directory, never in a status line (a
 //! failing command is reported by its exit status only, never its output or stderr).
 //! Concurrent requests that meet the same 401 run the command once.
@@ -40,6 +44,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub(crate) struct Credentials {
     commands: BTreeMap<String, HeaderCommand>,
+    oauth: Option<crate::login::UpstreamGrant>,
     current: Mutex<Option<Arc<Fetched>>>,
     /// Bumped by each fetch; a refresh asked for with an older one is already done.
     generation: AtomicU64,
@@ -64,10 +69,14 @@ fn failure(message: String) -> Error {
 }
 
 impl Credentials {
-    /// Credentials from `commands` (header name to command).
-    pub(crate) fn new(commands: BTreeMap<String, HeaderCommand>) -> Arc<Credentials> {
+    /// Credentials from `commands` (header name to command) and an OAuth grant.
+    pub(crate) fn new(
+        commands: BTreeMap<String, HeaderCommand>,
+        oauth: Option<crate::login::UpstreamGrant>,
+    ) -> Arc<Credentials> {
         Arc::new(Credentials {
             commands,
+            oauth,
             current: Mutex::new(None),
             generation: AtomicU64::new(0),
             refreshing: tokio::sync::Mutex::new(()),
@@ -77,14 +86,18 @@ impl Credentials {
 
     /// The current values, fetched first if there are none yet.
     async fn get(&self) -> Result<Arc<Fetched>, Error> {
-        if let Some(f) = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Ok(f);
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match current {
+            // An OAuth token near expiry, or a grant changed on disk: fetched again first.
+            Some(f) if self.oauth.as_ref().is_some_and(|o| o.stale()) => self.refresh(f.generation, false).await,
+            Some(f) => Ok(f),
+            None => self.refresh(0, false).await,
         }
-        self.refresh(0).await
     }
 
-    /// Runs the commands again, unless a refresh newer than `seen` already happened.
-    async fn refresh(&self, seen: u64) -> Result<Arc<Fetched>, Error> {
+    /// Runs the commands again, unless a refresh newer than `seen` already happened; `refused`:
+    /// the server answered 401 to what is in hand.
+    async fn refresh(&self, seen: u64, refused: bool) -> Result<Arc<Fetched>, Error> {
         let _one = self.refreshing.lock().await;
         if let Some(f) = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             if f.generation > seen {
@@ -107,6 +120,9 @@ impl Credentials {
                 fetched.headers.insert(header, value);
             }
         }
+        if let Some(oauth) = &self.oauth {
+            fetched.auth = Some(oauth.access_token(refused).await.map_err(failure)?);
+        }
         let fetched = Arc::new(fetched);
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(fetched.clone());
         Ok(fetched)
@@ -116,25 +132,32 @@ impl Credentials {
 /// Runs one header command; its trimmed output. Errors name the header and the exit status,
 /// never the command's output or stderr.
 async fn run(header: &str, spec: &HeaderCommand) -> Result<String, Error> {
+    run_command(&format!("header {header:?}"), spec).await.map_err(failure)
+}
+
+/// Runs the command `spec` that prints `header` (a header's value, a client secret, named as
+/// the errors should name it); its trimmed output. Errors name it and the exit status, never
+/// the output or stderr.
+pub(crate) async fn run_command(header: &str, spec: &HeaderCommand) -> Result<String, String> {
     let Some((program, args)) = spec.command.split_first() else {
-        return Err(failure(format!("the command for header {header:?} is empty")));
+        return Err(format!("the command for {header} is empty"));
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = tokio::time::timeout(COMMAND_TIMEOUT, cmd.output())
         .await
-        .map_err(|_| failure(format!("the command for header {header:?} did not finish within 30 s")))?
-        .map_err(|e| failure(format!("the command for header {header:?} could not be run: {e}")))?;
+        .map_err(|_| format!("the command for {header} did not finish within 30 s"))?
+        .map_err(|e| format!("the command for {header} could not be run: {e}"))?;
     if !out.status.success() {
         // Its exit status only: this error can reach a client (a failed call), and a
         // command's stderr may hold what it was fetching.
-        return Err(failure(format!("the command for header {header:?} failed ({})", out.status)));
+        return Err(format!("the command for {header} failed ({})", out.status));
     }
     let value = String::from_utf8(out.stdout)
-        .map_err(|_| failure(format!("the command for header {header:?} printed something that is not UTF-8")))?;
+        .map_err(|_| format!("the command for {header} printed something that is not UTF-8"))?;
     let value = value.trim();
     if value.is_empty() {
-        return Err(failure(format!("the command for header {header:?} printed nothing")));
+        return Err(format!("the command for {header} printed nothing"));
     }
     Ok(value.to_owned())
 }
@@ -179,7 +202,7 @@ macro_rules! with_credentials {
         let ($a, $h) = CredentialedClient::apply(&fetched, &$auth, &$custom);
         match $send.await {
             Err(e) if unauthorized(&e) => {
-                let fetched = $self.credentials.refresh(fetched.generation).await?;
+                let fetched = $self.credentials.refresh(fetched.generation, true).await?;
                 let ($a, $h) = CredentialedClient::apply(&fetched, &$auth, &$custom);
                 $send.await
             }

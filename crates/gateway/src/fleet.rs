@@ -19,6 +19,8 @@ pub struct Fleet {
     tasks: Mutex<BTreeMap<String, tokio::task::JoinHandle<()>>>,
     events: mpsc::UnboundedSender<UpEvent>,
     availability: Arc<Availability>,
+    /// The state directory (OAuth grants live under it).
+    state: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -37,9 +39,19 @@ impl Drop for Fleet {
 
 impl Fleet {
     /// An empty fleet whose upstreams report to `events` and register their availability in
-    /// `availability` (as group `upstream:NAME`).
-    pub(crate) fn new(events: mpsc::UnboundedSender<UpEvent>, availability: Arc<Availability>) -> Fleet {
-        Fleet { upstreams: RwLock::default(), tasks: Mutex::default(), events, availability }
+    /// `availability` (as group `upstream:NAME`), with `state` as the state directory.
+    pub(crate) fn new(
+        events: mpsc::UnboundedSender<UpEvent>,
+        availability: Arc<Availability>,
+        state: &std::path::Path,
+    ) -> Fleet {
+        Fleet {
+            upstreams: RwLock::default(),
+            tasks: Mutex::default(),
+            events,
+            availability,
+            state: state.to_path_buf(),
+        }
     }
 
     /// Starts server `name` (lazy: on demand, see `crate::upstream::lazy`); one of that name
@@ -53,7 +65,7 @@ impl Fleet {
         lazy: Option<LazySettings>,
     ) {
         self.remove(name);
-        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy);
+        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy, &self.state);
         let task = up.supervise(self.events.clone(), connect);
         let (flag, why) = (up.flag(), up.clone());
         self.availability.register_with_reason(

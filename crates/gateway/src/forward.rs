@@ -85,7 +85,7 @@ impl Upstream {
         make: impl Fn(Option<rmcp::model::InputResponses>, Option<String>) -> ClientRequest,
     ) -> Result<ServerResult, RunError> {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
-            return Err(RunError::Unavailable(self.client_reason()));
+            return Err(self.down_error());
         };
         let peer = &peer;
         let send = move |request| self.call_once(peer, request, cx, timeout);
@@ -165,7 +165,7 @@ impl ToolRunner for UpstreamRunner {
             // The session first (a lazy server started, its fresh listing read), then its
             // definition against the pins, then the call, the session held throughout.
             let Some((_, _session)) = up.ready_peer(this.timeout).await else {
-                return Err(RunError::Unavailable(up.client_reason()));
+                return Err(up.down_error());
             };
             this.vetted.check(&up, &tool.id, &name, this.timeout).await?;
             let mut result = up.call(name, arguments, cx, this.timeout).await?;

@@ -50,6 +50,7 @@ mod keeper;
 pub mod learner;
 pub mod lineage;
 mod listing;
+pub mod login;
 mod logs;
 pub mod offers;
 pub mod passthrough;

@@ -54,11 +54,12 @@ impl Status for Collect {
     }
 }
 
-/// Starts every server of `config` once (within its connect timeout) and reports on each.
-pub async fn check(config: &GatewayConfig) -> Vec<ServerCheck> {
+/// Starts every server of `config` once (within its connect timeout) and reports on each; an
+/// OAuth-protected one with the grant kept under `state`.
+pub async fn check(config: &GatewayConfig, state: &std::path::Path) -> Vec<ServerCheck> {
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
-    let fleet = Fleet::new(events_tx, Arc::new(Availability::default()));
+    let fleet = Fleet::new(events_tx, Arc::new(Availability::default()), state);
     for (name, spec) in &config.servers {
         fleet.add(name, spec, config.settings.limits, connect, None);
     }

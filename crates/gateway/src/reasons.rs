@@ -15,6 +15,8 @@ pub(crate) enum Reason {
     Unreachable,
     /// It refused the gateway's credentials, or they could not be had.
     AuthFailed,
+    /// Its OAuth grant is missing or expired: its operator must log the gateway in.
+    LoginRequired,
     /// It answered with a JSON-RPC error of its own.
     Answered,
 }
@@ -27,6 +29,9 @@ impl Reason {
             ServiceError::McpError(_) => Reason::Answered,
             other => {
                 let text = other.to_string().to_ascii_lowercase();
+                if text.contains("upstream_login_required") {
+                    return Reason::LoginRequired;
+                }
                 // Status codes as whole words: a port or path that merely contains 401 is no
                 // refusal (a test's free port 40123 once read as one).
                 let status = text.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "401" || w == "403");
@@ -51,6 +56,9 @@ pub(crate) fn client_message(server: &str, e: &ServiceError) -> String {
             let said: String = crate::secrets::mask(&answer.message).chars().take(MESSAGE_CHARS).collect();
             format!("MCP server {server:?} answered with error {}: {said}", answer.code.0)
         }
+        (Reason::LoginRequired, _) => format!(
+            "MCP server {server:?} needs its operator to log the gateway in (UPSTREAM_LOGIN_REQUIRED): `toolsearch gateway login {server}`"
+        ),
         (Reason::AuthFailed, _) => format!(
             "MCP server {server:?} refused the gateway's credentials (UPSTREAM_AUTH_FAILED); its operator can see why in the gateway's log"
         ),
@@ -66,6 +74,7 @@ pub(crate) fn run_error(server: &str, e: &ServiceError) -> RunError {
     match Reason::of(e) {
         Reason::Unreachable => RunError::Unreachable(message),
         Reason::AuthFailed => RunError::AuthFailed(message),
+        Reason::LoginRequired => RunError::LoginRequired(message),
         Reason::Answered => RunError::Failed(message),
     }
 }

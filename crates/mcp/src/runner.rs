@@ -114,6 +114,9 @@ pub enum RunError {
     /// The server that owns the tool refused the gateway's credentials.
     #[error("{0}")]
     AuthFailed(String),
+    /// The server that owns the tool needs its operator to log the gateway in (OAuth).
+    #[error("{0}")]
+    LoginRequired(String),
     /// The answer is larger than the gateway passes on (`toolsearch.limits.max_result_bytes`).
     #[error("the tool's answer is {bytes} bytes, over the limit of {limit} bytes that this gateway passes on (toolsearch.limits.max_result_bytes)")]
     TooLarge {
@@ -135,6 +138,7 @@ impl RunError {
             RunError::Failed(_) => "UPSTREAM_ERROR",
             RunError::Unreachable(_) => "UPSTREAM_UNREACHABLE",
             RunError::AuthFailed(_) => "UPSTREAM_AUTH_FAILED",
+            RunError::LoginRequired(_) => "UPSTREAM_LOGIN_REQUIRED",
             RunError::TooLarge { .. } => "RESULT_TOO_LARGE",
         }
     }
@@ -149,6 +153,7 @@ impl RunError {
             RunError::Failed(_) => "upstream_error",
             RunError::Unreachable(_) => "upstream_unreachable",
             RunError::AuthFailed(_) => "upstream_auth_failed",
+            RunError::LoginRequired(_) => "upstream_login_required",
             RunError::TooLarge { .. } => "result_too_large",
         }
     }
@@ -165,6 +170,9 @@ impl RunError {
             RunError::Failed(_) => vec!["retry once; if it fails again, tell the user"],
             RunError::Unreachable(_) => vec!["retry in a moment; if it fails again, tell the user"],
             RunError::AuthFailed(_) => vec!["tell the user that the gateway's credentials for this server need fixing"],
+            RunError::LoginRequired(_) => {
+                vec!["tell the user that the gateway's operator must log it in to this server; the message says how"]
+            }
             RunError::TooLarge { .. } => {
                 vec!["ask for less: a narrower query, fewer items, a page or a range at a time"]
             }

@@ -44,6 +44,8 @@ pub enum ServerSpec {
         headers: BTreeMap<String, String>,
         /// Headers whose values come from a command, run again when the server answers 401.
         header_commands: BTreeMap<String, crate::credentials::HeaderCommand>,
+        /// How the gateway logs in to it with OAuth 2.1, if it must (`crate::login`).
+        oauth: Option<Box<crate::login::UpstreamOAuth>>,
     },
 }
 

@@ -50,6 +50,8 @@ struct RawServer {
     always_load: Option<AlwaysLoadForm>,
     /// Started only when a call, read or prompt needs it (default: `toolsearch.lazy`).
     lazy: Option<bool>,
+    /// OAuth 2.1 login to an HTTP server (`crate::login`).
+    oauth: Option<crate::login::UpstreamOAuth>,
 }
 
 /// `always_load` as written: the whole server, or globs on its tool names.
@@ -166,7 +168,15 @@ pub(super) fn read(
                     }
                 }
             }
-            ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands }
+            let mut oauth = s.oauth;
+            if let Some(crate::login::SecretForm::Value(v)) = oauth.as_mut().and_then(|o| o.client_secret.as_mut()) {
+                *v = expand("oauth.client_secret", v)?;
+            }
+            if let Some(a) = oauth.as_ref().and_then(|o| o.authorization_server.as_ref()) {
+                toolsearch_mcp::oauth::fetch::secure_url(a)
+                    .map_err(|e| format!("{}: {e}", field("oauth.authorization_server")))?;
+            }
+            ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands, oauth: oauth.map(Box::new) }
         }
         _ => return Err(format!("{at}.{name}: give either `command` (stdio) or `url` (Streamable HTTP)")),
     };

@@ -96,8 +96,20 @@ impl Upstream {
                         config.custom_headers.insert(name, value);
                     }
                 }
-                let unreachable =
-                    |e: std::io::Error| Failure::new("it could not be reached or did not initialize", e.to_string());
+                let unreachable = |e: std::io::Error| {
+                    let detail = e.to_string();
+                    match detail.contains(crate::login::LOGIN_REQUIRED) {
+                        true => Failure::new(
+                            format!(
+                                "it needs a login ({}): its operator must run `toolsearch gateway login {}`",
+                                crate::login::LOGIN_REQUIRED,
+                                self.name
+                            ),
+                            detail,
+                        ),
+                        false => Failure::new("it could not be reached or did not initialize", detail),
+                    }
+                };
                 // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
                 let inner = toolsearch_mcp::tls::client_builder()
                     .build()

@@ -126,13 +126,24 @@ impl std::fmt::Debug for Upstream {
 impl Upstream {
     /// An upstream not started yet, whose tool lists and answers are read within `limits`;
     /// lazy (started on demand, stopped when idle) with `lazy`.
-    pub fn new(name: String, spec: ServerSpec, limits: GatewayLimits, lazy: Option<LazySettings>) -> Arc<Upstream> {
+    /// An OAuth-protected server keeps its grant under `state` (`crate::login`).
+    pub fn new(
+        name: String,
+        spec: ServerSpec,
+        limits: GatewayLimits,
+        lazy: Option<LazySettings>,
+        state: &std::path::Path,
+    ) -> Arc<Upstream> {
         let lazy = lazy.map(|settings| Lazy::new(settings, &name, &spec));
-        let credentials = match &spec {
-            ServerSpec::Http { header_commands, .. } if !header_commands.is_empty() => {
-                Some(Credentials::new(header_commands.clone()))
+        let (credentials, login_failure) = match &spec {
+            ServerSpec::Http { header_commands, oauth, url, .. } if !header_commands.is_empty() || oauth.is_some() => {
+                let grant = oauth.clone().map(|o| crate::login::UpstreamGrant::new(&name, url, state.to_path_buf(), *o));
+                match grant.transpose() {
+                    Ok(grant) => (Some(Credentials::new(header_commands.clone(), grant)), None),
+                    Err(e) => (None, Some(Failure::new("its OAuth client could not be made", e))),
+                }
             }
-            _ => None,
+            _ => (None, None),
         };
         Arc::new(Upstream {
             credentials,
@@ -143,7 +154,7 @@ impl Upstream {
             available: Arc::new(AtomicBool::new(false)),
             listing: Mutex::new(None),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
-            last_error: Mutex::new(None),
+            last_error: Mutex::new(login_failure),
             session: Mutex::new(None),
             events: Mutex::new(None),
             router: Arc::default(),
@@ -243,7 +254,17 @@ impl Upstream {
         crate::secrets::mask(&text)
     }
 
-    fn failure(&self) -> Option<Failure> {
+    /// The error a call gets while it is down: `UPSTREAM_LOGIN_REQUIRED` when it waits for
+    /// its operator to log in, else `UNAVAILABLE`.
+    pub(crate) fn down_error(&self) -> toolsearch_mcp::RunError {
+        let reason = self.client_reason();
+        match self.failure().is_some_and(|f| f.kind.contains(crate::login::LOGIN_REQUIRED)) {
+            true => toolsearch_mcp::RunError::LoginRequired(reason),
+            false => toolsearch_mcp::RunError::Unavailable(reason),
+        }
+    }
+
+    pub(crate) fn failure(&self) -> Option<Failure> {
         self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

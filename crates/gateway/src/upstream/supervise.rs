@@ -13,6 +13,9 @@ use tokio::sync::mpsc;
 use super::client::UpClient;
 use super::lazy::Lazy;
 use super::{Failure, UpEvent, Upstream, IDLE, MAX_BACKOFF, PING_EVERY, PING_TIMEOUT};
+
+/// How often a server that waits for a login is tried again.
+const LOGIN_POLL: Duration = Duration::from_secs(2);
 use crate::listing::{list_tools, Listing};
 
 impl Upstream {
@@ -79,7 +82,11 @@ impl Upstream {
                     announced = true;
                     let _ = events.send(UpEvent::Down(up.name.clone()));
                 }
-                tokio::time::sleep(backoff).await;
+                // A server waiting for a login is tried again every 2 s (it costs a look at its
+                // grant file), so that a login made meanwhile is taken up within seconds.
+                let login = up.failure().is_some_and(|f| f.kind.contains(crate::login::LOGIN_REQUIRED));
+                let wait = if login { backoff.min(LOGIN_POLL) } else { backoff };
+                tokio::time::sleep(wait).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         })

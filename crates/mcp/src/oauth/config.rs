@@ -126,7 +126,7 @@ impl OAuthSettings {
 }
 
 /// `url` parsed, if it is `https`, or `http` on a loopback host (a test's or a sidecar's).
-pub(crate) fn secure_url(url: &str) -> Result<reqwest::Url, String> {
+pub fn secure_url(url: &str) -> Result<reqwest::Url, String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
     let loopback = match parsed.host() {
         Some(url::Host::Domain(d)) => d == "localhost",

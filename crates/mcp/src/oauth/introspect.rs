@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::keys::FETCH_TIMEOUT;
+use super::fetch::{FETCH_TIMEOUT, MAX_DOCUMENT};
 use super::{Refusal, Verified, Verifier};
 
 /// Longest an active answer is trusted without asking again.
@@ -55,7 +55,7 @@ impl Verifier {
                 .send();
             let answer = match tokio::time::timeout(FETCH_TIMEOUT, request).await {
                 Ok(Ok(r)) if r.status().is_success() => {
-                    let body = r.bytes().await.ok().filter(|b| b.len() <= super::keys::MAX_DOCUMENT);
+                    let body = r.bytes().await.ok().filter(|b| b.len() <= MAX_DOCUMENT);
                     body.and_then(|b| serde_json::from_slice::<Map<String, Value>>(&b).ok())
                 }
                 _ => None,

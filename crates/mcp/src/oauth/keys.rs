@@ -1,8 +1,8 @@
 //! An issuer's signing keys: found through its metadata (RFC 8414, then OpenID discovery),
 //! fetched from its `jwks_uri`, kept, and fetched again when a token names a key not yet seen.
 //!
-//! Fetching is bounded on every side: one fetch at a time per issuer, [`FETCH_TIMEOUT`] for
-//! it, [`MAX_DOCUMENT`] bytes read, no redirect followed, and at most one fetch per
+//! Fetching is bounded on every side: one fetch at a time per issuer, `fetch`'s time and size
+//! bounds, no redirect followed, and at most one fetch per
 //! [`REFETCH_EVERY`] however many unknown keys are presented, so forged `kid`s cannot turn the
 //! gateway into a load on the identity provider, and a provider that hangs delays only the
 //! requests that need its new keys. Symmetric (`oct`) keys and keys not for signatures are
@@ -17,11 +17,8 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 
 use super::config::secure_url;
+use super::fetch;
 
-/// Longest wait for a metadata or key document.
-pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
-/// Largest metadata or key document read.
-pub(crate) const MAX_DOCUMENT: usize = 1 << 20;
 /// Fewest seconds between two fetches of one issuer's keys.
 pub(crate) const REFETCH_EVERY: Duration = Duration::from_secs(10);
 
@@ -104,34 +101,9 @@ impl IssuerKeys {
     }
 
     async fn discover(&self) -> Result<Endpoints, KeyError> {
-        let base = secure_url(&self.issuer).map_err(KeyError::Metadata)?;
-        let path = base.path().trim_end_matches('/');
-        let origin = base.origin().ascii_serialization();
-        let candidates = [
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{}/.well-known/openid-configuration", self.issuer.trim_end_matches('/')),
-        ];
-        let mut last = String::new();
-        for url in candidates {
-            let doc = match self.fetch_json(&url).await {
-                Ok(d) => d,
-                Err(e) => {
-                    last = e;
-                    continue;
-                }
-            };
-            let named = doc.get("issuer").and_then(Value::as_str).unwrap_or_default();
-            if named != self.issuer {
-                return Err(KeyError::Metadata(format!(
-                    "the metadata at {url} names issuer {:?}, not {:?}: refused",
-                    truncated(named),
-                    self.issuer
-                )));
-            }
-            let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
-            return Ok(Endpoints { jwks_uri: text("jwks_uri"), introspection: text("introspection_endpoint") });
-        }
-        Err(KeyError::Metadata(format!("no authorization-server metadata for {}: {last}", self.issuer)))
+        let doc = fetch::server_metadata(&self.client, &self.issuer).await.map_err(KeyError::Metadata)?;
+        let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
+        Ok(Endpoints { jwks_uri: text("jwks_uri"), introspection: text("introspection_endpoint") })
     }
 
     async fn fetch_keys(&self) -> Result<(), KeyError> {
@@ -144,7 +116,7 @@ impl IssuerKeys {
                 .ok_or_else(|| KeyError::Metadata(format!("the metadata of {} gives no jwks_uri", self.issuer)))?,
         };
         secure_url(&uri).map_err(|e| KeyError::Keys(format!("jwks_uri: {e}")))?;
-        let doc = self.fetch_json(&uri).await.map_err(KeyError::Keys)?;
+        let doc = fetch::fetch_json(&self.client, &uri).await.map_err(KeyError::Keys)?;
         // Key by key: one key of a kind this library does not know does not lose the others.
         let Some(listed) = doc.get("keys").and_then(Value::as_array) else {
             return Err(KeyError::Keys(format!("{uri} is not a JSON Web Key Set: it has no \"keys\" array")));
@@ -156,33 +128,6 @@ impl IssuerKeys {
             .collect();
         *self.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
         Ok(())
-    }
-
-    /// `url`'s body as JSON, within the bounds of the module doc.
-    pub(crate) async fn fetch_json(&self, url: &str) -> Result<Value, String> {
-        let fetch = async {
-            let mut response = self
-                .client
-                .get(url)
-                .header("accept", "application/json")
-                .send()
-                .await
-                .map_err(|e| format!("{url}: {}", without_url(e)))?;
-            if !response.status().is_success() {
-                return Err(format!("{url} answered {}", response.status()));
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {}", without_url(e)))? {
-                body.extend_from_slice(&chunk);
-                if body.len() > MAX_DOCUMENT {
-                    return Err(format!("{url} sent more than {MAX_DOCUMENT} bytes"));
-                }
-            }
-            serde_json::from_slice::<Value>(&body).map_err(|e| format!("{url} did not send JSON: {e}"))
-        };
-        tokio::time::timeout(FETCH_TIMEOUT, fetch)
-            .await
-            .unwrap_or_else(|_| Err(format!("{url} did not answer within {} s", FETCH_TIMEOUT.as_secs())))
     }
 }
 
@@ -197,18 +142,6 @@ fn usable(jwk: &Jwk) -> Option<(String, Key)> {
     let decoding = DecodingKey::from_jwk(jwk).ok()?;
     let alg = jwk.common.key_algorithm.and_then(|a| a.to_string().parse::<Algorithm>().ok());
     Some((jwk.common.key_id.clone().unwrap_or_default(), Key { decoding: Arc::new(decoding), alg }))
-}
-
-fn truncated(s: &str) -> String {
-    s.chars().take(100).collect()
-}
-
-/// A reqwest error's text without the URL it carries (the caller names the URL once).
-fn without_url(e: reqwest::Error) -> String {
-    match e.is_timeout() {
-        true => "timed out".into(),
-        false => e.without_url().to_string(),
-    }
 }
 
 /// Why a key could not be had.

@@ -17,6 +17,7 @@
 
 mod claims;
 pub mod config;
+pub mod fetch;
 mod introspect;
 mod jwt;
 mod keys;
@@ -71,12 +72,7 @@ impl Verifier {
     /// A verifier for `settings` (already [`OAuthSettings::check`]ed); nothing is fetched yet.
     pub(crate) fn new(settings: OAuthSettings) -> Result<Arc<Verifier>, String> {
         settings.check()?;
-        let client = crate::tls::client_builder()
-            .redirect(reqwest::redirect::Policy::none())
-            // A backstop: each fetch is bounded by `FETCH_TIMEOUT` itself, with one message.
-            .timeout(keys::FETCH_TIMEOUT + std::time::Duration::from_secs(2))
-            .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        let client = fetch::client()?;
         let issuers = settings
             .issuers
             .iter()

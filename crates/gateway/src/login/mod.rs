@@ -1,0 +1,92 @@
+//! Logging the gateway in to upstream MCP servers that require OAuth 2.1, as the MCP
+//! authorization specification describes: the gateway as an OAuth *client*.
+//!
+//! - `discover.rs` follows the server's `401` and its `WWW-Authenticate` `resource_metadata`
+//!   to RFC 9728 protected-resource metadata (or the well-known fallbacks), then to the
+//!   authorization server's RFC 8414 / OpenID metadata, whose `issuer` must be the one named.
+//! - `flow.rs` is `toolsearch gateway login SERVER`: a pre-registered client or RFC 7591
+//!   dynamic registration (kept per authorization server), the authorization-code grant with
+//!   PKCE S256 and an RFC 8707 `resource`, on a loopback redirect (127.0.0.1 only) whose
+//!   `state` and RFC 9207 `iss` are checked.
+//! - `tokens.rs` holds a server's grant while the gateway runs: the access token is refreshed
+//!   before it expires and once on a `401`, honouring refresh-token rotation; a grant of the
+//!   client-credentials kind is fetched without anyone logging in.
+//! - `store.rs` keeps grants and registrations in `STATE/oauth/` (0700, files 0600, written
+//!   whole or not at all), under a lock so that a login, a logout and a refresh never cross.
+//!
+//! Key design decision: a grant lives in the state directory, not in the process, so that a
+//! login made by the command reaches a running gateway within seconds (it reads the file again
+//! when it changes), and nothing of it ever reaches a client, the trail or a log line: errors
+//! name the server, the endpoint and the authorization server's own error code only. A
+//! server that needs a login and has none is down with `UPSTREAM_LOGIN_REQUIRED`, naming the
+//! command its operator must run.
+
+mod discover;
+mod flow;
+mod store;
+mod tokens;
+
+use serde::Deserialize;
+
+pub use flow::{login, logout};
+pub(crate) use tokens::UpstreamGrant;
+
+/// The stable code of a server that needs its operator to log in.
+pub const LOGIN_REQUIRED: &str = "UPSTREAM_LOGIN_REQUIRED";
+
+/// A server entry's `oauth` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamOAuth {
+    /// A client id registered with the authorization server beforehand (default: register
+    /// dynamically, RFC 7591).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Its secret: a value (`${VAR}` expanded) or `{"command": [...]}` whose output it is.
+    #[serde(default)]
+    pub client_secret: Option<SecretForm>,
+    /// The scopes to ask for (default: what the server's metadata lists).
+    #[serde(default)]
+    pub scopes: Option<Vec<String>>,
+    /// The authorization server, for a server that publishes no protected-resource metadata.
+    #[serde(default)]
+    pub authorization_server: Option<String>,
+    /// `authorization_code` (the default: a person logs in with `gateway login`) or
+    /// `client_credentials` (the gateway gets tokens with its own client credentials).
+    #[serde(default)]
+    pub grant: GrantKind,
+}
+
+/// Which grant a server's tokens come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantKind {
+    /// A person logs in once; the refresh token keeps it going.
+    #[default]
+    AuthorizationCode,
+    /// The gateway's own client credentials, no person.
+    ClientCredentials,
+}
+
+/// A client secret as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SecretForm {
+    /// The secret itself (`${VAR}` expanded when the config is read).
+    Value(String),
+    /// A command that prints it.
+    Command(crate::credentials::HeaderCommand),
+}
+
+impl SecretForm {
+    /// The secret, running its command if it has one. Errors say which server's secret and
+    /// how its command failed, never what it printed.
+    pub(crate) async fn resolve(&self, server: &str) -> Result<String, String> {
+        match self {
+            SecretForm::Value(v) => Ok(v.clone()),
+            SecretForm::Command(c) => crate::credentials::run_command(&format!("{server}'s oauth.client_secret"), c)
+                .await
+                .map(|v| format!("{}{v}", c.prefix)),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `toolsearch gateway login SERVER` and `gateway logout SERVER`: the gateway's OAuth grants
+//! for upstream servers (`toolsearch_gateway::login`).
+
+use std::path::Path;
+
+use serde_json::json;
+use toolsearch::mcp::{GatewayConfig, ServerSpec};
+
+use super::common::Global;
+use super::failure::{Failure, Problem};
+use super::output::say_err;
+
+/// The URL and `oauth` section of `server`, or why it has none.
+fn oauth_server<'c>(
+    config: &'c GatewayConfig,
+    server: &str,
+) -> Result<(&'c str, &'c toolsearch::gateway::login::UpstreamOAuth), Failure> {
+    match config.servers.get(server) {
+        Some(ServerSpec::Http { url, oauth: Some(oauth), .. }) => Ok((url, oauth)),
+        Some(_) => Err(Problem::InvalidConfig.because(format!(
+            "{}: server {server:?} has no \"oauth\" section: the gateway does not log in to it",
+            config.path.display()
+        ))),
+        None => Err(Problem::InvalidConfig.because(format!("{}: no server {server:?}", config.path.display()))),
+    }
+}
+
+/// Runs the login; the address to open goes to stdout (or as JSON with `--json`).
+pub(crate) fn login(
+    global: &Global,
+    config: &GatewayConfig,
+    state: &Path,
+    server: &str,
+    no_browser: bool,
+) -> Result<(), Failure> {
+    let (url, oauth) = oauth_server(config, server)?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Problem::Io.because(e))?;
+    let json = global.json;
+    let say = move |text: &str| match json {
+        true => println!("{}", json!({"login": text})),
+        false => println!("{text}"),
+    };
+    runtime
+        .block_on(toolsearch::gateway::login::login(server, url, oauth, state, no_browser, &say))
+        .map_err(|e| Problem::Gateway.because(e))
+}
+
+/// Forgets the grant.
+pub(crate) fn logout(global: &Global, config: &GatewayConfig, state: &Path, server: &str) -> Result<(), Failure> {
+    oauth_server(config, server)?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Problem::Io.because(e))?;
+    let had =
+        runtime.block_on(toolsearch::gateway::login::logout(server, state)).map_err(|e| Problem::Io.because(e))?;
+    match (global.json, had) {
+        (true, _) => println!("{}", json!({"logged_out": server, "had_grant": had})),
+        (false, true) => say_err!("forgot the grant for {server}; a running gateway stops using it within seconds"),
+        (false, false) => say_err!("{server} had no grant"),
+    }
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! The gateway as an OAuth client of its upstreams (issue #61, "Logging in to servers"): an
+//! MCP server built with the official Python SDK's server auth (`tests/oauth/protected_server.py`)
+//! guards its tools with tokens of a real authorization server (oidc-provider from npm);
+//! `toolsearch gateway login` gets a grant through that server's own login pages, a running
+//! gateway takes it up, refreshes it unattended, and forgets it on `logout`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::gateway::{client_steps, free_port, wait_for_port, HttpGateway, Killed};
+use common::oauth::Idp;
+use common::write_config;
+use serde_json::{json, Value};
+
+/// The protected server on a free port, its tokens from `idp`: the process and its URL.
+fn protected(idp: &Idp, port: u16) -> (Killed, String) {
+    let child = Command::new(common::python())
+        .arg(common::repo().join("tests/oauth/protected_server.py"))
+        .args([&port.to_string(), &idp.issuer])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_port(port);
+    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// Runs `toolsearch gateway login SERVER --no-browser` and plays the person's browser
+/// (`tests/oauth/browser.py`) at the address it prints, signing in as `login`: the login's exit
+/// status and output, and what the browser's last page said.
+fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: bool) -> (bool, String, Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", server, "--no-browser", "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    let address = loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break None;
+        }
+        printed.push_str(&line);
+        if line.starts_with("http") {
+            break Some(line.trim().to_owned());
+        }
+    };
+    let page = match &address {
+        Some(address) => {
+            let mut browser = Command::new(common::python());
+            browser.arg(common::repo().join("tests/oauth/browser.py")).args([address.as_str(), login]);
+            if tamper {
+                browser.arg("--tamper-state");
+            }
+            let b = browser.output().unwrap();
+            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+            serde_json::from_slice(&b.stdout).unwrap()
+        }
+        None => Value::Null,
+    };
+    let done = child.wait_with_output().unwrap();
+    printed.push_str(&String::from_utf8_lossy(&done.stdout));
+    printed.push_str(&String::from_utf8_lossy(&done.stderr));
+    (done.status.success(), printed, page)
+}
+
+fn whoami(gateway: &HttpGateway) -> Value {
+    let out = client_steps(&gateway.url(), "-", &json!([["call", "vault.whoami", {}]]));
+    json!({"is_error": out[0]["is_error"], "text": out[0]["text"]})
+}
+
+#[test]
+fn a_login_reaches_a_protected_server_and_is_refreshed_unattended_until_logout() {
+    let dir = common::scratch().join("gateway-login");
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let ttl = 4; // seconds: five lifetimes pass within the test
+    let idp = Idp::start(&resource, ttl);
+    let (_server, url) = protected(&idp, port);
+    // Another server, so the gateway has tools to serve before the login.
+    let everything = json!({"command": "node", "args": [common::gateway::reference_server("everything"), "stdio"]});
+    let config =
+        write_config(&dir, &json!({"mcpServers": {"vault": {"url": url, "oauth": {}}, "everything": everything}}));
+    let state = dir.join("state");
+    let gateway = HttpGateway::start(&config, &state, &[]);
+
+    // Before any login, the server waits for one, and says which command to run.
+    let line = gateway.wait_for_status("UPSTREAM_LOGIN_REQUIRED", Duration::from_secs(20));
+    assert!(line.contains("toolsearch gateway login vault"), "{line}");
+
+    // A redirect whose state is not the login's is refused, and nothing is kept.
+    let (ok, printed, page) = log_in(&config, &state, "vault", "mallory", true);
+    assert!(!ok && printed.contains("state is not this login's"), "{printed} {page}");
+    assert_eq!(page["status"], 400, "{page}");
+    assert!(!state.join("oauth/vault.grant.json").exists());
+
+    // The login: the server's metadata leads to oidc-provider, which registers the gateway and
+    // signs alice in; the grant is kept 0600, and no token is printed.
+    let (ok, printed, page) = log_in(&config, &state, "vault", "alice", false);
+    assert!(ok, "{printed} {page}");
+    assert!(page["text"].as_str().unwrap().contains("logged in"), "{page}");
+    let grant_file = state.join("oauth/vault.grant.json");
+    let grant: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&grant_file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(grant["refresh_token"].is_string(), "a refresh token is asked for: {grant}");
+    assert!(!printed.contains(grant["access_token"].as_str().unwrap()), "{printed}");
+
+    // The running gateway takes the login up within seconds, with no restart.
+    gateway.wait_for_status("vault is up", Duration::from_secs(15));
+    let first = whoami(&gateway);
+    assert_eq!(first["is_error"], false, "{first}");
+    let said: Value = serde_json::from_str(first["text"].as_str().unwrap()).unwrap();
+    assert_eq!(said["subject"], "alice", "{first}");
+
+    // Over five token lifetimes, every call succeeds: tokens are refreshed before they
+    // expire (and rotated refresh tokens kept).
+    let until = Instant::now() + Duration::from_secs(5 * ttl + 2);
+    let mut calls = 0;
+    while Instant::now() < until {
+        let r = whoami(&gateway);
+        assert_eq!(r["is_error"], false, "call {calls}: {r}");
+        calls += 1;
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    let now: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    assert_ne!(now["access_token"], grant["access_token"], "the grant was refreshed");
+
+    // A second login while one runs is refused at once.
+    let mut first_login = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", "vault", "--no-browser", "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(first_login.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let second = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", "vault", "--no-browser", "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = first_login.kill();
+    let _ = first_login.wait();
+    assert!(!second.status.success() && String::from_utf8_lossy(&second.stderr).contains("already running"));
+
+    // Logout: the grant is gone, and calls answer UPSTREAM_LOGIN_REQUIRED within seconds.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "logout", "vault", "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && !grant_file.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = whoami(&gateway);
+        if r["is_error"] == true {
+            assert!(r["text"].as_str().unwrap().contains("UPSTREAM_LOGIN_REQUIRED"), "{r}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still served after logout: {r}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    drop(gateway);
+}

@@ -1,0 +1,43 @@
+"""Plays a person's browser through an OAuth login at oidc-provider's own login and consent
+pages: opens ADDRESS, signs in as LOGIN, consents, and follows the redirect to wherever it
+leads (the gateway's loopback listener). Prints the last page's status and text as JSON.
+
+    python browser.py ADDRESS LOGIN [--tamper-state]
+
+--tamper-state changes the `state` of the final redirect, as an attacker's forged redirect
+would carry.
+"""
+
+import json
+import re
+import sys
+from urllib.parse import parse_qs, urlencode, urljoin, urlparse, urlunparse
+
+import httpx2
+
+ADDRESS, LOGIN = sys.argv[1], sys.argv[2]
+TAMPER = "--tamper-state" in sys.argv[3:]
+ISSUER = "{0.scheme}://{0.netloc}".format(urlparse(ADDRESS))
+
+with httpx2.Client(follow_redirects=False, timeout=30) as browser:
+    url, method, form = ADDRESS, "GET", None
+    for _ in range(16):
+        response = browser.request(method, url, data=form)
+        location = response.headers.get("location")
+        if location:
+            location = urljoin(url, location)
+            if TAMPER and not location.startswith(ISSUER):
+                parts = urlparse(location)
+                query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                query["state"] = "forged-" + query.get("state", "")
+                location = urlunparse(parts._replace(query=urlencode(query)))
+            url, method, form = location, "GET", None
+            continue
+        page = response.text
+        action = re.search(r'<form[^>]*action="([^"]+)"', page) if url.startswith(ISSUER) else None
+        if not action:
+            print(json.dumps({"status": response.status_code, "text": page[:500], "url": url.split("?")[0]}))
+            sys.exit(0)
+        url, method = urljoin(url, action.group(1)), "POST"
+        form = {"prompt": "login", "login": LOGIN, "password": "any"} if 'value="login"' in page else {"prompt": "consent"}
+    print(json.dumps({"status": 0, "text": "too many steps"}))
