@@ -33,7 +33,8 @@ fn protected(idp: &Idp, port: u16) -> (Killed, String) {
 /// Runs `toolsearch gateway login SERVER --no-browser` and plays the person's browser
 /// (`tests/oauth/browser.py`) at the address it prints, signing in as `login`: the login's exit
 /// status and output, and what the browser's last page said.
-fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: bool) -> (bool, String, Value) {
+/// `tamper`: `Some("state")` or `Some("iss")` alters that parameter of the final redirect.
+fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: Option<&str>) -> (bool, String, Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
         .args(["gateway", "login", server, "--no-browser", "--config", config.to_str().unwrap()])
         .args(["--state", state.to_str().unwrap()])
@@ -57,8 +58,8 @@ fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: bool) 
         Some(address) => {
             let mut browser = Command::new(common::python());
             browser.arg(common::repo().join("tests/oauth/browser.py")).args([address.as_str(), login]);
-            if tamper {
-                browser.arg("--tamper-state");
+            if let Some(what) = tamper {
+                browser.arg(format!("--tamper-{what}"));
             }
             let b = browser.output().unwrap();
             assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
@@ -97,14 +98,20 @@ fn a_login_reaches_a_protected_server_and_is_refreshed_unattended_until_logout()
     assert!(line.contains("toolsearch gateway login vault"), "{line}");
 
     // A redirect whose state is not the login's is refused, and nothing is kept.
-    let (ok, printed, page) = log_in(&config, &state, "vault", "mallory", true);
+    let (ok, printed, page) = log_in(&config, &state, "vault", "mallory", Some("state"));
     assert!(!ok && printed.contains("state is not this login's"), "{printed} {page}");
     assert_eq!(page["status"], 400, "{page}");
+    // So is one whose `iss` is not the authorization server's (RFC 9207, a mix-up attack).
+    let (ok, printed, _) = log_in(&config, &state, "vault", "mallory", Some("iss"));
+    assert!(!ok && printed.contains("iss is not") && printed.contains("RFC 9207"), "{printed}");
     assert!(!state.join("oauth/vault.grant.json").exists());
+    let (status, body) = common::gateway::http_get(&gateway.addr, "/readyz", &[]);
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((status, &ready["upstreams"]["vault"]["state"]), (200, &json!("needs_login")), "{body}");
 
     // The login: the server's metadata leads to oidc-provider, which registers the gateway and
     // signs alice in; the grant is kept 0600, and no token is printed.
-    let (ok, printed, page) = log_in(&config, &state, "vault", "alice", false);
+    let (ok, printed, page) = log_in(&config, &state, "vault", "alice", None);
     assert!(ok, "{printed} {page}");
     assert!(page["text"].as_str().unwrap().contains("logged in"), "{page}");
     let grant_file = state.join("oauth/vault.grant.json");
@@ -153,6 +160,24 @@ fn a_login_reaches_a_protected_server_and_is_refreshed_unattended_until_logout()
     let _ = first_login.wait();
     assert!(!second.status.success() && String::from_utf8_lossy(&second.stderr).contains("already running"));
 
+    // A refresh the server refuses (a revoked or made-up refresh token): the server needs a
+    // login again, said as UPSTREAM_LOGIN_REQUIRED, never as a token or a crash.
+    let mut broken: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    broken["refresh_token"] = json!("revoked-refresh-token");
+    broken["expires_at"] = json!(1);
+    std::fs::write(&grant_file, broken.to_string()).unwrap();
+    let r = whoami(&gateway);
+    assert_eq!(r["is_error"], true, "{r}");
+    let text = r["text"].as_str().unwrap();
+    assert!(text.contains("UPSTREAM_LOGIN_REQUIRED") && !text.contains("revoked-refresh-token"), "{text}");
+    let (ok, printed, _) = log_in(&config, &state, "vault", "alice", None);
+    assert!(ok, "{printed}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while whoami(&gateway)["is_error"] != false {
+        assert!(Instant::now() < deadline, "a new login was not taken up");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
     // Logout: the grant is gone, and calls answer UPSTREAM_LOGIN_REQUIRED within seconds.
     let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
         .args(["gateway", "logout", "vault", "--config", config.to_str().unwrap()])
@@ -171,4 +196,30 @@ fn a_login_reaches_a_protected_server_and_is_refreshed_unattended_until_logout()
         std::thread::sleep(Duration::from_millis(300));
     }
     drop(gateway);
+}
+
+#[test]
+fn a_refused_registration_and_a_plain_http_authorization_server_are_clear_errors() {
+    let dir = common::scratch().join("gateway-login-refused");
+    let port = free_port();
+    let idp = Idp::start_env(&format!("http://127.0.0.1:{port}/mcp"), 60, &[("IDP_REGISTRATION", "closed")]);
+    let (_server, url) = protected(&idp, port);
+    let config = write_config(&dir, &json!({"mcpServers": {"vault": {"url": url, "oauth": {}}}}));
+    let (ok, printed, _) = log_in(&config, &dir.join("state"), "vault", "alice", None);
+    assert!(!ok && printed.contains("refused to register the gateway"), "{printed}");
+    assert!(!dir.join("state/oauth/clients.json").exists());
+
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": url, "oauth": {"authorization_server": "http://idp.example"}}}}),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", "vault", "--no-browser", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("oauth.authorization_server") && stderr.contains("must be https"),
+        "{stderr}"
+    );
 }

@@ -33,12 +33,19 @@ pub struct Idp {
 impl Idp {
     /// Starts a provider whose tokens are for `resource` and live `ttl` seconds.
     pub fn start(resource: &str, ttl: u64) -> Idp {
+        Idp::start_env(resource, ttl, &[])
+    }
+
+    /// [`Idp::start`] with `env` (`IDP_REGISTRATION=closed`: registration needs an initial
+    /// access token nobody has).
+    pub fn start_env(resource: &str, ttl: u64, env: &[(&str, &str)]) -> Idp {
         let port = free_port();
         let key_file = super::scratch().join(format!("idp-{port}.jwk"));
         let mut child = Command::new("node")
             .arg(repo().join("tests/oauth/provider.mjs"))
             .args([&port.to_string(), resource, key_file.to_str().unwrap(), &ttl.to_string()])
             .env("OIDC_MODULES", modules())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(super::scratch().join(format!("idp-{port}.log"))).unwrap())

@@ -5,7 +5,7 @@ leads (the gateway's loopback listener). Prints the last page's status and text 
     python browser.py ADDRESS LOGIN [--tamper-state]
 
 --tamper-state changes the `state` of the final redirect, as an attacker's forged redirect
-would carry.
+would carry; --tamper-iss its `iss` (RFC 9207), as a mix-up attack's would.
 """
 
 import json
@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlparse, urlunparse
 import httpx2
 
 ADDRESS, LOGIN = sys.argv[1], sys.argv[2]
-TAMPER = "--tamper-state" in sys.argv[3:]
+TAMPER = next((a[len("--tamper-"):] for a in sys.argv[3:] if a.startswith("--tamper-")), None)
 ISSUER = "{0.scheme}://{0.netloc}".format(urlparse(ADDRESS))
 
 with httpx2.Client(follow_redirects=False, timeout=30) as browser:
@@ -29,7 +29,7 @@ with httpx2.Client(follow_redirects=False, timeout=30) as browser:
             if TAMPER and not location.startswith(ISSUER):
                 parts = urlparse(location)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-                query["state"] = "forged-" + query.get("state", "")
+                query[TAMPER] = "forged-" + query.get(TAMPER, "")
                 location = urlunparse(parts._replace(query=urlencode(query)))
             url, method, form = location, "GET", None
             continue

@@ -55,7 +55,8 @@ const provider = new Provider(issuer, {
   features: {
     // The login and consent pages tests/oauth/sdk_client.py signs in through (any login).
     devInteractions: { enabled: true },
-    registration: { enabled: true },
+    // IDP_REGISTRATION=closed: registration needs an initial access token nobody has.
+    registration: { enabled: true, initialAccessToken: process.env.IDP_REGISTRATION === 'closed' },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {

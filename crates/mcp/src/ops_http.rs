@@ -62,7 +62,14 @@ pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request)
             let states: serde_json::Map<String, Value> = upstreams
                 .into_iter()
                 .map(|u| {
-                    let mut v = json!({"state": if u.up { "up" } else { "down" }, "tools": u.tools});
+                    // A server that waits for its operator's OAuth login says so.
+                    let login = u.reason.as_deref().is_some_and(|r| r.contains("UPSTREAM_LOGIN_REQUIRED"));
+                    let state = match (u.up, login) {
+                        (true, _) => "up",
+                        (false, true) => "needs_login",
+                        (false, false) => "down",
+                    };
+                    let mut v = json!({"state": state, "tools": u.tools});
                     if let Some(r) = u.reason.filter(|_| !u.up) {
                         v["reason"] = json!(r);
                     }

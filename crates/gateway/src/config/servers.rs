@@ -176,7 +176,12 @@ pub(super) fn read(
                 toolsearch_mcp::oauth::fetch::secure_url(a)
                     .map_err(|e| format!("{}: {e}", field("oauth.authorization_server")))?;
             }
-            ServerSpec::Http { url, headers: expand_map("headers", values)?, header_commands, oauth: oauth.map(Box::new) }
+            ServerSpec::Http {
+                url,
+                headers: expand_map("headers", values)?,
+                header_commands,
+                oauth: oauth.map(Box::new),
+            }
         }
         _ => return Err(format!("{at}.{name}: give either `command` (stdio) or `url` (Streamable HTTP)")),
     };

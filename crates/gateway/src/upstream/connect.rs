@@ -97,18 +97,7 @@ impl Upstream {
                     }
                 }
                 let unreachable = |e: std::io::Error| {
-                    let detail = e.to_string();
-                    match detail.contains(crate::login::LOGIN_REQUIRED) {
-                        true => Failure::new(
-                            format!(
-                                "it needs a login ({}): its operator must run `toolsearch gateway login {}`",
-                                crate::login::LOGIN_REQUIRED,
-                                self.name
-                            ),
-                            detail,
-                        ),
-                        false => Failure::new("it could not be reached or did not initialize", detail),
-                    }
+                    Failure::or_login("it could not be reached or did not initialize", e.to_string(), &self.name)
                 };
                 // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
                 let inner = toolsearch_mcp::tls::client_builder()

@@ -115,6 +115,21 @@ impl Failure {
     fn new(kind: impl Into<String>, detail: impl Into<String>) -> Failure {
         Failure { kind: kind.into(), detail: detail.into() }
     }
+
+    /// `kind`, unless `detail` says server `server` needs an OAuth login: then that, with the
+    /// command its operator must run (`crate::login`).
+    fn or_login(kind: impl Into<String>, detail: String, server: &str) -> Failure {
+        match detail.contains(crate::login::LOGIN_REQUIRED) {
+            true => Failure::new(
+                format!(
+                    "it needs a login ({}): its operator must run `toolsearch gateway login {server}`",
+                    crate::login::LOGIN_REQUIRED
+                ),
+                detail,
+            ),
+            false => Failure::new(kind, detail),
+        }
+    }
 }
 
 impl std::fmt::Debug for Upstream {
@@ -137,7 +152,8 @@ impl Upstream {
         let lazy = lazy.map(|settings| Lazy::new(settings, &name, &spec));
         let (credentials, login_failure) = match &spec {
             ServerSpec::Http { header_commands, oauth, url, .. } if !header_commands.is_empty() || oauth.is_some() => {
-                let grant = oauth.clone().map(|o| crate::login::UpstreamGrant::new(&name, url, state.to_path_buf(), *o));
+                let grant =
+                    oauth.clone().map(|o| crate::login::UpstreamGrant::new(&name, url, state.to_path_buf(), *o));
                 match grant.transpose() {
                     Ok(grant) => (Some(Credentials::new(header_commands.clone(), grant)), None),
                     Err(e) => (None, Some(Failure::new("its OAuth client could not be made", e))),

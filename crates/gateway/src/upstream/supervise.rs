@@ -177,7 +177,7 @@ impl Upstream {
                         // a client's call finds out.
                         Ok(Err(e)) => {
                             closed.cancel();
-                            return Failure::new("it could not be reached (a ping failed)", e.to_string());
+                            return Failure::or_login("it could not be reached (a ping failed)", e.to_string(), &self.name);
                         }
                         Err(_) => {
                             closed.cancel();
