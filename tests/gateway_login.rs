@@ -35,8 +35,20 @@ fn protected(idp: &Idp, port: u16) -> (Killed, String) {
 /// status and output, and what the browser's last page said.
 /// `tamper`: `Some("state")` or `Some("iss")` alters that parameter of the final redirect.
 fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: Option<&str>) -> (bool, String, Value) {
+    log_in_with(config, state, server, login, tamper, "--no-browser")
+}
+
+/// [`log_in`] with `how` (`--no-browser` or `--device`).
+fn log_in_with(
+    config: &Path,
+    state: &Path,
+    server: &str,
+    login: &str,
+    tamper: Option<&str>,
+    how: &str,
+) -> (bool, String, Value) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "login", server, "--no-browser", "--config", config.to_str().unwrap()])
+        .args(["gateway", "login", server, how, "--config", config.to_str().unwrap()])
         .args(["--state", state.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -222,4 +234,24 @@ fn a_refused_registration_and_a_plain_http_authorization_server_are_clear_errors
         !out.status.success() && stderr.contains("oauth.authorization_server") && stderr.contains("must be https"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_host_without_a_browser_logs_in_with_the_device_flow() {
+    let dir = common::scratch().join("gateway-login-device");
+    let port = free_port();
+    let idp = Idp::start(&format!("http://127.0.0.1:{port}/mcp"), 60);
+    let (_server, url) = protected(&idp, port);
+    let config = write_config(&dir, &json!({"mcpServers": {"vault": {"url": url, "oauth": {}}}}));
+    let state = dir.join("state");
+    // The login prints an address and a code; the person approves on "another device" (the
+    // browser here), and the login, polling, completes.
+    let (ok, printed, page) = log_in_with(&config, &state, "vault", "bob", None, "--device");
+    assert!(ok, "{printed} {page}");
+    assert!(printed.contains("enter the code"), "{printed}");
+    let gateway = HttpGateway::start(&config, &state, &[]);
+    let r = whoami(&gateway);
+    assert_eq!(r["is_error"], false, "{r}");
+    let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
+    assert_eq!(said["subject"], "bob", "{r}");
 }

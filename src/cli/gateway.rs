@@ -87,6 +87,9 @@ enum Action {
         /// Print the address only; do not start a browser.
         #[arg(long)]
         no_browser: bool,
+        /// Log in on another device (RFC 8628): print an address and a code to enter there.
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
     },
     /// Forget the gateway's grant for a server; a running gateway stops using it within seconds.
     Logout {
@@ -121,8 +124,14 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     match action {
-        Action::Login { server, no_browser, .. } => {
-            super::gateway_login::login(global, &config, &state, server, *no_browser)?
+        Action::Login { server, no_browser, device, .. } => {
+            use toolsearch::gateway::login::How;
+            let how = match (device, no_browser) {
+                (true, _) => How::Device,
+                (false, true) => How::Print,
+                (false, false) => How::Browser,
+            };
+            super::gateway_login::login(global, &config, &state, server, how)?
         }
         Action::Logout { server, .. } => super::gateway_login::logout(global, &config, &state, server)?,
         Action::Approve { tool, digest, .. } => {

@@ -31,7 +31,7 @@ pub(crate) fn login(
     config: &GatewayConfig,
     state: &Path,
     server: &str,
-    no_browser: bool,
+    how: toolsearch::gateway::login::How,
 ) -> Result<(), Failure> {
     let (url, oauth) = oauth_server(config, server)?;
     let runtime =
@@ -42,7 +42,7 @@ pub(crate) fn login(
         false => println!("{text}"),
     };
     runtime
-        .block_on(toolsearch::gateway::login::login(server, url, oauth, state, no_browser, &say))
+        .block_on(toolsearch::gateway::login::login(server, url, oauth, state, how, &say))
         .map_err(|e| Problem::Gateway.because(e))
 }
 

@@ -34,10 +34,17 @@ with httpx2.Client(follow_redirects=False, timeout=30) as browser:
             url, method, form = location, "GET", None
             continue
         page = response.text
-        action = re.search(r'<form[^>]*action="([^"]+)"', page) if url.startswith(ISSUER) else None
-        if not action:
+        found = re.search(r'<form[^>]*action="([^"]+)"[^>]*>(.*?)</form>', page, re.S) if url.startswith(ISSUER) else None
+        if not found:
             print(json.dumps({"status": response.status_code, "text": page[:500], "url": url.split("?")[0]}))
             sys.exit(0)
-        url, method = urljoin(url, action.group(1)), "POST"
-        form = {"prompt": "login", "login": LOGIN, "password": "any"} if 'value="login"' in page else {"prompt": "consent"}
+        url, method = urljoin(url, found.group(1)), "POST"
+        # The form's hidden fields (a device page's xsrf and user code, a login's prompt), and a
+        # person's answers: any login and password.
+        form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', found.group(2)))
+        typed = re.search(r'value="([^"]*)"[^>]*name="user_code"', found.group(2))
+        if typed:  # a device page with the code filled in from the address
+            form["user_code"] = typed.group(1)
+        if 'name="login"' in found.group(2):
+            form.update({"login": LOGIN, "password": "any"})
     print(json.dumps({"status": 0, "text": "too many steps"}))

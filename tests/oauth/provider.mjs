@@ -58,6 +58,7 @@ const provider = new Provider(issuer, {
     // IDP_REGISTRATION=closed: registration needs an initial access token nobody has.
     registration: { enabled: true, initialAccessToken: process.env.IDP_REGISTRATION === 'closed' },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {
       enabled: true,

@@ -16,6 +16,8 @@ pub(crate) struct Discovered {
     pub(crate) authorization_endpoint: Option<String>,
     pub(crate) token_endpoint: String,
     pub(crate) registration_endpoint: Option<String>,
+    /// RFC 8628's device authorization endpoint, where the server has one.
+    pub(crate) device_endpoint: Option<String>,
     /// The RFC 8707 resource to ask tokens for.
     pub(crate) resource: String,
     /// The scopes to ask for ("" for none).
@@ -123,6 +125,7 @@ pub(crate) async fn discover(
     Ok(Discovered {
         authorization_endpoint: endpoint("authorization_endpoint")?,
         registration_endpoint: endpoint("registration_endpoint")?,
+        device_endpoint: endpoint("device_authorization_endpoint")?,
         token_endpoint,
         iss_in_redirect: meta.get("authorization_response_iss_parameter_supported") == Some(&Value::Bool(true)),
         issuer,

@@ -27,15 +27,25 @@ fn encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// Logs the gateway in to `server` (at `url`, with `settings`): prints the URL to open
-/// through `say`, waits for the redirect, and keeps the grant in `state`. Runs the browser
-/// with `xdg-open` / `open` unless `no_browser`.
+/// How a person logs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// In a browser on this host: the address is opened (`xdg-open`, `open`) and printed.
+    Browser,
+    /// In a browser on this host, the address only printed.
+    Print,
+    /// On another device (RFC 8628): a code to enter at the address printed.
+    Device,
+}
+
+/// Logs the gateway in to `server` (at `url`, with `settings`): tells the person what to open
+/// through `say`, waits for the login, and keeps the grant in `state`.
 pub async fn login(
     server: &str,
     url: &str,
     settings: &UpstreamOAuth,
     state: &Path,
-    no_browser: bool,
+    how: How,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     if settings.grant == GrantKind::ClientCredentials {
@@ -46,6 +56,15 @@ pub async fn login(
     })?;
     let client = fetch::client()?;
     let found = discover(&client, url, settings).await?;
+    if how == How::Device {
+        let endpoint = found
+            .device_endpoint
+            .clone()
+            .ok_or_else(|| format!("{} offers no device flow: log in with a browser", found.issuer))?;
+        let (tokens, client_id, secret) =
+            super::device::device_login(&client, server, settings, &found, &endpoint, state, say).await?;
+        return keep(server, state, &found, tokens, client_id, secret, say).await;
+    }
     let authorize = found
         .authorization_endpoint
         .clone()
@@ -80,7 +99,7 @@ pub async fn login(
         address.push_str("&prompt=consent");
     }
     say(&format!("To log the gateway in to {server}, open this address in a browser:\n{address}"));
-    if !no_browser {
+    if how == How::Browser {
         for opener in ["xdg-open", "open"] {
             if std::process::Command::new(opener)
                 .arg(&address)
@@ -103,8 +122,20 @@ pub async fn login(
         ("code_verifier", verifier.as_str()),
         ("resource", found.resource.as_str()),
     ];
-    let (access, refresh, expires, scope) =
-        token_request(&client, &found.token_endpoint, &client_id, secret.as_deref(), &form).await?;
+    let tokens = token_request(&client, &found.token_endpoint, &client_id, secret.as_deref(), &form).await?;
+    keep(server, state, &found, tokens, client_id, secret, say).await
+}
+
+/// Keeps the grant a login got.
+async fn keep(
+    server: &str,
+    state: &Path,
+    found: &Discovered,
+    (access, refresh, expires, scope): super::tokens::Answer,
+    client_id: String,
+    secret: Option<String>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
     let grant = Grant {
         issuer: found.issuer.clone(),
         token_endpoint: found.token_endpoint.clone(),
@@ -143,9 +174,6 @@ async fn identity(
     if let Some(r) = kept.filter(|r| r.redirect_uri == redirect_uri) {
         return Ok((r.client_id, r.client_secret));
     }
-    let endpoint = found.registration_endpoint.clone().ok_or_else(|| {
-        format!("{} offers no dynamic registration: register a client there and set oauth.client_id", found.issuer)
-    })?;
     let body = serde_json::json!({
         "client_name": "toolsearch gateway",
         "redirect_uris": [redirect_uri],
@@ -153,7 +181,24 @@ async fn identity(
         "response_types": ["code"],
         "application_type": "native",
     });
-    let response = tokio::time::timeout(fetch::FETCH_TIMEOUT, client.post(&endpoint).json(&body).send())
+    let (id, secret) = register(client, found, &body).await?;
+    let registration =
+        Registration { client_id: id.clone(), client_secret: secret.clone(), redirect_uri: redirect_uri.to_owned() };
+    store::save_registration(state, &found.issuer, registration)?;
+    Ok((id, secret))
+}
+
+/// Registers a client described by `body` (RFC 7591) with `found`'s authorization server; its
+/// id and secret. Nothing is kept here.
+pub(crate) async fn register(
+    client: &reqwest::Client,
+    found: &Discovered,
+    body: &serde_json::Value,
+) -> Result<(String, Option<String>), String> {
+    let endpoint = found.registration_endpoint.clone().ok_or_else(|| {
+        format!("{} offers no dynamic registration: register a client there and set oauth.client_id", found.issuer)
+    })?;
+    let response = tokio::time::timeout(fetch::FETCH_TIMEOUT, client.post(&endpoint).json(body).send())
         .await
         .map_err(|_| format!("{endpoint} did not answer within {} s", fetch::FETCH_TIMEOUT.as_secs()))?
         .map_err(|e| format!("{endpoint} could not be reached: {}", e.without_url()))?;
@@ -169,13 +214,7 @@ async fn identity(
         ));
     }
     let id = text("client_id").ok_or_else(|| format!("{endpoint} registered no client_id"))?;
-    let registration = Registration {
-        client_id: id.clone(),
-        client_secret: text("client_secret"),
-        redirect_uri: redirect_uri.to_owned(),
-    };
-    store::save_registration(state, &found.issuer, registration.clone())?;
-    Ok((id, registration.client_secret))
+    Ok((id, text("client_secret")))
 }
 
 /// Waits for the browser's redirect on `listener`; its code once `state` (and `iss`, where the

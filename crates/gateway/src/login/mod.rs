@@ -8,6 +8,7 @@
 //!   dynamic registration (kept per authorization server), the authorization-code grant with
 //!   PKCE S256 and an RFC 8707 `resource`, on a loopback redirect (127.0.0.1 only) whose
 //!   `state` and RFC 9207 `iss` are checked.
+//! - `device.rs` is `login --device` (RFC 8628), for a host without a browser.
 //! - `tokens.rs` holds a server's grant while the gateway runs: the access token is refreshed
 //!   before it expires and once on a `401`, honouring refresh-token rotation; a grant of the
 //!   client-credentials kind is fetched without anyone logging in.
@@ -21,6 +22,7 @@
 //! server that needs a login and has none is down with `UPSTREAM_LOGIN_REQUIRED`, naming the
 //! command its operator must run.
 
+mod device;
 mod discover;
 mod flow;
 mod store;
@@ -28,7 +30,7 @@ mod tokens;
 
 use serde::Deserialize;
 
-pub use flow::{login, logout};
+pub use flow::{login, logout, How};
 pub(crate) use tokens::UpstreamGrant;
 
 /// The stable code of a server that needs its operator to log in.

@@ -20,6 +20,10 @@ pub(crate) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// A token endpoint's answer: the access token, a refresh token, when it expires (seconds
+/// since the epoch), the scope granted.
+pub(crate) type Answer = (String, Option<String>, Option<u64>, Option<String>);
+
 /// Sends `form` to the token endpoint as client `client_id` (HTTP Basic with a secret, else
 /// the id in the form); the new grant. The error carries the server's `error` code and
 /// description, never what was sent.
@@ -29,7 +33,7 @@ pub(crate) async fn token_request(
     client_id: &str,
     secret: Option<&str>,
     form: &[(&str, &str)],
-) -> Result<(String, Option<String>, Option<u64>, Option<String>), String> {
+) -> Result<Answer, String> {
     let mut fields: Vec<(&str, &str)> = form.to_vec();
     let mut request = client.post(endpoint).header("accept", "application/json");
     match secret {
