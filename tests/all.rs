@@ -32,6 +32,7 @@ mod gateway_offers;
 mod gateway_ops;
 mod gateway_pins;
 mod gateway_quarantine;
+mod gateway_rate;
 mod gateway_replicas;
 mod gateway_revisions;
 mod gateway_search;

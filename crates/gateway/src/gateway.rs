@@ -188,7 +188,8 @@ pub async fn start(
     );
     let hub = hub
         .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone(), last_learned.clone())?)
-        .with_passthrough(passthrough.clone());
+        .with_passthrough(passthrough.clone())
+        .with_rate_limits(s.rate_limits.clone());
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     // Learning needs the trail this process writes: a primary with its audit trail on.

@@ -338,6 +338,8 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("limits.http", &a.limits.http, &b.limits.http),
         ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
         ("audit", &a.audit, &b.audit),
+        ("auth", &a.auth, &b.auth),
+        ("rate_limits", &a.rate_limits, &b.rate_limits),
     ] {
         if differs(x, y) {
             out.push(name);

@@ -79,7 +79,7 @@ pub async fn serve_http(
     }
     let well_known = protected_resource_metadata(verifier.as_deref());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
-    let state = Arc::new(Guard::new(access, auth, sessions));
+    let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()
         .nest_service("/mcp", service)

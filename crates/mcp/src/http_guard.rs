@@ -55,6 +55,8 @@ pub(crate) struct Guard {
     /// Open `subscriptions/listen` streams of session-free callers, by token: counted with the
     /// sessions in the per-token and total caps.
     listens: Arc<Mutex<HashMap<TokenDigest, usize>>>,
+    /// Callers' request budgets (`crate::rate`).
+    limiter: Arc<crate::rate::Limiter>,
 }
 
 /// What a POST opens, beyond its own answer.
@@ -83,9 +85,15 @@ impl Drop for Listening {
 }
 
 impl Guard {
-    pub(crate) fn new(access: HttpAccess, auth: Authenticator, sessions: Arc<LocalSessionManager>) -> Guard {
+    pub(crate) fn new(
+        access: HttpAccess,
+        auth: Authenticator,
+        sessions: Arc<LocalSessionManager>,
+        limiter: Arc<crate::rate::Limiter>,
+    ) -> Guard {
         Guard {
             auth,
+            limiter,
             allowed_origins: access.allowed_origins,
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
@@ -133,6 +141,18 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         Ok(Some((digest, caller))) => (digest, Some(caller)),
         Err(answer) => return answer,
     };
+    // A caller over its request rate: 429, before anything else is read.
+    let key = caller.as_ref().map_or("local", |c| c.identity.as_str());
+    if let Err(wait) = g.limiter.request(key) {
+        let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let mut answer = (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many requests from this caller (rate_limits.requests_per_principal); retry in {seconds} s"),
+        )
+            .into_response();
+        answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return answer;
+    }
     let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(s) = &session {
         if g.owner_of(s).is_some_and(|o| !same(&o, &owner)) {

@@ -36,6 +36,8 @@ pub struct Hub {
     /// The HTTP server's sessions, when it serves over HTTP: a session that must end (its
     /// client does not read its stream) is closed through them.
     http_sessions: std::sync::OnceLock<std::sync::Weak<HttpSessions>>,
+    /// Rate limits of callers' requests and calls (`crate::rate`).
+    limiter: Arc<crate::rate::Limiter>,
 }
 
 /// The HTTP server's session manager.
@@ -118,6 +120,7 @@ impl Hub {
             passthrough: None,
             digests: Arc::default(),
             http_sessions: std::sync::OnceLock::new(),
+            limiter: Arc::default(),
         })
     }
 
@@ -126,6 +129,18 @@ impl Hub {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_instructions before the hub is shared"));
         hub.instructions = Some(text.into());
         Arc::new(hub)
+    }
+
+    /// The same hub with `limits` on its callers' requests and calls.
+    pub fn with_rate_limits(self: Arc<Hub>, limits: crate::rate::RateLimits) -> Arc<Hub> {
+        let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_rate_limits before the hub is shared"));
+        hub.limiter = Arc::new(crate::rate::Limiter::new(limits));
+        Arc::new(hub)
+    }
+
+    /// The rate limiter of its callers.
+    pub(crate) fn limiter(&self) -> &Arc<crate::rate::Limiter> {
+        &self.limiter
     }
 
     /// The same hub with `ops` for its metrics, audit trail, request log and `/readyz`.

@@ -49,6 +49,7 @@ pub mod oauth;
 pub mod offer_source;
 pub mod ops;
 mod ops_http;
+pub mod rate;
 mod runner;
 pub mod secrets;
 mod session;

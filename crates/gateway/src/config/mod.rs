@@ -102,6 +102,8 @@ pub struct GatewaySettings {
     pub auth: AuthSettings,
     /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
     pub allowed_origins: Vec<String>,
+    /// Rate limits per caller, tool and server (docs/gateway.md, "Rate limits").
+    pub rate_limits: toolsearch_mcp::rate::RateLimits,
     /// Longest forwarded call, in seconds (default 60).
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
@@ -171,6 +173,7 @@ impl Default for GatewaySettings {
             access: Access::Open,
             tokens: BTreeMap::new(),
             auth: AuthSettings::default(),
+            rate_limits: Default::default(),
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
@@ -252,6 +255,7 @@ impl GatewayConfig {
             tokens.insert(token, grant);
         }
         settings.tokens = tokens;
+        settings.rate_limits.check().map_err(|e| bad(format!("toolsearch.rate_limits.{e}")))?;
         if let Some(oauth) = &mut settings.auth.oauth {
             for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
                 if let Some(introspection) = &mut issuer.introspection {

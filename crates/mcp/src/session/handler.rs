@@ -25,6 +25,10 @@ use crate::notifier::Notifier;
 use crate::offer_source::Offer;
 use crate::runner::{ProgressSink, RunContext};
 
+/// The JSON-RPC error code of a call over its rate limit (`crate::rate`): in the range the
+/// specification leaves to servers, 429 in its last digits.
+const RATE_LIMITED: i32 = -32029;
+
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
@@ -311,6 +315,16 @@ impl ServerHandler for Session {
             this.finished(&id, &name, Some(&tool_id), &upstream, "refused", started);
             this.announce(&context.peer, &outcome).await;
             return Ok(outcome_result(&outcome).into());
+        }
+        // Rate limits: per caller (not per session), per tool and per server (`crate::rate`).
+        let caller = super::identity_of(&context);
+        let caller = if caller.is_empty() { super::LOCAL.to_owned() } else { caller };
+        if let Err(wait) = this.hub.limiter().call(&caller, &upstream, &tool_id) {
+            this.finished(&id, &name, Some(&tool_id), &upstream, "rate_limited", started);
+            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+            let message = format!("RATE_LIMITED: too many calls of {tool_id}; retry in {seconds} s");
+            let data = serde_json::json!({"code": "RATE_LIMITED", "retryAfterSeconds": seconds});
+            return Err(ErrorData::new(rmcp::model::ErrorCode(RATE_LIMITED), message, Some(data)));
         }
         let progress = context.meta.get_progress_token().map(|t| ProgressSink::new(context.peer.clone(), t));
         let call = CallNote { id: id.clone(), name, tool_id, upstream, started };

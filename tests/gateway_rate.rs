@@ -1,0 +1,96 @@
+//! Rate limits (issue #62, item 5, with the local backend): a caller over its budget of calls
+//! of a tool gets a JSON-RPC error carrying `retryAfterSeconds`, one over its HTTP request
+//! budget gets 429 with `Retry-After`; each caller (token) has its own budget, and opening a
+//! new session does not reset it.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gateway::{http_post, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+const MODERN: &str = "2026-07-28";
+const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+
+fn message(body: &str) -> Value {
+    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
+    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// A session-free `call_tool` of `everything.echo` by `token`: the JSON-RPC answer.
+fn echo(addr: &str, token: &str) -> Value {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "call_tool", "arguments": {"tool_id": "everything.echo", "arguments": {"message": "hi"}},
+                                 "_meta": meta}});
+    let bearer = format!("Bearer {token}");
+    let (status, text) = http_post(
+        addr,
+        &body.to_string(),
+        &[
+            ("Mcp-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "call_tool"),
+            ("Authorization", &bearer),
+        ],
+    );
+    assert_eq!(status, 200, "{text}");
+    message(&text)
+}
+
+fn config(dir: &std::path::Path, limits: Value) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                "toolsearch": {"tokens": {"token-a": [], "token-b": []}, "rate_limits": limits}}),
+    )
+}
+
+#[test]
+fn a_caller_over_its_tool_budget_is_told_when_to_retry_and_others_are_not_affected() {
+    let dir = common::scratch().join("gateway-rate-calls");
+    let limits = json!({"calls_per_principal": {"per_minute": 600, "burst": 100},
+                        "tools": {"everything.echo": {"per_minute": 6, "burst": 2}}});
+    let gateway = HttpGateway::start(&config(&dir, limits), &dir.join("state"), &[]);
+    for _ in 0..2 {
+        let ok = echo(&gateway.addr, "token-a");
+        assert!(ok["result"].is_object(), "{ok}");
+    }
+    let refused = echo(&gateway.addr, "token-a");
+    assert_eq!(refused["error"]["code"], -32029, "{refused}");
+    assert_eq!(refused["error"]["data"]["code"], "RATE_LIMITED", "{refused}");
+    let wait = refused["error"]["data"]["retryAfterSeconds"].as_u64().unwrap();
+    assert!((1..=10).contains(&wait), "{refused}");
+    // Another token has its own budget.
+    assert!(echo(&gateway.addr, "token-b")["result"].is_object());
+    // A session of token a, newly initialized, is still over the budget.
+    let (status, text) = http_post(&gateway.addr, INIT, &[("Authorization", "Bearer token-a")]);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(echo(&gateway.addr, "token-a")["error"]["code"], -32029);
+}
+
+#[test]
+fn a_caller_over_its_request_budget_gets_429_with_retry_after() {
+    let dir = common::scratch().join("gateway-rate-requests");
+    let limits = json!({"requests_per_principal": {"per_minute": 60, "burst": 5}});
+    let gateway = HttpGateway::start(&config(&dir, limits), &dir.join("state"), &[]);
+    for i in 0..5 {
+        let (status, text) = http_post(&gateway.addr, INIT, &[("Authorization", "Bearer token-a")]);
+        assert_eq!(status, 200, "request {i}: {text}");
+    }
+    let (addr, init) = (gateway.addr.clone(), INIT);
+    let (head, _conn) = common::gateway::http_open(
+        &addr,
+        "POST",
+        init,
+        &[("Authorization", "Bearer token-a"), ("Connection", "close")],
+        std::time::Duration::from_secs(5),
+    );
+    assert!(head.starts_with("HTTP/1.1 429"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("retry-after: 1"), "{head}");
+    let (status, _) = http_post(&gateway.addr, INIT, &[("Authorization", "Bearer token-b")]);
+    assert_eq!(status, 200, "another token is not limited by a's requests");
+}
