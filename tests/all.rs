@@ -37,6 +37,7 @@ mod gateway_replicas;
 mod gateway_revisions;
 mod gateway_search;
 mod gateway_tokens;
+mod gateway_traces;
 mod gateway_trust;
 mod gateway_upstreams;
 mod import;

@@ -260,6 +260,15 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     // parsing, session, SDK, upstream relay, writer) are task switches, not thread wake-ups
     // (docs/gateway.md, Performance). Searches, index builds and learning run on the
     // blocking pool, so a search never holds up another client's call.
+    // Traces, when configured: installed before the runtime (the exporter's HTTP client is a
+    // blocking one on its own thread), flushed when this function returns.
+    let _telemetry = match &config.settings.telemetry {
+        Some(t) => Some(
+            toolsearch::mcp::trace::install(t)
+                .map_err(|e| Problem::InvalidConfig.because(format!("toolsearch.telemetry.{e}")))?,
+        ),
+        None => None,
+    };
     let runtime = match build {
         false => tokio::runtime::Builder::new_current_thread().enable_all().build(),
         true => tokio::runtime::Runtime::new(),

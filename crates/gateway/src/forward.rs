@@ -103,9 +103,26 @@ impl Upstream {
     ) -> Result<ServerResult, RunError> {
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
+        // The upstream request's span, whose `traceparent` goes with it (`toolsearch_mcp::trace`).
+        let method = request.method().to_owned();
+        let attributes = vec![
+            opentelemetry::KeyValue::new("mcp.method.name", method.clone()),
+            opentelemetry::KeyValue::new("server.name", self.name.clone()),
+        ];
+        let span = toolsearch_mcp::trace::span(
+            &cx.trace,
+            format!("{method} {}", self.name),
+            opentelemetry::trace::SpanKind::Client,
+            attributes,
+        );
+        let mut meta = rmcp::model::RequestMetaObject::new();
         if let Some(id) = &cx.request_id {
-            let mut meta = rmcp::model::RequestMetaObject::new();
             meta.insert(REQUEST_ID_META.to_owned(), Value::String(id.clone()));
+        }
+        for (k, v) in toolsearch_mcp::trace::carrier(&span) {
+            meta.insert(k, Value::String(v));
+        }
+        if !meta.is_empty() {
             options.meta = Some(meta);
         }
         let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;

@@ -340,6 +340,7 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("audit", &a.audit, &b.audit),
         ("auth", &a.auth, &b.auth),
         ("rate_limits", &a.rate_limits, &b.rate_limits),
+        ("telemetry", &a.telemetry, &b.telemetry),
     ] {
         if differs(x, y) {
             out.push(name);

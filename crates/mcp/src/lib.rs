@@ -57,6 +57,7 @@ mod session_view;
 mod stdio;
 pub mod tls;
 mod token_names;
+pub mod trace;
 pub mod trail;
 
 pub use checks::spawn_command_checks;

@@ -59,6 +59,8 @@ pub struct RunContext {
     /// How a session-free client is asked something during the call (its revision's
     /// `input_required` rounds); `None` for a client with a session (asked through `client`).
     pub asker: Option<Asker>,
+    /// The trace the call belongs to (`crate::trace`; empty when traces are off).
+    pub trace: opentelemetry::Context,
 }
 
 /// A question for a session-free client in the middle of a call: the request, and where its

@@ -104,6 +104,8 @@ pub struct GatewaySettings {
     pub allowed_origins: Vec<String>,
     /// Rate limits per caller, tool and server (docs/gateway.md, "Rate limits").
     pub rate_limits: toolsearch_mcp::rate::RateLimits,
+    /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway.md, "Traces").
+    pub telemetry: Option<toolsearch_mcp::trace::TelemetrySettings>,
     /// Longest forwarded call, in seconds (default 60).
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
@@ -174,6 +176,7 @@ impl Default for GatewaySettings {
             tokens: BTreeMap::new(),
             auth: AuthSettings::default(),
             rate_limits: Default::default(),
+            telemetry: None,
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,

@@ -178,6 +178,7 @@ impl Session {
                 request_id: Some(id.clone()),
                 client,
                 asker: None,
+                trace: opentelemetry::Context::new(),
             };
             let answer = forward(pass, who, cx).await;
             this.offer_done(method, &subject, &id, &answer, started);

@@ -282,6 +282,17 @@ impl ServerHandler for Session {
         let id = this.hub.ops().request_id();
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // Its spans: the request (continuing the client's `traceparent`), and the search,
+        // expand or call in it; each ends when this request (or its round) is done.
+        let _request = crate::trace::client_call(&context.meta.0, &name, &this.state.id, &id, &arguments);
+        let op = match name.as_str() {
+            "search_tool_by_category" | "search_nodes" => "search",
+            "expand_tool" => "expand",
+            "list" => "list",
+            _ => "call",
+        };
+        let attributes = vec![opentelemetry::KeyValue::new("gen_ai.operation.name", op)];
+        let traced = crate::trace::span(&_request, op.to_owned(), opentelemetry::trace::SpanKind::Internal, attributes);
         let called = name.clone();
         let step = this
             .with_set_noted(&context, note(&id, None), Work::of_call(&name), move |set| {
@@ -333,14 +344,17 @@ impl ServerHandler for Session {
             // in a task of its own, which outlives this request if the tool asks something.
             let (runner, arguments) = (this.hub.runner(), pending.arguments.clone());
             let subject = ("tools/call", request.name.to_string());
-            let round = Round::start(this.clone(), subject, (Some(pending), call), progress, |cx| {
+            let trace = traced.clone();
+            let round = Round::start(this.clone(), subject, (Some(pending), call), progress, move |mut cx| {
+                cx.trace = trace;
                 let run = runner.run(tool, arguments, cx);
                 async move { Ran::Call(run.await) }
             });
             return this.drive(round, &context).await;
         }
         let client = Some(context.peer.clone());
-        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id), client, asker: None };
+        let trace = traced.clone();
+        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id), client, asker: None, trace };
         let ran = this.hub.runner().run(tool, pending.arguments.clone(), cx).await;
         this.finish_run(&context, pending, call, ran).await
     }

@@ -101,7 +101,8 @@ impl Round {
         let (asker, questions) = Asker::new();
         let cancel = CancellationToken::new();
         let request_id = Some(call.id.clone());
-        let cx = RunContext { cancel: cancel.clone(), progress, request_id, client: None, asker: Some(asker) };
+        let trace = opentelemetry::Context::new();
+        let cx = RunContext { cancel: cancel.clone(), progress, request_id, client: None, asker: Some(asker), trace };
         let task = tokio::spawn(work(cx));
         Round {
             session,
