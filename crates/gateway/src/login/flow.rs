@@ -145,6 +145,7 @@ async fn keep(
         access_token: access,
         refresh_token: refresh,
         expires_at: expires,
+        obtained_at: super::tokens::now(),
         scope,
     };
     let _grant = store::lock(state, server).await?;

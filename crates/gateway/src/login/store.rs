@@ -27,6 +27,9 @@ pub(crate) struct Grant {
     /// Seconds since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expires_at: Option<u64>,
+    /// When the access token was had (seconds since the epoch), to know its lifetime.
+    #[serde(default)]
+    pub(crate) obtained_at: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) scope: Option<String>,
 }
@@ -85,6 +88,17 @@ pub(crate) fn load_grant(state: &Path, server: &str) -> Option<(Grant, SystemTim
 /// When `server`'s grant file last changed (`None`: there is none).
 pub(crate) fn grant_changed(state: &Path, server: &str) -> Option<SystemTime> {
     fs::metadata(grant_path(state, server)).and_then(|m| m.modified()).ok()
+}
+
+impl Grant {
+    /// Whether the access token should be renewed now: within 30 s of its expiry, or within
+    /// half its lifetime of it for a token that lives less than a minute.
+    pub(crate) fn due(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|e| {
+            let early = (e.saturating_sub(self.obtained_at) / 2).min(30);
+            e <= now + early
+        })
+    }
 }
 
 pub(crate) fn save_grant(state: &Path, server: &str, grant: &Grant) -> Result<(), String> {
@@ -146,5 +160,34 @@ pub(crate) async fn lock(state: &Path, name: &str) -> Result<Lock, String> {
             return Err(format!("the grant of {name} stayed locked for 15 s"));
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(obtained_at: u64, expires_at: Option<u64>) -> Grant {
+        Grant {
+            issuer: "i".into(),
+            token_endpoint: "t".into(),
+            client_id: "c".into(),
+            client_secret: None,
+            resource: "r".into(),
+            access_token: "a".into(),
+            refresh_token: None,
+            expires_at,
+            obtained_at,
+            scope: None,
+        }
+    }
+
+    #[test]
+    fn a_token_is_due_30_s_before_expiry_or_at_half_a_short_life() {
+        let hour = grant(1000, Some(4600));
+        assert!(!hour.due(4569) && hour.due(4570));
+        let short = grant(1000, Some(1004));
+        assert!(!short.due(1001) && short.due(1002));
+        assert!(!grant(1000, None).due(u64::MAX / 2), "a token without expiry is never due");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use toolsearch_mcp::oauth::fetch;
@@ -12,9 +12,6 @@ use toolsearch_mcp::oauth::fetch;
 use super::discover::{discover, Discovered};
 use super::store::{self, Grant};
 use super::{GrantKind, UpstreamOAuth, LOGIN_REQUIRED};
-
-/// A token is refreshed this long before it expires.
-const EARLY: Duration = Duration::from_secs(30);
 
 pub(crate) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -106,7 +103,7 @@ impl UpstreamGrant {
     pub(crate) fn stale(&self) -> bool {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let Some((grant, changed)) = held.as_ref() else { return true };
-        let near = grant.expires_at.is_some_and(|e| e <= now() + EARLY.as_secs());
+        let near = grant.due(now());
         near || store::grant_changed(&self.state, &self.server) != *changed
     }
 
@@ -122,7 +119,7 @@ impl UpstreamGrant {
         let on_disk = store::load_grant(&self.state, &self.server);
         let in_hand = self.held.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(g, _)| g.access_token.clone());
         if let Some((grant, changed)) = on_disk {
-            let fresh = grant.expires_at.is_none_or(|e| e > now() + EARLY.as_secs());
+            let fresh = !grant.due(now());
             // Another process (a login, or another replica's refresh) may have renewed it.
             let renewed = !force || in_hand.as_deref() != Some(&grant.access_token);
             if fresh && renewed {
@@ -150,6 +147,7 @@ impl UpstreamGrant {
                 grant.access_token = access.clone();
                 grant.refresh_token = rotated.or(grant.refresh_token);
                 grant.expires_at = expires;
+                grant.obtained_at = now();
                 grant.scope = scope.or(grant.scope);
                 store::save_grant(&self.state, &self.server, &grant)?;
                 let changed = store::grant_changed(&self.state, &self.server);
@@ -188,6 +186,7 @@ impl UpstreamGrant {
             access_token: access.clone(),
             refresh_token: None,
             expires_at: expires,
+            obtained_at: now(),
             scope,
         };
         store::save_grant(&self.state, &self.server, &grant)?;
