@@ -211,7 +211,7 @@ fn a_login_reaches_a_protected_server_and_is_refreshed_unattended_until_logout()
 }
 
 #[test]
-fn a_refused_registration_and_a_plain_http_authorization_server_are_clear_errors() {
+fn a_refused_registration_a_lying_and_a_plain_http_authorization_server_are_clear_errors() {
     let dir = common::scratch().join("gateway-login-refused");
     let port = free_port();
     let idp = Idp::start_env(&format!("http://127.0.0.1:{port}/mcp"), 60, &[("IDP_REGISTRATION", "closed")]);
@@ -220,6 +220,24 @@ fn a_refused_registration_and_a_plain_http_authorization_server_are_clear_errors
     let (ok, printed, _) = log_in(&config, &dir.join("state"), "vault", "alice", None);
     assert!(!ok && printed.contains("refused to register the gateway"), "{printed}");
     assert!(!dir.join("state/oauth/clients.json").exists());
+
+    // An authorization server whose metadata names another issuer (a mix-up): refused.
+    let liar_port = free_port();
+    let liar = Command::new(common::python())
+        .arg(common::repo().join("tests/oauth/bad_idp.py"))
+        .args([&liar_port.to_string(), "wrong-issuer"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _liar = Killed(liar);
+    wait_for_port(liar_port);
+    let liar_url = format!("http://127.0.0.1:{liar_port}");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": url, "oauth": {"authorization_server": liar_url}}}}),
+    );
+    let (ok, printed, _) = log_in(&config, &dir.join("state"), "vault", "alice", None);
+    assert!(!ok && printed.contains("names issuer") && printed.contains("refused"), "{printed}");
 
     let config = write_config(
         &dir,
