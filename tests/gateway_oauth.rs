@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::gateway::{client_steps, free_port, reference_server, HttpGateway};
-use common::oauth::{request, request_full, Idp};
+use common::oauth::{base64url, request, request_full, Idp};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -231,18 +231,6 @@ fn claiming(issuer: &str, kid: &str) -> String {
     let b64 = |v: Value| base64url(v.to_string().as_bytes());
     let claims = json!({"iss": issuer, "sub": "x", "aud": "a", "exp": 4_000_000_000u64});
     format!("{}.{}.c2lnbmF0dXJl", b64(json!({"alg": "RS256", "kid": kid})), b64(claims))
-}
-
-fn base64url(bytes: &[u8]) -> String {
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
 }
 
 #[test]

@@ -160,15 +160,24 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
+/// Standard base64, padded (HTTP Basic credentials).
 fn base64(s: &str) -> String {
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    encode64(s.as_bytes(), b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true)
+}
+
+/// Base64url without padding (a JWT's parts).
+pub fn base64url(bytes: &[u8]) -> String {
+    encode64(bytes, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", false)
+}
+
+fn encode64(bytes: &[u8], alphabet: &[u8], pad: bool) -> String {
     let mut out = String::new();
-    for chunk in s.as_bytes().chunks(3) {
+    for chunk in bytes.chunks(3) {
         let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
         for i in 0..4 {
             if i <= chunk.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
+                out.push(alphabet[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else if pad {
                 out.push('=');
             }
         }

@@ -26,12 +26,8 @@ async fn device_client(
     found: &Discovered,
     state: &Path,
 ) -> Result<(String, Option<String>), String> {
-    if let Some(id) = &settings.client_id {
-        let secret = match &settings.client_secret {
-            Some(s) => Some(s.resolve(server).await?),
-            None => None,
-        };
-        return Ok((id.clone(), secret));
+    if let Some(configured) = settings.configured_client(server).await? {
+        return Ok(configured);
     }
     let key = format!("{}#device", found.issuer);
     if let Some(r) = store::registrations(state).get(&key) {

@@ -165,12 +165,8 @@ async fn identity(
     redirect_uri: &str,
     state: &Path,
 ) -> Result<(String, Option<String>), String> {
-    if let Some(id) = &settings.client_id {
-        let secret = match &settings.client_secret {
-            Some(s) => Some(s.resolve(server).await?),
-            None => None,
-        };
-        return Ok((id.clone(), secret));
+    if let Some(configured) = settings.configured_client(server).await? {
+        return Ok(configured);
     }
     if let Some(r) = kept.filter(|r| r.redirect_uri == redirect_uri) {
         return Ok((r.client_id, r.client_secret));

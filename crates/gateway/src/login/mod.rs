@@ -59,6 +59,19 @@ pub struct UpstreamOAuth {
     pub grant: GrantKind,
 }
 
+impl UpstreamOAuth {
+    /// The client registered beforehand (`client_id`, with its secret resolved), if the entry
+    /// names one.
+    pub(crate) async fn configured_client(&self, server: &str) -> Result<Option<(String, Option<String>)>, String> {
+        let Some(id) = &self.client_id else { return Ok(None) };
+        let secret = match &self.client_secret {
+            Some(s) => Some(s.resolve(server).await?),
+            None => None,
+        };
+        Ok(Some((id.clone(), secret)))
+    }
+}
+
 /// Which grant a server's tokens come from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

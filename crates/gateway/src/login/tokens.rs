@@ -166,11 +166,11 @@ impl UpstreamGrant {
             }
             d.clone().unwrap_or_else(|| unreachable!())
         };
-        let id = self.settings.client_id.clone().ok_or("oauth.client_id is needed for client_credentials")?;
-        let secret = match &self.settings.client_secret {
-            Some(s) => Some(s.resolve(&self.server).await?),
-            None => None,
-        };
+        let (id, secret) = self
+            .settings
+            .configured_client(&self.server)
+            .await?
+            .ok_or("oauth.client_id is needed for client_credentials")?;
         let mut form = vec![("grant_type", "client_credentials"), ("resource", found.resource.as_str())];
         if !found.scope.is_empty() {
             form.push(("scope", found.scope.as_str()));
