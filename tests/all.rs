@@ -44,6 +44,7 @@ mod gateway_upstreams;
 mod import;
 mod index;
 mod learn;
+mod models;
 mod paging;
 mod protocol;
 mod quality;

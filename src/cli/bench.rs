@@ -64,6 +64,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let depth = usize::from(args.depth);
     let options = EngineOptions {
         models: global.models.clone(),
+        model: global.model.clone(),
         min_confidence: args.cutoff.min_confidence,
         ..EngineOptions::default()
     };

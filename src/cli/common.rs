@@ -21,6 +21,11 @@ pub(crate) struct Global {
     /// Directory with the model files (default: found automatically; see models/README.md).
     #[arg(long, global = true, value_name = "DIR")]
     pub models: Option<PathBuf>,
+    /// The embedding model: `stock`, `tools`, or a directory with a sentence-transformers
+    /// ONNX export (docs/models.md). Building: default `stock`. Querying: the model the index
+    /// was built with.
+    #[arg(long, global = true, value_name = "NAME|DIR")]
+    pub model: Option<String>,
     /// Print JSON instead of text: the protocol's answers (errors too) exactly; `gateway`
     /// writes its status as JSON lines on stderr.
     #[arg(long, global = true)]
@@ -213,7 +218,12 @@ pub(crate) fn model_failure(e: EmbedError) -> Failure {
 
 /// Engine options from the flags.
 pub(crate) fn engine_options(global: &Global, min_confidence: Option<f32>) -> EngineOptions {
-    EngineOptions { models: global.models.clone(), min_confidence, ..EngineOptions::default() }
+    EngineOptions {
+        models: global.models.clone(),
+        model: global.model.clone(),
+        min_confidence,
+        ..EngineOptions::default()
+    }
 }
 
 /// A progress bar on stderr when it is a terminal and the output is for a person.

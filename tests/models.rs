@@ -1,0 +1,178 @@
+//! Any embedding model (#63): a sentence-transformers export read from its directory gives
+//! the vectors sentence-transformers gives, an index records its model and opens with it,
+//! bad model directories are refused naming the file and field, and an index of the previous
+//! format (built with the stock model) still opens and answers.
+//!
+//! The models are tests/models/tiny-*, randomly initialised BERTs written by
+//! tests/models/make_tiny.py beside the vectors sentence-transformers 6.2 gave for them.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sha2::{Digest, Sha256};
+use toolsearch::embed::{Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::{Engine, EngineOptions, Principal, SearchToolsRequest};
+
+fn toolsearch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().expect("binary runs")
+}
+
+fn model(name: &str) -> PathBuf {
+    common::repo().join("tests/models").join(name)
+}
+
+fn cosine(a: &[f32], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+/// Copies a test model into the scratch directory, to be changed there.
+fn copy_model(name: &str, as_name: &str) -> PathBuf {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let to = common::scratch().join(as_name);
+    let _ = std::fs::remove_dir_all(&to);
+    copy(&model(name), &to);
+    to
+}
+
+#[test]
+fn exports_give_the_vectors_sentence_transformers_gives() {
+    for name in ["tiny-cls", "tiny-last"] {
+        let dir = model(name);
+        let files = ModelFiles::choose(None, Some(dir.to_str().unwrap())).unwrap();
+        let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).unwrap();
+        assert_eq!(embedder.dimension(), 32);
+        assert_eq!(embedder.pooling(), if name == "tiny-cls" { "cls" } else { "lasttoken" });
+        let expected: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+        let texts: Vec<&str> = expected["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        let want = |role: &str, i: usize| -> Vec<f64> {
+            expected[role][i].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+        };
+        let documents = embedder.embed(&texts).unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let query = embedder.embed_query(text).unwrap();
+            let (q, d) = (cosine(&query, &want("query", i)), cosine(&documents[i], &want("document", i)));
+            assert!(q >= 0.999 && d >= 0.999, "{name} {text:?}: query cosine {q:.5}, document cosine {d:.5}");
+            // The texts' vectors differ, so matching is no accident of a constant model.
+            if i > 0 {
+                assert!(cosine(&documents[0], &want("document", i)) < 0.99, "{name}: vectors barely differ");
+            }
+            // The prompts are in the vectors: a query is not embedded as a document.
+            let crossed = cosine(&query, &want("document", i));
+            if name == "tiny-cls" {
+                assert!(crossed < 0.999, "{name} {text:?}: the query prompt made no difference ({crossed:.5})");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_index_records_its_model_and_refuses_another() {
+    let idx = common::scratch().join("tiny-index");
+    let catalogue = common::sample_catalog();
+    let tiny = model("tiny-cls");
+    let out = toolsearch(&[
+        "index",
+        catalogue.to_str().unwrap(),
+        "--out",
+        idx.to_str().unwrap(),
+        "--model",
+        tiny.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Queried without naming the model: the index names it.
+    let out = toolsearch(&["search", idx.to_str().unwrap(), "send an email", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!answer["results"].as_array().unwrap().is_empty(), "{answer}");
+    // Another model is refused, naming both.
+    let out = toolsearch(&["search", idx.to_str().unwrap(), "send an email", "--model", "stock"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("local/tiny-cls") && err.contains("all-MiniLM-L6-v2"), "{err}");
+    let engine = Engine::open_with(&idx, EngineOptions::default()).unwrap();
+    assert_eq!(engine.embedder().model_id(), "local/tiny-cls");
+}
+
+#[test]
+fn bad_model_directories_are_refused_naming_the_file_and_field() {
+    let catalogue = common::sample_catalog();
+    let build = |model: &str| -> String {
+        let out = common::scratch().join("bad-model-index");
+        let o = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", out.to_str().unwrap(), "--model", model]);
+        assert!(!o.status.success(), "{model}: built");
+        assert!(!out.join("meta.bin").exists(), "{model}: an index was left");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let missing = copy_model("tiny-cls", "no-pooling");
+    std::fs::remove_file(missing.join("modules.json")).unwrap();
+    std::fs::remove_dir_all(missing.join("1_Pooling")).unwrap();
+    let err = build(missing.to_str().unwrap());
+    assert!(err.contains("1_Pooling/config.json") && err.contains("missing"), "{err}");
+
+    let unknown = copy_model("tiny-cls", "max-pooling");
+    std::fs::write(unknown.join("1_Pooling/config.json"), r#"{"embedding_dimension": 32, "pooling_mode": "max"}"#)
+        .unwrap();
+    let err = build(unknown.to_str().unwrap());
+    assert!(err.contains("pooling_mode") && err.contains("\"max\"") && err.contains("not supported"), "{err}");
+
+    let wide = copy_model("tiny-cls", "wide");
+    std::fs::write(wide.join("1_Pooling/config.json"), r#"{"embedding_dimension": 48, "pooling_mode": "cls"}"#)
+        .unwrap();
+    let err = build(wide.to_str().unwrap());
+    assert!(err.contains("1_Pooling/config.json") && err.contains("declares 48") && err.contains("32"), "{err}");
+
+    let no_onnx = copy_model("tiny-cls", "no-onnx");
+    std::fs::remove_file(no_onnx.join("model.onnx")).unwrap();
+    let err = build(no_onnx.to_str().unwrap());
+    assert!(err.contains("model.onnx") && err.contains("missing"), "{err}");
+
+    let err = build("no-such-model");
+    assert!(err.contains("no-such-model") && err.contains("neither a named model"), "{err}");
+}
+
+/// Rewrites an index's metadata in the previous format (version 8: no pooling, no source),
+/// as the previous release wrote it for a stock-model index.
+fn downgrade_to_version_8(dir: &Path) {
+    let path = dir.join("meta.bin");
+    let bytes = std::fs::read(&path).unwrap();
+    let payload = &bytes[44..];
+    // The two fields version 9 appended: "mean" (length 4, then 4 bytes) and no source (0).
+    let (old, tail) = payload.split_at(payload.len() - 6);
+    assert_eq!(tail, b"\x04mean\x00", "a stock index ends in its pooling and no source");
+    let mut out = bytes[..8].to_vec();
+    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(old));
+    out.extend_from_slice(old);
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
+    let dir = common::build(&common::sample_catalog(), "v8-index");
+    downgrade_to_version_8(&dir);
+    let engine = Engine::open_with(&dir, EngineOptions::default()).unwrap();
+    assert_eq!(engine.embedder().model_id(), toolsearch::embed::MODEL_ID);
+    let request: SearchToolsRequest =
+        serde_json::from_value(serde_json::json!({"query": "post a message in a slack channel", "limit": 3})).unwrap();
+    let answer = engine.search_tool_by_category(&Principal::trusted(), &request).unwrap();
+    assert_eq!(answer.results[0].tool_id, "slack.post_message");
+    let out = toolsearch(&["search", dir.to_str().unwrap(), "post a message in a slack channel", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
