@@ -12,6 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use toolsearch::embed::{Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::{Engine, EngineOptions, Principal, SearchToolsRequest};
@@ -175,4 +176,38 @@ fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
     assert_eq!(answer.results[0].tool_id, "slack.post_message");
     let out = toolsearch(&["search", dir.to_str().unwrap(), "post a message in a slack channel", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The gateway takes its model from its config (a directory relative to the config file):
+/// it indexes its servers' tools with it and answers searches; a model it cannot find is a
+/// config error naming the field.
+#[test]
+fn the_gateway_indexes_with_the_model_its_config_names() {
+    use common::gateway::{client_steps, reference_server, HttpGateway};
+    let dir = common::scratch().join("gateway-model");
+    copy_model("tiny-cls", "gateway-model/tiny");
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let config =
+        common::write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"model": "tiny"}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let out = client_steps(&gateway.url(), "-", &json!([["search_tool_by_category", {"query": "create entities"}]]));
+    let text = out[0]["text"].as_str().unwrap();
+    assert!(text.contains("memory."), "{text}");
+    drop(gateway);
+    let index = std::fs::read_dir(dir.join("state"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("meta.bin").is_file())
+        .expect("the gateway's index in its state directory");
+    let meta = toolsearch::index::IndexMeta::read(&index).unwrap();
+    assert_eq!((meta.model_id.as_str(), meta.dimension, meta.model_pooling.as_str()), ("local/tiny", 32, "cls"));
+
+    let bad = common::write_config(
+        &dir.join("bad"),
+        &json!({"mcpServers": {"memory": memory}, "toolsearch": {"model": "no-such-dir"}}),
+    );
+    let out = toolsearch(&["gateway", "--config", bad.to_str().unwrap(), "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("toolsearch.model") && err.contains("no-such-dir"), "{err}");
 }

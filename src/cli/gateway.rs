@@ -233,7 +233,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     }
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
-    let files = ModelFiles::choose(global.models.as_deref(), global.model.as_deref()).map_err(model_failure)?;
+    let model = global.model.as_deref().or(config.settings.model.as_deref());
+    let files = ModelFiles::choose(global.models.as_deref(), model).map_err(model_failure)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
         OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })
             .map_err(|e| Problem::Model.because(e))?,

@@ -106,6 +106,9 @@ pub struct GatewaySettings {
     pub rate_limits: toolsearch_mcp::rate::RateLimits,
     /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway.md, "Traces").
     pub telemetry: Option<toolsearch_mcp::trace::TelemetrySettings>,
+    /// The embedding model: `stock`, `tools`, or the directory of a sentence-transformers
+    /// ONNX export, relative to the config file (absent: the default; `--model` overrides it).
+    pub model: Option<String>,
     /// Longest forwarded call, in seconds (default 60).
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
@@ -177,6 +180,7 @@ impl Default for GatewaySettings {
             auth: AuthSettings::default(),
             rate_limits: Default::default(),
             telemetry: None,
+            model: None,
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
@@ -259,6 +263,18 @@ impl GatewayConfig {
         }
         settings.tokens = tokens;
         settings.rate_limits.check().map_err(|e| bad(format!("toolsearch.rate_limits.{e}")))?;
+        if let Some(model) = settings.model.as_mut() {
+            let named = toolsearch_embed::NAMED_MODELS.iter().any(|(n, _)| n == model);
+            let dir = path.parent().unwrap_or(Path::new("")).join(&*model);
+            if !named && !dir.is_dir() {
+                return Err(bad(format!(
+                    "toolsearch.model: {model:?} is neither a named model (stock, tools) nor a directory"
+                )));
+            }
+            if !named {
+                *model = dir.display().to_string();
+            }
+        }
         if let Some(oauth) = &mut settings.auth.oauth {
             for (i, issuer) in oauth.issuers.iter_mut().enumerate() {
                 if let Some(introspection) = &mut issuer.introspection {
