@@ -58,7 +58,7 @@ pub fn shared_embedder() -> std::sync::Arc<toolsearch::embed::OnnxEmbedder> {
     use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
     static E: std::sync::OnceLock<std::sync::Arc<OnnxEmbedder>> = std::sync::OnceLock::new();
     E.get_or_init(|| {
-        let files = ModelFiles::locate(None).expect("model files: run scripts/setup");
+        let files = ModelFiles::choose(None, None).expect("model files: run scripts/setup");
         std::sync::Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
     })
     .clone()

@@ -57,7 +57,7 @@ def dump(label, onnx):
         out = WORK / label / f"c-{name}.jsonl"
         if out.exists():
             continue
-        run = lambda *a: subprocess.run([str(BIN), "--models", str(models), *a], check=True, stdout=subprocess.DEVNULL)
+        run = lambda *a: subprocess.run([str(BIN), "--models", str(models), "--model", "stock", *a], check=True, stdout=subprocess.DEVNULL)
         run("index", str(common.BENCH / name / "tools.jsonl"), "--out", str(idx))
         run("candidates", str(idx), str(held / f"{name}.jsonl"), "--out", str(out))
         shutil.rmtree(idx)
@@ -145,13 +145,13 @@ def speed(onnx, rounds=7):
     out = {}
     for label, models in (("stock", STOCK_MODELS), ("candidate", models_dir("speed", onnx))):
         idx = WORK / "speed" / f"index-{label}"
-        subprocess.run([str(BIN), "--models", str(models), "index", str(common.BENCH / "mcptoolbenchpp" / "tools.jsonl"),
+        subprocess.run([str(BIN), "--models", str(models), "--model", "stock", "index", str(common.BENCH / "mcptoolbenchpp" / "tools.jsonl"),
                         "--out", str(idx)], check=True, stdout=subprocess.DEVNULL)
         out[label] = (models, idx)
     p50 = {k: [] for k in out}
     for _ in range(rounds):
         for label, (models, idx) in out.items():
-            r = subprocess.run([str(BIN), "--models", str(models), "--json", "bench", str(idx),
+            r = subprocess.run([str(BIN), "--models", str(models), "--model", "stock", "--json", "bench", str(idx),
                                 str(WORK / "heldout" / "mcptoolbenchpp.jsonl"), "--mode", "dense"],
                                check=True, capture_output=True, text=True)
             p50[label].append(json.loads(r.stdout)[0])

@@ -20,7 +20,7 @@ pub fn repo() -> PathBuf {
 }
 
 pub fn embedder() -> Arc<OnnxEmbedder> {
-    let files = ModelFiles::locate(None).expect("run scripts/setup first");
+    let files = ModelFiles::choose(None, None).expect("run scripts/setup first");
     Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).expect("model loads"))
 }
 

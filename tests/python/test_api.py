@@ -275,3 +275,22 @@ def test_an_mcp_tools_list_result_gets_the_server_name_given():
     assert named.search("echo a message back").results[0].tool_id == "everything.echo"
     with pytest.raises(ValueError):
         toolsearch.build(listing, progress=False, server="bad.name")
+
+
+def test_models_by_name_or_directory_and_an_index_reopens_with_its_own(tmp_path):
+    # A sentence-transformers export (tests/models/tiny-cls: CLS pooling, prompts).
+    tiny = REPO / "tests" / "models" / "tiny-cls"
+    idx = toolsearch.build([WEATHER, TRANSLATE], tmp_path / "tiny", progress=False, model=tiny)
+    assert [p.tool_id for p in idx.search("weather forecast").results]
+    reopened = toolsearch.open(tmp_path / "tiny")  # the index names its model
+    assert reopened.search("translate this sentence").results
+    with pytest.raises(Exception) as e:
+        toolsearch.open(tmp_path / "tiny", model="stock")
+    assert "local/tiny-cls" in str(e.value) and "all-MiniLM-L6-v2" in str(e.value)
+    # Both named models come with the package; each index opens with its own.
+    for name in ("stock", "tools"):
+        toolsearch.build(SAMPLE, tmp_path / name, progress=False, model=name)
+        again = toolsearch.open(tmp_path / name)
+        assert again.search("rename a variable everywhere").results[0].tool_id == "refactor.rename_symbol"
+    with pytest.raises(ValueError, match="neither a named model"):
+        toolsearch.build(SAMPLE, tmp_path / "x", progress=False, model="no-such-model")

@@ -13,7 +13,10 @@ pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-int8";
 pub const TOOLS_MODEL_ID: &str = "toolsearch/all-MiniLM-L6-v2-tools@int8";
 /// Sub-directory of `models/` holding the tool-trained model.
 pub const TOOLS_MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-tools-int8";
-/// The model used when none is named and no index names one.
+/// The model used when none is named and no index names one. Still the stock one: the
+/// tool-trained model gains on every leave-one-set-out fold, but under it the gateway's
+/// learner swaps in a poisoned adapter that the stock model's numbers kept out (docs/models.md,
+/// "Why the default is still stock").
 pub const DEFAULT_MODEL: &str = "stock";
 /// File name of the ONNX Runtime shared library inside `models/`.
 pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
@@ -54,8 +57,18 @@ impl ModelFiles {
             if *name == "stock" {
                 return ModelFiles::locate(models);
             }
+            let spec = ModelSpec::named(name).expect("a named model");
+            // The Python package's `toolsearch` command names the tool-trained model's package.
+            let var = |n: &str| std::env::var_os(n).filter(|v| !v.is_empty()).map(PathBuf::from);
+            if models.is_none() && var("TOOLSEARCH_MODELS").is_none() {
+                if let (Some(ort_library), Some(model_dir)) =
+                    (var("TOOLSEARCH_PACKAGE_ORT"), var("TOOLSEARCH_PACKAGE_TOOLS"))
+                {
+                    return Ok(ModelFiles { ort_library, model_dir, model_onnx: None, spec });
+                }
+            }
             let mut files = ModelFiles::find(models, sub)?;
-            files.spec = ModelSpec::named(name).expect("a named model");
+            files.spec = spec;
             return Ok(files);
         }
         let dir = Path::new(model);

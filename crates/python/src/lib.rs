@@ -53,6 +53,13 @@ fn model_files(
     })
 }
 
+/// The model the index at `path` was built with: a named model's name or a local model's
+/// directory (`None` when the index cannot be read or names neither; opening it says why).
+#[pyfunction]
+fn index_model(path: String) -> Option<String> {
+    toolsearch::index::IndexMeta::read(std::path::Path::new(&path)).ok().and_then(|m| m.model_choice())
+}
+
 /// A loaded embedding model, shared by the indexes opened with it.
 #[pyclass(frozen)]
 struct Model(Arc<OnnxEmbedder>);
@@ -385,6 +392,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(learn, m)?)?;
+    m.add_function(wrap_pyfunction!(index_model, m)?)?;
     m.add_function(wrap_pyfunction!(render_tool_search, m)?)?;
     m.add_class::<Model>()?;
     m.add_class::<NativeIndex>()?;
