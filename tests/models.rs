@@ -34,20 +34,9 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
 
 /// Copies a test model into the scratch directory, to be changed there.
 fn copy_model(name: &str, as_name: &str) -> PathBuf {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
     let to = common::scratch().join(as_name);
     let _ = std::fs::remove_dir_all(&to);
-    copy(&model(name), &to);
+    common::copy_dir(&model(name), &to);
     to
 }
 

@@ -32,7 +32,8 @@ class ModelFilesError(OSError):
 def _package_dir(name: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelFilesError(f"the package {pip_name!r} is not installed: pip install --force-reinstall toolsearch")
+        how = "pip install ./python/model-tools (in a clone)" if pip_name == "toolsearch-model-tools" else "pip install --force-reinstall toolsearch"
+        raise ModelFilesError(f"the package {pip_name!r} is not installed: {how}")
     return Path(list(spec.submodule_search_locations)[0])
 
 

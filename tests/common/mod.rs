@@ -48,6 +48,19 @@ extern "C" fn remove_scratch() {
     }
 }
 
+/// Copies the directory tree `from` to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
 /// Builds the index of `catalogue` into a fresh directory under the scratch dir.
 pub fn build(catalogue: &Path, name: &str) -> PathBuf {
     let out = scratch().join(name);

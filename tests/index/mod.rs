@@ -23,17 +23,7 @@ fn top(engine: &Engine, query: &str) -> String {
     r.results[0].tool_id.clone()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
+use common::copy_dir;
 
 /// A scratch copy, named `name`, of an index of tests/data/tools.jsonl (to damage).
 fn index_copy(name: &str) -> std::path::PathBuf {
