@@ -18,12 +18,21 @@ leave-one-set-out over candidate dumps of the dev sets (`toolsearch candidates I
    request unlike anything in the catalogue is not taken for a near miss; a group is left out
    of a fold when its queries or its index are the held-out set's.
 
+3. Per-term coverage (issue #63), measured, not in the shipped model: `--coverage share` adds
+   the share of the query's content terms that no tool holds, `--coverage rare` the number of
+   those that are not whole words of the model's vocabulary (`models/.../tokenizer.json`): a
+   product or a format ("weread", "ics") rather than a common word. A twin's counts leave out
+   its gold tools. Each fold also reports AUROC on gold-first pairs (twins whose original
+   ranks a gold tool first). Dumps need `terms` (written by `toolsearch candidates`).
+
 The final model (all sets) is printed as the Rust `Answerability::default()` wants it.
 Needs numpy.
 
     scripts/fit-answerability.py mcp=c-mcp.jsonl stb=c-stb.jsonl meta=c-meta.jsonl \\
         lens=c-lens.jsonl seal=c-seal.jsonl none:stb:mcp=x-stb-on-mcp.jsonl ... \\
-        [--report lens=c-lens-test.jsonl]
+        [--report lens=c-lens-test.jsonl] [--coverage none|share|rare]
+
+scripts/dump-answerability writes every dump and prints this command.
 """
 import json
 import math
@@ -34,6 +43,29 @@ import numpy as np
 ALPHA, K = 0.5, 32.0  # the default blend (crates/query/src/fusion.rs)
 CAL = (3.67, 18.63, -3.84)  # the default confidence map (crates/index/src/calibration.rs)
 CUTS = [0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2]
+# Words that frame a request, never counted as unmatched (crates/query/src/coverage.rs).
+REQUEST_WORDS = set(
+    "about also any anything api app application ask call check data details find function get give help info "
+    "information just know let like look looking make need now one plugin service show something tell thing tool "
+    "tools try use using want way".split()
+)
+COVERAGE = "none"
+VOCAB = set()
+
+
+def coverage(terms, twin):
+    """The coverage feature (empty under `--coverage none`); a twin's counts leave out its gold tools."""
+    if COVERAGE == "none":
+        return []
+    content = [
+        t for t in terms
+        if len(t["surface"]) >= 2 and not t["surface"].isdigit() and t["surface"] not in REQUEST_WORDS
+        and t["term"] not in REQUEST_WORDS
+    ]
+    unmatched = [t for t in content if t["documents"] - (t["gold"] if twin else 0) == 0]
+    if COVERAGE == "share":
+        return [len(unmatched) / len(content) if content else 0.0]
+    return [float(sum(t["surface"] not in VOCAB for t in unmatched))]
 
 
 def blend(c):
@@ -55,10 +87,10 @@ def ranked(c):
     return [(conf[i], c[i]["gold"]) for i in order]
 
 
-def features(c):
+def features(c, terms=(), twin=False):
     s = blend(c)
     cos = sorted((x["cosine"] for x in c if x["dense_rank"] is not None), reverse=True) + [0.0, 0.0]
-    return [max(s), max(s) - reference(s), cos[0] - cos[1]]
+    return [max(s), max(s) - reference(s), cos[0] - cos[1]] + coverage(terms, twin)
 
 
 def ndcg(gold, groups):
@@ -77,25 +109,31 @@ def dump(path):
 
 
 def load(path):
-    return [(q["groups"], q["candidates"]) for q in dump(path)]
+    return [(q["groups"], q["candidates"], q.get("terms", [])) for q in dump(path)]
 
 
 def cut_loss(queries, cut):
     loss = 0.0
-    for groups, c in queries:
+    for groups, c, _ in queries:
         r = ranked(c)
         shown = [g for conf, g in r if conf >= cut * r[0][0]]
         loss += ndcg([g for _, g in r], groups) - ndcg(shown, groups)
     return loss / len(queries)
 
 
-def twins(queries):
+def twins(queries, gold_first=False):
+    """Each query's features (label 1) and its twin's (label 0); with `gold_first`, only the
+    queries whose best-blended candidate is a gold tool."""
     x, y = [], []
-    for _, c in queries:
+    for _, c, terms in queries:
         rest = [d for d in c if not d["gold"]]
         if len(rest) == len(c) or not rest:
             continue
-        x += [features(c), features(rest)]
+        if gold_first:
+            s = blend(c)
+            if not c[max(range(len(c)), key=lambda i: s[i])]["gold"]:
+                continue
+        x += [features(c, terms), features(rest, terms, twin=True)]
         y += [1, 0]
     return np.array(x), np.array(y, dtype=float)
 
@@ -139,11 +177,20 @@ def train(sets, none):
 
 
 def off_catalogue(nones, keep):
-    rows = [features(c) for (q, i), queries in nones.items() if keep(q, i) for _, c in queries]
-    return np.array(rows).reshape(-1, 3)
+    rows = [features(c, terms) for (q, i), queries in nones.items() if keep(q, i) for _, c, terms in queries]
+    return np.array(rows).reshape(-1, 3 + len(coverage([], False)))
 
 
 def main():
+    global COVERAGE, VOCAB
+    if "--coverage" in sys.argv:
+        at = sys.argv.index("--coverage")
+        COVERAGE = sys.argv[at + 1]
+        del sys.argv[at:at + 2]
+        if COVERAGE not in ("none", "share", "rare"):
+            sys.exit(f"--coverage: {COVERAGE!r} is not none, share or rare")
+        with open("models/all-MiniLM-L6-v2-int8/tokenizer.json") as f:
+            VOCAB = set(json.load(f)["model"]["vocab"])
     args = [a for a in sys.argv[1:] if a != "--report"]
     report_at = sys.argv.index("--report") if "--report" in sys.argv else len(sys.argv)
     dev = {a.split("=")[0]: load(a.split("=")[1]) for a in sys.argv[1:report_at] if "=" in a and ":" not in a.split("=")[0]}
@@ -160,7 +207,7 @@ def main():
         cut = max(c for c in CUTS if all(losses[s][c] <= 0.005 for s in others))
         print(f"  held out {held:6}: the others choose {cut:<5}  loss on {held}: {judged_losses[held][cut]:+.4f}")
 
-    print("2. answerability, leave-one-set-out on twins")
+    print(f"2. answerability, leave-one-set-out on twins (coverage feature: {COVERAGE})")
     data = {s: twins(dev[s]) for s in dev}
     judged_data = {s: (twins(judged[s]) if s in report else data[s]) for s in dev}
     for held in dev:
@@ -174,6 +221,8 @@ def main():
             f"NO_MATCH twins {np.mean(p[y == 0] < t):6.1%}  originals {np.mean(p[y == 1] < t):5.1%}  "
             f"off-catalogue {off_rate} of {len(off)}"
         )
+        xg, yg = twins(report.get(held, dev[held]), gold_first=True)
+        print(f"  {'':17} gold-first pairs {len(yg) // 2:5}  AUROC {auroc(predict(model, xg), yg):.3f}")
     (mu, sd, beta), t = train(data, off_catalogue(nones, lambda q, i: True))
     f = lambda v: ", ".join(f"{x:.6f}" for x in v)
     print("final (every set):")

@@ -51,6 +51,7 @@ mod quality;
 mod report;
 mod security;
 mod serve;
+mod unmatched;
 
 /// The real embedding model, loaded once for the whole binary and shared by every module's
 /// `common::embedder()`.

@@ -3,7 +3,8 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use toolsearch_index::Reporter;
+use toolsearch_index::document::tool_lexical;
+use toolsearch_index::{DocKind, Reporter, View};
 use toolsearch_query::{Engine, ErrorCode, Filter, ProtocolError, Retrieval, StageTimes};
 
 use crate::answers::{DefaultPath, Tally};
@@ -251,8 +252,32 @@ pub fn dump_candidates(
                 })
             })
             .collect();
-        let line = serde_json::json!({"id": q.id, "groups": q.gold.len(), "candidates": rows});
+        let line = serde_json::json!({
+            "id": q.id, "groups": q.gold.len(), "candidates": rows, "terms": term_counts(engine, q)?,
+        });
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// The query's analysed terms, each with the number of tools holding it (`documents`) and how
+/// many of those are gold tools (`gold`): a term is unmatched with the gold tools taken out
+/// when the two are equal.
+fn term_counts(engine: &Engine, q: &LabelledQuery) -> Result<Vec<serde_json::Value>, String> {
+    let index = engine.index();
+    let terms = index.term_coverage(&q.text, DocKind::Tool, &View::everything()).map_err(|e| e.to_string())?;
+    let gold: Vec<std::collections::HashSet<String>> = engine
+        .catalog()
+        .tools
+        .iter()
+        .filter(|t| q.gold.iter().any(|g| g.contains(&t.id)))
+        .map(|t| index.analysed_terms(&tool_lexical(t).all()))
+        .collect();
+    Ok(terms
+        .iter()
+        .map(|t| {
+            let in_gold = gold.iter().filter(|g| g.contains(&t.term)).count();
+            serde_json::json!({"surface": t.surface, "term": t.term, "documents": t.documents, "gold": in_gold})
+        })
+        .collect())
 }

@@ -11,7 +11,7 @@ use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
 use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::graph::Graph;
-use crate::lexical::{DocKind, Lexical, View};
+use crate::lexical::{DocKind, Lexical, TermCount, View};
 use crate::lookups::{NodePaths, ToolFacets};
 use crate::store::CatalogStore;
 use crate::vectors::Vectors;
@@ -311,6 +311,17 @@ impl IndexReader {
         k: usize,
     ) -> Result<Vec<Hit>, IndexError> {
         self.lexical.search(text, kind, scope, allowed, view, k)
+    }
+
+    /// The distinct analysed terms of `text`, each with the number of documents of `kind` in
+    /// `view` that hold it: what [`IndexReader::lexical`] would match, term by term.
+    pub fn term_coverage(&self, text: &str, kind: DocKind, view: &View) -> Result<Vec<TermCount>, IndexError> {
+        self.lexical.coverage(text, kind, view)
+    }
+
+    /// Every distinct analysed term of `text`, as documents are indexed.
+    pub fn analysed_terms(&self, text: &str) -> std::collections::HashSet<String> {
+        self.lexical.all_terms(text)
     }
 }
 

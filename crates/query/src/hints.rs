@@ -105,6 +105,9 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
         None => format!("no tool in {where_} fits {query:?}: tools elsewhere fit it far better"),
     };
     let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
+    // What the request names that nothing the caller may see mentions: it says what is
+    // missing, not only that nothing fits (after where the request does fit, if anywhere).
+    let unmatched = unmatched_hint(&engine.unmatched_terms(query, filter));
     // Where does the query fit? Rank over the whole catalogue, report the best categories.
     let everywhere = if scope.is_empty() {
         None
@@ -140,13 +143,14 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
         })
         .collect();
     if let Some(best) = categories.first() {
-        err.hints = categories
-            .iter()
-            .map(|(c, conf, name)| format!("{c:?} matches (best: {name}, confidence {conf:.2})"))
-            .collect();
+        err.hints.extend(
+            categories.iter().map(|(c, conf, name)| format!("{c:?} matches (best: {name}, confidence {conf:.2})")),
+        );
+        err.hints.extend(unmatched);
         err.hints.extend(closest);
         return err.with_next(Call::SearchToolByCategory, json!({ "query": query, "category_path": best.0 }));
     }
+    err.hints.extend(unmatched);
     err.hints.push("rephrase the request with the action and the object, or browse with list".into());
     err.hints.extend(closest);
     let nodes = engine
@@ -160,6 +164,16 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
         Call::List,
         json!({ "path": if scope.is_empty() { json!(null) } else { json!(display_path(scope)) } }),
     )
+}
+
+/// "nothing here mentions "weread" or "ics"", or nothing when every term is matched.
+fn unmatched_hint(terms: &[String]) -> Option<String> {
+    let quoted: Vec<String> = terms.iter().map(|t| format!("{t:?}")).collect();
+    match quoted.split_last() {
+        None => None,
+        Some((last, [])) => Some(format!("nothing here mentions {last}")),
+        Some((last, rest)) => Some(format!("nothing here mentions {} or {last}", rest.join(", "))),
+    }
 }
 
 /// `TOOL_NOT_FOUND` for `id`, suggesting similar ids among the tools the caller may see.

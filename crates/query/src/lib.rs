@@ -13,7 +13,7 @@
 //!
 //! [`Ranker`] (`ranker.rs`) owns the opened index, the embedder, the path table, the caches
 //! (`cache.rs`) and the calibration, and ranks (`ranking.rs`; `fusion.rs` the blend and the
-//! confidence; `answerable.rs` the query-level decision; `matching.rs` exact and regex matches;
+//! confidence; `answerable.rs` the query-level decision; `coverage.rs` the query terms nothing in view mentions; `matching.rs` exact and regex matches;
 //! `scope.rs` and `lists.rs` a caller's view of the category graph; `filter.rs` what a request
 //! restricts it to). [`Engine`] (`engine.rs`) is a ranker plus the protocol calls for a
 //! [`Principal`] (`principal.rs`; `effects.rs` the `read-only` and `no-destructive` limits
@@ -26,6 +26,7 @@
 pub mod answerable;
 mod cache;
 mod call;
+mod coverage;
 mod cursor;
 pub mod effects;
 mod engine;
@@ -44,6 +45,7 @@ mod suggest;
 
 pub use answerable::Answerability;
 pub use call::{CallToolRequest, CallToolResponse, Executor, ToolFailure};
+pub use coverage::unmatched;
 pub use engine::Engine;
 pub use error::{Call, ErrorCode, NextAction, ProtocolError};
 pub use fusion::{Calibration, Fusion};

@@ -7,6 +7,7 @@
 //! whole index. A caller therefore gets the same scores as on an index built without the
 //! documents it may not see, and no score tells it anything about them.
 
+mod coverage;
 mod schema;
 mod view;
 mod writer;
@@ -26,6 +27,7 @@ use crate::error::IndexError;
 use schema::{analyzer, part_dir, schema, Fields, ANALYZER, MAX_QUERY_TERMS};
 use view::ViewStats;
 
+pub use coverage::TermCount;
 pub use schema::DocKind;
 pub use view::View;
 pub(crate) use writer::LexicalWriter;
