@@ -2,6 +2,7 @@
 
     python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets, dump candidates
     python training/evaluate.py report [PREFIX]        # every fold against the stock model
+    python training/evaluate.py metrics [PREFIX]       # R@5, P@1 and twin AUROC too, shipped fusion
     python training/evaluate.py parity LABEL_A LABEL_B # two dumps of one model (int8, fp32)
     python training/evaluate.py speed ONNX             # query embedding p50, stock vs ONNX
 
@@ -127,6 +128,55 @@ def report(prefix="fold"):
     (WORK / f"report-{prefix}.json").write_text(json.dumps(rows, indent=2))
 
 
+# The shipped answerability model (crates/query/src/answerable.rs): mean, scale, weights, bias.
+ANSWERABILITY = ([0.347204, 0.120250, 0.054933], [0.138482, 0.082583, 0.066889], [0.401910, 0.662188, 0.176458], -0.396651)
+_fa_spec = importlib.util.spec_from_file_location("fit_answerability", common.REPO / "scripts" / "fit-answerability.py")
+fa = importlib.util.module_from_spec(_fa_spec)
+_fa_spec.loader.exec_module(fa)
+
+
+def answerable(cands):
+    mu, sd, w, b = ANSWERABILITY
+    z = sum(wi * (f - m) / d for wi, f, m, d in zip(w, fa.features(cands), mu, sd)) + b
+    return 1 / (1 + math.exp(-z))
+
+
+def shipped_metrics(queries):
+    """nDCG@10, R@5, P@1 with the shipped fusion, and the shipped answerability's AUROC on twins
+    (each query against its candidates without the gold tools): all pairs, gold-first pairs."""
+    nd, r5, p1, pairs, gold_first = [], [], [], ([], []), ([], [])
+    for groups, c in queries:
+        if not c:
+            continue
+        sc = tune.FUN[SHIPPED[0]](c, *SHIPPED[1:])
+        order = sorted(range(len(c)), key=lambda i: -sc[i])
+        gold = [c[i][4] for i in order]
+        nd.append(tune.ndcg10(order, c, groups))
+        r5.append(min(sum(gold[:5]), groups) / groups)
+        p1.append(float(gold[0]))
+        c = [{"cosine": x[0], "bm25": x[1], "dense_rank": x[2], "gold": x[4]} for x in c]
+        rest = [x for x in c if not x["gold"]]
+        if rest and len(rest) < len(c):
+            for bucket in (pairs, gold_first) if gold[0] else (pairs,):
+                bucket[0].extend([answerable(c), answerable(rest)])
+                bucket[1].extend([1, 0])
+    auc = lambda b: fa.auroc(fa.np.array(b[0]), fa.np.array(b[1], dtype=float)) if b[1] else float("nan")
+    return mean(nd), mean(r5), mean(p1), auc(pairs), auc(gold_first)
+
+
+def metrics(prefix="fold"):
+    stock = load("stock")
+    print("| held out | model | nDCG@10 | R@5 | P@1 | twin AUROC (all) | twin AUROC (gold-first) |")
+    print("|---|---|---|---|---|---|---|")
+    for held in common.SETS:
+        fold = load(f"{prefix}-{held}")
+        if held not in fold or held not in stock:
+            continue
+        for label, data in (("stock", stock), (prefix, fold)):
+            m = shipped_metrics(data[held])
+            print(f"| {held} | {label} | " + " | ".join(f"{x:.4f}" for x in m) + " |")
+
+
 def parity(a, b):
     """Dense and hybrid (shipped fusion) nDCG@10 of two dumps of one model, set by set."""
     da, db = load(a), load(b)
@@ -169,5 +219,7 @@ if __name__ == "__main__":
         parity(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "speed":
         speed(sys.argv[2])
+    elif sys.argv[1] == "metrics":
+        metrics(sys.argv[2] if len(sys.argv) > 2 else "fold")
     else:
         report(sys.argv[2] if len(sys.argv) > 2 else "fold")

@@ -28,6 +28,7 @@ mod metrics;
 mod queries;
 mod report;
 mod run;
+mod structure;
 mod tokens;
 
 pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};

@@ -13,6 +13,7 @@ use crate::metrics::{
     ReliabilityBin,
 };
 use crate::queries::LabelledQuery;
+use crate::structure::NodeEvidence;
 
 /// How to run a benchmark.
 #[derive(Debug, Clone)]
@@ -239,19 +240,22 @@ pub fn dump_candidates(
     out: &mut dyn std::io::Write,
 ) -> Result<(), String> {
     let catalog = engine.catalog();
+    let nodes = NodeEvidence::new(engine);
     for q in queries {
         let cands = engine.tool_candidates(&q.text, &Filter::default(), depth).map_err(|e| e.to_string())?;
-        let rows: Vec<serde_json::Value> = cands
-            .iter()
-            .map(|c| {
-                let id = &catalog.tools[c.ord as usize].id;
-                serde_json::json!({
-                    "tool": id, "cosine": c.cosine, "bm25": c.bm25, "dense_rank": c.dense_rank,
-                    "lexical_rank": c.lexical_rank,
-                    "gold": q.gold.iter().any(|g| g.contains(id)),
-                })
-            })
-            .collect();
+        let qv = engine.tool_query(&q.text).map_err(|e| e.to_string())?;
+        let mut seen = std::collections::HashMap::new();
+        let mut rows: Vec<serde_json::Value> = Vec::with_capacity(cands.len());
+        for c in &cands {
+            let id = &catalog.tools[c.ord as usize].id;
+            let node = nodes.of(engine, &qv, c.ord, &mut seen)?;
+            rows.push(serde_json::json!({
+                "tool": id, "cosine": c.cosine, "bm25": c.bm25, "dense_rank": c.dense_rank,
+                "lexical_rank": c.lexical_rank,
+                "gold": q.gold.iter().any(|g| g.contains(id)),
+                "node": node.map(|n| n.0), "node_tools": node.map(|n| n.1),
+            }));
+        }
         let line = serde_json::json!({
             "id": q.id, "groups": q.gold.len(), "candidates": rows, "terms": term_counts(engine, q)?,
         });
