@@ -81,8 +81,9 @@ fn firsts(gateway: &HttpGateway, probes: &[(String, String)]) -> usize {
 }
 
 fn tool_ids(state: &Path) -> Vec<String> {
-    let engine = common::open(&state.join("index"));
-    engine.catalog().tools.iter().map(|t| t.id.clone()).collect()
+    // The index's own catalogue, whatever model it was built with.
+    let index = toolsearch::index::IndexReader::open(&state.join("index")).expect("index opens");
+    index.catalog().tools.iter().map(|t| t.id.clone()).collect()
 }
 
 /// A learning gateway over the memory and everything servers, its state dir, tool ids, the
@@ -174,14 +175,48 @@ fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped
 /// untouched. A token `learn.from` does not name teaches nothing at all.
 #[test]
 fn a_token_that_poisons_its_labels_does_not_move_anyone_elses_ranking() {
-    let dir = common::scratch().join("gateway-learn-poison");
+    poisoned("gateway-learn-poison", json!({"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["*"]}}));
+}
+
+/// The same attack under the tool-trained model, where the poisoned fit happens to score
+/// better on the operator's unrelated labels than the ranking in force: it is held for review
+/// because it would change the first tool of most of what the principals it did not learn
+/// from searched (the operator's code words and the other caller's "remember ..." requests).
+#[test]
+fn a_poisoned_fit_that_wins_its_judge_is_held_for_re_ranking_everyone_elses_searches() {
+    let toolsearch = json!({"model": "tools", "learn": {"every_secs": 1, "min_new_labels": 20, "from": ["*"]}});
+    let run = poisoned("gateway-learn-poison-tools", toolsearch);
+    assert!(run["ndcg_new"].as_f64() > run["ndcg_in_force"].as_f64(), "the judge alone would swap: {run}");
+    let why = run["skipped"].as_str().unwrap_or_default();
+    eprintln!("held: {run}");
+    assert!(why.contains("searches by principals it did not learn from change their first tool"), "{run}");
+}
+
+/// The first learning run's outcome, swapped or not (a run held for review included).
+fn first_outcome(gateway: &HttpGateway) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let lines = gateway.status.lock().unwrap().clone();
+        let run = lines.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|v| {
+            v["event"] == "learned"
+                && (v["skipped"].is_null() || v["skipped"].as_str().is_some_and(|s| s.starts_with("held for review")))
+        });
+        if let Some(run) = run {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "no learning run: {lines:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An intruder's 120 labels sending "remember / store ..." requests to
+/// `memory.delete_entities`, beside an operator's honest code-word labels; another caller's
+/// "remember ..." searches keep their first tools. Returns the learning run.
+fn poisoned(name: &str, toolsearch: Value) -> Value {
+    let dir = common::scratch().join(name);
     let state = dir.join("state");
     let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
-    let config = write_config(
-        &dir,
-        &json!({"mcpServers": {"memory": memory},
-                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["*"]}}}),
-    );
+    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": toolsearch}));
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     let ids = tool_ids(&state);
     let asked = [
@@ -209,11 +244,12 @@ fn a_token_that_poisons_its_labels_does_not_move_anyone_elses_ranking() {
     let before: Vec<String> = asked.iter().map(|q| first_of(q)).collect();
     std::fs::write(state.join("audit/trail.1.jsonl"), trail_of("admin", "admin-1", &honest)).unwrap();
     std::fs::write(state.join("audit/trail.2.jsonl"), trail_of("intruder", "intruder-1", &poison)).unwrap();
-    let run = wait_for_run(&gateway, 1);
+    let run = first_outcome(&gateway);
     assert_eq!(run["swapped"], false, "{run}");
     let after: Vec<String> = asked.iter().map(|q| first_of(q)).collect();
     assert_eq!(after, before, "{run}");
     assert!(!after.iter().any(|t| t == target), "{after:?}");
+    run
 }
 
 /// `learn.max_moved`: the same honest code-word fit, under a bound it exceeds (it takes first

@@ -95,6 +95,21 @@ pub fn labels_from_audit(text: &str) -> Result<Vec<LabelledQuery>, (usize, Strin
     Ok(out)
 }
 
+/// Every search of a trail that has a query, as (token, query), in trail order: what each
+/// principal asked, whether or not a call followed (lines of other kinds are passed over).
+pub fn searches_from_audit(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| l.contains("\"search\"")) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let query = v.get("query").and_then(serde_json::Value::as_str).unwrap_or_default();
+        if v.get("event").and_then(serde_json::Value::as_str) == Some("search") && !query.trim().is_empty() {
+            let token = v.get("token").and_then(serde_json::Value::as_str).unwrap_or_default();
+            out.push((token.to_owned(), query.to_owned()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +162,7 @@ mod tests {
         let labels = labels_from_audit(&trail).unwrap();
         let got: Vec<(&str, &str)> = labels.iter().map(|l| (l.text.as_str(), l.gold[0][0].as_str())).collect();
         assert_eq!(got, [("open a bug", "gh.issue"), ("send mail", "mail.send")]);
+        let asked = searches_from_audit(&trail);
+        assert_eq!(asked, [("agent".to_owned(), "open a bug".to_owned()), ("agent".into(), "send mail".into())]);
     }
 }

@@ -363,6 +363,40 @@ pub fn top_moved(
     Ok((moved, probes.len()))
 }
 
+/// Of `queries` (what other principals searched), how many have a first tool under
+/// `in_force`, and how many of those get another one under `new`: how far a fit would re-rank
+/// the requests of people it did not learn from. `engine` must be opened with
+/// `use_adapter: false`.
+pub fn firsts_moved(
+    engine: &Engine,
+    queries: &[String],
+    in_force: Option<&QueryAdapter>,
+    new: &QueryAdapter,
+) -> Result<(usize, usize), LearnError> {
+    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let fusion_of = |a: Option<&QueryAdapter>| match (a, engine.options().fusion) {
+        (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
+        (_, fusion) => fusion,
+    };
+    let (mut moved, mut answered) = (0, 0);
+    for text in queries {
+        let v = engine.embed_query(text).map_err(err)?;
+        let lexical = engine.lexical_tools(text).map_err(err)?;
+        let first = |a: Option<&QueryAdapter>| -> Result<Option<u32>, LearnError> {
+            let adapted = a.map(|a| toolsearch_index::adapter_apply(&a.weights, &v));
+            let ranked =
+                engine.rank_with_vector(adapted.as_deref().unwrap_or(&v), &lexical, fusion_of(a)).map_err(err)?;
+            Ok(ranked.first().map(|s| s.ord))
+        };
+        let Some(was) = first(in_force)? else { continue };
+        answered += 1;
+        if first(Some(new))? != Some(was) {
+            moved += 1;
+        }
+    }
+    Ok((moved, answered))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

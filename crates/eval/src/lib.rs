@@ -32,9 +32,11 @@ mod structure;
 mod tokens;
 
 pub use answers::{DefaultPath, Twins, DEFAULT_LIMIT};
-pub use audit_labels::{labels_from_audit, PRINCIPAL_TAG};
+pub use audit_labels::{labels_from_audit, searches_from_audit, PRINCIPAL_TAG};
 pub use calibrate::{fit_calibration, platt, CalibrationReport};
-pub use learn::{judge_adapter, judged, learn_adapter, top_moved, LearnError, LearnReport, MIN_LABELS, SPLIT_TAG};
+pub use learn::{
+    firsts_moved, judge_adapter, judged, learn_adapter, top_moved, LearnError, LearnReport, MIN_LABELS, SPLIT_TAG,
+};
 pub use metrics::{
     auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, reliability, roc_curve, Percentiles,
     ReliabilityBin,

@@ -14,7 +14,9 @@
 //! judge draws from principals other than those fitted on, so one principal's consistent
 //! labels cannot win by judging themselves. A fit under which more than `learn.max_moved` of
 //! the catalogue's tools stop coming first for their own text (a neutral probe set, not the
-//! traffic) is held for review instead of swapped in.
+//! traffic) is held for review instead of swapped in; so is one that, with several principals
+//! teaching, would change the first tool of more than that share of what the principals it
+//! did not learn from searched.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -25,7 +27,8 @@ use serde_json::{json, Value};
 use toolsearch_disclosure::LiveCatalog;
 use toolsearch_embed::Embedder;
 use toolsearch_eval::{
-    judge_adapter, labels_from_audit, learn_adapter, top_moved, LabelledQuery, LearnError, PRINCIPAL_TAG, SPLIT_TAG,
+    firsts_moved, judge_adapter, labels_from_audit, learn_adapter, searches_from_audit, top_moved, LabelledQuery,
+    LearnError, PRINCIPAL_TAG, SPLIT_TAG,
 };
 use toolsearch_index::IndexMeta;
 use toolsearch_mcp::ops::Status;
@@ -35,6 +38,8 @@ use toolsearch_query::{Engine, EngineOptions};
 /// Most labels a run fits on, the newest: bounds a run's time and memory whatever the trail
 /// holds (embedding 20,000 queries takes about two minutes of one core).
 pub const MAX_LABELS: usize = 20_000;
+/// Most searches by other principals a fit is checked against (the latest).
+const MOST_ASKED: usize = 400;
 
 /// The `toolsearch.learn` section of a gateway config: present = on.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -176,6 +181,34 @@ pub fn trail_labels(dir: &Path) -> Result<Vec<LabelledQuery>, String> {
     Ok(labels)
 }
 
+/// What principals other than `teachers` searched, from the trail's files (distinct queries,
+/// the latest [`MOST_ASKED`]).
+fn asked_by_others(dir: &Path, teachers: &std::collections::HashSet<String>) -> Result<Vec<String>, String> {
+    let files = trail::files(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut asked: Vec<String> = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        for (token, query) in searches_from_audit(&text) {
+            if !teachers.contains(&token) {
+                asked.retain(|q| q != &query);
+                asked.push(query);
+            }
+        }
+    }
+    asked.drain(..asked.len().saturating_sub(MOST_ASKED));
+    Ok(asked)
+}
+
+/// The principals whose labels a fit is made from: those in its `fit` part (all of them when
+/// the labels were not split by principal).
+fn teachers(labels: &[LabelledQuery]) -> std::collections::HashSet<String> {
+    labels
+        .iter()
+        .filter(|l| !l.tags.iter().any(|t| t == &format!("{SPLIT_TAG}judge")))
+        .map(|l| l.tags.iter().find_map(|t| t.strip_prefix(PRINCIPAL_TAG)).unwrap_or("local").to_owned())
+        .collect()
+}
+
 /// Keeps the labels of trusted principals, and places each in the fit / choose / judge split
 /// by who taught it: with two or more principals, the smallest ones judge (at least 15% of the
 /// labels, while at least half stay to fit), so no principal judges its own labels.
@@ -271,6 +304,21 @@ pub fn learn_once(
             moved.0, moved.1, settings.max_moved
         );
         return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
+    }
+    // With several principals teaching, one principal's fit must not re-rank everyone else's
+    // requests: when more than `learn.max_moved` of what the others searched would change its
+    // first tool, the fit waits for review. (With one, the operator named who teaches.)
+    if labels.iter().any(|l| l.tags.iter().any(|t| t.starts_with(SPLIT_TAG))) {
+        let others = asked_by_others(trail, &teachers(&labels))?;
+        let overridden = firsts_moved(&plain, &others, plain.index().meta().adapter.as_ref(), &adapter)
+            .map_err(|e| e.to_string())?;
+        if overridden.0 as f64 > settings.max_moved * overridden.1 as f64 {
+            let why = format!(
+                "held for review: under the new adapter {} of {} searches by principals it did not learn from change their first tool, over learn.max_moved {}",
+                overridden.0, overridden.1, settings.max_moved
+            );
+            return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
+        }
     }
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     // The index may have been rebuilt (other tools) since the fit began: store only into the
