@@ -17,6 +17,7 @@ mod cli;
 mod dialects;
 mod disclosure;
 mod gateway;
+mod gateway_asks;
 mod gateway_bounds;
 mod gateway_clients;
 mod gateway_configs;

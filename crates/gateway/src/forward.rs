@@ -127,6 +127,8 @@ impl Upstream {
         }
         let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
+        // A question sent on this request's response stream is this caller's (Streamable HTTP).
+        let _sent = self.asks.sent(id.clone(), cx);
         if let Some(sink) = cx.progress.clone() {
             self.router().attach(token.clone(), sink).await;
         }

@@ -4,6 +4,10 @@
 //! A 2026-07-28 server asks instead by answering `input_required`: [`Asks::rounds`] puts its
 //! questions to the client whose request it is and sends the request again with the answers.
 //!
+//! Over Streamable HTTP, a question sent on the response stream of one of the gateway's
+//! requests (rmcp marks it [`InboundStreamOrigin::OutboundRequest`]) belongs to that
+//! request's call and goes to its client at once, whatever else is open ([`Asks::sent`]).
+//!
 //! Over stdio nothing in such a request names the call it belongs to, so the rule is plain:
 //! the question belongs to one of the calls open when it arrived; when exactly one of those is
 //! still open, it is that call's and goes to its client: through its session when it has one
@@ -22,11 +26,12 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::RequestId;
 use rmcp::model::{
     ClientRequest, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, InputRequest, InputResponses, ServerResult,
 };
-use rmcp::service::Peer;
+use rmcp::service::{InboundStreamOrigin, Peer};
 use rmcp::{ErrorData, RoleServer};
 use toolsearch_mcp::{Asker, RunContext};
 
@@ -55,6 +60,8 @@ enum Owner {
 #[derive(Default)]
 pub(crate) struct Asks {
     open: Mutex<Vec<(u64, Option<Owner>)>>,
+    /// The owners of the requests in flight upstream, by the id the gateway sent each with.
+    sent: Mutex<std::collections::HashMap<RequestId, Option<Owner>>>,
     next: AtomicU64,
     /// Woken when a call closes.
     closed: tokio::sync::Notify,
@@ -70,7 +77,34 @@ impl Drop for Open {
     }
 }
 
+/// A request in flight upstream, known by its id until dropped.
+pub(crate) struct Sent(Arc<Asks>, RequestId);
+
+impl Drop for Sent {
+    fn drop(&mut self) {
+        self.0.sent.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.1);
+    }
+}
+
 impl Asks {
+    /// The request the client of `cx` caused went upstream with the id `id`: a question that
+    /// arrives on its response stream is that client's.
+    pub(crate) fn sent(self: &Arc<Asks>, id: RequestId, cx: &RunContext) -> Sent {
+        self.sent.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), Asks::owner_of(cx));
+        Sent(self.clone(), id)
+    }
+
+    /// The owner of a question that came with `origin`: the client of the request whose
+    /// response stream carried it, else (stdio, or a stream of no call) [`Asks::owner`].
+    async fn owner_by(&self, origin: Option<&InboundStreamOrigin>) -> Option<Owner> {
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = origin {
+            if let Some(owner) = self.sent.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
+                return owner.clone();
+            }
+        }
+        self.owner().await
+    }
+
     /// A call opens, made by the client of `cx`.
     fn open(self: &Arc<Asks>, cx: &RunContext) -> Open {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
@@ -163,14 +197,22 @@ impl Asks {
         }
     }
 
-    /// Relays an elicitation to the owning client, or declines it.
-    pub(crate) async fn elicit(&self, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
-        self.elicit_by(self.owner().await, request).await
+    /// Relays an elicitation that came with `origin` to the owning client, or declines it.
+    pub(crate) async fn elicit(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+        request: ElicitRequestParams,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.elicit_by(self.owner_by(origin).await, request).await
     }
 
-    /// Relays a sampling request to the owning client, or refuses it.
-    pub(crate) async fn sample(&self, request: CreateMessageRequestParams) -> Result<CreateMessageResult, ErrorData> {
-        self.sample_by(self.owner().await, request).await
+    /// Relays a sampling request that came with `origin` to the owning client, or refuses it.
+    pub(crate) async fn sample(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+        request: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sample_by(self.owner_by(origin).await, request).await
     }
 
     /// Puts an elicitation to `owner`, or declines it.

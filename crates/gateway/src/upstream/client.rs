@@ -31,9 +31,9 @@ impl ClientHandler for UpClient {
     async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        self.asks.elicit(request).await
+        self.asks.elicit(context.extensions.get::<rmcp::service::InboundStreamOrigin>(), request).await
     }
 
     // Deprecated by 2026-07-28 (SEP-2577), still sent by servers of the older revisions.
@@ -41,9 +41,9 @@ impl ClientHandler for UpClient {
     async fn create_message(
         &self,
         request: rmcp::model::CreateMessageRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
+        context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
-        self.asks.sample(request).await
+        self.asks.sample(context.extensions.get::<rmcp::service::InboundStreamOrigin>(), request).await
     }
 
     fn get_info(&self) -> ClientConfig {
