@@ -328,6 +328,28 @@ fn ridge(a: &[f64], b: &[f64], d: usize, lambda: f64) -> Vec<f32> {
     w
 }
 
+/// The first tool of `text` under `in_force` (`None`: no adapter) and under `new`.
+fn firsts(
+    engine: &Engine,
+    text: &str,
+    in_force: Option<&QueryAdapter>,
+    new: &QueryAdapter,
+) -> Result<(Option<u32>, Option<u32>), LearnError> {
+    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
+    let v = engine.embed_query(text).map_err(err)?;
+    let lexical: Vec<Hit> = engine.lexical_tools(text).map_err(err)?;
+    let first = |a: Option<&QueryAdapter>| -> Result<Option<u32>, LearnError> {
+        let fusion = match (a, engine.options().fusion) {
+            (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
+            (_, fusion) => fusion,
+        };
+        let adapted = a.map(|a| toolsearch_index::adapter_apply(&a.weights, &v));
+        let ranked = engine.rank_with_vector(adapted.as_deref().unwrap_or(&v), &lexical, fusion).map_err(err)?;
+        Ok(ranked.first().map(|s| s.ord))
+    };
+    Ok((first(in_force)?, first(Some(new))?))
+}
+
 /// How many of `probes` (a tool's own text, with its ord) the tool wins under `in_force`
 /// (`None`: no adapter) but loses to another under `new`, and how many were probed: how far a
 /// swap would move the ranking beyond the labels it was fitted on. A probe whose first tool is
@@ -340,23 +362,10 @@ pub fn top_moved(
     in_force: Option<&QueryAdapter>,
     new: &QueryAdapter,
 ) -> Result<(usize, usize), LearnError> {
-    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
-    let fusion_of = |a: Option<&QueryAdapter>| match (a, engine.options().fusion) {
-        (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
-        (_, fusion) => fusion,
-    };
-    let top = |v: &[f32], lexical: &[Hit], a: Option<&QueryAdapter>| -> Result<Option<u32>, LearnError> {
-        let moved = a.map(|a| toolsearch_index::adapter_apply(&a.weights, v));
-        let ranked = engine
-            .rank_with_vector(moved.as_deref().unwrap_or(v), lexical, fusion_of(a))
-            .map_err(|e| LearnError::Engine(e.to_string()))?;
-        Ok(ranked.first().map(|s| s.ord))
-    };
     let mut moved = 0;
     for (text, own) in probes {
-        let v = engine.embed_query(text).map_err(err)?;
-        let lexical = engine.lexical_tools(text).map_err(err)?;
-        if top(&v, &lexical, in_force)? == Some(*own) && top(&v, &lexical, Some(new))? != Some(*own) {
+        let (was, now) = firsts(engine, text, in_force, new)?;
+        if was == Some(*own) && now != Some(*own) {
             moved += 1;
         }
     }
@@ -373,24 +382,11 @@ pub fn firsts_moved(
     in_force: Option<&QueryAdapter>,
     new: &QueryAdapter,
 ) -> Result<(usize, usize), LearnError> {
-    let err = |e: toolsearch_query::ProtocolError| LearnError::Engine(e.to_string());
-    let fusion_of = |a: Option<&QueryAdapter>| match (a, engine.options().fusion) {
-        (Some(a), Fusion::Blend { lexical_k, .. }) => Fusion::Blend { alpha: a.alpha, lexical_k },
-        (_, fusion) => fusion,
-    };
     let (mut moved, mut answered) = (0, 0);
     for text in queries {
-        let v = engine.embed_query(text).map_err(err)?;
-        let lexical = engine.lexical_tools(text).map_err(err)?;
-        let first = |a: Option<&QueryAdapter>| -> Result<Option<u32>, LearnError> {
-            let adapted = a.map(|a| toolsearch_index::adapter_apply(&a.weights, &v));
-            let ranked =
-                engine.rank_with_vector(adapted.as_deref().unwrap_or(&v), &lexical, fusion_of(a)).map_err(err)?;
-            Ok(ranked.first().map(|s| s.ord))
-        };
-        let Some(was) = first(in_force)? else { continue };
+        let (Some(was), now) = firsts(engine, text, in_force, new)? else { continue };
         answered += 1;
-        if first(Some(new))? != Some(was) {
+        if now != Some(was) {
             moved += 1;
         }
     }

@@ -167,36 +167,40 @@ fn unix_now() -> u64 {
 /// Every label the trail in `dir` holds, oldest first, each with its query text as its id (so
 /// the fit / choose / judge split of a query never moves as the trail grows or rotates).
 pub fn trail_labels(dir: &Path) -> Result<Vec<LabelledQuery>, String> {
+    read_trail(dir).map(|(labels, _)| labels)
+}
+
+/// The trail in `dir`, read once: its labels (as [`trail_labels`]) and every search in it as
+/// (token, query), oldest first.
+fn read_trail(dir: &Path) -> Result<(Vec<LabelledQuery>, Vec<(String, String)>), String> {
     let files = trail::files(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut labels = Vec::new();
+    let (mut labels, mut searches) = (Vec::new(), Vec::new());
     for file in files {
         // A file rotated away between the listing and the read is simply gone.
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
         let found = labels_from_audit(&text).map_err(|(line, e)| format!("{}:{line}: {e}", file.display()))?;
         labels.extend(found);
+        searches.extend(searches_from_audit(&text));
     }
     for l in &mut labels {
         l.id = l.text.clone();
     }
-    Ok(labels)
+    Ok((labels, searches))
 }
 
-/// What principals other than `teachers` searched, from the trail's files (distinct queries,
-/// the latest [`MOST_ASKED`]).
-fn asked_by_others(dir: &Path, teachers: &std::collections::HashSet<String>) -> Result<Vec<String>, String> {
-    let files = trail::files(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut asked: Vec<String> = Vec::new();
-    for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        for (token, query) in searches_from_audit(&text) {
-            if !teachers.contains(&token) {
-                asked.retain(|q| q != &query);
-                asked.push(query);
-            }
-        }
-    }
-    asked.drain(..asked.len().saturating_sub(MOST_ASKED));
-    Ok(asked)
+/// What principals other than `teachers` searched (the latest [`MOST_ASKED`] distinct
+/// queries of `searches`, oldest first).
+fn asked_by_others(searches: &[(String, String)], teachers: &std::collections::HashSet<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut asked: Vec<String> = searches
+        .iter()
+        .rev()
+        .filter(|(token, query)| !teachers.contains(token) && seen.insert(query.as_str()))
+        .take(MOST_ASKED)
+        .map(|(_, query)| query.clone())
+        .collect();
+    asked.reverse();
+    asked
 }
 
 /// The principals whose labels a fit is made from: those in its `fit` part (all of them when
@@ -269,7 +273,8 @@ pub fn learn_once(
     settings: &LearnSettings,
 ) -> Result<Run, String> {
     let min_new = settings.min_new_labels;
-    let mut labels = by_principal(trail_labels(trail)?, settings);
+    let (labels, searches) = read_trail(trail)?;
+    let mut labels = by_principal(labels, settings);
     // A trail that rotated away more than it gained is counted afresh.
     let total = labels.len();
     let seen = if total < seen { 0 } else { seen };
@@ -298,26 +303,25 @@ pub fn learn_once(
     };
     let moved = top_moved(&plain, &probes(&plain), plain.index().meta().adapter.as_ref(), &adapter)
         .map_err(|e| e.to_string())?;
+    let held = |why: String| Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
     if moved.0 as f64 > settings.max_moved * moved.1 as f64 {
-        let why = format!(
+        return held(format!(
             "held for review: under the new adapter {} of {} tools no longer come first for their own text, over learn.max_moved {}",
             moved.0, moved.1, settings.max_moved
-        );
-        return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
+        ));
     }
     // With several principals teaching, one principal's fit must not re-rank everyone else's
     // requests: when more than `learn.max_moved` of what the others searched would change its
     // first tool, the fit waits for review. (With one, the operator named who teaches.)
     if labels.iter().any(|l| l.tags.iter().any(|t| t.starts_with(SPLIT_TAG))) {
-        let others = asked_by_others(trail, &teachers(&labels))?;
+        let others = asked_by_others(&searches, &teachers(&labels));
         let overridden = firsts_moved(&plain, &others, plain.index().meta().adapter.as_ref(), &adapter)
             .map_err(|e| e.to_string())?;
         if overridden.0 as f64 > settings.max_moved * overridden.1 as f64 {
-            let why = format!(
+            return held(format!(
                 "held for review: under the new adapter {} of {} searches by principals it did not learn from change their first tool, over learn.max_moved {}",
                 overridden.0, overridden.1, settings.max_moved
-            );
-            return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
+            ));
         }
     }
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -378,5 +382,13 @@ mod tests {
         // The two smallest principals judge (15 of 75 labels); the largest fits and chooses.
         assert_eq!((part(":admin"), part(":ops")), (vec!["judge".to_owned()], vec!["judge".to_owned()]));
         assert!(part(":intruder").iter().all(|p| p == "fit" || p == "choose"), "{:?}", part(":intruder"));
+    }
+
+    #[test]
+    fn the_others_searches_are_their_latest_distinct_queries_and_not_the_teachers() {
+        let s = |t: &str, q: &str| (t.to_owned(), q.to_owned());
+        let searches = [s("ops", "a"), s("intruder", "x"), s("ops", "b"), s("admin", "a"), s("intruder", "y")];
+        let teachers: std::collections::HashSet<String> = ["intruder".to_owned()].into();
+        assert_eq!(asked_by_others(&searches, &teachers), ["b", "a"]);
     }
 }
