@@ -170,9 +170,11 @@ pub fn trail_labels(dir: &Path) -> Result<Vec<LabelledQuery>, String> {
     read_trail(dir).map(|(labels, _)| labels)
 }
 
-/// The trail in `dir`, read once: its labels (as [`trail_labels`]) and every search in it as
-/// (token, query), oldest first.
-fn read_trail(dir: &Path) -> Result<(Vec<LabelledQuery>, Vec<(String, String)>), String> {
+/// Every search of a trail as (token, query), oldest first.
+type Searches = Vec<(String, String)>;
+
+/// The trail in `dir`, read once: its labels (as [`trail_labels`]) and its searches.
+fn read_trail(dir: &Path) -> Result<(Vec<LabelledQuery>, Searches), String> {
     let files = trail::files(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (mut labels, mut searches) = (Vec::new(), Vec::new());
     for file in files {
