@@ -226,6 +226,20 @@ def validation_loss(model, tok, validation, tools):
     return total / max(1, n)
 
 
+def checkpoint(out, model, tok, info):
+    """Saves the model as it is now under `out` (aside, then renamed), with `info` beside it."""
+    aside = out.with_name(out.name + ".tmp")
+    aside.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(aside)
+    tok.save_pretrained(aside)
+    (aside / "checkpoint.json").write_text(json.dumps(info, indent=2))
+    if out.exists():
+        import shutil
+        shutil.rmtree(out)
+    aside.rename(out)
+    model.train()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
@@ -295,6 +309,9 @@ def main():
             if v < best - 1e-4:
                 best, best_step, stale = v, steps, 0
                 best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+                # Kept on disk at once too, so a run that is killed leaves its best model.
+                checkpoint(Path(args.out) / "best", model, tok, {"fold": args.fold, "train_sets": sets, "step": steps,
+                                                                  "validation_nce": round(v, 4), "curve": curve})
             else:
                 stale += 1
                 if stale >= args.patience:

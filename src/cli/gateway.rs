@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::gateway::store::store_error;
 use toolsearch::mcp::approve;
 use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
 use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig, HttpAccess};
@@ -113,6 +114,12 @@ enum Action {
     },
 }
 
+/// Runs `f` against the shared state store, on a runtime of its own.
+fn shared<T, F: std::future::Future<Output = Result<T, String>>>(f: impl FnOnce() -> F) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(f())
+}
+
 /// Runs `gateway approve` or `gateway held`.
 fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let (config, state) = match action {
@@ -135,8 +142,13 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
         }
         Action::Logout { server, .. } => super::gateway_login::logout(global, &config, &state, server)?,
         Action::Approve { tool, digest, .. } => {
-            let held =
-                approve::approve(&state, tool, digest.as_deref()).map_err(|e| Problem::InvalidConfig.because(e))?;
+            let held = match config.settings.state.postgres() {
+                Some(url) => shared(|| toolsearch::gateway::store::approve_in(url, tool, digest.as_deref()))
+                    .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?,
+                None => {
+                    approve::approve(&state, tool, digest.as_deref()).map_err(|e| Problem::InvalidConfig.because(e))?
+                }
+            };
             if global.json {
                 println!(
                     "{}",
@@ -147,7 +159,11 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
             }
         }
         Action::Held { .. } => {
-            let held = approve::held_tools(&state);
+            let held = match config.settings.state.postgres() {
+                Some(url) => shared(|| toolsearch::gateway::store::held_in(url))
+                    .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?,
+                None => approve::held_tools(&state),
+            };
             if global.json {
                 println!("{}", serde_json::to_string(&held).map_err(|e| Problem::Internal.because(e))?);
             } else if held.is_empty() {

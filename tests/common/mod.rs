@@ -96,3 +96,4 @@ pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
 
 pub mod gateway;
 pub mod oauth;
+pub mod postgres;

@@ -183,6 +183,17 @@ async def calls_scenario(url, token, steps):
                     if step[0] == "list_changed":
                         results.append({"text": str(notes.list_changed), "is_error": False})
                         continue
+                    if step[0] == "until":
+                        # ["until", TOOL_ID, ARGS, TEXT, SECONDS]: call_tool every 50 ms until
+                        # the answer contains TEXT; the wall-clock time it first did.
+                        deadline, answer = time.monotonic() + step[4], ""
+                        while time.monotonic() < deadline:
+                            answer = text_of(await call(session, step[1], step[2]))
+                            if step[3] in answer:
+                                break
+                            await anyio.sleep(0.05)
+                        results.append({"text": answer, "at": time.time(), "is_error": step[3] not in answer})
+                        continue
                     if step[0] == "burst":
                         # ["burst", TOOL_ID, ARGS, WORKERS, SECONDS]: WORKERS concurrent loops of
                         # call_tool for SECONDS; each distinct answer text with its count.

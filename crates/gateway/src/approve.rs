@@ -28,48 +28,7 @@ pub fn approve(state: &Path, tool: &str, digest: Option<&str>) -> Result<Held, S
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(ServeError::Config(held_path, e.to_string())),
     };
-    let Some(h) = held.iter().find(|h| h.tool == tool).cloned() else {
-        let names: Vec<&str> = held.iter().map(|h| h.tool.as_str()).collect();
-        let listed =
-            if names.is_empty() { "no tool is held".to_owned() } else { format!("held: {}", names.join(", ")) };
-        return Err(ServeError::Config(held_path, format!("{tool} is not held ({listed})")));
-    };
-    let shown = || {
-        let lines: Vec<String> = h.diff.iter().chain(&h.flags).map(|l| format!("    {l}")).collect();
-        format!("{} ({}), digest {}:\n{}", h.tool, h.reason, &h.seen.digest[..16], lines.join("\n"))
-    };
-    let named = match digest.map(str::trim) {
-        None => {
-            return Err(ServeError::Config(
-                held_path,
-                format!(
-                    "approving needs the digest of the definition you reviewed. Held now: {}\nIf that is what you \
-                     reviewed, run again with --digest {}",
-                    shown(),
-                    &h.seen.digest[..16]
-                ),
-            ))
-        }
-        Some(d) => d.to_ascii_lowercase(),
-    };
-    if named.len() < MIN_DIGEST_PREFIX || !named.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(ServeError::Config(
-            held_path,
-            format!(
-                "--digest {named:?}: give at least {MIN_DIGEST_PREFIX} hex digits of the digest `gateway held` prints"
-            ),
-        ));
-    }
-    if !h.seen.digest.starts_with(&named) {
-        return Err(ServeError::Config(
-            held_path,
-            format!(
-                "{tool} was not approved: its definition changed again since the one you reviewed (digest {named}). \
-                 Held now: {}\nReview it, then approve that digest",
-                shown()
-            ),
-        ));
-    }
+    let h = pick(&held, tool, digest).map_err(|e| ServeError::Config(held_path, e))?;
     let mut pins = read_pins(state)?;
     pins.version = PINS_VERSION;
     let mut pin = h.seen.clone();
@@ -79,6 +38,54 @@ pub fn approve(state: &Path, tool: &str, digest: Option<&str>) -> Result<Held, S
     let rest: Vec<&Held> = held.iter().filter(|x| x.tool != tool).collect();
     write_atomic(state, HELD_FILE, &rest)?;
     Ok(h)
+}
+
+/// The held item an approval of `tool` with `digest` names, among `held` (one tool may be held
+/// under several definitions when replicas see different ones); an error saying what is held
+/// when none matches.
+pub(crate) fn pick(held: &[Held], tool: &str, digest: Option<&str>) -> Result<Held, String> {
+    let of_tool: Vec<&Held> = held.iter().filter(|h| h.tool == tool).collect();
+    let Some(first) = of_tool.first() else {
+        let mut names: Vec<&str> = held.iter().map(|h| h.tool.as_str()).collect();
+        names.dedup();
+        let listed =
+            if names.is_empty() { "no tool is held".to_owned() } else { format!("held: {}", names.join(", ")) };
+        return Err(format!("{tool} is not held ({listed})"));
+    };
+    let shown = || {
+        let each: Vec<String> = of_tool
+            .iter()
+            .map(|h| {
+                let lines: Vec<String> = h.diff.iter().chain(&h.flags).map(|l| format!("    {l}")).collect();
+                format!("{} ({}), digest {}:\n{}", h.tool, h.reason, &h.seen.digest[..16], lines.join("\n"))
+            })
+            .collect();
+        each.join("\n")
+    };
+    let named = match digest.map(str::trim) {
+        None => {
+            return Err(format!(
+                "approving needs the digest of the definition you reviewed. Held now: {}\nIf that is what you \
+                 reviewed, run again with --digest {}",
+                shown(),
+                &first.seen.digest[..16]
+            ))
+        }
+        Some(d) => d.to_ascii_lowercase(),
+    };
+    if named.len() < MIN_DIGEST_PREFIX || !named.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!(
+            "--digest {named:?}: give at least {MIN_DIGEST_PREFIX} hex digits of the digest `gateway held` prints"
+        ));
+    }
+    match of_tool.iter().find(|h| h.seen.digest.starts_with(&named)) {
+        Some(h) => Ok((*h).clone()),
+        None => Err(format!(
+            "{tool} was not approved: its definition changed again since the one you reviewed (digest {named}). \
+             Held now: {}\nReview it, then approve that digest",
+            shown()
+        )),
+    }
 }
 
 /// The state directory's held tools, as the last rebuild left them.

@@ -157,7 +157,8 @@ pub(crate) type PinsStamp = (u64, std::time::SystemTime);
 
 /// Guards `listings` (filters, pins, held tools: `crate::pins`), then builds the index of what
 /// passed into `STATE/index` (atomically; unchanged tools keep their vectors). `false` when
-/// there is nothing to index; with the pins file's stamp after the guard wrote it.
+/// there is nothing to index; with the pins file's stamp after the guard wrote it. `trust_new`
+/// as `pins::guard` takes it.
 pub(crate) fn rebuild(
     listings: &BTreeMap<String, Listing>,
     config: &GatewayConfig,
@@ -165,8 +166,9 @@ pub(crate) fn rebuild(
     state: &Path,
     held: &HeldNow,
     status: &dyn Status,
+    trust_new: bool,
 ) -> Result<(bool, Option<PinsStamp>), ServeError> {
-    let guarded = pins::guard(listings, config, state, status)?;
+    let guarded = pins::guard(listings, config, state, status, trust_new)?;
     *held.lock().unwrap_or_else(|p| p.into_inner()) = (guarded.held, guarded.flagged);
     let dir = state.join("index");
     let Some(catalog) = load_lenient(manifest_of(&guarded.listings, config), status)? else {

@@ -143,9 +143,30 @@ pub async fn start(
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
     let vetted: Arc<crate::vetted::Vetted> = Arc::default();
-    let (built, first_stamp) = match replica {
-        true => (false, None),
-        false => rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref())?,
+    let store = match config.settings.state.postgres() {
+        Some(_) if replica => {
+            return Err(ServeError::Config(
+                config.path.clone(),
+                "toolsearch.state.store: with a shared store each replica keeps its own state dir; run it without                  --replica"
+                    .into(),
+            ))
+        }
+        Some(url) => {
+            let store = crate::store::PgStore::start(url.to_owned(), crate::store::replica_id(state), connect).await;
+            status.event("store", json!({"backend": "postgres", "up": store.is_up()}));
+            Some(store)
+        }
+        None => None,
+    };
+    let ((built, first_stamp), trusted) = match replica {
+        true => ((false, None), true),
+        false => {
+            crate::store::guarded(store.as_ref(), state, &held, |trust| {
+                let out = rebuild(&listings, &config, embedder.as_ref(), state, &held, status.as_ref(), trust);
+                async move { out }
+            })
+            .await?
+        }
     };
     if !built && !index_dir.join("meta.bin").exists() {
         let reasons: Vec<String> = upstreams.values().map(|u| u.operator_reason()).collect();
@@ -186,10 +207,11 @@ pub async fn start(
              through call_tool with the tool_id the search returned if your client does not \
              refresh its tool list.",
     );
-    let hub = hub
-        .with_operations(operations(state, &role, s, &fleet, held.clone(), status.clone(), last_learned.clone())?)
-        .with_passthrough(passthrough.clone())
-        .with_rate_limits(s.rate_limits.clone());
+    let mut ops = operations(state, &role, s, &fleet, held.clone(), status.clone(), last_learned.clone())?;
+    if let Some(store) = store.clone() {
+        ops = ops.with_unready(Arc::new(move || store.unready()));
+    }
+    let hub = hub.with_operations(ops).with_passthrough(passthrough.clone()).with_rate_limits(s.rate_limits.clone());
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     // Learning needs the trail this process writes: a primary with its audit trail on.
@@ -233,6 +255,9 @@ pub async fn start(
         pins: first_stamp,
         replica: replica.then_some(index_stamp),
         writer,
+        store_seen: store.as_ref().map_or(0, |s| s.generation()),
+        store,
+        untrusted: !trusted,
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(learner.map(|l| tokio::spawn(l.run())));

@@ -32,7 +32,7 @@ use crate::pins;
 use crate::pins::HeldNow;
 use crate::upstream::{UpEvent, Upstream};
 use toolsearch_mcp::ops::Status;
-use toolsearch_mcp::Hub;
+use toolsearch_mcp::{Hub, ServeError};
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -71,6 +71,13 @@ pub(crate) struct Keeper {
     pub(crate) replica: Option<Option<FileStamp>>,
     /// Held while the index directory is written (here, and by the learner's swaps).
     pub(crate) writer: crate::learner::IndexWriter,
+    /// The shared store, when the pins are kept in PostgreSQL (`crate::store`).
+    pub(crate) store: Option<Arc<crate::store::PgStore>>,
+    /// The store's generation when last pulled.
+    pub(crate) store_seen: u64,
+    /// Whether the last guard pass ran without the store (nothing new trusted): the next one
+    /// that can reach it runs as soon as it is back.
+    pub(crate) untrusted: bool,
 }
 
 impl Keeper {
@@ -92,7 +99,14 @@ impl Keeper {
                 _ = tick.tick() => (None, false),
                 Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => (None, true),
             };
-            let approved = self.replica.is_none() && pins::pins_stamp(&self.state) != self.pins;
+            // Another replica's approval (told through the store), or the store back: pulled,
+            // and judged again when the pins moved or the last pass could not trust.
+            let mut back = false;
+            if let Some(store) = self.store.clone().filter(|s| s.generation() != self.store_seen) {
+                self.store_seen = store.generation();
+                back = store.pull(&self.state).await.is_ok() && self.untrusted;
+            }
+            let approved = back || (self.replica.is_none() && pins::pins_stamp(&self.state) != self.pins);
             let edited = hup || file_stamp(&self.config.path) != config_stamp;
             let index_now = self.replica.map(|_| file_stamp(&self.state.join("index").join("meta.bin")));
             let moved = index_now.is_some() && index_now != self.replica;
@@ -247,26 +261,37 @@ impl Keeper {
             self.hub.live().clone(),
             self.held.clone(),
         );
-        let (listings, state, writer) = (now.clone(), self.state.clone(), self.writer.clone());
-        let done = tokio::task::spawn_blocking(move || -> Result<Option<PinsStamp>, String> {
-            let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
-            let (_, stamp) = rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref())
-                .map_err(|e| e.to_string())?;
-            live.reload().map_err(|e| e.to_string())?;
-            Ok(stamp)
-        })
-        .await;
-        match done {
-            Ok(Ok(stamp)) => {
+        let (state, writer, shared) = (self.state.clone(), self.writer.clone(), self.held.clone());
+        let pass = |trust: bool| {
+            let (listings, state, writer) = (now.clone(), state.clone(), writer.clone());
+            let (config, embedder, status, live, held) =
+                (config.clone(), embedder.clone(), status.clone(), live.clone(), held.clone());
+            async move {
+                let blocking = move || -> Result<Option<PinsStamp>, ServeError> {
+                    let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
+                    let (_, stamp) =
+                        rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref(), trust)?;
+                    live.reload().map_err(|e| ServeError::Config(state.join("index"), e.to_string()))?;
+                    Ok(stamp)
+                };
+                tokio::task::spawn_blocking(blocking)
+                    .await
+                    .map_err(|e| ServeError::Config(PathBuf::from("index"), e.to_string()))?
+            }
+        };
+        match crate::store::guarded(self.store.as_ref(), &self.state, &shared, pass).await {
+            Ok((stamp, trusted)) => {
                 self.vetted.reload(&self.state);
                 self.last = now;
                 self.pins = stamp;
-                return true;
+                self.untrusted = !trusted;
+                true
             }
-            Ok(Err(e)) => self.status.event("index_error", json!({"error": e})),
-            Err(e) => self.status.event("index_error", json!({"error": e.to_string()})),
+            Err(e) => {
+                self.status.event("index_error", json!({"error": e.to_string()}));
+                false
+            }
         }
-        false
     }
 
     /// Applies the config file as it is now; whether the index must be rebuilt.
@@ -341,6 +366,7 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("auth", &a.auth, &b.auth),
         ("rate_limits", &a.rate_limits, &b.rate_limits),
         ("telemetry", &a.telemetry, &b.telemetry),
+        ("state", &a.state, &b.state),
     ] {
         if differs(x, y) {
             out.push(name);

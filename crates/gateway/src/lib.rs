@@ -30,7 +30,7 @@
 //!   masks);
 //! - trust: `pins.rs` and `pin_diff.rs` (pins and holds), `approve.rs` (approvals by digest),
 //!   `vetted.rs` (no call forwarded before the pins passed its definition), `scan.rs` (the
-//!   injection scan);
+//!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
 //!   (starting it), `keeper.rs` (following changes and the config file), `learner.rs` (learning
 //!   from its own traffic), `preflight.rs` (`--check`).
@@ -60,6 +60,7 @@ pub mod preflight;
 mod progress;
 mod reasons;
 mod scan;
+pub mod store;
 use toolsearch_mcp::secrets;
 mod upstream;
 mod vetted;

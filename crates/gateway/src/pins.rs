@@ -167,6 +167,8 @@ struct Judge<'a> {
     held: Vec<Held>,
     flagged: Vec<(String, Vec<String>)>,
     status: &'a dyn Status,
+    /// Whether a new pin may be made or moved (not while the shared store is unreachable).
+    trust_new: bool,
 }
 
 impl Judge<'_> {
@@ -182,6 +184,16 @@ impl Judge<'_> {
         }
         let old = self.pins.version < PINS_VERSION;
         let hold = match self.pins.pins.get(id) {
+            None if !self.trust_new => {
+                let diff = vec!["first seen while the shared state store is unreachable: held until it is back".into()];
+                Some(Held {
+                    tool: id.to_owned(),
+                    reason: "unpinned".into(),
+                    diff,
+                    flags: flags.clone(),
+                    seen: seen.clone(),
+                })
+            }
             None => {
                 self.pins.pins.insert(id.to_owned(), seen.clone());
                 self.changed = true;
@@ -198,7 +210,7 @@ impl Judge<'_> {
             }
             Some(pin) => {
                 let diff = diff(&pin.definition, &seen.definition);
-                if policy.trust_changes && !widens(&pin.definition, &seen.definition) {
+                if policy.trust_changes && self.trust_new && !widens(&pin.definition, &seen.definition) {
                     self.status.event("tool_changed", json!({"tool": id, "diff": diff, "trust": "auto"}));
                     self.pins.pins.insert(id.to_owned(), seen.clone());
                     self.changed = true;
@@ -245,16 +257,18 @@ pub fn offer_id(server: &str, kind: &str, name: &str) -> String {
 /// Applies each server's tool filter, pins what is new, and holds what changed (or looks
 /// injected, where configured): tools (with their annotations), prompts, resource templates
 /// and the server's instructions alike. Reports `tool_flagged`, `tool_changed` and
-/// `tool_held`.
+/// `tool_held`. Without `trust_new` (the shared store is unreachable) nothing is pinned anew:
+/// a tool first seen is held, and no change is trusted automatically.
 pub(crate) fn guard(
     listings: &BTreeMap<String, Listing>,
     config: &GatewayConfig,
     state: &Path,
     status: &dyn Status,
+    trust_new: bool,
 ) -> Result<Guarded, ServeError> {
     let _lock = lock(state).map_err(|e| ServeError::Config(state.join(LOCK_FILE), e.to_string()))?;
     let pins = read_pins(state)?;
-    let mut judge = Judge { pins, changed: false, held: Vec::new(), flagged: Vec::new(), status };
+    let mut judge = Judge { pins, changed: false, held: Vec::new(), flagged: Vec::new(), status, trust_new };
     let mut out = BTreeMap::new();
     for (server, listing) in listings {
         let policy = config.policies.get(server).cloned().unwrap_or_default();

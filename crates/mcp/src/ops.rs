@@ -58,6 +58,9 @@ pub struct UpstreamState {
 /// fields (the tools held back and flagged).
 pub type Details = Arc<dyn Fn() -> (Vec<UpstreamState>, Value) + Send + Sync>;
 
+/// Why a server is not ready, asked at each `/readyz`: `None` when nothing holds it back.
+pub type Unready = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// What a server measures and records.
 pub struct Operations {
     /// Counters and histograms served at `/metrics`.
@@ -71,6 +74,9 @@ pub struct Operations {
     dropped: Arc<AtomicU64>,
     /// Upstream states and held tools, for a gateway.
     pub details: Option<Details>,
+    /// Why the server is not ready beyond its index, if it is not (a gateway whose shared
+    /// state store is unreachable): `/readyz` answers 503 while this says something.
+    pub unready: Option<Unready>,
     ids: AtomicU64,
     prefix: u32,
 }
@@ -109,7 +115,22 @@ impl Operations {
             });
             spawned.ok().map(|_| tx)
         });
-        Operations { metrics: Metrics::default(), trail, log, dropped, details, ids: AtomicU64::new(0), prefix }
+        Operations {
+            metrics: Metrics::default(),
+            trail,
+            log,
+            dropped,
+            details,
+            unready: None,
+            ids: AtomicU64::new(0),
+            prefix,
+        }
+    }
+
+    /// These operations, not ready while `unready` says why.
+    pub fn with_unready(mut self, unready: Unready) -> Operations {
+        self.unready = Some(unready);
+        self
     }
 
     /// Log events dropped so far because the log was not read fast enough.

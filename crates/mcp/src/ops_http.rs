@@ -53,10 +53,14 @@ pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request)
         Err(origin) => return forbidden(&origin),
     };
     let tools = state.hub.live().engine().catalog().tools.len();
-    let ready = tools > 0;
+    let held_back = state.hub.ops().unready.as_ref().and_then(|f| f());
+    let ready = tools > 0 && held_back.is_none();
     let mut body = json!({"ready": ready});
     if operator {
         body["tools"] = json!(tools);
+        if let Some(why) = held_back {
+            body["not_ready"] = json!(why);
+        }
         if let Some(details) = &state.hub.ops().details {
             let (upstreams, held) = details();
             let states: serde_json::Map<String, Value> = upstreams

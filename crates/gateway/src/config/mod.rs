@@ -106,6 +106,8 @@ pub struct GatewaySettings {
     pub rate_limits: toolsearch_mcp::rate::RateLimits,
     /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway.md, "Traces").
     pub telemetry: Option<toolsearch_mcp::trace::TelemetrySettings>,
+    /// Where what replicas share is kept: the state directory, or PostgreSQL (`crate::store`).
+    pub state: crate::store::StateSettings,
     /// The embedding model: `stock`, `tools`, or the directory of a sentence-transformers
     /// ONNX export, relative to the config file (absent: the default; `--model` overrides it).
     pub model: Option<String>,
@@ -180,6 +182,7 @@ impl Default for GatewaySettings {
             auth: AuthSettings::default(),
             rate_limits: Default::default(),
             telemetry: None,
+            state: Default::default(),
             model: None,
             allowed_origins: Vec::new(),
             call_timeout_secs: 60,
@@ -263,6 +266,12 @@ impl GatewayConfig {
         }
         settings.tokens = tokens;
         settings.rate_limits.check().map_err(|e| bad(format!("toolsearch.rate_limits.{e}")))?;
+        for (what, value) in [("store", &mut settings.state.store), ("key", &mut settings.state.key)] {
+            if let Some(v) = value.as_mut() {
+                *v = expand_env(v).map_err(|e| bad(format!("toolsearch.state.{what}: {e}")))?;
+            }
+        }
+        settings.state.check().map_err(|e| bad(format!("toolsearch.state.{e}")))?;
         if let Some(model) = settings.model.as_mut() {
             let named = toolsearch_embed::NAMED_MODELS.iter().any(|(n, _)| n == model);
             let dir = path.parent().unwrap_or(Path::new("")).join(&*model);

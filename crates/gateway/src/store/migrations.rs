@@ -1,0 +1,65 @@
+//! The shared store's schema, as numbered migrations applied at start: in one transaction
+//! under an advisory lock, so replicas that start at once apply each migration exactly once
+//! (the others wait on the lock, then find it applied).
+
+use tokio_postgres::Client;
+
+/// The advisory lock key every replica takes to migrate ("toolsearch migrate").
+const MIGRATE_LOCK: i64 = 0x7473_6d69_6772_0001;
+
+/// Each migration: its version and its SQL. Append only: a migration once released is never
+/// edited.
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    "CREATE TABLE toolsearch_pins (
+         id text PRIMARY KEY,
+         digest text NOT NULL,
+         pin jsonb NOT NULL,
+         updated_at timestamptz NOT NULL DEFAULT now());
+     CREATE TABLE toolsearch_held (
+         replica text NOT NULL,
+         id text NOT NULL,
+         digest text NOT NULL,
+         held jsonb NOT NULL,
+         seen_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (replica, id));",
+)];
+
+/// The newest schema version this build knows.
+pub(crate) fn latest() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// Brings the database's schema to [`latest`]; the version it was at. A database already at
+/// a newer version (written by a newer toolsearch) is refused, naming both versions.
+pub(crate) async fn migrate(client: &mut Client) -> Result<i32, String> {
+    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK]).await.map_err(|e| e.to_string())?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS toolsearch_migrations (
+             version integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let at: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM toolsearch_migrations", &[])
+        .await
+        .map_err(|e| e.to_string())?
+        .get(0);
+    if at > latest() {
+        return Err(format!(
+            "the state store's schema is at version {at}, and this toolsearch knows up to version {}: upgrade \
+             toolsearch on this replica",
+            latest()
+        ));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > at) {
+        tx.batch_execute(sql).await.map_err(|e| format!("migration {version}: {e}"))?;
+        tx.execute("INSERT INTO toolsearch_migrations (version) VALUES ($1)", &[version])
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    tx.commit().await.map_err(|e| e.to_string())?;
+    Ok(at)
+}

@@ -1,0 +1,187 @@
+//! A fleet of gateways on one PostgreSQL (#62): Debian's PostgreSQL started in a temporary
+//! directory, three replicas with state dirs of their own and `toolsearch.state.store`
+//! naming it, the upstream `hostile_server.py phases` (its `act` turns destructive in phase 2),
+//! the clients the official Python SDK.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use common::gateway::{client_steps, HttpGateway};
+use common::postgres::Postgres;
+use common::{python, write_config};
+use serde_json::{json, Value};
+
+/// The gateway config: one `phases` server, the pins in the store at `${TS_STATE_URL}`.
+fn fleet_config(dir: &Path, flag: &Path) -> std::path::PathBuf {
+    let hostile = common::repo().join("tests/mcp/hostile_server.py");
+    write_config(
+        dir,
+        &json!({
+            "mcpServers": {"ph": {"command": python(), "args": [hostile, "phases", flag]}},
+            "toolsearch": {"state": {"store": "${TS_STATE_URL}"}}
+        }),
+    )
+}
+
+fn toolsearch(args: &[&str], url: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).env("TS_STATE_URL", url).output().unwrap()
+}
+
+/// `/readyz` of a replica: its HTTP status and body.
+fn readyz(gateway: &HttpGateway) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(&gateway.addr).unwrap();
+    write!(s, "GET /readyz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", gateway.addr).unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("{}");
+    (code, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn wait_ready(gateway: &HttpGateway, ready: bool, within: Duration) {
+    let deadline = Instant::now() + within;
+    while (readyz(gateway).0 == 200) != ready {
+        assert!(Instant::now() < deadline, "readyz never became {ready}: {:?}", readyz(gateway));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Moves each replica's upstream to its next phase; waits until every replica holds `act`.
+fn next_phase_everywhere(replicas: &[HttpGateway], held: &str) {
+    for r in replicas {
+        client_steps(&r.url(), "-", &json!([["call", "ph.restart", {}]]));
+    }
+    for r in replicas {
+        r.wait_for_status(held, Duration::from_secs(30));
+    }
+}
+
+/// The digest `gateway held` prints for `ph.act`, and how many definitions of it are held.
+fn held_digest(config: &str, url: &str) -> (String, usize) {
+    let held = toolsearch(&["gateway", "held", "--config", config], url);
+    let text = String::from_utf8_lossy(&held.stdout).to_string();
+    assert!(
+        held.status.success() && text.contains("ph.act (changed)"),
+        "{text}{}",
+        String::from_utf8_lossy(&held.stderr)
+    );
+    (text.split("digest ").nth(1).unwrap()[..16].to_owned(), text.matches("ph.act (").count())
+}
+
+#[test]
+fn an_approval_made_once_is_honoured_by_all_three_replicas_within_two_seconds() {
+    let dir = common::scratch().join("gateway-store-approve");
+    let pg = Postgres::start("approve");
+    let url = pg.url();
+    let flag = dir.join("phase");
+    let config = fleet_config(&dir, &flag);
+    let env = [("TS_STATE_URL", url.as_str())];
+    let replicas: Vec<HttpGateway> =
+        (0..3).map(|i| HttpGateway::start_env(&config, &dir.join(format!("state{i}")), &["--json"], &env)).collect();
+    for r in &replicas {
+        let first = client_steps(&r.url(), "-", &json!([["call", "ph.act", {}]]));
+        assert_eq!(first[0]["text"], "acted in phase1", "{first:?}");
+    }
+    // Each replica's upstream moves to phase 2 (destructive): each holds it against the one pin.
+    next_phase_everywhere(&replicas, "\"event\":\"tool_held\"");
+    for r in &replicas {
+        let refused = client_steps(&r.url(), "-", &json!([["call", "ph.act", {}]]));
+        assert!(
+            refused[0]["is_error"] == true && !refused[0]["text"].as_str().unwrap().contains("acted"),
+            "{refused:?}"
+        );
+    }
+    let config_s = config.to_str().unwrap();
+    let (digest, definitions) = held_digest(config_s, &url);
+    assert_eq!(definitions, 1, "three replicas hold one definition");
+
+    // Clients on every replica call `act` until it runs; the operator approves once.
+    let go = std::thread::scope(|scope| {
+        let waiting: Vec<_> = replicas
+            .iter()
+            .map(|r| {
+                let url = r.url();
+                scope.spawn(move || client_steps(&url, "-", &json!([["until", "ph.act", {}, "phase2", 30]])))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(2));
+        let ok = toolsearch(&["gateway", "approve", "ph.act", "--digest", &digest, "--config", config_s], &url);
+        assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+        let approved = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64();
+        let answers: Vec<Vec<Value>> = waiting.into_iter().map(|w| w.join().unwrap()).collect();
+        (approved, answers)
+    });
+    let (approved, answers) = go;
+    let mut after = Vec::new();
+    for a in &answers {
+        assert_eq!(a[0]["text"], "acted in phase2", "{answers:?}");
+        after.push(a[0]["at"].as_f64().unwrap() - approved);
+    }
+    eprintln!("approval honoured after {after:?} s");
+    assert!(after.iter().all(|s| *s < 2.0), "not within 2 s on every replica: {after:?}");
+}
+
+#[test]
+fn with_the_database_stopped_nothing_held_runs_readiness_says_so_and_state_catches_up() {
+    let dir = common::scratch().join("gateway-store-down");
+    let pg = Postgres::start("down");
+    let url = pg.url();
+    let flag = dir.join("phase");
+    let config = fleet_config(&dir, &flag);
+    let config_s = config.to_str().unwrap();
+    let env = [("TS_STATE_URL", url.as_str())];
+    let replicas: Vec<HttpGateway> =
+        (0..2).map(|i| HttpGateway::start_env(&config, &dir.join(format!("state{i}")), &["--json"], &env)).collect();
+    for r in &replicas {
+        wait_ready(r, true, Duration::from_secs(10));
+    }
+    next_phase_everywhere(&replicas, "\"event\":\"tool_held\"");
+
+    // The database goes away for 30 s; meanwhile each upstream moves on to phase 3.
+    pg.down();
+    for r in &replicas {
+        wait_ready(r, false, Duration::from_secs(5));
+        assert!(readyz(r).1["not_ready"].as_str().unwrap().contains("state store is unreachable"), "{:?}", readyz(r));
+    }
+    let stopped = Instant::now();
+    next_phase_everywhere(&replicas, "Version 3");
+    while stopped.elapsed() < Duration::from_secs(30) {
+        for r in &replicas {
+            let answer = client_steps(&r.url(), "-", &json!([["call", "ph.act", {}]]));
+            assert!(
+                answer[0]["is_error"] == true && !answer[0]["text"].as_str().unwrap().contains("acted"),
+                "{answer:?}"
+            );
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let log = std::fs::read_to_string(format!("{}.log", flag.display())).unwrap_or_default();
+    assert!(!log.contains("phase2") && !log.contains("phase3"), "a held tool ran: {log}");
+
+    // Back: ready again, and what each replica held while it was away reaches the store.
+    pg.up();
+    for r in &replicas {
+        wait_ready(r, true, Duration::from_secs(10));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let digest = loop {
+        let held = toolsearch(&["gateway", "held", "--config", config_s], &url);
+        let text = String::from_utf8_lossy(&held.stdout).to_string();
+        if let Some(d) = text.split("Version 3").next().filter(|_| text.contains("Version 3")) {
+            break d.split("digest ").last().unwrap()[..16].to_owned();
+        }
+        assert!(Instant::now() < deadline, "phase 3 never reached the store: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let ok = toolsearch(&["gateway", "approve", "ph.act", "--digest", &digest, "--config", config_s], &url);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    for r in &replicas {
+        let ran = client_steps(&r.url(), "-", &json!([["until", "ph.act", {}, "phase3", 10]]));
+        assert_eq!(ran[0]["text"], "acted in phase3", "{ran:?}");
+    }
+}
