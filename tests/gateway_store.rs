@@ -185,3 +185,57 @@ fn with_the_database_stopped_nothing_held_runs_readiness_says_so_and_state_catch
         assert_eq!(ran[0]["text"], "acted in phase3", "{ran:?}");
     }
 }
+
+#[test]
+fn ten_calls_a_minute_hold_across_three_replicas_behind_haproxy_under_eight_clients() {
+    let dir = common::scratch().join("gateway-store-rate");
+    let pg = Postgres::start("rate");
+    let url = pg.url();
+    let hostile = common::repo().join("tests/mcp/hostile_server.py");
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"ph": {"command": python(), "args": [hostile, "phases", dir.join("phase")]}},
+            "toolsearch": {"state": {"store": "${TS_STATE_URL}"},
+                           "limits": {"rate": [{"principal": "*", "tool": "ph.act", "per_minute": 10}],
+                                      "rate_when_store_down": "closed"}}
+        }),
+    );
+    let env = [("TS_STATE_URL", url.as_str())];
+    let replicas: Vec<HttpGateway> =
+        (0..3).map(|i| HttpGateway::start_env(&config, &dir.join(format!("state{i}")), &["--json"], &env)).collect();
+    let addrs: Vec<&str> = replicas.iter().map(|r| r.addr.as_str()).collect();
+    let haproxy = common::haproxy::Haproxy::start(&dir, &addrs);
+    haproxy.checked(3);
+    // Eight clients, each its own session (HAProxy spreads them over the replicas), call for
+    // 24 s. One principal's budget: a burst of 1, then 10 a minute: 5 calls in all.
+    let seconds = 24.0;
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..8)
+            .map(|_| {
+                let url = haproxy.url();
+                scope.spawn(move || client_steps(&url, "-", &json!([["burst", "ph.act", {}, 1, seconds]])))
+            })
+            .collect();
+        clients
+            .into_iter()
+            .map(|c| serde_json::from_str(c.join().unwrap()[0]["text"].as_str().unwrap()).unwrap())
+            .collect()
+    });
+    let count = |key: &str| -> u64 {
+        answers
+            .iter()
+            .flat_map(|a| a.as_object().unwrap())
+            .filter(|(k, _)| k.contains(key))
+            .map(|(_, n)| n.as_u64().unwrap())
+            .sum()
+    };
+    let (ran, limited) = (count("acted in phase1"), count("RATE_LIMITED"));
+    eprintln!("{ran} calls ran, {limited} refused: {answers:?}");
+    let budget = 1 + (seconds * 10.0 / 60.0) as u64;
+    assert!(ran.abs_diff(budget) <= 1, "{ran} calls ran against a budget of {budget}: {answers:?}");
+    assert!(limited > 0, "{answers:?}");
+    let sessions: Vec<usize> =
+        replicas.iter().map(|r| r.status.lock().unwrap().iter().filter(|l| l.contains("ph.act")).count()).collect();
+    assert!(sessions.iter().filter(|n| **n > 0).count() >= 2, "the calls reached several replicas: {sessions:?}");
+}

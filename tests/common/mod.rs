@@ -95,5 +95,6 @@ pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
 }
 
 pub mod gateway;
+pub mod haproxy;
 pub mod oauth;
 pub mod postgres;

@@ -202,8 +202,12 @@ async def calls_scenario(url, token, steps):
 
                         async def worker():
                             while time.monotonic() < deadline:
-                                r = await call(session, step[1], step[2])
-                                key = ("error: " if dump(r).get("isError") else "") + text_of(r)[:160]
+                                try:
+                                    r = await call(session, step[1], step[2])
+                                    key = ("error: " if dump(r).get("isError") else "") + text_of(r)[:160]
+                                except Exception as e:  # a JSON-RPC error answer (RATE_LIMITED)
+                                    key = "raised: " + str(e)[:60]
+                                    await anyio.sleep(0.2)
                                 seen[key] = seen.get(key, 0) + 1
 
                         async with anyio.create_task_group() as tg:

@@ -212,6 +212,10 @@ pub async fn start(
         ops = ops.with_unready(Arc::new(move || store.unready()));
     }
     let hub = hub.with_operations(ops).with_passthrough(passthrough.clone()).with_rate_limits(s.rate_limits.clone());
+    let hub = match s.state.postgres() {
+        Some(url) => hub.with_shared_rate_limits(Arc::new(crate::store::PgBuckets::new(url.to_owned()))),
+        None => hub,
+    };
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     // Learning needs the trail this process writes: a primary with its audit trail on.

@@ -138,6 +138,15 @@ impl Hub {
         Arc::new(hub)
     }
 
+    /// The same hub with its callers' call budgets kept in `shared` (a fleet's store).
+    pub fn with_shared_rate_limits(self: Arc<Hub>, shared: Arc<dyn crate::rate::SharedBuckets>) -> Arc<Hub> {
+        let mut hub =
+            Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_shared_rate_limits before the hub is shared"));
+        let limits = hub.limiter.limits().clone();
+        hub.limiter = Arc::new(crate::rate::Limiter::new(limits).sharing(shared));
+        Arc::new(hub)
+    }
+
     /// The rate limiter of its callers.
     pub(crate) fn limiter(&self) -> &Arc<crate::rate::Limiter> {
         &self.limiter

@@ -7,12 +7,13 @@
 //! (`RATE_LIMITED`) whose `data.retryAfterSeconds` says when to try again. A call takes a
 //! token from every bucket that applies, or from none: a refused call costs nothing.
 //!
-//! Buckets live in the process (the local backend). Memory stays bounded: past
+//! Buckets live in the process (the local backend), or, for a fleet of gateways, in a shared
+//! store ([`SharedBuckets`]: one budget whichever replica a caller reaches). Memory stays bounded: past
 //! [`MAX_BUCKETS`], buckets that have refilled (they hold nothing a fresh one would not) are
 //! dropped, and if all are in use the oldest half goes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -51,6 +52,68 @@ pub struct RateLimits {
     pub calls_per_server: Option<Rate>,
     /// Per-tool limits by tool id (`SERVER.TOOL`), in place of `calls_per_tool` for that tool.
     pub tools: BTreeMap<String, Rate>,
+    /// Rules by principal name and tool id (a gateway's `toolsearch.limits.rate`); a call
+    /// takes from every rule that matches it.
+    #[serde(skip)]
+    pub rules: Vec<RateRule>,
+    /// What a call meets while a shared store of buckets cannot answer.
+    #[serde(skip)]
+    pub when_store_down: WhenDown,
+}
+
+/// One rule of `toolsearch.limits.rate`: the calls of `tool` by `principal` (`*`: each
+/// principal, each its own budget; all tools together), at `per_minute`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateRule {
+    /// A principal's name (a token's name, or an OAuth issuer's subject), or `*`.
+    #[serde(default = "any")]
+    pub principal: String,
+    /// A tool id (`SERVER.TOOL`), or `*` (all tools together).
+    #[serde(default = "any")]
+    pub tool: String,
+    /// Sustained calls per minute.
+    pub per_minute: f64,
+    /// Calls allowed at once after a quiet spell (default: a tenth of a minute's, at least 1).
+    #[serde(default)]
+    pub burst: Option<u32>,
+}
+
+fn any() -> String {
+    "*".into()
+}
+
+impl RateRule {
+    fn rate(&self) -> Rate {
+        Rate { per_minute: self.per_minute, burst: self.burst }
+    }
+}
+
+/// `toolsearch.limits.rate_when_store_down`: whether calls pass (`open`, the default) or are
+/// refused (`closed`) while the shared store of buckets cannot answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WhenDown {
+    /// Calls pass, unlimited, until the store is back.
+    #[default]
+    Open,
+    /// Calls are refused, to retry in a few seconds.
+    Closed,
+}
+
+/// How long a call refused because the shared store is away is told to wait.
+pub const STORE_DOWN_RETRY: Duration = Duration::from_secs(5);
+
+/// What [`SharedBuckets::take`] answers, in time.
+pub type SharedTake<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Duration>, String>> + Send + 'a>>;
+
+/// Buckets kept outside the process (a fleet's shared store), taken from atomically.
+pub trait SharedBuckets: Send + Sync + std::fmt::Debug {
+    /// Takes one token from every bucket of `takes` (key, capacity, tokens per second), or
+    /// from none: `Ok(None)` when taken, `Ok(Some(wait))` when one is empty, `Err` when the
+    /// store could not answer.
+    fn take<'a>(&'a self, takes: &'a [(String, f64, f64)]) -> SharedTake<'a>;
 }
 
 impl RateLimits {
@@ -63,7 +126,10 @@ impl RateLimits {
             ("calls_per_server", self.calls_per_server),
         ];
         let tools = self.tools.iter().map(|(k, r)| (k.as_str(), Some(*r)));
-        for (name, rate) in named.into_iter().chain(tools) {
+        let rules: Vec<(String, Option<Rate>)> =
+            self.rules.iter().enumerate().map(|(i, r)| (format!("rate[{i}]"), Some(r.rate()))).collect();
+        let rules = rules.iter().map(|(k, r)| (k.as_str(), *r));
+        for (name, rate) in named.into_iter().chain(tools).chain(rules) {
             if let Some(r) = rate.filter(|r| !(r.per_minute.is_finite() && r.per_minute > 0.0)) {
                 return Err(format!("{name}.per_minute: {} must be a positive number", r.per_minute));
             }
@@ -78,6 +144,7 @@ impl RateLimits {
             || self.calls_per_tool.is_some()
             || self.calls_per_server.is_some()
             || !self.tools.is_empty()
+            || !self.rules.is_empty()
     }
 }
 
@@ -92,12 +159,25 @@ struct Bucket {
 pub struct Limiter {
     limits: RateLimits,
     buckets: Mutex<HashMap<String, Bucket>>,
+    /// The fleet's buckets, when they are shared (calls only: HTTP requests stay local).
+    shared: Option<Arc<dyn SharedBuckets>>,
 }
 
 impl Limiter {
     /// A limiter for `limits`.
     pub fn new(limits: RateLimits) -> Limiter {
-        Limiter { limits, buckets: Mutex::default() }
+        Limiter { limits, buckets: Mutex::default(), shared: None }
+    }
+
+    /// The limits it applies.
+    pub fn limits(&self) -> &RateLimits {
+        &self.limits
+    }
+
+    /// This limiter, its calls' buckets kept in `shared`.
+    pub fn sharing(mut self, shared: Arc<dyn SharedBuckets>) -> Limiter {
+        self.shared = Some(shared);
+        self
     }
 
     /// Takes one HTTP request of `principal`; how long to wait when it is over its limit.
@@ -109,8 +189,23 @@ impl Limiter {
     }
 
     /// Takes one call of `tool` (of `server`) by `principal`, from every bucket that applies or
-    /// from none; how long to wait when one is empty.
-    pub fn call(&self, principal: &str, server: &str, tool: &str) -> Result<(), Duration> {
+    /// from none; how long to wait when one is empty. Shared buckets are asked when there are
+    /// some; while they cannot answer, `when_store_down` decides.
+    /// `name` is the principal's name, which rules match (`principal` is its identity).
+    pub async fn call(&self, principal: &str, name: &str, server: &str, tool: &str) -> Result<(), Duration> {
+        let keys = self.call_keys(principal, name, server, tool);
+        let Some(shared) = self.shared.as_ref().filter(|_| !keys.is_empty()) else { return self.take(&keys) };
+        let takes: Vec<(String, f64, f64)> =
+            keys.iter().map(|(k, r)| (k.clone(), r.capacity(), r.per_minute / 60.0)).collect();
+        match shared.take(&takes).await {
+            Ok(None) => Ok(()),
+            Ok(Some(wait)) => Err(wait),
+            Err(_) if self.limits.when_store_down == WhenDown::Open => Ok(()),
+            Err(_) => Err(STORE_DOWN_RETRY),
+        }
+    }
+
+    fn call_keys(&self, principal: &str, name: &str, server: &str, tool: &str) -> Vec<(String, Rate)> {
         let l = &self.limits;
         let mut keys = Vec::with_capacity(3);
         if let Some(rate) = l.calls_per_principal {
@@ -122,7 +217,13 @@ impl Limiter {
         if let Some(rate) = l.calls_per_server {
             keys.push((format!("s\0{principal}\0{server}"), rate));
         }
-        self.take(&keys)
+        for (i, rule) in l.rules.iter().enumerate() {
+            if (rule.principal == "*" || rule.principal == name) && (rule.tool == "*" || rule.tool == tool) {
+                let scope = if rule.tool == "*" { "" } else { tool };
+                keys.push((format!("r{i}\0{principal}\0{scope}"), rule.rate()));
+            }
+        }
+        keys
     }
 
     fn take(&self, keys: &[(String, Rate)]) -> Result<(), Duration> {
@@ -167,6 +268,8 @@ impl Limiter {
             .iter()
             .flatten()
             .chain(self.limits.tools.values())
+            .copied()
+            .chain(self.limits.rules.iter().map(RateRule::rate))
             .map(|r| r.capacity() / (r.per_minute / 60.0))
             .fold(0.0, f64::max);
         buckets.retain(|_, b| now.duration_since(b.at).as_secs_f64() < slowest);
@@ -183,6 +286,11 @@ impl Limiter {
 mod tests {
     use super::*;
 
+    fn call(l: &Limiter, principal: &str, server: &str, tool: &str) -> Result<(), Duration> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(l.call(principal, principal, server, tool))
+    }
+
     fn rate(per_minute: f64, burst: u32) -> Option<Rate> {
         Some(Rate { per_minute, burst: Some(burst) })
     }
@@ -191,22 +299,40 @@ mod tests {
     fn a_burst_passes_then_the_next_waits_for_its_token() {
         let l = Limiter::new(RateLimits { calls_per_principal: rate(60.0, 3), ..RateLimits::default() });
         for _ in 0..3 {
-            assert!(l.call("a", "s", "s.t").is_ok());
+            assert!(call(&l, "a", "s", "s.t").is_ok());
         }
-        let wait = l.call("a", "s", "s.t").unwrap_err();
+        let wait = call(&l, "a", "s", "s.t").unwrap_err();
         assert!(wait > Duration::from_millis(900) && wait <= Duration::from_secs(1), "{wait:?}");
-        assert!(l.call("b", "s", "s.t").is_ok(), "another principal has its own budget");
+        assert!(call(&l, "b", "s", "s.t").is_ok(), "another principal has its own budget");
     }
 
     #[test]
     fn a_refused_call_takes_from_no_bucket_and_tool_limits_override() {
         let tools = [("s.slow".to_owned(), Rate { per_minute: 6.0, burst: Some(1) })].into();
         let l = Limiter::new(RateLimits { calls_per_principal: rate(600.0, 2), tools, ..RateLimits::default() });
-        assert!(l.call("a", "s", "s.slow").is_ok());
-        assert!(l.call("a", "s", "s.slow").unwrap_err() > Duration::from_secs(9));
+        assert!(call(&l, "a", "s", "s.slow").is_ok());
+        assert!(call(&l, "a", "s", "s.slow").unwrap_err() > Duration::from_secs(9));
         // The refused call took nothing from the principal's bucket: one more call passes.
-        assert!(l.call("a", "s", "s.fast").is_ok());
-        assert!(l.call("a", "s", "s.fast").is_err());
+        assert!(call(&l, "a", "s", "s.fast").is_ok());
+        assert!(call(&l, "a", "s", "s.fast").is_err());
+    }
+
+    #[test]
+    fn rules_match_by_principal_and_tool_and_a_star_rule_spans_all_tools() {
+        let rule = |principal: &str, tool: &str, per_minute| RateRule {
+            principal: principal.into(),
+            tool: tool.into(),
+            per_minute,
+            burst: Some(1),
+        };
+        let rules = vec![rule("*", "*", 60.0), rule("*", "s.slow", 1.0), rule("ci", "*", 1.0)];
+        let l = Limiter::new(RateLimits { rules, ..RateLimits::default() });
+        assert!(call(&l, "a", "s", "s.slow").is_ok());
+        assert!(call(&l, "a", "s", "s.slow").unwrap_err() > Duration::from_secs(50), "the tool's own rule");
+        assert!(call(&l, "b", "s", "s.fast").is_ok(), "another principal has its own budget");
+        assert!(call(&l, "b", "s", "s.other").is_err(), "`*` spans all tools: b's one token is spent");
+        assert!(call(&l, "ci", "s", "s.fast").is_ok());
+        assert!(call(&l, "ci", "s", "s.fast").unwrap_err() > Duration::from_secs(50), "the named principal's rule");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub use crate::filter::ToolFilter;
 
 mod env;
 mod itself;
+mod rate;
 mod servers;
 mod sources;
 mod toolset;
@@ -222,7 +223,10 @@ impl GatewayConfig {
         let sections = sources::sections(path, &text).map_err(bad)?;
         let mut notes = sections.notes;
         // The path of the field at fault leads the message (`toolsearch.idle_stop_secs: ..`).
-        let mut settings: GatewaySettings = match sections.toolsearch {
+        let mut section = sections.toolsearch;
+        let mut rate_rules = toolsearch_mcp::rate::RateLimits::default();
+        rate::take_rules(section.as_mut(), &mut rate_rules).map_err(bad)?;
+        let mut settings: GatewaySettings = match section {
             None => GatewaySettings::default(),
             Some(v) => serde_path_to_error::deserialize(v).map_err(|e| match e.path().to_string().as_str() {
                 "." => bad(format!("toolsearch: {}", e.inner())),
@@ -265,7 +269,12 @@ impl GatewayConfig {
             tokens.insert(token, grant);
         }
         settings.tokens = tokens;
-        settings.rate_limits.check().map_err(|e| bad(format!("toolsearch.rate_limits.{e}")))?;
+        settings.rate_limits.rules = rate_rules.rules;
+        settings.rate_limits.when_store_down = rate_rules.when_store_down;
+        settings.rate_limits.check().map_err(|e| {
+            let at = if e.starts_with("rate[") { "limits." } else { "rate_limits." };
+            bad(format!("toolsearch.{at}{e}"))
+        })?;
         for (what, value) in [("store", &mut settings.state.store), ("key", &mut settings.state.key)] {
             if let Some(v) = value.as_mut() {
                 *v = expand_env(v).map_err(|e| bad(format!("toolsearch.state.{what}: {e}")))?;

@@ -9,9 +9,10 @@ const MIGRATE_LOCK: i64 = 0x7473_6d69_6772_0001;
 
 /// Each migration: its version and its SQL. Append only: a migration once released is never
 /// edited.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE toolsearch_pins (
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE toolsearch_pins (
          id text PRIMARY KEY,
          digest text NOT NULL,
          pin jsonb NOT NULL,
@@ -23,7 +24,44 @@ const MIGRATIONS: &[(i32, &str)] = &[(
          held jsonb NOT NULL,
          seen_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (replica, id));",
-)];
+    ),
+    (
+        2,
+        // Token buckets, taken from in one statement: every bucket of a call is locked (in key
+        // order, so two calls never deadlock), refilled to now, and taken from only if all
+        // hold a token; otherwise the longest wait is answered and nothing is taken.
+        "CREATE TABLE toolsearch_buckets (
+             key text PRIMARY KEY,
+             tokens double precision NOT NULL,
+             at timestamptz NOT NULL);
+         CREATE FUNCTION toolsearch_take(keys text[], caps float8[], rates float8[]) RETURNS float8 AS $$
+         DECLARE
+             now timestamptz := clock_timestamp();
+             filled float8[] := '{}';
+             wait float8 := 0;
+             t float8;
+         BEGIN
+             FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                 INSERT INTO toolsearch_buckets (key, tokens, at) VALUES (keys[i], caps[i], now)
+                     ON CONFLICT (key) DO NOTHING;
+                 SELECT least(caps[i], tokens + greatest(0, extract(epoch FROM now - at)) * rates[i]) INTO t
+                     FROM toolsearch_buckets WHERE key = keys[i] FOR UPDATE;
+                 IF t < 1 THEN
+                     wait := greatest(wait, (1 - t) / rates[i]);
+                 END IF;
+                 filled := filled || t;
+             END LOOP;
+             IF wait > 0 THEN
+                 RETURN wait;
+             END IF;
+             FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                 UPDATE toolsearch_buckets SET tokens = filled[i] - 1, at = now WHERE key = keys[i];
+             END LOOP;
+             RETURN 0;
+         END
+         $$ LANGUAGE plpgsql;",
+    ),
+];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest() -> i32 {

@@ -9,10 +9,14 @@
 //! held tools in the store, where `gateway held` and `gateway approve` read them. An approval
 //! is written in one transaction that `NOTIFY`s every replica, which pulls and judges again.
 //!
+//! Rate-limit buckets are kept there too (`buckets.rs`), so a principal has one budget across
+//! the fleet.
+//!
 //! When the database is away a replica is fail-static: it serves what it read, reports itself
 //! not ready, and trusts nothing new (a tool first seen is held, `trust: "auto"` moves no pin)
 //! until the database is back.
 
+mod buckets;
 mod migrations;
 pub(crate) mod postgres;
 
@@ -25,6 +29,7 @@ use serde_json::Value;
 use crate::pins::{Held, HeldNow};
 use toolsearch_mcp::ServeError;
 
+pub(crate) use buckets::PgBuckets;
 pub(crate) use postgres::PgStore;
 
 /// `toolsearch.state`: the shared store.

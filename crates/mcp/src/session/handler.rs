@@ -330,7 +330,8 @@ impl ServerHandler for Session {
         // Rate limits: per caller (not per session), per tool and per server (`crate::rate`).
         let caller = super::identity_of(&context);
         let caller = if caller.is_empty() { super::LOCAL.to_owned() } else { caller };
-        if let Err(wait) = this.hub.limiter().call(&caller, &upstream, &tool_id) {
+        let name = super::name_of(&context);
+        if let Err(wait) = this.hub.limiter().call(&caller, &name, &upstream, &tool_id).await {
             this.finished(&id, &name, Some(&tool_id), &upstream, "rate_limited", started);
             let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
             let message = format!("RATE_LIMITED: too many calls of {tool_id}; retry in {seconds} s");

@@ -52,6 +52,14 @@ pub(crate) fn identity_of(context: &RequestContext<RoleServer>) -> String {
     let parts = context.extensions.get::<http::request::Parts>();
     parts.and_then(|p| p.extensions.get::<Caller>()).map(|c| c.identity.clone()).unwrap_or_default()
 }
+
+/// The name of the caller of `context` ([`Caller::name`]; [`LOCAL`] for a client the transport
+/// does not identify).
+pub(crate) fn name_of(context: &RequestContext<RoleServer>) -> String {
+    let parts = context.extensions.get::<http::request::Parts>();
+    parts.and_then(|p| p.extensions.get::<Caller>()).map_or_else(|| LOCAL.to_owned(), |c| c.name.clone())
+}
+
 /// How long a session-free client may keep a list (`ttlMs`) before asking again; a
 /// `subscriptions/listen` stream tells it sooner when the list changes.
 const LIST_TTL_MS: u64 = 60_000;

@@ -1,0 +1,76 @@
+//! Rate-limit buckets in PostgreSQL, shared by a fleet: one budget for a principal whichever
+//! replica it reaches. A call's buckets are taken from in one statement (`toolsearch_take`,
+//! migration 2), on a connection of their own (calls never queue behind a guard pass), opened
+//! again after a failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::RwLock;
+use tokio_postgres::Client;
+use toolsearch_mcp::rate::{SharedBuckets, SharedTake};
+
+/// The longest a take may wait for the database before the call meets `rate_when_store_down`.
+const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The fleet's buckets in the database at `url`.
+pub(crate) struct PgBuckets {
+    url: String,
+    client: RwLock<Option<Arc<Client>>>,
+}
+
+impl std::fmt::Debug for PgBuckets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgBuckets")
+    }
+}
+
+impl PgBuckets {
+    /// Buckets in the database at `url` (connected at the first call).
+    pub(crate) fn new(url: String) -> PgBuckets {
+        PgBuckets { url, client: RwLock::new(None) }
+    }
+
+    async fn client(&self) -> Result<Arc<Client>, String> {
+        if let Some(c) = self.client.read().await.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        let mut slot = self.client.write().await;
+        if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        let (client, _) = super::postgres::open(&self.url).await?;
+        let client = Arc::new(client);
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn take_now(&self, takes: &[(String, f64, f64)]) -> Result<Option<Duration>, String> {
+        let mut sorted: Vec<&(String, f64, f64)> = takes.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        // The limiter's keys join their parts with NUL, which PostgreSQL's text cannot hold.
+        let keys: Vec<String> = sorted.iter().map(|t| t.0.replace('\0', "\u{1f}")).collect();
+        let caps: Vec<f64> = sorted.iter().map(|t| t.1).collect();
+        let rates: Vec<f64> = sorted.iter().map(|t| t.2).collect();
+        let client = self.client().await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&keys, &caps, &rates];
+        let asked = client.query_one("SELECT toolsearch_take($1, $2, $3)", &params);
+        let row = match tokio::time::timeout(TAKE_TIMEOUT, asked).await {
+            Ok(Ok(row)) => row,
+            Ok(Err(e)) => return Err(crate::secrets::mask(&e.to_string())),
+            Err(_) => {
+                // A database that stopped answering: the next call opens a new connection.
+                *self.client.write().await = None;
+                return Err("the state store did not answer within 2 s".into());
+            }
+        };
+        let wait: f64 = row.get(0);
+        Ok((wait > 0.0).then(|| Duration::from_secs_f64(wait)))
+    }
+}
+
+impl SharedBuckets for PgBuckets {
+    fn take<'a>(&'a self, takes: &'a [(String, f64, f64)]) -> SharedTake<'a> {
+        Box::pin(self.take_now(takes))
+    }
+}
