@@ -21,6 +21,7 @@ mod gateway_asks;
 mod gateway_bounds;
 mod gateway_clients;
 mod gateway_configs;
+mod gateway_fleet;
 mod gateway_haproxy;
 mod gateway_http;
 mod gateway_lazy;

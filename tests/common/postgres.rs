@@ -87,6 +87,16 @@ impl Postgres {
         let _ = self.run("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
     }
 
+    /// The rows `sql` answers, one a line, columns joined by `|` (`psql -At`).
+    pub fn query(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "toolsearch", "-At", "-c", sql, "toolsearch"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// Where the cluster lives.
     pub fn dir(&self) -> &Path {
         &self.base

@@ -143,6 +143,7 @@ pub async fn start(
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
     let vetted: Arc<crate::vetted::Vetted> = Arc::default();
+    let mut replica_id = None;
     let store = match config.settings.state.postgres() {
         Some(_) if replica => {
             return Err(ServeError::Config(
@@ -153,6 +154,7 @@ pub async fn start(
         }
         Some(url) => {
             let store = crate::store::PgStore::start(url.to_owned(), crate::store::replica_id(state), connect).await;
+            replica_id = Some(crate::store::replica_id(state));
             status.event("store", json!({"backend": "postgres", "up": store.is_up()}));
             Some(store)
         }
@@ -245,6 +247,14 @@ pub async fn start(
         }
         (None, _, _) => None,
     };
+    // Each replica's trail goes to the shared store too (`crate::store::audit`).
+    let shipper = match (s.state.postgres(), replica_id, s.audit.enabled) {
+        (Some(url), Some(replica), true) => {
+            let dir = state.join("audit");
+            Some(tokio::spawn(crate::store::audit::ship(url.to_owned(), replica, dir, status.clone())))
+        }
+        _ => None,
+    };
     let keeper = Keeper {
         hub: hub.clone(),
         passthrough: Some(passthrough),
@@ -264,6 +274,7 @@ pub async fn start(
         untrusted: !trusted,
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
+    tasks.extend(shipper);
     tasks.extend(learner.map(|l| tokio::spawn(l.run())));
     Ok(Gateway { hub, fleet, index_dir, tasks })
 }

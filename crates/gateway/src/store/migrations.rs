@@ -61,6 +61,18 @@ const MIGRATIONS: &[(i32, &str)] = &[
          END
          $$ LANGUAGE plpgsql;",
     ),
+    (
+        3,
+        // Each replica's audit trail, append-only: a line is keyed by where it lies in the
+        // replica's own trail, so shipping it twice stores it once.
+        "CREATE TABLE toolsearch_audit (
+             replica text NOT NULL,
+             file bigint NOT NULL,
+             at bigint NOT NULL,
+             line jsonb NOT NULL,
+             shipped_at timestamptz NOT NULL DEFAULT now(),
+             PRIMARY KEY (replica, file, at));",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -10,12 +10,13 @@
 //! is written in one transaction that `NOTIFY`s every replica, which pulls and judges again.
 //!
 //! Rate-limit buckets are kept there too (`buckets.rs`), so a principal has one budget across
-//! the fleet.
+//! the fleet, and each replica's audit trail is shipped there (`audit.rs`).
 //!
 //! When the database is away a replica is fail-static: it serves what it read, reports itself
 //! not ready, and trusts nothing new (a tool first seen is held, `trust: "auto"` moves no pin)
 //! until the database is back.
 
+pub(crate) mod audit;
 mod buckets;
 mod migrations;
 pub(crate) mod postgres;

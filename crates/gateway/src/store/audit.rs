@@ -1,0 +1,132 @@
+//! The audit trail shipped to the shared store: each replica keeps writing its trail to its
+//! state dir before it answers (the file is the write-ahead log: a replica killed mid-call loses
+//! no line it answered for), and a task ships what is new to `toolsearch_audit`, append-only,
+//! every half second. Where it got to is kept beside the trail (`shipped.json`: the file's
+//! identity and a byte offset), and rows are keyed by replica, file and offset, so a line
+//! shipped twice (a crash between the insert and the cursor) is stored once. While the database
+//! is away the trail's own bounded files are the buffer; it catches up when the database is
+//! back (lines rotated away before they were shipped are counted and reported).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use toolsearch_catalog::platform::file_identity;
+use toolsearch_mcp::ops::Status;
+use toolsearch_mcp::trail::files;
+
+/// How often new lines are looked for.
+const EVERY: Duration = Duration::from_millis(500);
+/// The most lines one insert carries.
+const BATCH: usize = 500;
+/// The cursor's file in the trail directory.
+const CURSOR: &str = "shipped.json";
+
+/// Where shipping got to: a trail file (by identity) and the byte offset past the last
+/// shipped line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct Cursor {
+    file: u64,
+    offset: u64,
+}
+
+fn read_cursor(dir: &Path) -> Option<Cursor> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(CURSOR)).ok()?).ok()
+}
+
+/// The lines to ship next from the trail in `dir` after `cursor`: (file identity, offset of
+/// the line, the line), at most [`BATCH`], whole lines only; and whether the cursor's file
+/// was rotated away (lines lost before they were shipped).
+fn next_lines(dir: &Path, cursor: Option<Cursor>) -> (Vec<(u64, u64, String)>, bool) {
+    let all: Vec<(PathBuf, u64)> = files(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(&p).ok().map(|m| (p, file_identity(&m))))
+        .collect();
+    let start = cursor.and_then(|c| all.iter().position(|(_, id)| *id == c.file));
+    let lost = cursor.is_some_and(|c| c.offset > 0) && start.is_none();
+    let mut out = Vec::new();
+    for (i, (path, id)) in all.iter().enumerate().skip(start.unwrap_or(0)) {
+        let from = if Some(i) == start { cursor.map_or(0, |c| c.offset) } else { 0 };
+        let Ok(bytes) = std::fs::read(path) else { continue };
+        let mut at = from as usize;
+        while at < bytes.len() && out.len() < BATCH {
+            let Some(end) = bytes[at..].iter().position(|b| *b == b'\n') else { break };
+            out.push((*id, at as u64, String::from_utf8_lossy(&bytes[at..at + end]).into_owned()));
+            at += end + 1;
+        }
+        if out.len() >= BATCH {
+            break;
+        }
+    }
+    (out, lost)
+}
+
+/// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops.
+pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, status: Arc<dyn Status>) {
+    let mut client = None;
+    loop {
+        tokio::time::sleep(EVERY).await;
+        let (lines, lost) = next_lines(&dir, read_cursor(&dir));
+        if lost {
+            status.event("audit_lines_lost", json!({"reason": "rotated away before the store took them"}));
+            let _ = std::fs::remove_file(dir.join(CURSOR));
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        if client.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
+            client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
+        }
+        let Some(c) = client.as_mut() else { continue };
+        match insert(c, &replica, &lines).await {
+            Ok(()) => {
+                let (file, offset, line) = lines.last().expect("not empty");
+                let cursor = Cursor { file: *file, offset: offset + line.len() as u64 + 1 };
+                let _ = crate::pins::write_atomic(&dir, CURSOR, &cursor);
+            }
+            Err(_) => client = None,
+        }
+    }
+}
+
+async fn insert(c: &mut tokio_postgres::Client, replica: &str, lines: &[(u64, u64, String)]) -> Result<(), String> {
+    let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
+    let tx = c.transaction().await.map_err(db)?;
+    let statement = tx
+        .prepare(
+            "INSERT INTO toolsearch_audit (replica, file, at, line) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (replica, file, at) DO NOTHING",
+        )
+        .await
+        .map_err(db)?;
+    for (file, at, line) in lines {
+        let value: Value = serde_json::from_str(line).unwrap_or_else(|_| json!({"unreadable": line}));
+        tx.execute(&statement, &[&replica, &(*file as i64), &(*at as i64), &value]).await.map_err(db)?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_taken_whole_after_the_cursor_and_a_rotated_away_file_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("trail.1.jsonl"), "{\"a\":1}\n{\"a\":2}\n").unwrap();
+        std::fs::write(dir.path().join("trail.jsonl"), "{\"a\":3}\n{\"a\":4").unwrap();
+        let (lines, lost) = next_lines(dir.path(), None);
+        let texts: Vec<&str> = lines.iter().map(|l| l.2.as_str()).collect();
+        assert_eq!(texts, ["{\"a\":1}", "{\"a\":2}", "{\"a\":3}"], "the unfinished line waits");
+        assert!(!lost);
+        let (file, offset, line) = &lines[1];
+        let after = Cursor { file: *file, offset: offset + line.len() as u64 + 1 };
+        let (rest, _) = next_lines(dir.path(), Some(after));
+        assert_eq!(rest.iter().map(|l| l.2.as_str()).collect::<Vec<_>>(), ["{\"a\":3}"]);
+        let (_, lost) = next_lines(dir.path(), Some(Cursor { file: 1, offset: 10 }));
+        assert!(lost, "a file no longer there");
+    }
+}
