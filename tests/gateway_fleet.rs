@@ -87,3 +87,76 @@ fn a_replica_killed_mid_traffic_keeps_every_answered_calls_trail_line_and_client
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+/// The JSON-RPC message in a raw HTTP answer body (chunked, or an SSE `data:` line).
+fn message(body: &str) -> Value {
+    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
+    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[test]
+fn a_session_free_rounds_retry_completes_on_another_replica_and_only_for_its_caller() {
+    let dir = common::scratch().join("gateway-fleet-rounds");
+    let pg = Postgres::start("rounds");
+    let url = pg.url();
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+            "toolsearch": {"state": {"store": "${TS_STATE_URL}", "key": "${TS_FLEET_KEY}"},
+                           "tokens": {"token-demo": ["demo"], "token-other": ["demo"]}}
+        }),
+    );
+    let env = [("TS_STATE_URL", url.as_str()), ("TS_FLEET_KEY", "a fleet secret")];
+    let (a, b) = (
+        HttpGateway::start_env(&config, &dir.join("state-a"), &[], &env),
+        HttpGateway::start_env(&config, &dir.join("state-b"), &[], &env),
+    );
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let call = |on: &HttpGateway, token: &str, extra: Value| {
+        let mut params = json!({"name": "call_tool",
+                                "arguments": {"tool_id": "everything.trigger-elicitation-request", "arguments": {}},
+                                "_meta": meta});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let auth = format!("Bearer {token}");
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Mcp-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "call_tool"),
+        ];
+        message(&common::gateway::http_post(&on.addr, &body.to_string(), &headers).1)
+    };
+    // Asked on replica a; the retries land on b.
+    let asked = call(&a, "token-demo", json!({}));
+    let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{asked}")).to_owned();
+    let key = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    // Another caller's retry through b reaches a, which answers it as unknown and keeps the round.
+    let answer = json!({key.clone(): {"action": "accept", "content": {"name": "Mallory", "check": true}}});
+    let stolen = call(&b, "token-other", json!({"requestState": state, "inputResponses": answer}));
+    let text = stolen["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("unknown or expired") && !text.contains("Mallory"), "{stolen}");
+    // A state whose seal names another address is not forwarded.
+    let mut parts: Vec<&str> = state.split('~').collect();
+    assert_eq!(parts.len(), 3, "{state}");
+    parts[1] = "aHR0cDovLzEyNy4wLjAuMTo5L21jcA";
+    let forged = call(&b, "token-demo", json!({"requestState": parts.join("~"), "inputResponses": answer}));
+    assert!(forged["result"]["content"].to_string().contains("unknown or expired"), "{forged}");
+    // The owner's own retry through b completes on a.
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}});
+    let owned = call(&b, "token-demo", json!({"requestState": state, "inputResponses": answer}));
+    assert!(owned["result"]["content"].to_string().contains("Name: Ada Lovelace"), "{owned}");
+
+    // The official SDK's session-free client through HAProxy (round robin: its requests take
+    // turns between the replicas), answering the question with its callback, every time.
+    let haproxy = Haproxy::start(&dir, &[&a.addr, &b.addr]);
+    haproxy.checked(2);
+    for run in 0..3 {
+        let steps = json!([["call", "everything.trigger-elicitation-request", {}]]);
+        let out = common::gateway::client_mode_steps("2026-07-28", &haproxy.url(), "token-demo", &steps);
+        assert!(out[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "run {run}: {out:?}");
+    }
+}

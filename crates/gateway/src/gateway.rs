@@ -218,6 +218,14 @@ pub async fn start(
         Some(url) => hub.with_shared_rate_limits(Arc::new(crate::store::PgBuckets::new(url.to_owned()))),
         None => hub,
     };
+    // In a fleet, a session-free round's retry reaches the replica holding it, wherever it lands.
+    let hub = match (s.state.postgres(), s.state.key.as_deref()) {
+        (Some(_), Some(key)) => hub.with_fleet_rounds(Arc::new(toolsearch_mcp::fleet_rounds::FleetRounds::new(
+            key,
+            s.state.advertise.clone(),
+        ))),
+        _ => hub,
+    };
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
     // Learning needs the trail this process writes: a primary with its audit trail on.

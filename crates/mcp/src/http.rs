@@ -46,6 +46,9 @@ pub async fn serve_http(
         .await
         .map_err(|e| ServeError::Http(format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| ServeError::Http(e.to_string()))?;
+    if let Some(fleet) = hub.fleet_rounds() {
+        fleet.bound(bound);
+    }
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
     // The Host a request may name (DNS-rebinding protection), on every endpoint.
     let hosts: Option<Arc<Vec<String>>> = addr.ip().is_loopback().then(|| {
@@ -83,6 +86,8 @@ pub async fn serve_http(
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()
         .nest_service("/mcp", service)
+        // After the guard (limits, authentication): a retry of a round another replica holds goes there.
+        .layer(axum::middleware::from_fn_with_state(hub.fleet_rounds().cloned(), crate::fleet_rounds::forward))
         .layer(axum::middleware::from_fn_with_state(state, guard))
         .merge(
             axum::Router::new()

@@ -31,6 +31,7 @@ pub struct Hub {
     fresh: Mutex<FreshSets<Principal, ToolSet>>,
     /// Session-free calls waiting for their client's answer (`session::rounds`).
     rounds: crate::session::Rounds,
+    fleet_rounds: Option<Arc<crate::fleet_rounds::FleetRounds>>,
     passthrough: Option<Arc<dyn OfferSource>>,
     digests: Arc<Mutex<Digests>>,
     /// The HTTP server's sessions, when it serves over HTTP: a session that must end (its
@@ -117,6 +118,7 @@ impl Hub {
             sessions: Mutex::default(),
             fresh: Mutex::default(),
             rounds: Default::default(),
+            fleet_rounds: None,
             passthrough: None,
             digests: Arc::default(),
             http_sessions: std::sync::OnceLock::new(),
@@ -136,6 +138,20 @@ impl Hub {
         let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_rate_limits before the hub is shared"));
         hub.limiter = Arc::new(crate::rate::Limiter::new(limits));
         Arc::new(hub)
+    }
+
+    /// The same hub as one replica of `fleet`: the `requestState` of its session-free rounds
+    /// sealed with its address, and another replica's forwarded to it (`crate::fleet_rounds`).
+    pub fn with_fleet_rounds(self: Arc<Hub>, fleet: Arc<crate::fleet_rounds::FleetRounds>) -> Arc<Hub> {
+        let mut hub = Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_fleet_rounds before the hub is shared"));
+        hub.rounds.in_fleet(fleet.clone());
+        hub.fleet_rounds = Some(fleet);
+        Arc::new(hub)
+    }
+
+    /// This replica's place in its fleet, if it is in one.
+    pub(crate) fn fleet_rounds(&self) -> Option<&Arc<crate::fleet_rounds::FleetRounds>> {
+        self.fleet_rounds.as_ref()
     }
 
     /// The same hub with its callers' call budgets kept in `shared` (a fleet's store).

@@ -37,6 +37,7 @@
 
 mod checks;
 mod config;
+pub mod fleet_rounds;
 mod fresh_sets;
 mod http;
 mod http_access;

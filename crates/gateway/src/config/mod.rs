@@ -275,7 +275,9 @@ impl GatewayConfig {
             let at = if e.starts_with("rate[") { "limits." } else { "rate_limits." };
             bad(format!("toolsearch.{at}{e}"))
         })?;
-        for (what, value) in [("store", &mut settings.state.store), ("key", &mut settings.state.key)] {
+        let state = &mut settings.state;
+        for (what, value) in [("store", &mut state.store), ("key", &mut state.key), ("advertise", &mut state.advertise)]
+        {
             if let Some(v) = value.as_mut() {
                 *v = expand_env(v).map_err(|e| bad(format!("toolsearch.state.{what}: {e}")))?;
             }

@@ -40,9 +40,14 @@ pub struct StateSettings {
     /// `postgres://...` (or `postgresql://`), with `${VAR}`s read from the environment; absent
     /// or `local`: the state directory alone.
     pub store: Option<String>,
-    /// The key that encrypts secrets kept in the store, with `${VAR}`s (read when the store
-    /// keeps upstream grants: not yet, docs/scaling.md says what is shared).
+    /// The fleet's shared secret, with `${VAR}`s: it seals the replica's address into the
+    /// `requestState` of session-free rounds (and will encrypt upstream grants once the store
+    /// keeps them: docs/scaling.md says what is shared).
     pub key: Option<String>,
+    /// The URL of this replica's `/mcp` endpoint as the other replicas reach it, with `${VAR}`s
+    /// (default: the address its listener binds). With `key`, a session-free client's retry
+    /// of a round another replica holds is forwarded there (`toolsearch_mcp::fleet_rounds`).
+    pub advertise: Option<String>,
 }
 
 impl StateSettings {

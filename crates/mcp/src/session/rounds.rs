@@ -159,22 +159,34 @@ impl Waiting for Round {
     }
 }
 
-/// The rounds waiting for their client's retry, by token.
-pub(crate) struct Rounds<R: Waiting = Round>(Arc<Mutex<HashMap<String, R>>>);
+/// The rounds waiting for their client's retry, by token; and, in a fleet, this replica's
+/// seal on the tokens it gives (`crate::fleet_rounds`).
+pub(crate) struct Rounds<R: Waiting = Round>(
+    Arc<Mutex<HashMap<String, R>>>,
+    std::sync::OnceLock<Arc<crate::fleet_rounds::FleetRounds>>,
+);
 
 impl<R: Waiting> Default for Rounds<R> {
     fn default() -> Self {
-        Rounds(Arc::default())
+        Rounds(Arc::default(), std::sync::OnceLock::new())
     }
 }
 
 impl<R: Waiting> Rounds<R> {
+    /// Seals the tokens given from now on with this replica's place in `fleet`.
+    pub(crate) fn in_fleet(&self, fleet: Arc<crate::fleet_rounds::FleetRounds>) {
+        let _ = self.1.set(fleet);
+    }
+
     /// Keeps `round` until its client's retry: its token, or `None` when too many wait, in
     /// all or of its caller.
     pub(super) fn keep(&self, mut round: R) -> Option<String> {
         let mut key = [0u8; 16];
         getrandom::fill(&mut key).ok()?;
-        let token: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let mut token: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        if let Some(fleet) = self.1.get() {
+            token.push_str(&fleet.suffix());
+        }
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
         rounds.retain(|_, r| r.kept().elapsed() < ROUND_TTL);
         let owner = round.owner();
