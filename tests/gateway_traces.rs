@@ -47,6 +47,17 @@ fn a_call_is_traced_from_the_clients_traceparent_to_the_upstream() {
                       "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
                       "io.modelcontextprotocol/clientCapabilities": {},
                       "traceparent": format!("00-{TRACE}-{PARENT}-01")});
+    // A search and an expand first, in the same trace (#62: the three arrive as one trace).
+    for (id, tool, arguments) in [
+        (1, "search_tool_by_category", json!({"query": "what metadata did the request carry"})),
+        (2, "expand_tool", json!({"tool_id": "trace.request_meta"})),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments, "_meta": meta}});
+        let headers = [("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", tool)];
+        let (status, text) = http_post(&gateway.addr, &body.to_string(), &headers);
+        assert_eq!(status, 200, "{text}");
+    }
     let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                       "params": {"name": "call_tool", "arguments": {"tool_id": "trace.request_meta", "arguments": {}}, "_meta": meta}});
     let (status, text) = http_post(
@@ -63,15 +74,23 @@ fn a_call_is_traced_from_the_clients_traceparent_to_the_upstream() {
     let read = || -> Vec<Value> {
         std::fs::read_to_string(&spans).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     };
-    while read().len() < 3 && Instant::now() < deadline {
+    while read().len() < 7 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     let got = read();
     let find =
         |kind: i64| got.iter().find(|s| s["kind"] == kind).unwrap_or_else(|| panic!("no span of kind {kind}: {got:?}"));
-    let (server, client) = (find(2), find(3));
-    let call = got.iter().find(|s| s["name"] == "call").unwrap_or_else(|| panic!("{got:?}"));
-    for s in [server, call, client] {
+    let named = |name: &str| got.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no {name}: {got:?}"));
+    let (search, expand) = (named("search"), named("expand"));
+    assert_eq!((&search["attributes"]["gen_ai.operation.name"], &expand["attributes"]["gen_ai.operation.name"]),
+               (&json!("search"), &json!("expand")));
+    let server = got
+        .iter()
+        .find(|s| s["kind"] == 2 && s["attributes"]["gen_ai.tool.name"] == "call_tool")
+        .unwrap_or_else(|| panic!("{got:?}"));
+    let client = find(3);
+    let call = named("call");
+    for s in [search, expand, server, call, client] {
         assert_eq!(s["trace_id"], TRACE, "{s}");
         assert_eq!(s["service"], "gw-test", "{s}");
     }
