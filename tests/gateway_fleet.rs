@@ -160,3 +160,65 @@ fn a_session_free_rounds_retry_completes_on_another_replica_and_only_for_its_cal
         assert!(out[0]["text"].as_str().unwrap().contains("Name: Ada Lovelace"), "run {run}: {out:?}");
     }
 }
+
+#[test]
+fn one_login_serves_every_replica_sealed_in_the_store_and_refreshes_never_cross() {
+    use common::oauth::{log_in, protected, Idp};
+    let dir = common::scratch().join("gateway-fleet-login");
+    let pg = Postgres::start("login");
+    let url = pg.url();
+    let port = common::gateway::free_port();
+    let idp = Idp::start(&format!("http://127.0.0.1:{port}/mcp"), 4);
+    let (_server, vault) = protected(&idp, port);
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": vault, "oauth": {}}, "everything": everything},
+                "toolsearch": {"state": {"store": url, "key": "a fleet secret"}}}),
+    );
+    let (a, b) = (
+        HttpGateway::start(&config, &dir.join("state-a"), &[]),
+        HttpGateway::start(&config, &dir.join("state-b"), &[]),
+    );
+    for r in [&a, &b] {
+        r.wait_for_status("UPSTREAM_LOGIN_REQUIRED", Duration::from_secs(20));
+    }
+    // The operator logs in once, on replica a's host.
+    let (ok, printed, page) = log_in(&config, &dir.join("state-a"), "vault", "alice", None);
+    assert!(ok, "{printed} {page}");
+    let whoami = |r: &HttpGateway| common::gateway::client_steps(&r.url(), "-", &json!([["call", "vault.whoami", {}]]));
+    for r in [&a, &b] {
+        r.wait_for_status("vault is up", Duration::from_secs(15));
+        let out = whoami(r);
+        assert_eq!(out[0]["is_error"], false, "{out:?}");
+    }
+    // Sealed at rest: the token is nowhere in the row.
+    let grant: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("state-a/oauth/vault.grant.json")).unwrap()).unwrap();
+    let token = grant["access_token"].as_str().unwrap();
+    let row = pg.query("SELECT encode(sealed, 'hex') FROM toolsearch_grants WHERE server = 'vault'");
+    let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(!row.trim().is_empty() && !row.contains(&hex), "{row}");
+    // Tokens live 4 s and each refresh rotates the refresh token: both replicas keep calling
+    // for 14 s (three lifetimes), refreshing under the fleet's lock, and neither is logged out.
+    let until = Instant::now() + Duration::from_secs(14);
+    while Instant::now() < until {
+        for r in [&a, &b] {
+            let out = whoami(r);
+            assert_eq!(out[0]["is_error"], false, "{out:?}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // A logout on b's host reaches a too.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "logout", "vault", "--config", config.to_str().unwrap()])
+        .args(["--state", dir.join("state-b").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while dir.join("state-a/oauth/vault.grant.json").exists() {
+        assert!(Instant::now() < deadline, "replica a kept the grant after the logout");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

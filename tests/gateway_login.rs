@@ -8,82 +8,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::gateway::{client_steps, free_port, wait_for_port, HttpGateway, Killed};
-use common::oauth::Idp;
+use common::oauth::{log_in, log_in_with, protected, Idp};
 use common::write_config;
 use serde_json::{json, Value};
-
-/// The protected server on a free port, its tokens from `idp`: the process and its URL.
-fn protected(idp: &Idp, port: u16) -> (Killed, String) {
-    let child = Command::new(common::python())
-        .arg(common::repo().join("tests/oauth/protected_server.py"))
-        .args([&port.to_string(), &idp.issuer])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(port);
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
-}
-
-/// Runs `toolsearch gateway login SERVER --no-browser` and plays the person's browser
-/// (`tests/oauth/browser.py`) at the address it prints, signing in as `login`: the login's exit
-/// status and output, and what the browser's last page said.
-/// `tamper`: `Some("state")` or `Some("iss")` alters that parameter of the final redirect.
-fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: Option<&str>) -> (bool, String, Value) {
-    log_in_with(config, state, server, login, tamper, "--no-browser")
-}
-
-/// [`log_in`] with `how` (`--no-browser` or `--device`).
-fn log_in_with(
-    config: &Path,
-    state: &Path,
-    server: &str,
-    login: &str,
-    tamper: Option<&str>,
-    how: &str,
-) -> (bool, String, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "login", server, how, "--config", config.to_str().unwrap()])
-        .args(["--state", state.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut printed = String::new();
-    let address = loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            break None;
-        }
-        printed.push_str(&line);
-        if line.starts_with("http") {
-            break Some(line.trim().to_owned());
-        }
-    };
-    let page = match &address {
-        Some(address) => {
-            let mut browser = Command::new(common::python());
-            browser.arg(common::repo().join("tests/oauth/browser.py")).args([address.as_str(), login]);
-            if let Some(what) = tamper {
-                browser.arg(format!("--tamper-{what}"));
-            }
-            let b = browser.output().unwrap();
-            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-            serde_json::from_slice(&b.stdout).unwrap()
-        }
-        None => Value::Null,
-    };
-    let done = child.wait_with_output().unwrap();
-    printed.push_str(&String::from_utf8_lossy(&done.stdout));
-    printed.push_str(&String::from_utf8_lossy(&done.stderr));
-    (done.status.success(), printed, page)
-}
 
 fn whoami(gateway: &HttpGateway) -> Value {
     let out = client_steps(&gateway.url(), "-", &json!([["call", "vault.whoami", {}]]));

@@ -82,8 +82,10 @@ fn a_call_is_traced_from_the_clients_traceparent_to_the_upstream() {
         |kind: i64| got.iter().find(|s| s["kind"] == kind).unwrap_or_else(|| panic!("no span of kind {kind}: {got:?}"));
     let named = |name: &str| got.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no {name}: {got:?}"));
     let (search, expand) = (named("search"), named("expand"));
-    assert_eq!((&search["attributes"]["gen_ai.operation.name"], &expand["attributes"]["gen_ai.operation.name"]),
-               (&json!("search"), &json!("expand")));
+    assert_eq!(
+        (&search["attributes"]["gen_ai.operation.name"], &expand["attributes"]["gen_ai.operation.name"]),
+        (&json!("search"), &json!("expand"))
+    );
     let server = got
         .iter()
         .find(|s| s["kind"] == 2 && s["attributes"]["gen_ai.tool.name"] == "call_tool")

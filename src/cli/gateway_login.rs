@@ -43,7 +43,11 @@ pub(crate) fn login(
     };
     runtime
         .block_on(toolsearch::gateway::login::login(server, url, oauth, state, how, &say))
-        .map_err(|e| Problem::Gateway.because(e))
+        .map_err(|e| Problem::Gateway.because(e))?;
+    // In a fleet, every replica takes the grant from the shared store.
+    runtime
+        .block_on(toolsearch::gateway::store::shared_login(&config.settings.state, state, server))
+        .map_err(|e| Problem::Gateway.because(toolsearch::gateway::store::store_error(&config.path, e)))
 }
 
 /// Forgets the grant.
@@ -53,6 +57,9 @@ pub(crate) fn logout(global: &Global, config: &GatewayConfig, state: &Path, serv
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Problem::Io.because(e))?;
     let had =
         runtime.block_on(toolsearch::gateway::login::logout(server, state)).map_err(|e| Problem::Io.because(e))?;
+    runtime
+        .block_on(toolsearch::gateway::store::shared_logout(&config.settings.state, server))
+        .map_err(|e| Problem::Gateway.because(toolsearch::gateway::store::store_error(&config.path, e)))?;
     match (global.json, had) {
         (true, _) => println!("{}", json!({"logged_out": server, "had_grant": had})),
         (false, true) => say_err!("forgot the grant for {server}; a running gateway stops using it within seconds"),

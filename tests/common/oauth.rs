@@ -3,6 +3,7 @@
 //! tokens got through its own token endpoint, and forged tokens (`tests/oauth/forge.mjs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -183,4 +184,72 @@ fn encode64(bytes: &[u8], alphabet: &[u8], pad: bool) -> String {
         }
     }
     out
+}
+
+/// The protected server on a free port, its tokens from `idp`: the process and its URL.
+pub fn protected(idp: &Idp, port: u16) -> (super::gateway::Killed, String) {
+    let child = Command::new(super::python())
+        .arg(super::repo().join("tests/oauth/protected_server.py"))
+        .args([&port.to_string(), &idp.issuer])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    super::gateway::wait_for_port(port);
+    (super::gateway::Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// Runs `toolsearch gateway login SERVER --no-browser` and plays the person's browser
+/// (`tests/oauth/browser.py`) at the address it prints, signing in as `login`: the login's exit
+/// status and output, and what the browser's last page said.
+/// `tamper`: `Some("state")` or `Some("iss")` alters that parameter of the final redirect.
+pub fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: Option<&str>) -> (bool, String, Value) {
+    log_in_with(config, state, server, login, tamper, "--no-browser")
+}
+
+/// [`log_in`] with `how` (`--no-browser` or `--device`).
+pub fn log_in_with(
+    config: &Path,
+    state: &Path,
+    server: &str,
+    login: &str,
+    tamper: Option<&str>,
+    how: &str,
+) -> (bool, String, Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", server, how, "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    let address = loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break None;
+        }
+        printed.push_str(&line);
+        if line.starts_with("http") {
+            break Some(line.trim().to_owned());
+        }
+    };
+    let page = match &address {
+        Some(address) => {
+            let mut browser = Command::new(super::python());
+            browser.arg(super::repo().join("tests/oauth/browser.py")).args([address.as_str(), login]);
+            if let Some(what) = tamper {
+                browser.arg(format!("--tamper-{what}"));
+            }
+            let b = browser.output().unwrap();
+            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+            serde_json::from_slice(&b.stdout).unwrap()
+        }
+        None => Value::Null,
+    };
+    let done = child.wait_with_output().unwrap();
+    printed.push_str(&String::from_utf8_lossy(&done.stdout));
+    printed.push_str(&String::from_utf8_lossy(&done.stderr));
+    (done.status.success(), printed, page)
 }

@@ -103,6 +103,11 @@ pub async fn start(
                 .into(),
         ));
     }
+    // In a fleet, upstream grants are shared (sealed) before any upstream asks for one.
+    let grants = match (config.settings.state.postgres(), config.settings.state.key.as_deref(), replica) {
+        (Some(url), Some(key), false) => Some(crate::store::grants::register(state, url, key)),
+        _ => None,
+    };
     let index_stamp = crate::keeper::file_stamp(&index_dir.join("meta.bin"));
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -283,6 +288,7 @@ pub async fn start(
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
+    tasks.extend(grants.map(|g| tokio::spawn(g.keep_synced(state.to_path_buf()))));
     tasks.extend(learner.map(|l| tokio::spawn(l.run())));
     Ok(Gateway { hub, fleet, index_dir, tasks })
 }

@@ -25,8 +25,8 @@
 mod device;
 mod discover;
 mod flow;
-mod store;
-mod tokens;
+pub(crate) mod store;
+pub(crate) mod tokens;
 
 use serde::Deserialize;
 

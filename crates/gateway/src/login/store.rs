@@ -85,6 +85,12 @@ pub(crate) fn load_grant(state: &Path, server: &str) -> Option<(Grant, SystemTim
     Some((grant, changed))
 }
 
+/// The servers that have a grant file under `state`.
+pub(crate) fn servers_with_grants(state: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir(state)) else { return Vec::new() };
+    entries.filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".grant.json").map(str::to_owned)).collect()
+}
+
 /// When `server`'s grant file last changed (`None`: there is none).
 pub(crate) fn grant_changed(state: &Path, server: &str) -> Option<SystemTime> {
     fs::metadata(grant_path(state, server)).and_then(|m| m.modified()).ok()

@@ -116,6 +116,19 @@ impl UpstreamGrant {
             }
         }
         let _lock = store::lock(&self.state, &self.server).await?;
+        // In a fleet, the grant is renewed under the fleet's lock, from the newest any replica
+        // has (`crate::store::grants`); with the store away, from this replica's own.
+        let shared = crate::store::grants::of(&self.state);
+        let fleet = match &shared {
+            Some(s) => s.lock(&self.state, &self.server).await.ok(),
+            None => None,
+        };
+        let pushed = |out: Result<String, String>| async {
+            if let (Some(s), Some(l), Ok(_)) = (&shared, &fleet, &out) {
+                let _ = s.pushed(l, &self.state, &self.server).await;
+            }
+            out
+        };
         let on_disk = store::load_grant(&self.state, &self.server);
         let in_hand = self.held.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|(g, _)| g.access_token.clone());
         if let Some((grant, changed)) = on_disk {
@@ -127,12 +140,12 @@ impl UpstreamGrant {
                 return Ok(grant.access_token);
             }
             if let Some(refresh) = grant.refresh_token.clone() {
-                return self.refresh(grant, &refresh).await;
+                return pushed(self.refresh(grant, &refresh).await).await;
             }
         }
         *self.held.lock().unwrap_or_else(|p| p.into_inner()) = None;
         match self.settings.grant {
-            GrantKind::ClientCredentials => self.client_credentials().await,
+            GrantKind::ClientCredentials => pushed(self.client_credentials().await).await,
             GrantKind::AuthorizationCode => Err(self.login_required("it has no grant, or its grant expired")),
         }
     }

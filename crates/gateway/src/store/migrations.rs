@@ -73,6 +73,14 @@ const MIGRATIONS: &[(i32, &str)] = &[
              shipped_at timestamptz NOT NULL DEFAULT now(),
              PRIMARY KEY (replica, file, at));",
     ),
+    (
+        4,
+        // Upstream OAuth grants, sealed (`store::grants`); a row without one is a logout.
+        "CREATE TABLE toolsearch_grants (
+             server text PRIMARY KEY,
+             sealed bytea,
+             obtained_at bigint NOT NULL);",
+    ),
 ];
 
 /// The newest schema version this build knows.

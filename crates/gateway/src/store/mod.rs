@@ -10,7 +10,8 @@
 //! is written in one transaction that `NOTIFY`s every replica, which pulls and judges again.
 //!
 //! Rate-limit buckets are kept there too (`buckets.rs`), so a principal has one budget across
-//! the fleet, and each replica's audit trail is shipped there (`audit.rs`).
+//! the fleet, each replica's audit trail is shipped there (`audit.rs`), and upstream OAuth
+//! grants are shared there, sealed (`grants.rs`).
 //!
 //! When the database is away a replica is fail-static: it serves what it read, reports itself
 //! not ready, and trusts nothing new (a tool first seen is held, `trust: "auto"` moves no pin)
@@ -18,6 +19,7 @@
 
 pub(crate) mod audit;
 mod buckets;
+pub(crate) mod grants;
 mod migrations;
 pub(crate) mod postgres;
 
@@ -154,6 +156,23 @@ pub async fn approve_in(url: &str, tool: &str, digest: Option<&str>) -> Result<H
     tx.batch_execute(&format!("NOTIFY {}", postgres::CHANNEL)).await.map_err(db)?;
     tx.commit().await.map_err(db)?;
     Ok(h)
+}
+
+/// After `gateway login SERVER` saved a grant under `state`: in a fleet (a PostgreSQL store
+/// with a `key`), the grant sealed into the store, where every replica takes it from.
+pub async fn shared_login(settings: &StateSettings, state: &Path, server: &str) -> Result<(), String> {
+    match (settings.postgres(), settings.key.as_deref()) {
+        (Some(url), Some(key)) => grants::SharedGrants::new(url, key).sync_once(state, server).await,
+        _ => Ok(()),
+    }
+}
+
+/// After `gateway logout SERVER`: in a fleet, every replica forgets the grant too.
+pub async fn shared_logout(settings: &StateSettings, server: &str) -> Result<(), String> {
+    match (settings.postgres(), settings.key.as_deref()) {
+        (Some(url), Some(key)) => grants::SharedGrants::new(url, key).forget(server).await,
+        _ => Ok(()),
+    }
 }
 
 /// The error a command against the store answers, naming the config that names the store.
