@@ -239,3 +239,33 @@ fn ten_calls_a_minute_hold_across_three_replicas_behind_haproxy_under_eight_clie
         replicas.iter().map(|r| r.status.lock().unwrap().iter().filter(|l| l.contains("ph.act")).count()).collect();
     assert!(sessions.iter().filter(|n| **n > 0).count() >= 2, "the calls reached several replicas: {sessions:?}");
 }
+
+#[test]
+fn a_replica_on_a_fresh_state_dir_indexes_lazy_servers_from_the_fleets_kept_listings() {
+    let dir = common::scratch().join("gateway-store-listings");
+    let pg = Postgres::start("listings");
+    let url = pg.url();
+    let hostile = common::repo().join("tests/mcp/hostile_server.py");
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"ph": {"command": python(), "args": [hostile, "phases", dir.join("phase")], "lazy": true}},
+            "toolsearch": {"state": {"store": url}}
+        }),
+    );
+    // The first replica starts the lazy server once to list it, keeps the listing, and pushes it.
+    let a = HttpGateway::start(&config, &dir.join("state-a"), &["--json"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !pg.query("SELECT server FROM toolsearch_listings").contains("ph") {
+        assert!(Instant::now() < deadline, "the listing never reached the store");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A second replica on a fresh state dir takes it, and serves the tool before any call.
+    let b = HttpGateway::start(&config, &dir.join("state-b"), &["--json"]);
+    b.wait_for_status("\"event\":\"listings_taken\"", Duration::from_secs(5));
+    assert!(dir.join("state-b/listings/ph.json").exists());
+    let found =
+        client_steps(&b.url(), "-", &json!([["search_tool_by_category", {"query": "read the service status"}]]));
+    assert!(found[0]["text"].as_str().unwrap().contains("ph.act"), "{found:?}");
+    drop(a);
+}

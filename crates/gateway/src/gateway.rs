@@ -108,6 +108,14 @@ pub async fn start(
         (Some(url), Some(key), false) => Some(crate::store::grants::register(state, url, key)),
         _ => None,
     };
+    // In a fleet, lazy servers start from the fleet's kept listings where this dir has none.
+    if let (Some(url), false) = (config.settings.state.postgres(), replica) {
+        match crate::store::listings::take_fleets(url, state).await {
+            Ok(n) if n > 0 => status.event("listings_taken", json!({"servers": n})),
+            Ok(_) => {}
+            Err(e) => status.event("store_error", json!({"error": e})),
+        }
+    }
     let index_stamp = crate::keeper::file_stamp(&index_dir.join("meta.bin"));
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -186,6 +194,7 @@ pub async fn start(
         .map_err(|e| ServeError::Config(index_dir.clone(), e.to_string()))?;
     let live = LiveCatalog::new(engine);
     let s = &config.settings;
+    let s_state = s.state.clone();
     let last_learned: LastRun = Arc::default();
     let writer: IndexWriter = Arc::default();
     let principal = match (&s.scopes, s.access) {
@@ -289,6 +298,9 @@ pub async fn start(
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
     tasks.extend(grants.map(|g| tokio::spawn(g.keep_synced(state.to_path_buf()))));
+    if let (Some(url), false) = (s_state.postgres(), replica) {
+        tasks.push(tokio::spawn(crate::store::listings::keep_pushed(url.to_owned(), state.to_path_buf())));
+    }
     tasks.extend(learner.map(|l| tokio::spawn(l.run())));
     Ok(Gateway { hub, fleet, index_dir, tasks })
 }

@@ -81,6 +81,13 @@ const MIGRATIONS: &[(i32, &str)] = &[
              sealed bytea,
              obtained_at bigint NOT NULL);",
     ),
+    (
+        5,
+        // The listings of lazy servers (`store::listings`).
+        "CREATE TABLE toolsearch_listings (
+             server text PRIMARY KEY,
+             listing jsonb NOT NULL);",
+    ),
 ];
 
 /// The newest schema version this build knows.

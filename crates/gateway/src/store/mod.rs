@@ -11,7 +11,8 @@
 //!
 //! Rate-limit buckets are kept there too (`buckets.rs`), so a principal has one budget across
 //! the fleet, each replica's audit trail is shipped there (`audit.rs`), and upstream OAuth
-//! grants are shared there, sealed (`grants.rs`).
+//! grants are shared there, sealed (`grants.rs`), as are the listings of lazy servers
+//! (`listings.rs`).
 //!
 //! When the database is away a replica is fail-static: it serves what it read, reports itself
 //! not ready, and trusts nothing new (a tool first seen is held, `trust: "auto"` moves no pin)
@@ -20,6 +21,7 @@
 pub(crate) mod audit;
 mod buckets;
 pub(crate) mod grants;
+pub(crate) mod listings;
 mod migrations;
 pub(crate) mod postgres;
 
