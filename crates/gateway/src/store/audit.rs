@@ -21,6 +21,9 @@ use toolsearch_mcp::trail::files;
 const EVERY: Duration = Duration::from_millis(500);
 /// The most lines one insert carries.
 const BATCH: usize = 500;
+/// The most bytes of a trail file read a look (a trail line is far shorter: its fields are
+/// bounded).
+const CHUNK: u64 = 4 << 20;
 /// The cursor's file in the trail directory.
 const CURSOR: &str = "shipped.json";
 
@@ -50,11 +53,12 @@ fn next_lines(dir: &Path, cursor: Option<Cursor>) -> (Vec<(u64, u64, String)>, b
     let mut out = Vec::new();
     for (i, (path, id)) in all.iter().enumerate().skip(start.unwrap_or(0)) {
         let from = if Some(i) == start { cursor.map_or(0, |c| c.offset) } else { 0 };
-        let Ok(bytes) = std::fs::read(path) else { continue };
-        let mut at = from as usize;
+        // Only what lies past the cursor is read, at most a chunk a look.
+        let Ok(bytes) = read_from(path, from) else { continue };
+        let mut at = 0;
         while at < bytes.len() && out.len() < BATCH {
             let Some(end) = bytes[at..].iter().position(|b| *b == b'\n') else { break };
-            out.push((*id, at as u64, String::from_utf8_lossy(&bytes[at..at + end]).into_owned()));
+            out.push((*id, from + at as u64, String::from_utf8_lossy(&bytes[at..at + end]).into_owned()));
             at += end + 1;
         }
         if out.len() >= BATCH {
@@ -62,6 +66,16 @@ fn next_lines(dir: &Path, cursor: Option<Cursor>) -> (Vec<(u64, u64, String)>, b
         }
     }
     (out, lost)
+}
+
+/// Up to [`CHUNK`] bytes of `path` from byte `from`.
+fn read_from(path: &Path, from: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(std::io::SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    f.take(CHUNK).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops.

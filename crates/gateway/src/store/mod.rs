@@ -45,8 +45,8 @@ pub struct StateSettings {
     /// or `local`: the state directory alone.
     pub store: Option<String>,
     /// The fleet's shared secret, with `${VAR}`s: it seals the replica's address into the
-    /// `requestState` of session-free rounds (and will encrypt upstream grants once the store
-    /// keeps them: docs/scaling.md says what is shared).
+    /// `requestState` of session-free rounds, and upstream OAuth grants kept in the store (no
+    /// `key`: both stay with each replica).
     pub key: Option<String>,
     /// The URL of this replica's `/mcp` endpoint as the other replicas reach it, with `${VAR}`s
     /// (default: the address its listener binds). With `key`, a session-free client's retry
@@ -77,17 +77,16 @@ impl StateSettings {
 /// store are kept per replica.
 pub(crate) fn replica_id(state: &Path) -> String {
     let path = state.join("replica-id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
-        if !id.trim().is_empty() {
-            return id.trim().to_owned();
-        }
+    // Kept as a JSON string.
+    let read = || std::fs::read_to_string(&path).ok().map(|t| t.trim().trim_matches('"').to_owned());
+    if let Some(id) = read().filter(|id| !id.is_empty()) {
+        return id;
     }
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);
     let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     let _ = crate::pins::write_atomic(state, "replica-id", &id);
-    // Read back: written as JSON.
-    std::fs::read_to_string(&path).map(|t| t.trim().trim_matches('"').to_owned()).unwrap_or(id)
+    id
 }
 
 /// Runs a guard pass (`pass`, given whether it may trust something new) with the store around
