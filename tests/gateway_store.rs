@@ -269,3 +269,49 @@ fn a_replica_on_a_fresh_state_dir_indexes_lazy_servers_from_the_fleets_kept_list
     assert!(found[0]["text"].as_str().unwrap().contains("ph.act"), "{found:?}");
     drop(a);
 }
+
+#[test]
+fn replicas_starting_at_once_migrate_once_and_limits_fail_open_or_closed_as_configured() {
+    let dir = common::scratch().join("gateway-store-limits-down");
+    let pg = Postgres::start("limits");
+    let url = pg.url();
+    let hostile = common::repo().join("tests/mcp/hostile_server.py");
+    let config = |name: &str, when: &str| {
+        write_config(
+            &dir.join(name),
+            &json!({
+                "mcpServers": {"ph": {"command": python(), "args": [&hostile, "phases", dir.join("phase")]}},
+                "toolsearch": {"state": {"store": url},
+                               "limits": {"rate": [{"principal": "*", "tool": "*", "per_minute": 6000}],
+                                          "rate_when_store_down": when}}
+            }),
+        )
+    };
+    let (open, closed) = (config("open", "open"), config("closed", "closed"));
+    // Both start at once on a database no replica has migrated.
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| HttpGateway::start(&open, &dir.join("state-open"), &[]));
+        let b = scope.spawn(|| HttpGateway::start(&closed, &dir.join("state-closed"), &[]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let applied = pg.query("SELECT count(*), count(DISTINCT version) FROM toolsearch_migrations");
+    let (all, distinct) = applied.trim().split_once('|').unwrap();
+    assert!(all == distinct && all != "0", "each migration applied once: {applied}");
+    let act = |r: &HttpGateway| client_steps(&r.url(), "-", &json!([["burst", "ph.act", {}, 1, 0.3]]));
+    for r in [&a, &b] {
+        let out = act(r);
+        assert!(out[0]["text"].as_str().unwrap().contains("acted in phase1"), "{out:?}");
+    }
+    pg.down();
+    for r in [&a, &b] {
+        wait_ready(r, false, Duration::from_secs(5));
+    }
+    let (passed, refused) = (act(&a), act(&b));
+    assert!(passed[0]["text"].as_str().unwrap().contains("acted in phase1"), "open: {passed:?}");
+    let refused = refused[0]["text"].as_str().unwrap();
+    assert!(refused.contains("RATE_LIMITED") && !refused.contains("acted"), "closed: {refused}");
+    pg.up();
+    wait_ready(&b, true, Duration::from_secs(10));
+    let back = act(&b);
+    assert!(back[0]["text"].as_str().unwrap().contains("acted in phase1"), "closed, the store back: {back:?}");
+}
