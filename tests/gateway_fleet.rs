@@ -88,12 +88,6 @@ fn a_replica_killed_mid_traffic_keeps_every_answered_calls_trail_line_and_client
     }
 }
 
-/// The JSON-RPC message in a raw HTTP answer body (chunked, or an SSE `data:` line).
-fn message(body: &str) -> Value {
-    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
-    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
-
 #[test]
 fn a_session_free_rounds_retry_completes_on_another_replica_and_only_for_its_caller() {
     let dir = common::scratch().join("gateway-fleet-rounds");
@@ -112,24 +106,7 @@ fn a_session_free_rounds_retry_completes_on_another_replica_and_only_for_its_cal
         HttpGateway::start_env(&config, &dir.join("state-a"), &[], &env),
         HttpGateway::start_env(&config, &dir.join("state-b"), &[], &env),
     );
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
-    let call = |on: &HttpGateway, token: &str, extra: Value| {
-        let mut params = json!({"name": "call_tool",
-                                "arguments": {"tool_id": "everything.trigger-elicitation-request", "arguments": {}},
-                                "_meta": meta});
-        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let auth = format!("Bearer {token}");
-        let headers = [
-            ("Authorization", auth.as_str()),
-            ("Mcp-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "call_tool"),
-        ];
-        message(&common::gateway::http_post(&on.addr, &body.to_string(), &headers).1)
-    };
+    let call = |on: &HttpGateway, token: &str, extra: Value| common::gateway::ask_session_free(&on.addr, token, extra);
     // Asked on replica a; the retries land on b.
     let asked = call(&a, "token-demo", json!({}));
     let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{asked}")).to_owned();

@@ -6,17 +6,12 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::gateway::{http_post, reference_server, HttpGateway};
+use common::gateway::{http_post, message, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
 const MODERN: &str = "2026-07-28";
 const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
-
-fn message(body: &str) -> Value {
-    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
-    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
 
 /// A session-free `call_tool` of `everything.echo` by `token`: the JSON-RPC answer.
 fn echo(addr: &str, token: &str) -> Value {

@@ -8,7 +8,9 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::gateway::{client_mode_steps, client_steps, http_post, reference_server, step_json, HttpGateway};
+use common::gateway::{
+    ask_session_free, client_mode_steps, client_steps, http_post, message, reference_server, step_json, HttpGateway,
+};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -44,12 +46,6 @@ fn steps() -> Value {
         ["mcp__everything__echo", {"message": "spelled"}],
         ["complete", "prompt", "everything.completable-prompt", "department", "Eng", {}]
     ])
-}
-
-/// The JSON-RPC message in a raw HTTP answer body (chunked, or an SSE `data:` line).
-fn message(body: &str) -> Value {
-    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
-    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 fn names(list: &Value) -> Vec<String> {
@@ -307,24 +303,7 @@ fn a_question_waits_for_another_callers_call_instead_of_being_declined() {
 fn a_round_answers_only_the_token_that_began_it_and_survives_anothers_retry() {
     let dir = common::scratch().join("gateway-rounds-owner");
     let gateway = HttpGateway::start(&config(&dir), &dir.join("state"), &[]);
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
-    let call = |token: &str, extra: Value| {
-        let mut params = json!({"name": "call_tool",
-                                "arguments": {"tool_id": "everything.trigger-elicitation-request", "arguments": {}},
-                                "_meta": meta});
-        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let auth = format!("Bearer {token}");
-        let headers = [
-            ("Authorization", auth.as_str()),
-            ("Mcp-Protocol-Version", MODERN),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "call_tool"),
-        ];
-        message(&http_post(&gateway.addr, &body.to_string(), &headers).1)
-    };
+    let call = |token: &str, extra: Value| ask_session_free(&gateway.addr, token, extra);
     let asked = call("token-demo", json!({}));
     let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{asked}")).to_owned();
     let key = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();

@@ -8,18 +8,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::gateway::{free_port, http_post, HttpGateway, Killed};
+use common::gateway::{free_port, http_post, message, HttpGateway, Killed};
 use common::write_config;
 use serde_json::{json, Value};
 
 const MODERN: &str = "2026-07-28";
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT: &str = "00f067aa0ba902b7";
-
-fn message(body: &str) -> Value {
-    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
-    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
-}
 
 #[test]
 fn a_call_is_traced_from_the_clients_traceparent_to_the_upstream() {

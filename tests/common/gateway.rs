@@ -301,3 +301,31 @@ pub fn settles(marker: &str, n: usize, within: Duration) -> bool {
     }
     running(marker) == n
 }
+
+/// The JSON-RPC message in a raw HTTP answer body (chunked, or an SSE `data:` line).
+pub fn message(body: &str) -> Value {
+    let (start, end) = (body.find('{').unwrap_or(0), body.rfind('}').map_or(0, |e| e + 1));
+    serde_json::from_str(&body[start..end]).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// A raw session-free (2026-07-28) `call_tool` of `everything.trigger-elicitation-request`
+/// at `addr` with bearer `token`, `extra` params merged in (`requestState`,
+/// `inputResponses` for a retry): the JSON-RPC answer.
+pub fn ask_session_free(addr: &str, token: &str, extra: Value) -> Value {
+    let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let mut params = serde_json::json!({"name": "call_tool",
+                            "arguments": {"tool_id": "everything.trigger-elicitation-request", "arguments": {}},
+                            "_meta": meta});
+    params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "call_tool"),
+    ];
+    message(&http_post(addr, &body.to_string(), &headers).1)
+}
