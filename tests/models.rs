@@ -155,16 +155,45 @@ fn downgrade_to_version_8(dir: &Path) {
 
 #[test]
 fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
-    let dir = common::build(&common::sample_catalog(), "v8-index");
-    downgrade_to_version_8(&dir);
-    let engine = Engine::open_with(&dir, EngineOptions::default()).unwrap();
-    assert_eq!(engine.embedder().model_id(), toolsearch::embed::MODEL_ID);
-    let request: SearchToolsRequest =
-        serde_json::from_value(serde_json::json!({"query": "post a message in a slack channel", "limit": 3})).unwrap();
-    let answer = engine.search_tool_by_category(&Principal::trusted(), &request).unwrap();
-    assert_eq!(answer.results[0].tool_id, "slack.post_message");
-    let out = toolsearch(&["search", dir.to_str().unwrap(), "post a message in a slack channel", "--json"]);
+    // Built with the stock model, as every index was before `tools` became the default: it
+    // opens with the model it records (not the default) and answers; so does the same index
+    // written in the format before models were recorded.
+    let dir = common::scratch().join("v8-index");
+    let sample = common::sample_catalog();
+    let out = toolsearch(&["--model", "stock", "index", sample.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for format in ["current", "version 8"] {
+        if format == "version 8" {
+            downgrade_to_version_8(&dir);
+        }
+        let engine = Engine::open_with(&dir, EngineOptions::default()).unwrap();
+        assert_eq!(engine.embedder().model_id(), toolsearch::embed::MODEL_ID, "{format}");
+        // The answerability decision fitted for the stock model, not the default model's.
+        assert_eq!(engine.options().answerability, toolsearch::Answerability::default(), "{format}");
+        let request: SearchToolsRequest =
+            serde_json::from_value(serde_json::json!({"query": "post a message in a slack channel", "limit": 3})).unwrap();
+        let answer = engine.search_tool_by_category(&Principal::trusted(), &request).unwrap();
+        assert_eq!(answer.results[0].tool_id, "slack.post_message", "{format}");
+        let out = toolsearch(&["search", dir.to_str().unwrap(), "post a message in a slack channel", "--json"]);
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(answer["results"][0]["tool_id"], "slack.post_message", "{format}");
+    }
+}
+
+/// An index built with the default model is answered with the confidence map and the
+/// answerability decision fitted for that model, unless the caller or the index sets its own.
+#[test]
+fn the_default_model_brings_its_own_confidence_and_answerability_fits() {
+    let dir = common::build(&common::sample_catalog(), "default-model-fits");
+    let engine = Engine::open_with(&dir, EngineOptions::default()).unwrap();
+    assert_eq!(engine.embedder().model_id(), toolsearch::embed::TOOLS_MODEL_ID);
+    let fitted = toolsearch::Answerability::for_model(toolsearch::embed::TOOLS_MODEL_ID);
+    assert_ne!(fitted, toolsearch::Answerability::default());
+    assert_eq!(engine.options().answerability, fitted);
+    let mine = toolsearch::Answerability { threshold: 0.5, ..toolsearch::Answerability::default() };
+    let engine = Engine::open_with(&dir, EngineOptions { answerability: mine, ..EngineOptions::default() }).unwrap();
+    assert_eq!(engine.options().answerability, mine, "a caller's own decision is kept");
 }
 
 /// The gateway takes its model from its config (a directory relative to the config file):

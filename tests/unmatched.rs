@@ -62,10 +62,10 @@ fn no_match_names_the_terms_nothing_the_caller_may_see_mentions() {
 
     // The CLI says the same (a search with no scopes given sees every tool).
     let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["search", dir.to_str().unwrap(), "convert a heic photo", "--path", "Finance"])
+        .args(["search", dir.to_str().unwrap(), "transcribe a podcast episode", "--path", "Finance"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains(r#"nothing here mentions "convert", "heic" or "photo""#), "{stderr}");
+    assert!(stderr.contains(r#"nothing here mentions "transcribe", "podcast" or "episode""#), "{stderr}");
 }

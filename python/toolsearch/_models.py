@@ -83,7 +83,7 @@ _tools_checked: Optional[str] = None
 
 # The `models/` sub-directory of each named model (as scripts/setup installs them).
 NAMED = {"stock": "all-MiniLM-L6-v2-int8", "tools": "all-MiniLM-L6-v2-tools-int8"}
-DEFAULT = "stock"
+DEFAULT = "tools"
 
 
 def arguments(model: Optional[str], models: Optional[str]) -> Tuple[str, str, str, str]:

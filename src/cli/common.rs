@@ -22,7 +22,7 @@ pub(crate) struct Global {
     #[arg(long, global = true, value_name = "DIR")]
     pub models: Option<PathBuf>,
     /// The embedding model: `stock`, `tools`, or a directory with a sentence-transformers
-    /// ONNX export (docs/models.md). Building: default `stock`. Querying: the model the index
+    /// ONNX export (docs/models.md). Building: default `tools`. Querying: the model the index
     /// was built with.
     #[arg(long, global = true, value_name = "NAME|DIR")]
     pub model: Option<String>,

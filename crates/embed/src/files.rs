@@ -10,14 +10,13 @@ pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@int8";
 /// Sub-directory of `models/` holding the stock model and tokenizer files.
 pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-int8";
 /// Identifier recorded in indexes for the tool-trained model (`--model tools`).
-pub const TOOLS_MODEL_ID: &str = "toolsearch/all-MiniLM-L6-v2-tools@int8";
+pub const TOOLS_MODEL_ID: &str = "toolsearch/all-MiniLM-L6-v2-tools-2@int8";
 /// Sub-directory of `models/` holding the tool-trained model.
 pub const TOOLS_MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2-tools-int8";
-/// The model used when none is named and no index names one. Still the stock one: the
-/// tool-trained model gains on every leave-one-set-out fold, but under it the gateway's
-/// learner swaps in a poisoned adapter that the stock model's numbers kept out (docs/models.md,
-/// "Why the default is still stock").
-pub const DEFAULT_MODEL: &str = "stock";
+/// The model used when none is named and no index names one: the tool-trained model, trained
+/// only on licensed data, which gains on every leave-one-set-out fold (docs/models.md). An
+/// index records its model, so one built with `stock` keeps opening with `stock`.
+pub const DEFAULT_MODEL: &str = "tools";
 /// File name of the ONNX Runtime shared library inside `models/`.
 pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
 

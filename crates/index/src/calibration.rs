@@ -20,7 +20,7 @@ pub struct Calibration {
 }
 
 impl Default for Calibration {
-    /// Fitted on the four dev sets pooled, each weighing the same, with the default blend
+    /// The stock model's fit: four dev sets pooled, each weighing the same, with the default blend
     /// (`scripts/fit-confidence.py`, docs/benchmarks.md); `toolsearch calibrate` fits one to a
     /// catalogue's own labelled queries.
     fn default() -> Self {
@@ -29,6 +29,18 @@ impl Default for Calibration {
 }
 
 impl Calibration {
+    /// The map fitted for the model an index records: the tool-trained model's own fit
+    /// (`scripts/fit-confidence.py 0.5 32` over its candidate dumps of the five dev sets, each
+    /// weighing the same: ECE .018-.059 held out, docs/benchmarks.md), the stock fit
+    /// ([`Calibration::default`]) for any other model.
+    pub fn for_model(model_id: &str) -> Calibration {
+        if model_id == toolsearch_embed::TOOLS_MODEL_ID {
+            Calibration { scale: 5.65, margin_scale: 17.578, bias: -4.339 }
+        } else {
+            Calibration::default()
+        }
+    }
+
     /// P(relevant) for a result with fused score `score` in an answer whose 2nd to 10th
     /// results average `reference`.
     pub fn confidence(&self, score: f32, reference: f32) -> f32 {

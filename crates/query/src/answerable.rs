@@ -33,7 +33,7 @@ pub struct Answerability {
 }
 
 impl Default for Answerability {
-    /// Fitted on the five dev sets' twins pooled, each set weighing the same, with
+    /// The stock model's fit: the five dev sets' twins pooled, each set weighing the same, with
     /// off-catalogue queries (one set's queries against another set's tools) as one more group
     /// of negatives (`scripts/fit-answerability.py`).
     fn default() -> Self {
@@ -48,6 +48,23 @@ impl Default for Answerability {
 }
 
 impl Answerability {
+    /// The model fitted for an index's embedding model: the tool-trained model's own fit (the
+    /// same recipe over its candidate dumps; threshold .109), the stock fit
+    /// ([`Answerability::default`]) for any other model.
+    pub fn for_model(model_id: &str) -> Answerability {
+        if model_id == toolsearch_embed::TOOLS_MODEL_ID {
+            Answerability {
+                mean: [0.355_207, 0.130_758, 0.067_245],
+                scale: [0.137_708, 0.086_372, 0.077_574],
+                weights: [0.428_171, 0.775_028, 0.140_219],
+                bias: -0.421_785,
+                threshold: 0.109,
+            }
+        } else {
+            Answerability::default()
+        }
+    }
+
     /// P(some tool fits) for these features, in [0, 1].
     pub fn probability(&self, f: &Features) -> f32 {
         let z: f32 =

@@ -46,7 +46,8 @@ pub struct EngineOptions {
     /// docs/benchmarks.md).
     pub relative_cut: f32,
     /// The query-level decision whether any tool fits: below its threshold a search answers
-    /// `NO_MATCH_IN_CATEGORY`, with the best few candidates as hints.
+    /// `NO_MATCH_IN_CATEGORY`, with the best few candidates as hints. Left at its default, an
+    /// engine uses the fit for its index's model ([`Answerability::for_model`]).
     pub answerability: Answerability,
     /// How the index is opened.
     pub open: OpenOptions,
@@ -139,7 +140,14 @@ impl Ranker {
         options: EngineOptions,
     ) -> Result<Ranker, EngineError> {
         index.check_model(embedder.as_ref())?;
-        let calibration = options.calibration.or(index.meta().calibration).unwrap_or_default();
+        // The confidence map and the answerability model are fitted per model: an index's own
+        // (`toolsearch calibrate`) or the caller's wins, else the fit for the index's model.
+        let calibration =
+            options.calibration.or(index.meta().calibration).unwrap_or_else(|| Calibration::for_model(embedder.model_id()));
+        let mut options = options;
+        if options.answerability == Answerability::default() {
+            options.answerability = Answerability::for_model(embedder.model_id());
+        }
         let paths = PathTable::new(index.catalog(), index.tool_nodes(), index.node_paths());
         let adapter = index.meta().adapter.clone().filter(|a| options.use_adapter && a.fits(embedder.dimension()));
         Ok(Ranker {
