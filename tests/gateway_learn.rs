@@ -276,3 +276,58 @@ fn a_fit_that_moves_more_than_max_moved_is_held_for_review() {
     assert_eq!(held["swapped"], false, "{held}");
     assert_eq!(firsts(&gateway, &probes), before, "the ranking in force still serves");
 }
+
+/// #62: learning in a fleet. Two replicas on one PostgreSQL, each with a state dir of its own;
+/// the code-word trail is in the second replica's dir only (it ships it to the store). One
+/// replica at a time fits from the whole fleet's trail and publishes what it swapped in; the
+/// other stores it in its own index: both then find the code words' tools, and the replica
+/// that never saw the trail holds the very adapter the fitting one does.
+#[test]
+fn a_fleet_learns_from_every_replicas_trail_and_each_replica_serves_what_was_learned() {
+    let dir = common::scratch().join("gateway-learn-fleet");
+    let pg = common::postgres::Postgres::start("learn");
+    let url = pg.url();
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let learn = json!({"every_secs": 1, "min_new_labels": 20, "from": ["replay"], "max_moved": 0.3});
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"memory": memory, "everything": everything},
+                "toolsearch": {"learn": learn, "state": {"store": "${TS_STATE_URL}"}}}),
+    );
+    let env = [("TS_STATE_URL", url.as_str())];
+    let (state_a, state_b) = (dir.join("a"), dir.join("b"));
+    let a = HttpGateway::start_env(&config, &state_a, &["--json"], &env);
+    let ids = tool_ids(&state_a);
+    let right: Vec<(String, String)> = ids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, id)| PHRASES.iter().map(move |p| (p.replace("{}", &code_word(i)), id.clone())))
+        .collect();
+    let probes: Vec<(String, String)> =
+        ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
+    let before = firsts(&a, &probes);
+
+    std::fs::create_dir_all(state_b.join("audit")).unwrap();
+    std::fs::write(state_b.join("audit/trail.1.jsonl"), trail("replay-1", &right)).unwrap();
+    let b = HttpGateway::start_env(&config, &state_b, &["--json"], &env);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let swapped = |g: &HttpGateway| learned_runs(g).into_iter().filter(|r| r["swapped"] == true).count();
+    while swapped(&a) + swapped(&b) == 0 {
+        assert!(Instant::now() < deadline, "no swap: {:?} {:?}", learned_runs(&a), learned_runs(&b));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let adapter = |state: &Path| toolsearch::index::IndexMeta::read(&state.join("index")).unwrap().adapter;
+    while adapter(&state_a).is_none() || adapter(&state_a) != adapter(&state_b) {
+        assert!(Instant::now() < deadline + Duration::from_secs(30), "the replicas' adapters differ");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (name, g) in [("a", &a), ("b", &b)] {
+        let after = firsts(g, &probes);
+        assert!(after > before + probes.len() / 3, "{name}: code words found first: {before} before, {after} after");
+    }
+    // The replica that did not fit took the adapter from the store.
+    let other = if swapped(&a) > 0 { &b } else { &a };
+    let adopted = other.status.lock().unwrap().iter().any(|l| l.contains("\"adapter_adopted\""));
+    assert!(adopted && swapped(other) == 0, "{:?}", other.status.lock().unwrap());
+}

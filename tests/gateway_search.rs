@@ -38,7 +38,10 @@ fn a_paraphrase_finds_the_memory_servers_create_entities_first() {
             if first.contains(query) {
                 assert!(above.is_empty(), "{model}: {query}: {above:?} rank above create_entities: {text}");
             } else {
-                assert!(above.contains(&"read_graph"), "{model}: {query}: read_graph no longer first, update the docs: {text}");
+                assert!(
+                    above.contains(&"read_graph"),
+                    "{model}: {query}: read_graph no longer first, update the docs: {text}"
+                );
             }
         }
     }

@@ -171,7 +171,8 @@ fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
         // The answerability decision fitted for the stock model, not the default model's.
         assert_eq!(engine.options().answerability, toolsearch::Answerability::default(), "{format}");
         let request: SearchToolsRequest =
-            serde_json::from_value(serde_json::json!({"query": "post a message in a slack channel", "limit": 3})).unwrap();
+            serde_json::from_value(serde_json::json!({"query": "post a message in a slack channel", "limit": 3}))
+                .unwrap();
         let answer = engine.search_tool_by_category(&Principal::trusted(), &request).unwrap();
         assert_eq!(answer.results[0].tool_id, "slack.post_message", "{format}");
         let out = toolsearch(&["search", dir.to_str().unwrap(), "post a message in a slack channel", "--json"]);

@@ -255,6 +255,7 @@ pub async fn start(
             hub: hub.clone(),
             embedder: embedder.clone(),
             trail: state.join("audit"),
+            store: s.state.postgres().map(str::to_owned).zip(replica_id.clone()),
             settings: settings.clone(),
             status: status.clone(),
             last: last_learned,
@@ -277,6 +278,12 @@ pub async fn start(
         }
         _ => None,
     };
+    // In a fleet, every replica serves the adapter the fleet learned (`crate::store::adapters`).
+    let adopter = s.state.postgres().map(|url| {
+        let (live, writer, status) = (hub.live().clone(), writer.clone(), status.clone());
+        let model = embedder.model_id().to_owned();
+        tokio::spawn(crate::store::adapters::keep_adopted(url.to_owned(), model, live, writer, status))
+    });
     let keeper = Keeper {
         hub: hub.clone(),
         passthrough: Some(passthrough),
@@ -297,6 +304,7 @@ pub async fn start(
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
+    tasks.extend(adopter);
     tasks.extend(grants.map(|g| tokio::spawn(g.keep_synced(state.to_path_buf()))));
     if let (Some(url), false) = (s_state.postgres(), replica) {
         tasks.push(tokio::spawn(crate::store::listings::keep_pushed(url.to_owned(), state.to_path_buf())));

@@ -28,18 +28,19 @@ use toolsearch_disclosure::LiveCatalog;
 use toolsearch_embed::Embedder;
 use toolsearch_eval::{
     firsts_moved, judge_adapter, labels_from_audit, learn_adapter, searches_from_audit, top_moved, LabelledQuery,
-    LearnError, PRINCIPAL_TAG, SPLIT_TAG,
+    LearnError, SPLIT_TAG,
 };
 use toolsearch_index::IndexMeta;
 use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{trail, Hub};
 use toolsearch_query::{Engine, EngineOptions};
 
+pub use crate::teachers::by_principal;
+use crate::teachers::{asked_by_others, teachers};
+
 /// Most labels a run fits on, the newest: bounds a run's time and memory whatever the trail
 /// holds (embedding 20,000 queries takes about two minutes of one core).
 pub const MAX_LABELS: usize = 20_000;
-/// Most searches by other principals a fit is checked against (the latest).
-const MOST_ASKED: usize = 400;
 
 /// The `toolsearch.learn` section of a gateway config: present = on.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -94,11 +95,22 @@ pub struct Run {
     pub skipped: Option<String>,
 }
 
+/// Where a run reads its labels: this gateway's trail directory, or (in a fleet) the fleet's
+/// trail as text, with the labels the fleet's adapter in force was fitted from.
+pub enum Trail<'a> {
+    /// The trail files in a directory.
+    Dir(&'a Path),
+    /// A trail's JSON lines, and how many labels the adapter in force was fitted from.
+    Fleet(&'a str, usize),
+}
+
 /// The learner's state between runs.
 pub(crate) struct Learner {
     pub(crate) hub: Arc<Hub>,
     pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) trail: PathBuf,
+    /// In a fleet: the store's URL and this replica's id (`crate::store::adapters`).
+    pub(crate) store: Option<(String, String)>,
     pub(crate) settings: LearnSettings,
     pub(crate) status: Arc<dyn Status>,
     pub(crate) last: LastRun,
@@ -115,8 +127,37 @@ impl Learner {
             let (live, embedder, dir, writer) =
                 (self.hub.live().clone(), self.embedder.clone(), self.trail.clone(), self.writer.clone());
             let settings = self.settings.clone();
-            let done =
-                tokio::task::spawn_blocking(move || learn_once(&live, embedder, &dir, &writer, seen, &settings)).await;
+            // In a fleet, one replica learns at a time, from every replica's trail.
+            let lead = match &self.store {
+                None => None,
+                Some((url, _)) => match crate::store::adapters::Lead::take(url).await {
+                    Ok(Some(lead)) => Some(lead),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        self.status.event("learn_error", json!({"error": e}));
+                        continue;
+                    }
+                },
+            };
+            let model = embedder.model_id().to_owned();
+            let fleet = match &lead {
+                None => None,
+                Some(lead) => match (lead.trail().await, lead.fitted_from(&model).await) {
+                    (Ok(text), Ok(fitted)) => Some((text, fitted)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        self.status.event("learn_error", json!({"error": e}));
+                        continue;
+                    }
+                },
+            };
+            let done = tokio::task::spawn_blocking(move || {
+                let trail = match &fleet {
+                    Some((text, fitted)) => Trail::Fleet(text, *fitted),
+                    None => Trail::Dir(&dir),
+                };
+                learn_once(&live, embedder, trail, &writer, seen, &settings)
+            })
+            .await;
             let run = match done {
                 Ok(Ok(run)) => run,
                 Ok(Err(e)) => {
@@ -134,7 +175,19 @@ impl Learner {
             if run.swapped {
                 swaps += 1;
                 last_swap = unix_now();
+                if let (Some(lead), Some((_, replica))) = (&lead, &self.store) {
+                    let dir = self.hub.live().engine().index().dir().to_path_buf();
+                    let published = match IndexMeta::read(&dir).map(|m| m.adapter) {
+                        Ok(Some(adapter)) => lead.publish(&model, &adapter, run.labels, replica).await,
+                        Ok(None) => Ok(()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    if let Err(e) = published {
+                        self.status.event("learn_error", json!({"error": e}));
+                    }
+                }
             }
+            drop(lead);
             let gain = run.judged.map_or(0.0, |(in_force, new)| new - in_force);
             self.hub.ops().metrics.learned(run.labels, gain, swaps, last_swap);
             let detail = json!({
@@ -180,78 +233,20 @@ fn read_trail(dir: &Path) -> Result<(Vec<LabelledQuery>, Searches), String> {
     for file in files {
         // A file rotated away between the listing and the read is simply gone.
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let found = labels_from_audit(&text).map_err(|(line, e)| format!("{}:{line}: {e}", file.display()))?;
+        let (found, asked) = parse_trail(&text).map_err(|(line, e)| format!("{}:{line}: {e}", file.display()))?;
         labels.extend(found);
-        searches.extend(searches_from_audit(&text));
-    }
-    for l in &mut labels {
-        l.id = l.text.clone();
+        searches.extend(asked);
     }
     Ok((labels, searches))
 }
 
-/// What principals other than `teachers` searched (the latest [`MOST_ASKED`] distinct
-/// queries of `searches`, oldest first).
-fn asked_by_others(searches: &[(String, String)], teachers: &std::collections::HashSet<String>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut asked: Vec<String> = searches
-        .iter()
-        .rev()
-        .filter(|(token, query)| !teachers.contains(token) && seen.insert(query.as_str()))
-        .take(MOST_ASKED)
-        .map(|(_, query)| query.clone())
-        .collect();
-    asked.reverse();
-    asked
-}
-
-/// The principals whose labels a fit is made from: those in its `fit` part (all of them when
-/// the labels were not split by principal).
-fn teachers(labels: &[LabelledQuery]) -> std::collections::HashSet<String> {
-    labels
-        .iter()
-        .filter(|l| !l.tags.iter().any(|t| t == &format!("{SPLIT_TAG}judge")))
-        .map(|l| l.tags.iter().find_map(|t| t.strip_prefix(PRINCIPAL_TAG)).unwrap_or("local").to_owned())
-        .collect()
-}
-
-/// Keeps the labels of trusted principals, and places each in the fit / choose / judge split
-/// by who taught it: with two or more principals, the smallest ones judge (at least 15% of the
-/// labels, while at least half stay to fit), so no principal judges its own labels.
-pub fn by_principal(labels: Vec<LabelledQuery>, settings: &LearnSettings) -> Vec<LabelledQuery> {
-    let principal =
-        |l: &LabelledQuery| l.tags.iter().find_map(|t| t.strip_prefix(PRINCIPAL_TAG)).unwrap_or("local").to_owned();
-    let mut labels: Vec<LabelledQuery> = labels.into_iter().filter(|l| settings.trusts(&principal(l))).collect();
-    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for l in &labels {
-        *counts.entry(principal(l)).or_default() += 1;
-    }
-    if counts.len() < 2 {
-        return labels;
-    }
-    let total = labels.len();
-    let mut smallest: Vec<(usize, String)> = counts.into_iter().map(|(p, n)| (n, p)).collect();
-    smallest.sort();
-    let (mut judges, mut judged) = (std::collections::HashSet::new(), 0);
-    for (n, p) in smallest {
-        if judged * 100 >= total * 15 || (judged + n) * 2 > total {
-            break;
-        }
-        judged += n;
-        judges.insert(p);
-    }
+/// One trail text's labels (each with its query text as its id) and searches.
+fn parse_trail(text: &str) -> Result<(Vec<LabelledQuery>, Searches), (usize, String)> {
+    let mut labels = labels_from_audit(text)?;
     for l in &mut labels {
-        let part = if judges.contains(&principal(l)) { "judge" } else { "fit" };
-        l.tags.push(format!("{SPLIT_TAG}{part}"));
+        l.id = l.text.clone();
     }
-    // The fitting principals' labels still need a choosing part: one in six, by query text.
-    for (i, l) in labels.iter_mut().filter(|l| l.tags.last().is_some_and(|t| t.ends_with("fit"))).enumerate() {
-        if i % 6 == 5 {
-            l.tags.pop();
-            l.tags.push(format!("{SPLIT_TAG}choose"));
-        }
-    }
-    labels
+    Ok((labels, searches_from_audit(text)))
 }
 
 /// The neutral probe set a swap is bounded on: up to 400 of the catalogue's tool texts (name
@@ -264,18 +259,24 @@ fn probes(engine: &Engine) -> Vec<(String, u32)> {
     tools.iter().enumerate().step_by(step).map(own).collect()
 }
 
-/// One run: reads the trail, and when it holds `min_new` labels more than `seen`, fits an
-/// adapter on the index `live` serves and swaps it in if it beats what serves now.
+/// One run: reads the trail, and when it holds `min_new` labels more than `seen` (in a fleet,
+/// more than the fleet's adapter in force was fitted from), fits an adapter on the index
+/// `live` serves and swaps it in if it beats what serves now.
 pub fn learn_once(
     live: &LiveCatalog,
     embedder: Arc<dyn Embedder>,
-    trail: &Path,
+    trail: Trail<'_>,
     writer: &IndexWriter,
     seen: usize,
     settings: &LearnSettings,
 ) -> Result<Run, String> {
     let min_new = settings.min_new_labels;
-    let (labels, searches) = read_trail(trail)?;
+    let ((labels, searches), seen) = match trail {
+        Trail::Dir(dir) => (read_trail(dir)?, seen),
+        Trail::Fleet(text, fitted) => {
+            (parse_trail(text).map_err(|(line, e)| format!("the fleet's trail:{line}: {e}"))?, seen.max(fitted))
+        }
+    };
     let mut labels = by_principal(labels, settings);
     // A trail that rotated away more than it gained is counted afresh.
     let total = labels.len();
@@ -342,55 +343,4 @@ pub fn learn_once(
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
     live.reload().map_err(|e| e.to_string())?;
     Ok(Run { labels: total, judged, swapped: true, moved: Some(moved), skipped: None })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn label(principal: &str, i: usize) -> LabelledQuery {
-        LabelledQuery {
-            id: format!("{principal}-{i}"),
-            text: format!("query {i} of {principal}"),
-            gold: vec![vec!["s.t".into()]],
-            tags: vec![format!("{PRINCIPAL_TAG}{principal}")],
-        }
-    }
-
-    #[test]
-    fn only_trusted_principals_teach_and_none_judges_its_own_labels() {
-        let labels: Vec<LabelledQuery> = (0..10)
-            .map(|i| label("admin", i))
-            .chain((0..60).map(|i| label("intruder", i)))
-            .chain((0..5).map(|i| label("ops", i)))
-            .collect();
-        let only_admin = LearnSettings { from: vec!["admin".into()], ..LearnSettings::default() };
-        let kept = by_principal(labels.clone(), &only_admin);
-        assert_eq!(kept.len(), 10);
-        assert!(kept.iter().all(|l| !l.tags.iter().any(|t| t.starts_with(SPLIT_TAG))), "one principal: split by query");
-        assert!(by_principal(labels.clone(), &LearnSettings::default()).is_empty(), "nobody until set");
-
-        let everyone = LearnSettings { from: vec!["*".into()], ..LearnSettings::default() };
-        let split = by_principal(labels, &everyone);
-        let part = |p: &str| -> Vec<String> {
-            let mut parts: Vec<String> = split
-                .iter()
-                .filter(|l| l.tags[0].ends_with(p))
-                .map(|l| l.tags.last().unwrap().trim_start_matches(SPLIT_TAG).to_owned())
-                .collect();
-            parts.dedup();
-            parts
-        };
-        // The two smallest principals judge (15 of 75 labels); the largest fits and chooses.
-        assert_eq!((part(":admin"), part(":ops")), (vec!["judge".to_owned()], vec!["judge".to_owned()]));
-        assert!(part(":intruder").iter().all(|p| p == "fit" || p == "choose"), "{:?}", part(":intruder"));
-    }
-
-    #[test]
-    fn the_others_searches_are_their_latest_distinct_queries_and_not_the_teachers() {
-        let s = |t: &str, q: &str| (t.to_owned(), q.to_owned());
-        let searches = [s("ops", "a"), s("intruder", "x"), s("ops", "b"), s("admin", "a"), s("intruder", "y")];
-        let teachers: std::collections::HashSet<String> = ["intruder".to_owned()].into();
-        assert_eq!(asked_by_others(&searches, &teachers), ["b", "a"]);
-    }
 }

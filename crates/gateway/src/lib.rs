@@ -33,7 +33,7 @@
 //!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
 //!   (starting it), `keeper.rs` (following changes and the config file), `learner.rs` (learning
-//!   from its own traffic), `preflight.rs` (`--check`).
+//!   from its own traffic; `teachers.rs`: who teaches and who judges), `preflight.rs` (`--check`).
 #![deny(missing_docs)]
 
 pub mod approve;
@@ -61,6 +61,7 @@ mod progress;
 mod reasons;
 mod scan;
 pub mod store;
+mod teachers;
 use toolsearch_mcp::secrets;
 mod upstream;
 mod vetted;

@@ -142,8 +142,10 @@ impl Ranker {
         index.check_model(embedder.as_ref())?;
         // The confidence map and the answerability model are fitted per model: an index's own
         // (`toolsearch calibrate`) or the caller's wins, else the fit for the index's model.
-        let calibration =
-            options.calibration.or(index.meta().calibration).unwrap_or_else(|| Calibration::for_model(embedder.model_id()));
+        let calibration = options
+            .calibration
+            .or(index.meta().calibration)
+            .unwrap_or_else(|| Calibration::for_model(embedder.model_id()));
         let mut options = options;
         if options.answerability == Answerability::default() {
             options.answerability = Answerability::for_model(embedder.model_id());

@@ -88,6 +88,18 @@ const MIGRATIONS: &[(i32, &str)] = &[
              server text PRIMARY KEY,
              listing jsonb NOT NULL);",
     ),
+    (
+        6,
+        // The query adapter the fleet's learner swapped in, per embedding model
+        // (`store::adapters`): every replica serves it; `labels` is what it was fitted from.
+        "CREATE TABLE toolsearch_adapters (
+             model text PRIMARY KEY,
+             adapter bytea NOT NULL,
+             version bigint NOT NULL,
+             labels bigint NOT NULL,
+             replica text NOT NULL,
+             at timestamptz NOT NULL DEFAULT now());",
+    ),
 ];
 
 /// The newest schema version this build knows.

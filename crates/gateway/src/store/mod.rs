@@ -12,12 +12,13 @@
 //! Rate-limit buckets are kept there too (`buckets.rs`), so a principal has one budget across
 //! the fleet, each replica's audit trail is shipped there (`audit.rs`), and upstream OAuth
 //! grants are shared there, sealed (`grants.rs`), as are the listings of lazy servers
-//! (`listings.rs`).
+//! (`listings.rs`) and the query adapter learned from the fleet's trail (`adapters.rs`).
 //!
 //! When the database is away a replica is fail-static: it serves what it read, reports itself
 //! not ready, and trusts nothing new (a tool first seen is held, `trust: "auto"` moves no pin)
 //! until the database is back.
 
+pub(crate) mod adapters;
 pub(crate) mod audit;
 mod buckets;
 pub(crate) mod grants;
