@@ -176,6 +176,16 @@ fn one_login_serves_every_replica_sealed_in_the_store_and_refreshes_never_cross(
     let row = pg.query("SELECT encode(sealed, 'hex') FROM toolsearch_grants WHERE server = 'vault'");
     let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
     assert!(!row.trim().is_empty() && !row.contains(&hex), "{row}");
+    // A login on b's host runs as the client a's login registered (kept in the store, sealed).
+    let (ok, printed, page) = log_in(&config, &dir.join("state-b"), "vault", "alice", None);
+    assert!(ok, "{printed} {page}");
+    let client = |state: &str| -> Value {
+        let kept: Value =
+            serde_json::from_slice(&std::fs::read(dir.join(state).join("oauth/clients.json")).unwrap()).unwrap();
+        kept.as_object().unwrap().values().next().unwrap()["client_id"].clone()
+    };
+    assert_eq!(client("state-a"), client("state-b"));
+    assert_eq!(pg.query("SELECT count(*) FROM toolsearch_registrations").trim(), "1");
     // Tokens live 4 s and each refresh rotates the refresh token: both replicas keep calling
     // for 14 s (three lifetimes), refreshing under the fleet's lock, and neither is logged out.
     let until = Instant::now() + Duration::from_secs(14);

@@ -41,6 +41,10 @@ pub(crate) fn login(
         true => println!("{}", json!({"login": text})),
         false => println!("{text}"),
     };
+    // In a fleet, the login runs as the client the fleet registered, if it did.
+    runtime
+        .block_on(toolsearch::gateway::store::shared_registrations(&config.settings.state, state))
+        .map_err(|e| Problem::Gateway.because(toolsearch::gateway::store::store_error(&config.path, e)))?;
     runtime
         .block_on(toolsearch::gateway::login::login(server, url, oauth, state, how, &say))
         .map_err(|e| Problem::Gateway.because(e))?;

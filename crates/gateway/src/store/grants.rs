@@ -60,26 +60,68 @@ impl SharedGrants {
     }
 
     fn seal(&self, server: &str, grant: &Grant) -> Result<Vec<u8>, String> {
-        let mut nonce = [0u8; 24];
-        getrandom::fill(&mut nonce).map_err(|e| e.to_string())?;
-        let text = serde_json::to_vec(grant).map_err(|e| e.to_string())?;
-        let sealed = self
-            .cipher
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &text, aad: server.as_bytes() })
-            .map_err(|_| "cannot seal the grant".to_owned())?;
-        Ok([nonce.as_slice(), &sealed].concat())
+        self.seal_value(server, grant)
     }
 
     fn open(&self, server: &str, sealed: &[u8]) -> Result<Grant, String> {
+        self.open_value(server, sealed, &format!("the shared grant of {server}"))
+    }
+
+    /// `value` sealed, `aad` bound in.
+    fn seal_value<T: serde::Serialize>(&self, aad: &str, value: &T) -> Result<Vec<u8>, String> {
+        let mut nonce = [0u8; 24];
+        getrandom::fill(&mut nonce).map_err(|e| e.to_string())?;
+        let text = serde_json::to_vec(value).map_err(|e| e.to_string())?;
+        let sealed = self
+            .cipher
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &text, aad: aad.as_bytes() })
+            .map_err(|_| "cannot seal it".to_owned())?;
+        Ok([nonce.as_slice(), &sealed].concat())
+    }
+
+    /// What [`Self::seal_value`] sealed with `aad`; `what` names it in an error.
+    fn open_value<T: serde::de::DeserializeOwned>(&self, aad: &str, sealed: &[u8], what: &str) -> Result<T, String> {
         if sealed.len() < 24 {
-            return Err(format!("the shared grant of {server} is cut short"));
+            return Err(format!("{what} is cut short"));
         }
         let (nonce, body) = sealed.split_at(24);
         let text = self
             .cipher
-            .decrypt(XNonce::from_slice(nonce), Payload { msg: body, aad: server.as_bytes() })
-            .map_err(|_| format!("the shared grant of {server} does not open with this toolsearch.state.key"))?;
+            .decrypt(XNonce::from_slice(nonce), Payload { msg: body, aad: aad.as_bytes() })
+            .map_err(|_| format!("{what} does not open with this toolsearch.state.key"))?;
         serde_json::from_slice(&text).map_err(|e| e.to_string())
+    }
+
+    /// The gateway's client registrations with upstream authorization servers, shared: the
+    /// store's that `state` lacks are kept there, and `state`'s that the store lacks are pushed
+    /// (sealed: a registration may carry a client secret), so `gateway login` on any replica's
+    /// host runs as the client the fleet registered first.
+    pub(crate) async fn sync_registrations(&self, state: &Path) -> Result<(), String> {
+        let client = self.connect().await?;
+        let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
+        let aad = |issuer: &str| format!("registration\0{issuer}");
+        let rows = client.query("SELECT issuer, sealed FROM toolsearch_registrations", &[]).await.map_err(db)?;
+        let local = files::registrations(state);
+        let mut stored = std::collections::BTreeSet::new();
+        for row in rows {
+            let (issuer, sealed): (String, Vec<u8>) = (row.get(0), row.get(1));
+            if !local.contains_key(&issuer) {
+                let what = format!("the shared registration with {issuer}");
+                files::save_registration(state, &issuer, self.open_value(&aad(&issuer), &sealed, &what)?)?;
+            }
+            stored.insert(issuer);
+        }
+        for (issuer, registration) in local.iter().filter(|(i, _)| !stored.contains(*i)) {
+            let sealed = self.seal_value(&aad(issuer), registration)?;
+            client
+                .execute(
+                    "INSERT INTO toolsearch_registrations (issuer, sealed) VALUES ($1, $2) ON CONFLICT (issuer) DO NOTHING",
+                    &[issuer, &sealed],
+                )
+                .await
+                .map_err(db)?;
+        }
+        Ok(())
     }
 
     async fn connect(&self) -> Result<Client, String> {

@@ -100,6 +100,14 @@ const MIGRATIONS: &[(i32, &str)] = &[
              replica text NOT NULL,
              at timestamptz NOT NULL DEFAULT now());",
     ),
+    (
+        7,
+        // The gateway's client registrations with upstream authorization servers, by issuer,
+        // sealed as grants are (`store::grants`).
+        "CREATE TABLE toolsearch_registrations (
+             issuer text PRIMARY KEY,
+             sealed bytea NOT NULL);",
+    ),
 ];
 
 /// The newest schema version this build knows.

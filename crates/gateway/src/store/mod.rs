@@ -160,11 +160,26 @@ pub async fn approve_in(url: &str, tool: &str, digest: Option<&str>) -> Result<H
     Ok(h)
 }
 
+/// Before `gateway login`: in a fleet (a PostgreSQL store with a `key`), the client
+/// registrations the fleet made with authorization servers, kept under `state`, so the login
+/// runs as the fleet's client rather than registering another.
+pub async fn shared_registrations(settings: &StateSettings, state: &Path) -> Result<(), String> {
+    match (settings.postgres(), settings.key.as_deref()) {
+        (Some(url), Some(key)) => grants::SharedGrants::new(url, key).sync_registrations(state).await,
+        _ => Ok(()),
+    }
+}
+
 /// After `gateway login SERVER` saved a grant under `state`: in a fleet (a PostgreSQL store
-/// with a `key`), the grant sealed into the store, where every replica takes it from.
+/// with a `key`), the grant (and any client it registered) sealed into the store, where every
+/// replica takes it from.
 pub async fn shared_login(settings: &StateSettings, state: &Path, server: &str) -> Result<(), String> {
     match (settings.postgres(), settings.key.as_deref()) {
-        (Some(url), Some(key)) => grants::SharedGrants::new(url, key).sync_once(state, server).await,
+        (Some(url), Some(key)) => {
+            let shared = grants::SharedGrants::new(url, key);
+            shared.sync_once(state, server).await?;
+            shared.sync_registrations(state).await
+        }
         _ => Ok(()),
     }
 }
