@@ -315,3 +315,28 @@ fn replicas_starting_at_once_migrate_once_and_limits_fail_open_or_closed_as_conf
     let back = act(&b);
     assert!(back[0]["text"].as_str().unwrap().contains("acted in phase1"), "closed, the store back: {back:?}");
 }
+
+/// An HTTP request budget is one across the fleet: with `requests_per_principal` a burst of 5
+/// and a slow refill, requests alternating between two replicas get 5 answers and then `429`
+/// with `Retry-After`, on whichever replica the sixth lands.
+#[test]
+fn an_http_request_budget_is_one_across_the_replicas() {
+    use common::gateway::http_get;
+    let dir = common::scratch().join("gateway-store-requests");
+    let pg = Postgres::start("requests");
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"everything": {"command": "node", "args": [common::gateway::reference_server("everything"), "stdio"]}},
+            "toolsearch": {"state": {"store": pg.url()},
+                           "rate_limits": {"requests_per_principal": {"per_minute": 1, "burst": 5}}}
+        }),
+    );
+    let replicas = [
+        HttpGateway::start(&config, &dir.join("state-a"), &[]),
+        HttpGateway::start(&config, &dir.join("state-b"), &[]),
+    ];
+    let codes: Vec<u16> = (0..8).map(|i| http_get(&replicas[i % 2].addr, "/mcp", &[]).0).collect();
+    assert!(codes[..5].iter().all(|c| *c != 429), "{codes:?}");
+    assert!(codes[5..].iter().all(|c| *c == 429), "{codes:?}");
+}

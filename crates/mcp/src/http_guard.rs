@@ -143,7 +143,7 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     };
     // A caller over its request rate: 429, before anything else is read.
     let key = caller.as_ref().map_or("local", |c| c.identity.as_str());
-    if let Err(wait) = g.limiter.request(key) {
+    if let Err(wait) = g.limiter.request(key).await {
         let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
         let mut answer = (
             StatusCode::TOO_MANY_REQUESTS,

@@ -159,7 +159,7 @@ struct Bucket {
 pub struct Limiter {
     limits: RateLimits,
     buckets: Mutex<HashMap<String, Bucket>>,
-    /// The fleet's buckets, when they are shared (calls only: HTTP requests stay local).
+    /// The fleet's buckets, when they are shared (HTTP requests' and calls').
     shared: Option<Arc<dyn SharedBuckets>>,
 }
 
@@ -181,9 +181,10 @@ impl Limiter {
     }
 
     /// Takes one HTTP request of `principal`; how long to wait when it is over its limit.
-    pub fn request(&self, principal: &str) -> Result<(), Duration> {
+    /// Shared buckets are asked when there are some, as for [`Limiter::call`].
+    pub async fn request(&self, principal: &str) -> Result<(), Duration> {
         match self.limits.requests_per_principal {
-            Some(rate) => self.take(&[(format!("r\0{principal}"), rate)]),
+            Some(rate) => self.take_anywhere(&[(format!("r\0{principal}"), rate)]).await,
             None => Ok(()),
         }
     }
@@ -194,7 +195,13 @@ impl Limiter {
     /// `name` is the principal's name, which rules match (`principal` is its identity).
     pub async fn call(&self, principal: &str, name: &str, server: &str, tool: &str) -> Result<(), Duration> {
         let keys = self.call_keys(principal, name, server, tool);
-        let Some(shared) = self.shared.as_ref().filter(|_| !keys.is_empty()) else { return self.take(&keys) };
+        self.take_anywhere(&keys).await
+    }
+
+    /// Takes from `keys`' buckets: the fleet's when they are shared (while they cannot answer,
+    /// `when_store_down` decides), else this process's.
+    async fn take_anywhere(&self, keys: &[(String, Rate)]) -> Result<(), Duration> {
+        let Some(shared) = self.shared.as_ref().filter(|_| !keys.is_empty()) else { return self.take(keys) };
         let takes: Vec<(String, f64, f64)> =
             keys.iter().map(|(k, r)| (k.clone(), r.capacity(), r.per_minute / 60.0)).collect();
         match shared.take(&takes).await {
