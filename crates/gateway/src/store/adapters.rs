@@ -4,7 +4,7 @@
 //! it means this one skips the run); an adapter it swaps in is published to
 //! `toolsearch_adapters` under the embedding model's id with the number of labels it was
 //! fitted from, so the next run anywhere waits for `learn.min_new_labels` more. Every replica
-//! polls the row's version every 2 s and stores a newer adapter in its own index (under the
+//! polls the row's version every second and stores a newer adapter in its own index (under the
 //! index writer's lock, into the build it read), then reloads: one learned in the fleet is
 //! served everywhere, and again after a replica rebuilds its index.
 
@@ -112,7 +112,7 @@ fn adopt(live: &LiveCatalog, writer: &IndexWriter, adapter: QueryAdapter) -> Res
     Ok(true)
 }
 
-/// Every 2 s until the gateway stops: when the fleet's adapter for `model` is newer than the
+/// Every second until the gateway stops: when the fleet's adapter for `model` is newer than the
 /// one this replica took, or the index was rebuilt since, stores it in the index and reloads.
 pub(crate) async fn keep_adopted(
     url: String,
@@ -125,7 +125,7 @@ pub(crate) async fn keep_adopted(
     // (version taken, index generation it was stored into)
     let mut taken: Option<(i64, u64)> = None;
     loop {
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
         if client.as_ref().is_none_or(Client::is_closed) {
             client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
         }
