@@ -9,6 +9,9 @@
 //! is a `learned` status event; `/readyz` shows the last run and `/metrics` the labels, the
 //! held-out gain and the last swap.
 //!
+//! In a fleet (a PostgreSQL state store) one replica at a time learns, from every replica's
+//! trail, and every replica serves what it swapped in (`crate::store::adapters`).
+//!
 //! Only the principals the operator trusts teach (`learn.from`: token names, `*` for all;
 //! nobody until set). Each label keeps the principal that taught it; with two or more, the
 //! judge draws from principals other than those fitted on, so one principal's consistent
