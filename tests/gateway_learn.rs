@@ -109,14 +109,20 @@ fn code_words(name: &str, max_moved: f64) -> CodeWords {
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     let ids = tool_ids(&state);
     assert!(ids.len() >= 20, "{ids:?}");
-    let right: Vec<(String, String)> = ids
+    let (right, probes) = lessons(&ids);
+    CodeWords { gateway, state, ids, right, probes }
+}
+
+/// The labels that teach each tool its code word (six phrasings), and one probe per word.
+#[allow(clippy::type_complexity)]
+fn lessons(ids: &[String]) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    let right = ids
         .iter()
         .enumerate()
         .flat_map(|(i, id)| PHRASES.iter().map(move |p| (p.replace("{}", &code_word(i)), id.clone())))
         .collect();
-    let probes: Vec<(String, String)> =
-        ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
-    CodeWords { gateway, state, ids, right, probes }
+    let probes = ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
+    (right, probes)
 }
 
 #[test]
@@ -298,14 +304,7 @@ fn a_fleet_learns_from_every_replicas_trail_and_each_replica_serves_what_was_lea
     let env = [("TS_STATE_URL", url.as_str())];
     let (state_a, state_b) = (dir.join("a"), dir.join("b"));
     let a = HttpGateway::start_env(&config, &state_a, &["--json"], &env);
-    let ids = tool_ids(&state_a);
-    let right: Vec<(String, String)> = ids
-        .iter()
-        .enumerate()
-        .flat_map(|(i, id)| PHRASES.iter().map(move |p| (p.replace("{}", &code_word(i)), id.clone())))
-        .collect();
-    let probes: Vec<(String, String)> =
-        ids.iter().enumerate().map(|(i, id)| (format!("{} asap", code_word(i)), id.clone())).collect();
+    let (right, probes) = lessons(&tool_ids(&state_a));
     let before = firsts(&a, &probes);
 
     std::fs::create_dir_all(state_b.join("audit")).unwrap();
