@@ -230,3 +230,42 @@ fn the_gateway_indexes_with_the_model_its_config_names() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("toolsearch.model") && err.contains("no-such-dir"), "{err}");
 }
+
+/// Where the default model is not installed (a models directory with only the stock model, as
+/// a bare `pip install .` has), the stock model stands in for it: the index records `stock`,
+/// and the CLI says so.
+#[test]
+fn without_the_default_model_installed_the_stock_model_stands_in_and_says_so() {
+    let models = common::scratch().join("stock-only-models");
+    let repo_models = common::repo().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for name in [toolsearch::embed::ORT_LIB_NAME, toolsearch::embed::MODEL_DIR_NAME] {
+        let _ = std::os::unix::fs::symlink(repo_models.join(name), models.join(name));
+    }
+    let out_dir = common::scratch().join("stock-stands-in");
+    let sample = common::sample_catalog();
+    let out = toolsearch(&[
+        "--models",
+        models.to_str().unwrap(),
+        "index",
+        sample.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the default model `tools` is not installed"));
+    let meta = toolsearch::index::IndexMeta::read(&out_dir).unwrap();
+    assert_eq!(meta.model_id, toolsearch::embed::MODEL_ID);
+    // Asked for by name, a model that is not installed is an error, not a stand-in.
+    let named = toolsearch(&[
+        "--models",
+        models.to_str().unwrap(),
+        "--model",
+        "tools",
+        "index",
+        sample.to_str().unwrap(),
+        "--out",
+        common::scratch().join("x").to_str().unwrap(),
+    ]);
+    assert!(!named.status.success());
+}

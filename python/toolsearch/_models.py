@@ -8,6 +8,7 @@ import hashlib
 import json
 import importlib.util
 import os
+import warnings
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
@@ -102,7 +103,14 @@ def arguments(model: Optional[str], models: Optional[str]) -> Tuple[str, str, st
         return str(Path(models) / ORT_LIBRARY), str(d), str(d / "model.onnx"), name
     if name == "stock":
         return (*files(), "stock")
-    tools = tools_dir()
+    try:
+        tools = tools_dir()
+    except ModelFilesError:
+        if model is not None:
+            raise
+        # The default stands in with the stock model where its package is not installed.
+        warnings.warn("the default model 'tools' is not installed (pip install ./python/model-tools in a clone): using 'stock'", stacklevel=3)
+        return (*files(), "stock")
     return files()[0], tools, str(Path(tools) / "model.onnx"), "tools"
 
 

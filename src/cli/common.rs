@@ -208,6 +208,19 @@ pub(crate) fn open_with(dir: &Path, options: EngineOptions) -> Result<Engine, Fa
     })
 }
 
+/// The files of the model `model` names (`None`: the default); when the default is not
+/// installed and the stock model stands in for it, says so on stderr.
+pub(crate) fn choose_model(global: &Global, model: Option<&str>) -> Result<toolsearch::ModelFiles, Failure> {
+    let files = toolsearch::ModelFiles::choose(global.models.as_deref(), model).map_err(model_failure)?;
+    if model.is_none() && files.spec.id != toolsearch::embed::TOOLS_MODEL_ID {
+        eprintln!(
+            "note: the default model `tools` is not installed (scripts/setup, or pip install ./python/model-tools): \
+             using `stock`"
+        );
+    }
+    Ok(files)
+}
+
 /// A model that cannot be found or loaded; when it was not found, says which flag names it.
 pub(crate) fn model_failure(e: EmbedError) -> Failure {
     match e {

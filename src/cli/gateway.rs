@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::embed::{EmbedderOptions, OnnxEmbedder};
 use toolsearch::gateway::store::store_error;
 use toolsearch::mcp::approve;
 use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
 use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig, HttpAccess};
 
-use super::common::{engine_options, model_failure, Cutoff, Global};
+use super::common::{engine_options, Cutoff, Global};
 use super::failure::{Failure, Problem};
 use super::output::say_err;
 use super::render;
@@ -250,7 +250,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
     let model = global.model.as_deref().or(config.settings.model.as_deref());
-    let files = ModelFiles::choose(global.models.as_deref(), model).map_err(model_failure)?;
+    let files = super::common::choose_model(global, model)?;
     let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
         OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })
             .map_err(|e| Problem::Model.because(e))?,

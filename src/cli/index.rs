@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use toolsearch::embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+use toolsearch::embed::{EmbedderOptions, OnnxEmbedder};
 use toolsearch::index::IndexError;
 use toolsearch::{build_index_jsonl, build_index_owned, BuildOptions, Format};
 
-use super::common::{emit, model_failure, progress, FormatArg, Global};
+use super::common::{emit, progress, FormatArg, Global};
 use super::failure::{Failure, Problem};
 use super::render;
 
@@ -70,7 +70,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
 }
 
 fn load_model(global: &Global) -> Result<OnnxEmbedder, Failure> {
-    let files = ModelFiles::choose(global.models.as_deref(), global.model.as_deref()).map_err(model_failure)?;
+    let files = super::common::choose_model(global, global.model.as_deref())?;
     OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))
 }
 

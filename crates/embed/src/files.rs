@@ -49,9 +49,14 @@ impl ModelFiles {
     /// The files of `model`: a named model (`stock`, `tools`) found as [`ModelFiles::locate`]
     /// finds the stock one, or a sentence-transformers export in a directory (its configs read
     /// by [`ModelSpec::read`], ONNX Runtime taken from the models directory). `None` is
-    /// [`DEFAULT_MODEL`].
+    /// [`DEFAULT_MODEL`] where its files are installed, else the stock model.
     pub fn choose(models: Option<&Path>, model: Option<&str>) -> Result<ModelFiles, EmbedError> {
-        let model = model.unwrap_or(DEFAULT_MODEL);
+        let Some(model) = model else {
+            // The default where it is installed, else the stock model (its spec says which;
+            // the front-ends say so): a fresh `pip install .` has only the stock one.
+            return ModelFiles::choose(models, Some(DEFAULT_MODEL))
+                .or_else(|e| ModelFiles::locate(models).map_err(|_| e));
+        };
         if let Some((name, sub)) = NAMED_MODELS.iter().find(|(n, _)| *n == model) {
             if *name == "stock" {
                 return ModelFiles::locate(models);
