@@ -204,3 +204,99 @@ fn a_host_without_a_browser_logs_in_with_the_device_flow() {
     let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
     assert_eq!(said["subject"], "bob", "{r}");
 }
+
+#[test]
+fn where_the_authorization_server_takes_metadata_documents_the_gateway_names_itself_by_its_own() {
+    let dir = common::scratch().join("gateway-login-cimd");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The gateway's plain-HTTP listener behind an HTTPS front (as a TLS-terminating proxy
+    // would put it), whose authority the authorization server trusts.
+    let (gateway_port, front_port) = (free_port(), free_port());
+    let ca = dir.join("front-ca.pem");
+    let _ = std::fs::remove_file(&ca);
+    let front = Command::new(common::python())
+        .arg(common::repo().join("tests/oauth/tls_front.py"))
+        .args([&front_port.to_string(), &gateway_port.to_string(), ca.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _front = Killed(front);
+    wait_for_port(front_port);
+    let port = free_port();
+    let cimd = [("IDP_CIMD", "1"), ("NODE_EXTRA_CA_CERTS", ca.to_str().unwrap())];
+    let idp = Idp::start_env(&format!("http://127.0.0.1:{port}/mcp"), 60, &cimd);
+    let (_server, url) = protected(&idp, port);
+    let document_url = format!("https://127.0.0.1:{front_port}/oauth/client-metadata.json");
+    let everything = json!({"command": "node", "args": [common::gateway::reference_server("everything"), "stdio"]});
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": url, "oauth": {}}, "everything": everything},
+                "toolsearch": {"auth": {"client_metadata_url": document_url}}}),
+    );
+    let state = dir.join("state");
+    let gateway = HttpGateway::start_on(&format!("127.0.0.1:{gateway_port}"), &config, &state, &[], &[]);
+
+    // The gateway serves its document, with no token, as `gateway client-metadata` prints it.
+    let (status, body) = common::gateway::http_get(&gateway.addr, "/oauth/client-metadata.json", &[]);
+    let served: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status} {body}: {e}"));
+    assert_eq!((status, &served["client_id"]), (200, &json!(document_url)), "{body}");
+    assert_eq!(served["token_endpoint_auth_method"], "none", "a public client: no secret to keep");
+    let printed = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "client-metadata", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&printed.stdout).unwrap(), served);
+
+    // The login names the gateway by its document's URL: the authorization server fetches the
+    // document (through the front) and nothing is registered.
+    let (ok, printed, page) = log_in(&config, &state, "vault", "carol", None);
+    assert!(ok, "{printed} {page}");
+    let grant: Value = serde_json::from_slice(&std::fs::read(state.join("oauth/vault.grant.json")).unwrap()).unwrap();
+    assert_eq!(grant["client_id"], json!(document_url), "{grant}");
+    assert!(grant["client_secret"].is_null(), "{grant}");
+    assert!(!state.join("oauth/clients.json").exists(), "no dynamic registration");
+    gateway.wait_for_status("vault is up", Duration::from_secs(15));
+    let r = whoami(&gateway);
+    let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap_or_else(|_| panic!("{r}"));
+    assert_eq!(said["subject"], "carol", "{r}");
+    drop(gateway);
+
+    // An authorization server that does not take documents: the same config registers (RFC 7591).
+    let other_port = free_port();
+    let plain = Idp::start(&format!("http://127.0.0.1:{other_port}/mcp"), 60);
+    let (_other, other_url) = protected(&plain, other_port);
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": other_url, "oauth": {}}},
+                "toolsearch": {"auth": {"client_metadata_url": document_url}}}),
+    );
+    let (ok, printed, _) = log_in(&config, &dir.join("state-dcr"), "vault", "dave", None);
+    assert!(ok, "{printed}");
+    let grant: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("state-dcr/oauth/vault.grant.json")).unwrap()).unwrap();
+    assert_ne!(grant["client_id"], json!(document_url), "{grant}");
+    assert!(dir.join("state-dcr/oauth/clients.json").exists());
+
+    // A document URL an authorization server could not fetch as an identity: refused at load.
+    for (bad, says) in [
+        ("http://gateway.example/client.json", "must be https"),
+        ("https://gateway.example", "must have a path"),
+        ("https://gateway.example/mcp", "serves /mcp itself"),
+    ] {
+        let config = write_config(
+            &dir,
+            &json!({"mcpServers": {"vault": {"url": other_url, "oauth": {}}},
+                    "toolsearch": {"auth": {"client_metadata_url": bad}}}),
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "client-metadata", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("toolsearch.auth.client_metadata_url") && stderr.contains(says),
+            "{bad}: {stderr}"
+        );
+    }
+}

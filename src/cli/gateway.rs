@@ -103,6 +103,13 @@ enum Action {
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
     },
+    /// Print the gateway's OAuth Client ID Metadata Document (`toolsearch.auth.client_metadata_url`),
+    /// to publish at that URL where the gateway's HTTP listener does not serve it itself.
+    ClientMetadata {
+        /// The gateway's config.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
     /// List the tools held back, with what changed.
     Held {
         /// The gateway's config.
@@ -127,10 +134,21 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
         | Action::Held { config, state }
         | Action::Login { config, state, .. }
         | Action::Logout { config, state, .. } => (config, state),
+        Action::ClientMetadata { config } => (config, &None),
     };
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
     let state = state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     match action {
+        Action::ClientMetadata { .. } => {
+            let url = config.settings.auth.client_metadata_url.as_deref().ok_or_else(|| {
+                Problem::InvalidConfig.because(format!(
+                    "{}: toolsearch.auth.client_metadata_url is not set: the gateway has no Client ID Metadata \
+                     Document",
+                    config.path.display()
+                ))
+            })?;
+            println!("{:#}", toolsearch::gateway::login::document::document(url));
+        }
         Action::Login { server, no_browser, device, .. } => {
             use toolsearch::gateway::login::How;
             let how = match (device, no_browser) {
@@ -267,6 +285,16 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         oauth: config.settings.auth.oauth.clone(),
         allowed_origins: config.settings.allowed_origins.clone(),
         limits: config.settings.limits.http,
+        documents: config
+            .settings
+            .auth
+            .client_metadata_url
+            .iter()
+            .filter_map(|url| {
+                let document = toolsearch::gateway::login::document::document(url).to_string();
+                toolsearch::gateway::login::document::path(url).map(|p| (p, document))
+            })
+            .collect(),
     };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;

@@ -12,6 +12,10 @@
 //   gateway  no grant: the gateway's credentials at the introspection endpoint
 // Dynamic registration (RFC 7591) is open, and the authorization-code grant signs anyone in
 // (oidc-provider's development login and consent pages): the subject is the login typed.
+// IDP_CIMD=1 turns on Client ID Metadata Documents (an HTTPS URL as a client_id, the document
+// fetched from it), trusting the test authority in NODE_EXTRA_CA_CERTS and, as tests serve
+// the documents on loopback, fetching them without the library's guard against loopback
+// addresses (in production that guard stays).
 // Prints {"issuer": ...} on stdout once listening; writes its private signing key (a JWK)
 // to KEYS_OUT, so a test can sign tokens with claims the provider would never issue.
 import { writeFileSync } from 'node:fs';
@@ -60,6 +64,9 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     deviceFlow: { enabled: true },
     introspection: { enabled: true },
+    ...(process.env.IDP_CIMD
+      ? { clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } }
+      : {}),
     resourceIndicators: {
       enabled: true,
       defaultResource: () => resource,
@@ -72,6 +79,7 @@ const provider = new Provider(issuer, {
       }),
     },
   },
+  ...(process.env.IDP_CIMD ? { fetch: (url, options) => fetch(url, { ...options, dispatcher: undefined }) } : {}),
   extraTokenClaims: async (ctx, token) => (token.clientId === 'eng-bot' ? { groups: ['eng'] } : undefined),
 });
 provider.proxy = false;

@@ -80,7 +80,7 @@ pub async fn serve_http(
     if let Some(v) = verifier.clone() {
         tokio::spawn(async move { v.warm().await });
     }
-    let well_known = protected_resource_metadata(verifier.as_deref());
+    let well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
@@ -129,15 +129,22 @@ pub async fn serve_http(
     Ok(())
 }
 
-/// The RFC 9728 metadata routes (none without `auth.oauth`): public, readable from any
-/// origin, as a browser-based client must read them before it has a token.
-fn protected_resource_metadata(verifier: Option<&Verifier>) -> axum::Router {
+/// The RFC 9728 metadata routes (none without `auth.oauth`) and `documents`: public, readable
+/// from any origin, as a browser-based client must read them before it has a token.
+fn protected_resource_metadata(verifier: Option<&Verifier>, documents: Vec<(String, String)>) -> axum::Router {
     use axum::http::header;
+    let mut served = documents;
+    if let Some(v) = verifier {
+        let document = v.metadata().to_string();
+        served.extend(v.metadata_paths().into_iter().map(|p| (p, document.clone())));
+    }
     let mut routes = axum::Router::new();
-    let Some(v) = verifier else { return routes };
-    let document = v.metadata().to_string();
-    for path in v.metadata_paths() {
-        let document = document.clone();
+    let mut seen = std::collections::HashSet::new();
+    for (path, document) in served {
+        // The endpoint's own paths are not documents' to take; nor is one path two documents'.
+        if !path.starts_with('/') || path.starts_with("/mcp") || !seen.insert(path.clone()) {
+            continue;
+        }
         routes = routes.route(
             &path,
             get(move || async move {

@@ -20,6 +20,9 @@ pub struct HttpAccess {
     pub allowed_origins: Vec<String>,
     /// Bounds on sessions, bodies and slow clients.
     pub limits: HttpLimits,
+    /// Public JSON documents served as they are, by path (the gateway's OAuth Client ID
+    /// Metadata Document): readable without a token, from any origin.
+    pub documents: Vec<(String, String)>,
 }
 
 /// Bounds on what HTTP clients may make the gateway hold (`toolsearch.limits.http`).

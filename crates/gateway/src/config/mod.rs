@@ -139,6 +139,10 @@ pub struct GatewaySettings {
 pub struct AuthSettings {
     /// The gateway as an OAuth 2.1 protected resource.
     pub oauth: Option<toolsearch_mcp::oauth::OAuthSettings>,
+    /// The gateway as an OAuth client of its upstreams: the HTTPS URL of its Client ID Metadata
+    /// Document, used as its `client_id` where an authorization server supports such documents
+    /// (`crate::login::document`); the HTTP listener serves the document at this URL's path.
+    pub client_metadata_url: Option<String>,
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
@@ -304,6 +308,16 @@ impl GatewayConfig {
                 }
             }
             oauth.check().map_err(|e| bad(format!("toolsearch.auth.oauth.{e}")))?;
+        }
+        if let Some(url) = settings.auth.client_metadata_url.as_mut() {
+            *url = expand_env(url).map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;
+            crate::login::document::check_url(url)
+                .map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;
+            for spec in servers.values_mut() {
+                if let ServerSpec::Http { oauth: Some(oauth), .. } = spec {
+                    oauth.metadata_document = Some(url.clone());
+                }
+            }
         }
         for key in settings.facades.keys().chain(settings.requires.keys()) {
             if !servers.contains_key(key) {

@@ -17,8 +17,9 @@ use super::UpstreamOAuth;
 /// The grant type a device's token request names.
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
-/// The client a device login runs as: the configured one, else one registered for the device
-/// grant (kept per authorization server, apart from the redirect-based one).
+/// The client a device login runs as: the configured one, else the gateway's Client ID
+/// Metadata Document, else one registered for the device grant (kept per authorization server,
+/// apart from the redirect-based one).
 async fn device_client(
     client: &reqwest::Client,
     server: &str,
@@ -28,6 +29,9 @@ async fn device_client(
 ) -> Result<(String, Option<String>), String> {
     if let Some(configured) = settings.configured_client(server).await? {
         return Ok(configured);
+    }
+    if let Some(document) = settings.document_client(found) {
+        return Ok(document);
     }
     let key = format!("{}#device", found.issuer);
     if let Some(r) = store::registrations(state).get(&key) {

@@ -24,6 +24,8 @@ pub(crate) struct Discovered {
     pub(crate) scope: String,
     /// Whether the redirect carries RFC 9207 `iss`.
     pub(crate) iss_in_redirect: bool,
+    /// Whether the server takes a Client ID Metadata Document's URL as a `client_id`.
+    pub(crate) metadata_documents: bool,
 }
 
 /// The `WWW-Authenticate` parameter `name` of a `Bearer` challenge.
@@ -128,6 +130,7 @@ pub(crate) async fn discover(
         device_endpoint: endpoint("device_authorization_endpoint")?,
         token_endpoint,
         iss_in_redirect: meta.get("authorization_response_iss_parameter_supported") == Some(&Value::Bool(true)),
+        metadata_documents: meta.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)),
         issuer,
         resource,
         scope,

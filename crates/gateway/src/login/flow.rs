@@ -154,8 +154,9 @@ async fn keep(
     Ok(())
 }
 
-/// The client the login runs as: the configured one, a kept registration, or a new one
-/// (RFC 7591), kept per authorization server.
+/// The client the login runs as, in the MCP specification's order: the configured one, the
+/// gateway's Client ID Metadata Document, a kept registration, or a new one (RFC 7591), kept
+/// per authorization server.
 async fn identity(
     client: &reqwest::Client,
     server: &str,
@@ -167,6 +168,9 @@ async fn identity(
 ) -> Result<(String, Option<String>), String> {
     if let Some(configured) = settings.configured_client(server).await? {
         return Ok(configured);
+    }
+    if let Some(document) = settings.document_client(found) {
+        return Ok(document);
     }
     if let Some(r) = kept.filter(|r| r.redirect_uri == redirect_uri) {
         return Ok((r.client_id, r.client_secret));

@@ -12,6 +12,9 @@
 //! - `tokens.rs` holds a server's grant while the gateway runs: the access token is refreshed
 //!   before it expires and once on a `401`, honouring refresh-token rotation; a grant of the
 //!   client-credentials kind is fetched without anyone logging in.
+//! - `document.rs` is the gateway's Client ID Metadata Document: with
+//!   `toolsearch.auth.client_metadata_url` set, its URL is the gateway's `client_id` at every
+//!   authorization server that supports such documents, before dynamic registration.
 //! - `store.rs` keeps grants and registrations in `STATE/oauth/` (0700, files 0600, written
 //!   whole or not at all), under a lock so that a login, a logout and a refresh never cross.
 //!
@@ -24,6 +27,7 @@
 
 mod device;
 mod discover;
+pub mod document;
 mod flow;
 pub(crate) mod store;
 pub(crate) mod tokens;
@@ -57,6 +61,10 @@ pub struct UpstreamOAuth {
     /// `client_credentials` (the gateway gets tokens with its own client credentials).
     #[serde(default)]
     pub grant: GrantKind,
+    /// The gateway's Client ID Metadata Document URL (`toolsearch.auth.client_metadata_url`),
+    /// set from the gateway's settings when the config is read.
+    #[serde(skip)]
+    pub(crate) metadata_document: Option<String>,
 }
 
 impl UpstreamOAuth {
@@ -69,6 +77,13 @@ impl UpstreamOAuth {
             None => None,
         };
         Ok(Some((id.clone(), secret)))
+    }
+
+    /// The client a login runs as without a configured one, where `found`'s authorization
+    /// server takes Client ID Metadata Documents and the gateway publishes one: its URL, no
+    /// secret.
+    pub(crate) fn document_client(&self, found: &discover::Discovered) -> Option<(String, Option<String>)> {
+        self.metadata_document.clone().filter(|_| found.metadata_documents).map(|url| (url, None))
     }
 }
 

@@ -1,0 +1,87 @@
+//! The gateway's OAuth Client ID Metadata Document (draft-ietf-oauth-client-id-metadata-document,
+//! the MCP 2025-11-25 way for a client to name itself without registering): an HTTPS URL is
+//! the gateway's `client_id` at every authorization server that says
+//! `client_id_metadata_document_supported`, and that URL serves the JSON made here.
+//!
+//! The document names a public, native client (no secret; PKCE does the work) whose redirect
+//! is the loopback one `gateway login` listens on: RFC 8252 lets a native client's loopback
+//! redirect take any port, so one document serves every login.
+
+use serde_json::{json, Value};
+
+/// The loopback redirect the document lists (a login listens on a port of its own).
+pub(crate) const LOOPBACK_REDIRECT: &str = "http://127.0.0.1/callback";
+
+/// Checks that `url` can name a client: `https`, with a path, no fragment, no user info, no
+/// `.` or `..` segment (what authorization servers require of it).
+pub fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    if parsed.scheme() != "https" {
+        return Err(format!("{url} must be https: authorization servers fetch it as the client's identity"));
+    }
+    if parsed.fragment().is_some() || !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!("{url} must have no fragment and no user info"));
+    }
+    let path = url.split_once("://").map_or("", |(_, rest)| rest.find('/').map_or("", |at| &rest[at..]));
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    if path.len() <= 1 || path.split('/').any(|s| s == "." || s == "..") {
+        return Err(format!("{url} must have a path, without `.` or `..` segments (e.g. /oauth/client-metadata.json)"));
+    }
+    if ["/mcp", "/healthz", "/readyz", "/metrics", "/.well-known/oauth-protected-resource"]
+        .iter()
+        .any(|taken| path == *taken || path.starts_with(&format!("{taken}/")))
+    {
+        return Err(format!("{url}: the gateway's HTTP listener serves {path} itself: choose another path"));
+    }
+    Ok(())
+}
+
+/// The document served at `url`, naming `url` as its `client_id`.
+pub fn document(url: &str) -> Value {
+    json!({
+        "client_id": url,
+        "client_name": "toolsearch gateway",
+        "redirect_uris": [LOOPBACK_REDIRECT],
+        "grant_types": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    })
+}
+
+/// The path of `url`, where the gateway's HTTP listener serves the document.
+pub fn path(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok().map(|u| u.path().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_https_url_with_a_path_names_a_client() {
+        assert!(check_url("https://gateway.example/oauth/client-metadata.json").is_ok());
+        for bad in [
+            "http://gateway.example/oauth/client.json",
+            "https://gateway.example",
+            "https://gateway.example/",
+            "https://gateway.example/a/../b.json",
+            "https://gateway.example/c.json#x",
+            "https://user@gateway.example/c.json",
+            "https://gateway.example/mcp",
+            "https://gateway.example/readyz",
+            "not a url",
+        ] {
+            assert!(check_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_document_names_itself_a_public_native_client() {
+        let d = document("https://g.example/c.json");
+        assert_eq!(d["client_id"], "https://g.example/c.json");
+        assert_eq!(d["token_endpoint_auth_method"], "none");
+        assert!(d.get("client_secret").is_none());
+        assert_eq!(path("https://g.example/c.json").unwrap(), "/c.json");
+    }
+}
