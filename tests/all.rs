@@ -32,6 +32,7 @@ mod gateway_names;
 mod gateway_oauth;
 mod gateway_offers;
 mod gateway_ops;
+mod gateway_per_user;
 mod gateway_pins;
 mod gateway_quarantine;
 mod gateway_rate;

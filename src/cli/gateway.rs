@@ -147,7 +147,8 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
                     config.path.display()
                 ))
             })?;
-            println!("{:#}", toolsearch::gateway::login::document::document(url));
+            let callback = config.settings.auth.callback_url.as_deref();
+            println!("{:#}", toolsearch::gateway::login::document::document(url, callback));
         }
         Action::Login { server, no_browser, device, .. } => {
             use toolsearch::gateway::login::How;
@@ -291,10 +292,21 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             .client_metadata_url
             .iter()
             .filter_map(|url| {
-                let document = toolsearch::gateway::login::document::document(url).to_string();
+                let callback = config.settings.auth.callback_url.as_deref();
+                let document = toolsearch::gateway::login::document::document(url, callback).to_string();
                 toolsearch::gateway::login::document::path(url).map(|p| (p, document))
             })
             .collect(),
+        callbacks: toolsearch::mcp::Callbacks(
+            config
+                .settings
+                .auth
+                .callback_url
+                .iter()
+                .filter_map(|url| toolsearch::gateway::login::document::path(url))
+                .map(|path| (path, toolsearch::gateway::login::callback_page(&state)))
+                .collect(),
+        ),
     };
     if let Some(addr) = http {
         access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;

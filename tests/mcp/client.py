@@ -274,8 +274,22 @@ async def log_message(params):
     LOGS.append([params.level, params.logger, params.data])
 
 
+LOGIN = []
+
+
 async def answer_elicitation(context, params):
-    """Accepts an elicitation with a name (and says what was asked in ASKED)."""
+    """Accepts an elicitation with a name (and says what was asked in ASKED). A URL-mode one
+    (a login the gateway asks for) is followed as a person's browser would, signing in as the
+    last ["login_as", NAME] step named (tests/oauth/browser.py), unless that name is
+    "decline"."""
+    if getattr(params, "mode", None) == "url":
+        ASKED.append(["url", params.message, params.url.split("?")[0]])
+        if LOGIN and LOGIN[-1] == "decline":
+            return types.ElicitResult(action="decline")
+        browser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oauth", "browser.py")
+        proc = await anyio.run_process([sys.executable, browser, params.url, LOGIN[-1] if LOGIN else "anyone"])
+        ASKED.append(["page", json.loads(proc.stdout)])
+        return types.ElicitResult(action="accept")
     ASKED.append(["elicitation", params.message])
     return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True})
 
@@ -288,6 +302,9 @@ async def answer_sampling(context, params):
 
 
 async def client_step(client, session, notes, step):
+    if step[0] == "login_as":
+        LOGIN.append(step[1])
+        return {"text": "", "is_error": False}
     if step[0] == "asked":
         return {"text": json.dumps(ASKED), "is_error": False}
     if step[0] == "set_level":

@@ -11,7 +11,7 @@ use serde_json::Value;
 use toolsearch_catalog::Tool;
 
 use crate::child::TOO_LARGE_CODE;
-use crate::upstream::{Upstream, REQUEST_ID_META};
+use crate::upstream::{Line, Upstream, REQUEST_ID_META};
 use toolsearch_mcp::{BoxFuture, RunContext, RunError, ToolRunner};
 
 impl Upstream {
@@ -87,16 +87,36 @@ impl Upstream {
         let Some((peer, _held)) = self.ready_peer(timeout).await else {
             return Err(self.down_error());
         };
-        let peer = &peer;
-        let send = move |request| self.call_once(peer, request, cx, timeout);
-        let fail = |e: rmcp::ErrorData| RunError::Failed(e.message.to_string());
-        self.asks.rounds((&self.name, method), cx, make, send, fail).await
+        // A per-user server is called, for a caller the gateway tells apart, on that caller's
+        // own session, with its own grant; never on the gateway's (`upstream::per_user`).
+        let caller = cx.caller.as_deref().filter(|_| self.users.is_some());
+        let Some(caller) = caller else {
+            let line = &Line { peer, asks: self.asks.clone(), router: self.router().clone() };
+            let send = move |request| self.call_once(line, request, cx, timeout);
+            let fail = |e: rmcp::ErrorData| RunError::Failed(e.message.to_string());
+            return line.asks.rounds((&self.name, method), cx, make, send, fail).await;
+        };
+        let mut again = true;
+        loop {
+            let line = &self.user_line(caller, cx).await?;
+            let send = move |request| self.call_once(line, request, cx, timeout);
+            let fail = |e: rmcp::ErrorData| RunError::Failed(e.message.to_string());
+            match line.asks.rounds((&self.name, method), cx, &make, send, fail).await {
+                // The server stopped taking the caller's grant (revoked, or its refresh
+                // failed): refused before it ran anything, so asked again once, after a login.
+                Err(RunError::LoginRequired(_)) if again => {
+                    self.forget_user(caller);
+                    again = false;
+                }
+                answer => return answer,
+            }
+        }
     }
 
     /// Sends one request and waits for its answer (or the client's cancellation).
     async fn call_once(
         &self,
-        peer: &rmcp::service::Peer<rmcp::RoleClient>,
+        line: &Line,
         request: ClientRequest,
         cx: &RunContext,
         timeout: Duration,
@@ -125,12 +145,13 @@ impl Upstream {
         if !meta.is_empty() {
             options.meta = Some(meta);
         }
+        let (peer, router) = (&line.peer, &line.router);
         let handle = peer.send_request_with_option(request, options).await.map_err(|e| self.failed(&e))?;
         let (id, token) = (handle.id.clone(), handle.progress_token.clone());
         // A question sent on this request's response stream is this caller's (Streamable HTTP).
-        let _sent = self.asks.sent(id.clone(), cx);
+        let _sent = line.asks.sent(id.clone(), cx);
         if let Some(sink) = cx.progress.clone() {
-            self.router().attach(token.clone(), sink).await;
+            router.attach(token.clone(), sink).await;
         }
         let outcome = tokio::select! {
             _ = cx.cancel.cancelled() => {
@@ -147,7 +168,7 @@ impl Upstream {
                 Err(e) => Err(self.failed(&e)),
             },
         };
-        self.router().detach(&token);
+        router.detach(&token);
         outcome
     }
 }

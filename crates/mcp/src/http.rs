@@ -80,7 +80,20 @@ pub async fn serve_http(
     if let Some(v) = verifier.clone() {
         tokio::spawn(async move { v.warm().await });
     }
-    let well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
+    let mut well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
+    for (path, page) in std::mem::take(&mut access.callbacks.0) {
+        let answer = move |uri: axum::http::Uri| {
+            let page = page.clone();
+            async move {
+                let (status, text) = page(uri.query().unwrap_or_default().to_owned()).await;
+                let status = axum::http::StatusCode::from_u16(status).unwrap_or(axum::http::StatusCode::OK);
+                (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
+            }
+        };
+        if path.starts_with('/') && !path.starts_with("/mcp") {
+            well_known = well_known.route(&path, get(answer));
+        }
+    }
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });

@@ -23,6 +23,22 @@ pub struct HttpAccess {
     /// Public JSON documents served as they are, by path (the gateway's OAuth Client ID
     /// Metadata Document): readable without a token, from any origin.
     pub documents: Vec<(String, String)>,
+    /// Pages the embedding server answers itself, by path, without a token (the gateway's
+    /// OAuth redirect for per-user logins).
+    pub callbacks: Callbacks,
+}
+
+/// A page's answer to a `GET` with its query string: the status and plain text to send.
+pub type Callback = std::sync::Arc<dyn Fn(String) -> crate::BoxFuture<(u16, String)> + Send + Sync>;
+
+/// The pages an embedding server answers itself, by path.
+#[derive(Clone, Default)]
+pub struct Callbacks(pub Vec<(String, Callback)>);
+
+impl std::fmt::Debug for Callbacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(p, _)| p)).finish()
+    }
 }
 
 /// Bounds on what HTTP clients may make the gateway hold (`toolsearch.limits.http`).

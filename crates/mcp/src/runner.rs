@@ -61,6 +61,10 @@ pub struct RunContext {
     pub asker: Option<Asker>,
     /// The trace the call belongs to (`crate::trace`; empty when traces are off).
     pub trace: opentelemetry::Context,
+    /// Who made the call, where the transport tells callers apart (an HTTP bearer token's or
+    /// an identity provider's principal's digest, hex): what per-user upstream grants are
+    /// kept by. `None` for a caller the transport does not identify (stdio, open loopback).
+    pub caller: Option<String>,
 }
 
 /// A question for a session-free client in the middle of a call: the request, and where its

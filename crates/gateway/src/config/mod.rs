@@ -143,6 +143,10 @@ pub struct AuthSettings {
     /// Document, used as its `client_id` where an authorization server supports such documents
     /// (`crate::login::document`); the HTTP listener serves the document at this URL's path.
     pub client_metadata_url: Option<String>,
+    /// The gateway's public address for the redirect of per-user logins (`"per_user": true`
+    /// servers), e.g. `https://gateway.example/oauth/callback`; the HTTP listener answers at
+    /// its path.
+    pub callback_url: Option<String>,
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
@@ -308,6 +312,29 @@ impl GatewayConfig {
                 }
             }
             oauth.check().map_err(|e| bad(format!("toolsearch.auth.oauth.{e}")))?;
+        }
+        if let Some(url) = settings.auth.callback_url.as_mut() {
+            *url = expand_env(url).map_err(|e| bad(format!("toolsearch.auth.callback_url: {e}")))?;
+            crate::login::document::check_callback(url)
+                .map_err(|e| bad(format!("toolsearch.auth.callback_url: {e}")))?;
+        }
+        for (name, spec) in servers.iter_mut() {
+            if let ServerSpec::Http { oauth: Some(oauth), .. } = spec {
+                if oauth.per_user && settings.auth.callback_url.is_none() {
+                    return Err(bad(format!(
+                        "{}.{name}.oauth.per_user: each caller logs in through the gateway's redirect: set \
+                         toolsearch.auth.callback_url (e.g. https://gateway.example/oauth/callback)",
+                        sections.at
+                    )));
+                }
+                if oauth.per_user && oauth.grant == crate::login::GrantKind::ClientCredentials {
+                    return Err(bad(format!(
+                        "{}.{name}.oauth.per_user: client_credentials has no user: use one or the other",
+                        sections.at
+                    )));
+                }
+                oauth.callback_url = settings.auth.callback_url.clone();
+            }
         }
         if let Some(url) = settings.auth.client_metadata_url.as_mut() {
             *url = expand_env(url).map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;

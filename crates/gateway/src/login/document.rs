@@ -27,21 +27,38 @@ pub fn check_url(url: &str) -> Result<(), String> {
     if path.len() <= 1 || path.split('/').any(|s| s == "." || s == "..") {
         return Err(format!("{url} must have a path, without `.` or `..` segments (e.g. /oauth/client-metadata.json)"));
     }
-    if ["/mcp", "/healthz", "/readyz", "/metrics", "/.well-known/oauth-protected-resource"]
-        .iter()
-        .any(|taken| path == *taken || path.starts_with(&format!("{taken}/")))
-    {
+    if taken(path) {
         return Err(format!("{url}: the gateway's HTTP listener serves {path} itself: choose another path"));
     }
     Ok(())
 }
 
-/// The document served at `url`, naming `url` as its `client_id`.
-pub fn document(url: &str) -> Value {
+/// Checks the gateway's redirect address for per-user logins: `https` (`http` on loopback
+/// only), with a path that is not one the gateway serves itself.
+pub fn check_callback(url: &str) -> Result<(), String> {
+    let parsed = toolsearch_mcp::oauth::fetch::secure_url(url)?;
+    let path = parsed.path();
+    if path.len() <= 1 || taken(path) || parsed.fragment().is_some() || parsed.query().is_some() {
+        return Err(format!("{url} must have a path of its own, no query and no fragment (e.g. /oauth/callback)"));
+    }
+    Ok(())
+}
+
+/// Whether the gateway's HTTP listener serves `path` itself.
+fn taken(path: &str) -> bool {
+    ["/mcp", "/healthz", "/readyz", "/metrics", "/.well-known/oauth-protected-resource"]
+        .iter()
+        .any(|t| path == *t || path.starts_with(&format!("{t}/")))
+}
+
+/// The document served at `url`, naming `url` as its `client_id`; its redirects are the
+/// loopback one of `gateway login` and, with per-user logins, the gateway's `callback`.
+pub fn document(url: &str, callback: Option<&str>) -> Value {
+    let redirects: Vec<&str> = std::iter::once(LOOPBACK_REDIRECT).chain(callback).collect();
     json!({
         "client_id": url,
         "client_name": "toolsearch gateway",
-        "redirect_uris": [LOOPBACK_REDIRECT],
+        "redirect_uris": redirects,
         "grant_types": ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
@@ -78,10 +95,17 @@ mod tests {
 
     #[test]
     fn the_document_names_itself_a_public_native_client() {
-        let d = document("https://g.example/c.json");
+        let d = document("https://g.example/c.json", None);
         assert_eq!(d["client_id"], "https://g.example/c.json");
         assert_eq!(d["token_endpoint_auth_method"], "none");
         assert!(d.get("client_secret").is_none());
         assert_eq!(path("https://g.example/c.json").unwrap(), "/c.json");
+        let d = document("https://g.example/c.json", Some("https://g.example/oauth/callback"));
+        assert_eq!(d["redirect_uris"][1], "https://g.example/oauth/callback");
+        assert!(check_callback("https://g.example/oauth/callback").is_ok());
+        assert!(check_callback("http://127.0.0.1:8080/oauth/callback").is_ok());
+        for bad in ["http://g.example/oauth/callback", "https://g.example/", "https://g.example/mcp/cb"] {
+            assert!(check_callback(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -17,7 +17,7 @@ use super::{GrantKind, UpstreamOAuth};
 /// Longest wait for the person to finish logging in.
 const WAIT: Duration = Duration::from_secs(600);
 
-fn random_b64(bytes: usize) -> Result<String, String> {
+pub(crate) fn random_b64(bytes: usize) -> Result<String, String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).map_err(|e| format!("no randomness: {e}"))?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf))
@@ -25,6 +25,61 @@ fn random_b64(bytes: usize) -> Result<String, String> {
 
 fn encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// The PKCE S256 challenge of `verifier`.
+pub(crate) fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// The address a person opens to log in: the authorization-code request with PKCE S256, the
+/// RFC 8707 `resource`, the scopes, and consent asked for where offline access is.
+pub(crate) fn authorization_address(
+    authorize: &str,
+    client_id: &str,
+    redirect_uri: &str,
+    challenge: &str,
+    state: &str,
+    found: &Discovered,
+) -> String {
+    let mut address = format!(
+        "{authorize}?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&state={state}&resource={}",
+        encode(client_id),
+        encode(redirect_uri),
+        encode(&found.resource)
+    );
+    if !found.scope.is_empty() {
+        address.push_str(&format!("&scope={}", encode(&found.scope)));
+    }
+    // OpenID providers grant offline access only with consent asked for.
+    if found.scope.split(' ').any(|s| s == "offline_access") {
+        address.push_str("&prompt=consent");
+    }
+    address
+}
+
+/// The code a redirect carries, once its `state` is `state` and its `iss` (where the server
+/// sends one) is `found`'s; else why it is refused (an attack, or a stale tab).
+pub(crate) fn redirect_code(
+    params: &std::collections::HashMap<String, String>,
+    state: &str,
+    found: &Discovered,
+) -> Result<String, String> {
+    if params.get("state").map(String::as_str) != Some(state) {
+        Err("the redirect's state is not this login's: refused (an old tab, or someone else's redirect)".to_owned())
+    } else if params.get("iss").is_some_and(|i| *i != found.issuer)
+        || (found.iss_in_redirect && !params.contains_key("iss"))
+    {
+        Err(format!("the redirect's iss is not {}: refused (RFC 9207)", found.issuer))
+    } else if let Some(error) = params.get("error") {
+        Err(format!(
+            "{} refused the login: {error} {}",
+            found.issuer,
+            params.get("error_description").map_or("", String::as_str)
+        ))
+    } else {
+        params.get("code").cloned().ok_or_else(|| "the redirect carries no code".to_owned())
+    }
 }
 
 /// How a person logs in.
@@ -83,21 +138,9 @@ pub async fn login(
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
     let (client_id, secret) = identity(&client, server, settings, &found, kept, &redirect_uri, state).await?;
     let verifier = random_b64(32)?;
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    let challenge = challenge(&verifier);
     let expected_state = random_b64(16)?;
-    let mut address = format!(
-        "{authorize}?response_type=code&client_id={}&redirect_uri={}&code_challenge={challenge}&code_challenge_method=S256&state={expected_state}&resource={}",
-        encode(&client_id),
-        encode(&redirect_uri),
-        encode(&found.resource)
-    );
-    if !found.scope.is_empty() {
-        address.push_str(&format!("&scope={}", encode(&found.scope)));
-    }
-    // OpenID providers grant offline access only with consent asked for.
-    if found.scope.split(' ').any(|s| s == "offline_access") {
-        address.push_str("&prompt=consent");
-    }
+    let address = authorization_address(&authorize, &client_id, &redirect_uri, &challenge, &expected_state, &found);
     say(&format!("To log the gateway in to {server}, open this address in a browser:\n{address}"));
     if how == How::Browser {
         for opener in ["xdg-open", "open"] {
@@ -126,17 +169,14 @@ pub async fn login(
     keep(server, state, &found, tokens, client_id, secret, say).await
 }
 
-/// Keeps the grant a login got.
-async fn keep(
-    server: &str,
-    state: &Path,
+/// The grant a login got from `found`'s token endpoint as `client_id`.
+pub(crate) fn grant_of(
     found: &Discovered,
     (access, refresh, expires, scope): super::tokens::Answer,
     client_id: String,
     secret: Option<String>,
-    say: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
-    let grant = Grant {
+) -> Grant {
+    Grant {
         issuer: found.issuer.clone(),
         token_endpoint: found.token_endpoint.clone(),
         client_id,
@@ -147,7 +187,20 @@ async fn keep(
         expires_at: expires,
         obtained_at: super::tokens::now(),
         scope,
-    };
+    }
+}
+
+/// Keeps the grant a login got.
+async fn keep(
+    server: &str,
+    state: &Path,
+    found: &Discovered,
+    answer: super::tokens::Answer,
+    client_id: String,
+    secret: Option<String>,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
+    let grant = grant_of(found, answer, client_id, secret);
     let _grant = store::lock(state, server).await?;
     store::save_grant(state, server, &grant)?;
     say(&format!("logged in to {server} at {}; a running gateway uses the grant within seconds", found.issuer));
@@ -233,21 +286,7 @@ async fn redirected(listener: &tokio::net::TcpListener, state: &str, found: &Dis
         };
         let params: std::collections::HashMap<String, String> =
             url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-        let outcome = if params.get("state").map(String::as_str) != Some(state) {
-            Err("the redirect's state is not this login's: refused (an old tab, or someone else's redirect)".to_owned())
-        } else if params.get("iss").is_some_and(|i| *i != found.issuer)
-            || (found.iss_in_redirect && !params.contains_key("iss"))
-        {
-            Err(format!("the redirect's iss is not {}: refused (RFC 9207)", found.issuer))
-        } else if let Some(error) = params.get("error") {
-            Err(format!(
-                "{} refused the login: {error} {}",
-                found.issuer,
-                params.get("error_description").map_or("", String::as_str)
-            ))
-        } else {
-            params.get("code").cloned().ok_or_else(|| "the redirect carries no code".to_owned())
-        };
+        let outcome = redirect_code(&params, state, found);
         let page = match &outcome {
             Ok(_) => "The gateway is logged in. You can close this tab.".to_owned(),
             Err(e) => format!("The login failed: {e}"),

@@ -15,6 +15,9 @@
 //! - `document.rs` is the gateway's Client ID Metadata Document: with
 //!   `toolsearch.auth.client_metadata_url` set, its URL is the gateway's `client_id` at every
 //!   authorization server that supports such documents, before dynamic registration.
+//! - `per_user.rs` is `"per_user": true`: a caller without its own grant is sent the
+//!   authorization address (a URL elicitation), and the redirect comes back to the gateway's
+//!   own endpoint, which keeps the caller's grant apart from everyone else's.
 //! - `store.rs` keeps grants and registrations in `STATE/oauth/` (0700, files 0600, written
 //!   whole or not at all), under a lock so that a login, a logout and a refresh never cross.
 //!
@@ -29,12 +32,15 @@ mod device;
 mod discover;
 pub mod document;
 mod flow;
+pub(crate) mod per_user;
 pub(crate) mod store;
 pub(crate) mod tokens;
 
 use serde::Deserialize;
 
+pub(crate) use flow::random_b64;
 pub use flow::{login, logout, How};
+pub use per_user::callback_page;
 pub(crate) use tokens::UpstreamGrant;
 
 /// The stable code of a server that needs its operator to log in.
@@ -61,6 +67,15 @@ pub struct UpstreamOAuth {
     /// `client_credentials` (the gateway gets tokens with its own client credentials).
     #[serde(default)]
     pub grant: GrantKind,
+    /// Whether every caller the gateway tells apart logs in with its own grant
+    /// (`crate::login::per_user`); the gateway's own login (`gateway login`) then only lists
+    /// the server's tools.
+    #[serde(default)]
+    pub per_user: bool,
+    /// The gateway's redirect endpoint for per-user logins (`toolsearch.auth.callback_url`),
+    /// set from the gateway's settings when the config is read.
+    #[serde(skip)]
+    pub(crate) callback_url: Option<String>,
     /// The gateway's Client ID Metadata Document URL (`toolsearch.auth.client_metadata_url`),
     /// set from the gateway's settings when the config is read.
     #[serde(skip)]

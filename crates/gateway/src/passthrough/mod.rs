@@ -272,7 +272,17 @@ impl Passthrough {
     /// Sends `request` to `up` within the timeout; its answer as JSON, refused when over the
     /// size a client is given.
     async fn ask(&self, up: &Upstream, request: ClientRequest, request_id: &str) -> Result<Value, ErrorData> {
-        let answer = self.send(up, request, request_id, None).await?;
+        // Made on no caller's own session: a per-user server is asked only for its callers.
+        if up.users.is_some() {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "MCP server {:?} is called with each caller's own login: its completions and subscriptions are not passed on",
+                    up.name
+                ),
+                None,
+            ));
+        }
+        let answer = self.send(up, request, request_id, None, None).await?;
         self.bounded(up, answer)
     }
 
@@ -288,22 +298,36 @@ impl Passthrough {
     ) -> Result<Value, ErrorData> {
         let request_id = cx.request_id.clone().unwrap_or_default();
         let (request_id, cancel) = (&request_id, &cx.cancel);
-        let send = move |request| self.send(up, request, request_id, Some(cancel));
-        let answer = up.asks.rounds((&up.name, method), cx, make, send, |e| e).await?;
+        // A per-user server is asked on the caller's own session (`crate::upstream::per_user`).
+        let own = match (&up.users, &cx.caller) {
+            (Some(_), Some(caller)) => Some(
+                up.user_line(caller, cx)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), Some(json!({"code": e.code()}))))?,
+            ),
+            _ => None,
+        };
+        let own = own.as_ref();
+        let send = move |request| self.send(up, request, request_id, Some(cancel), own);
+        let asks = own.map_or(&up.asks, |l| &l.asks);
+        let answer = asks.rounds((&up.name, method), cx, make, send, |e| e).await?;
         self.bounded(up, answer)
     }
 
-    /// Sends `request` to `up` and waits for its answer within the timeout (or until `cancel`,
-    /// when the client gives up: the server is told).
+    /// Sends `request` to `up` (on a caller's `own` line to a per-user server) and waits for
+    /// its answer within the timeout (or until `cancel`, when the client gives up: the server
+    /// is told).
     async fn send(
         &self,
         up: &Upstream,
         request: ClientRequest,
         request_id: &str,
         cancel: Option<&tokio_util::sync::CancellationToken>,
+        own: Option<&crate::upstream::Line>,
     ) -> Result<ServerResult, ErrorData> {
         let (peer, _held) =
             up.ready_peer(self.timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
+        let peer = own.map_or(&peer, |l| &l.peer);
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(self.timeout);
         let mut meta = rmcp::model::RequestMetaObject::new();

@@ -84,40 +84,52 @@ impl Upstream {
                     .await
                     .map_err(|e| Failure::new("it exited or failed before answering initialize", e.to_string()))
             }
-            ServerSpec::Http { url, headers, .. } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
-                for (k, v) in headers {
-                    let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
-                    let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(e.to_string()))?;
-                    let value = http::HeaderValue::from_str(v).map_err(|e| bad(e.to_string()))?;
-                    if name == http::header::AUTHORIZATION {
-                        config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
-                    } else {
-                        config.custom_headers.insert(name, value);
-                    }
-                }
-                let unreachable = |e: std::io::Error| {
-                    Failure::or_login("it could not be reached or did not initialize", e.to_string(), &self.name)
-                };
-                // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
-                let inner = toolsearch_mcp::tls::client_builder()
-                    .build()
-                    .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
-                match &self.credentials {
-                    Some(credentials) => {
-                        let client = CredentialedClient { inner, credentials: credentials.clone() };
-                        let transport = StreamableHttpClientTransport::with_client(client, config);
-                        self.open(handler, Routed::new(transport, self.router.clone()))
-                            .await
-                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
-                    }
-                    None => {
-                        let transport = StreamableHttpClientTransport::with_client(inner, config);
-                        self.open(handler, Routed::new(transport, self.router.clone()))
-                            .await
-                            .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
-                    }
-                }
+            ServerSpec::Http { .. } => self.reach(handler, self.credentials.clone(), self.router.clone()).await,
+        }
+    }
+
+    /// Reaches the HTTP server and initializes a session, with `credentials` (headers from
+    /// commands, an OAuth grant) on every request, its progress routed by `router`.
+    pub(super) async fn reach(
+        &self,
+        handler: UpClient,
+        credentials: Option<std::sync::Arc<crate::credentials::Credentials>>,
+        router: std::sync::Arc<crate::progress::Router>,
+    ) -> Result<RunningService<RoleClient, UpClient>, Failure> {
+        let ServerSpec::Http { url, headers, .. } = &self.spec else {
+            return Err(Failure::new("it is not an HTTP server", ""));
+        };
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+        for (k, v) in headers {
+            let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
+            let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(e.to_string()))?;
+            let value = http::HeaderValue::from_str(v).map_err(|e| bad(e.to_string()))?;
+            if name == http::header::AUTHORIZATION {
+                config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
+            } else {
+                config.custom_headers.insert(name, value);
+            }
+        }
+        let unreachable = |e: std::io::Error| {
+            Failure::or_login("it could not be reached or did not initialize", e.to_string(), &self.name)
+        };
+        // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
+        let inner = toolsearch_mcp::tls::client_builder()
+            .build()
+            .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
+        match credentials {
+            Some(credentials) => {
+                let client = CredentialedClient { inner, credentials };
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                self.open(handler, Routed::new(transport, router))
+                    .await
+                    .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
+            }
+            None => {
+                let transport = StreamableHttpClientTransport::with_client(inner, config);
+                self.open(handler, Routed::new(transport, router))
+                    .await
+                    .map_err(|e| unreachable(std::io::Error::other(e.to_string())))
             }
         }
     }

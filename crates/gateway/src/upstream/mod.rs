@@ -22,9 +22,11 @@ mod asks;
 mod client;
 mod connect;
 pub(crate) mod lazy;
+mod per_user;
 mod supervise;
 
 pub(crate) use asks::Asks;
+pub(crate) use per_user::Line;
 
 use lazy::Lazy;
 pub use lazy::LazySettings;
@@ -88,6 +90,10 @@ pub struct Upstream {
     /// Whether it speaks only the session-free revision (learnt from its refusal of
     /// `initialize`): it is reached with `server/discover` (`connect`).
     modern: AtomicBool,
+    /// The state directory (its grants, and its callers' with `per_user`).
+    state: std::path::PathBuf,
+    /// Its callers' own sessions, when every caller logs in for itself (`per_user`).
+    pub(crate) users: Option<per_user::UserSessions>,
 }
 
 /// A request's hold on an upstream's session: a lazy server is not stopped while one is held.
@@ -161,8 +167,11 @@ impl Upstream {
             }
             _ => (None, None),
         };
+        let per_user = matches!(&spec, ServerSpec::Http { oauth: Some(o), .. } if o.per_user);
         Arc::new(Upstream {
             credentials,
+            state: state.to_path_buf(),
+            users: per_user.then(per_user::UserSessions::default),
             name,
             spec,
             limits,

@@ -179,6 +179,7 @@ impl Session {
                 client,
                 asker: None,
                 trace: opentelemetry::Context::new(),
+                caller: Some(super::identity_of(context)).filter(|c| !c.is_empty()),
             };
             let answer = forward(pass, who, cx).await;
             this.offer_done(method, &subject, &id, &answer, started);

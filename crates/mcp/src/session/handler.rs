@@ -346,8 +346,10 @@ impl ServerHandler for Session {
             let (runner, arguments) = (this.hub.runner(), pending.arguments.clone());
             let subject = ("tools/call", request.name.to_string());
             let trace = traced.clone();
+            let who = Some(caller.clone()).filter(|c| c != super::LOCAL);
             let round = Round::start(this.clone(), subject, (Some(pending), call), progress, move |mut cx| {
                 cx.trace = trace;
+                cx.caller = who;
                 let run = runner.run(tool, arguments, cx);
                 async move { Ran::Call(run.await) }
             });
@@ -355,7 +357,16 @@ impl ServerHandler for Session {
         }
         let client = Some(context.peer.clone());
         let trace = traced.clone();
-        let cx = RunContext { cancel: context.ct.clone(), progress, request_id: Some(id), client, asker: None, trace };
+        let who = Some(caller).filter(|c| c != super::LOCAL);
+        let cx = RunContext {
+            cancel: context.ct.clone(),
+            progress,
+            request_id: Some(id),
+            client,
+            asker: None,
+            trace,
+            caller: who,
+        };
         let ran = this.hub.runner().run(tool, pending.arguments.clone(), cx).await;
         this.finish_run(&context, pending, call, ran).await
     }

@@ -102,7 +102,15 @@ impl Round {
         let cancel = CancellationToken::new();
         let request_id = Some(call.id.clone());
         let trace = opentelemetry::Context::new();
-        let cx = RunContext { cancel: cancel.clone(), progress, request_id, client: None, asker: Some(asker), trace };
+        let cx = RunContext {
+            cancel: cancel.clone(),
+            progress,
+            request_id,
+            client: None,
+            asker: Some(asker),
+            trace,
+            caller: None,
+        };
         let task = tokio::spawn(work(cx));
         Round {
             session,

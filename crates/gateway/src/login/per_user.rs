@@ -1,0 +1,199 @@
+//! Per-user grants (`"oauth": {"per_user": true}`): every caller the gateway tells apart holds
+//! its own grant for such a server, and nobody else's is ever used for it.
+//!
+//! A caller without a grant is sent the authorization address (PKCE S256, RFC 8707
+//! `resource`) through `ask` (the gateway's URL-mode elicitation, MCP 2025-11-25). The
+//! person's browser comes back to the gateway's own redirect endpoint
+//! (`toolsearch.auth.callback_url`), where [`UserLogins::callback`] checks `state` and RFC
+//! 9207 `iss`, exchanges the code, and keeps the grant as `SERVER@CALLER` in `STATE/oauth/`
+//! (0600), where [`super::UpstreamGrant`] refreshes it as it does the gateway's own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use toolsearch_mcp::oauth::fetch;
+
+use super::discover::{discover, Discovered};
+use super::flow::{authorization_address, challenge, grant_of, random_b64, redirect_code};
+use super::store::{self, Registration};
+use super::tokens::token_request;
+use super::UpstreamOAuth;
+
+/// Longest wait for a person to finish logging in.
+const WAIT: Duration = Duration::from_secs(600);
+/// Most logins waiting for their redirect at once, across callers and servers.
+const MAX_WAITING: usize = 64;
+
+/// The name a caller's grant for `server` is kept under: the server and the caller's digest.
+pub(crate) fn grant_name(server: &str, caller: &str) -> String {
+    let digest: String = caller.chars().filter(char::is_ascii_hexdigit).take(32).collect();
+    format!("{server}@{digest}")
+}
+
+/// A login sent to a person, waiting for its redirect.
+struct Waiting {
+    grant: String,
+    found: Discovered,
+    client: (String, Option<String>),
+    redirect: String,
+    verifier: String,
+    done: tokio::sync::oneshot::Sender<Result<(), String>>,
+}
+
+/// The per-user logins of one state directory.
+pub(crate) struct UserLogins {
+    state: PathBuf,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+/// The per-user logins of `state` (one per state directory, shared by its servers and its
+/// redirect endpoint).
+pub(crate) fn of(state: &Path) -> Arc<UserLogins> {
+    static ALL: OnceLock<Mutex<HashMap<PathBuf, Arc<UserLogins>>>> = OnceLock::new();
+    let mut all = ALL.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
+    all.entry(state.to_path_buf())
+        .or_insert_with(|| Arc::new(UserLogins { state: state.to_path_buf(), waiting: Mutex::default() }))
+        .clone()
+}
+
+/// The gateway's redirect endpoint for per-user logins under `state`: the page answering a
+/// `GET` with its query string.
+pub fn callback_page(state: &Path) -> toolsearch_mcp::Callback {
+    let logins = of(state);
+    Arc::new(move |query: String| {
+        let logins = logins.clone();
+        Box::pin(async move { logins.callback(&query).await })
+    })
+}
+
+impl UserLogins {
+    /// Logs `caller` in to `server` (at `url`): sends the authorization address to `ask`
+    /// (which answers once the person has been asked, `Err` when they declined), then waits
+    /// for the redirect, at most 10 minutes. The grant is kept when this returns `Ok`.
+    pub(crate) async fn login<F>(
+        &self,
+        (server, url): (&str, &str),
+        settings: &UpstreamOAuth,
+        caller: &str,
+        ask: impl FnOnce(String) -> F,
+    ) -> Result<(), String>
+    where
+        F: std::future::Future<Output = Result<(), String>>,
+    {
+        let callback = settings
+            .callback_url
+            .clone()
+            .ok_or_else(|| format!("{server} has per_user grants but toolsearch.auth.callback_url is not set"))?;
+        let client = fetch::client()?;
+        let found = discover(&client, url, settings).await?;
+        let authorize = found
+            .authorization_endpoint
+            .clone()
+            .ok_or_else(|| format!("{}'s metadata has no authorization_endpoint", found.issuer))?;
+        let identity = self.identity(&client, server, settings, &found, &callback).await?;
+        let verifier = random_b64(32)?;
+        let state = random_b64(16)?;
+        let address = authorization_address(&authorize, &identity.0, &callback, &challenge(&verifier), &state, &found);
+        let grant = grant_name(server, caller);
+        let (done, finished) = tokio::sync::oneshot::channel();
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            // One login per caller and server: a newer one replaces an abandoned one.
+            waiting.retain(|_, w| w.grant != grant);
+            if waiting.len() >= MAX_WAITING {
+                return Err(format!("{MAX_WAITING} logins are waiting already: try again later"));
+            }
+            waiting
+                .insert(state.clone(), Waiting { grant, found, client: identity, redirect: callback, verifier, done });
+        }
+        let forget = || self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state);
+        if let Err(e) = ask(address).await {
+            forget();
+            return Err(e);
+        }
+        match tokio::time::timeout(WAIT, finished).await {
+            Ok(Ok(outcome)) => outcome,
+            _ => {
+                forget();
+                Err(format!("nobody completed the login to {server} within {} minutes", WAIT.as_secs() / 60))
+            }
+        }
+    }
+
+    /// The client a per-user login runs as: the configured one, the gateway's Client ID
+    /// Metadata Document, or one registered (RFC 7591) for the redirect endpoint, kept per
+    /// authorization server.
+    async fn identity(
+        &self,
+        client: &reqwest::Client,
+        server: &str,
+        settings: &UpstreamOAuth,
+        found: &Discovered,
+        callback: &str,
+    ) -> Result<(String, Option<String>), String> {
+        if let Some(configured) = settings.configured_client(server).await? {
+            return Ok(configured);
+        }
+        if let Some(document) = settings.document_client(found) {
+            return Ok(document);
+        }
+        let key = format!("{}#{callback}", found.issuer);
+        if let Some(r) = store::registrations(&self.state).get(&key) {
+            return Ok((r.client_id.clone(), r.client_secret.clone()));
+        }
+        let loopback = reqwest::Url::parse(callback)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| h == "127.0.0.1" || h == "localhost" || h == "[::1]"))
+            .unwrap_or(false);
+        let body = serde_json::json!({
+            "client_name": "toolsearch gateway (per-user logins)",
+            "redirect_uris": [callback],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "application_type": if loopback { "native" } else { "web" },
+        });
+        let (id, secret) = super::flow::register(client, found, &body).await?;
+        let registration =
+            Registration { client_id: id.clone(), client_secret: secret.clone(), redirect_uri: callback.to_owned() };
+        store::save_registration(&self.state, &key, registration)?;
+        Ok((id, secret))
+    }
+
+    /// The redirect endpoint: the browser's return from a login, whose code is exchanged
+    /// and whose grant is kept once `state` and `iss` are right. The status and the page.
+    pub(crate) async fn callback(&self, query: &str) -> (u16, String) {
+        let params: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+        let state = params.get("state").cloned().unwrap_or_default();
+        let Some(w) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state) else {
+            return (400, "No login is waiting for this redirect (an old tab, or someone else's): refused.".into());
+        };
+        let outcome = match redirect_code(&params, &state, &w.found) {
+            Ok(code) => self.exchange(&w, &code).await,
+            Err(e) => Err(e),
+        };
+        let page = match &outcome {
+            Ok(()) => (200, "You are logged in. You can close this tab; the call goes on.".to_owned()),
+            Err(e) => (400, format!("The login failed: {}", crate::secrets::mask(e))),
+        };
+        let _ = w.done.send(outcome);
+        page
+    }
+
+    async fn exchange(&self, w: &Waiting, code: &str) -> Result<(), String> {
+        let client = fetch::client()?;
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", w.redirect.as_str()),
+            ("code_verifier", w.verifier.as_str()),
+            ("resource", w.found.resource.as_str()),
+        ];
+        let (id, secret) = &w.client;
+        let answer = token_request(&client, &w.found.token_endpoint, id, secret.as_deref(), &form).await?;
+        let grant = grant_of(&w.found, answer, id.clone(), secret.clone());
+        let _lock = store::lock(&self.state, &w.grant).await?;
+        store::save_grant(&self.state, &w.grant, &grant)
+    }
+}

@@ -1,0 +1,153 @@
+//! Per-user grants (issue #61): a server whose entry says `"oauth": {"per_user": true}` is
+//! called, for each caller the gateway tells apart, with that caller's own grant. A caller
+//! without one is asked, through a URL-mode elicitation of the official Python SDK client, to
+//! open the authorization address; its browser comes back to the gateway's own redirect
+//! endpoint. The upstream (the Python SDK's server auth, tokens of oidc-provider) sees each
+//! caller as itself, never as the operator or another caller.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::gateway::{client_mode_steps, free_port, HttpGateway};
+use common::oauth::{log_in, protected, Idp};
+use common::write_config;
+use serde_json::{json, Value};
+
+/// The subjects `vault.whoami` answered in `results` (`None` for an error), and the login
+/// addresses the client was sent.
+fn subjects(results: &[Value]) -> (Vec<Option<String>>, Vec<Value>) {
+    let mut said = Vec::new();
+    let mut asked = Vec::new();
+    for r in results {
+        let text = r["text"].as_str().unwrap_or_default();
+        if let Ok(list) = serde_json::from_str::<Vec<Value>>(text) {
+            asked.extend(list.into_iter().filter(|a| a[0] == "url"));
+        } else if let Ok(v) = serde_json::from_str::<Value>(text) {
+            said.push(v["subject"].as_str().map(str::to_owned));
+        } else if r["is_error"] == true {
+            said.push(None);
+        }
+    }
+    (said, asked)
+}
+
+#[test]
+fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation() {
+    let dir = common::scratch().join("gateway-per-user");
+    let port = free_port();
+    let idp = Idp::start(&format!("http://127.0.0.1:{port}/mcp"), 60);
+    let (_server, url) = protected(&idp, port);
+    let gateway_port = free_port();
+    let callback = format!("http://127.0.0.1:{gateway_port}/oauth/callback");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": url, "oauth": {"per_user": true}}},
+                "toolsearch": {"tokens": {"alice-token": {"name": "alice", "scopes": []},
+                                          "bob-token": {"name": "bob", "scopes": []},
+                                          "eve-token": {"name": "eve", "scopes": []},
+                                          "dan-token": {"name": "dan", "scopes": []}},
+                               "auth": {"callback_url": callback}}}),
+    );
+    let state = dir.join("state");
+    // The gateway's own login lists the server's tools; it never calls for a caller.
+    let (ok, printed, _) = log_in(&config, &state, "vault", "operator", None);
+    assert!(ok, "{printed}");
+    let gateway = HttpGateway::start_on(&format!("127.0.0.1:{gateway_port}"), &config, &state, &[], &[]);
+    gateway.wait_for_status("vault is up", Duration::from_secs(20));
+
+    // Alice's first call asks her to log in (a URL elicitation her client follows); the call
+    // then runs as alice, and her second call asks nothing.
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["call", "vault.whoami", {}], ["asked"]]);
+    let alice = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&alice);
+    assert_eq!(said, vec![Some("alice".to_owned()), Some("alice".to_owned())], "{alice:?}");
+    assert_eq!(asked.len(), 1, "{alice:?}");
+    assert!(asked[0][1].as_str().unwrap().contains("vault"), "{asked:?}");
+
+    // Bob is asked for his own login, and the server sees bob.
+    let steps = json!([["login_as", "bob"], ["call", "vault.whoami", {}], ["asked"]]);
+    let bob = client_mode_steps("legacy", &gateway.url(), "bob-token", &steps);
+    let (said, asked) = subjects(&bob);
+    assert_eq!((said, asked.len()), (vec![Some("bob".to_owned())], 1), "{bob:?}");
+
+    // Eve declines: her call is refused as needing her login; nobody's grant stands in.
+    let steps = json!([["login_as", "decline"], ["call", "vault.whoami", {}]]);
+    let eve = client_mode_steps("legacy", &gateway.url(), "eve-token", &steps);
+    let text = eve[1]["text"].as_str().unwrap_or_default();
+    assert!(
+        eve[1]["is_error"] == true && text.contains("UPSTREAM_LOGIN_REQUIRED") && text.contains("declined"),
+        "{eve:?}"
+    );
+
+    // A session-free client (2026-07-28) is asked in an `input_required` round of its call.
+    let steps = json!([["login_as", "dan"], ["call", "vault.whoami", {}], ["asked"]]);
+    let dan = client_mode_steps("2026-07-28", &gateway.url(), "dan-token", &steps);
+    let (said, asked) = subjects(&dan);
+    assert_eq!((said, asked.len()), (vec![Some("dan".to_owned())], 1), "{dan:?}");
+
+    // A new session of alice's asks nothing: her grant is kept (0600), apart from bob's.
+    let steps = json!([["call", "vault.whoami", {}], ["asked"]]);
+    let again = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&again);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 0), "{again:?}");
+    let grants: Vec<String> = std::fs::read_dir(state.join("oauth"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".grant.json").map(str::to_owned))
+        .collect();
+    assert_eq!(grants.iter().filter(|g| g.starts_with("vault@")).count(), 3, "alice's, bob's and dan's: {grants:?}");
+    use std::os::unix::fs::PermissionsExt;
+    for g in &grants {
+        let mode = std::fs::metadata(state.join(format!("oauth/{g}.grant.json"))).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{g}");
+    }
+
+    // Alice's grant stops working (its refresh token revoked, the access token expired): her
+    // next call is refused before it runs, she is asked to log in again, and the call goes on.
+    use sha2::Digest;
+    let alice_hex: String = sha2::Sha256::digest(b"alice-token").iter().map(|b| format!("{b:02x}")).collect();
+    let alice_file = state.join(format!("oauth/vault@{}.grant.json", &alice_hex[..32]));
+    let mut broken: Value = serde_json::from_slice(&std::fs::read(&alice_file).unwrap()).unwrap();
+    broken["refresh_token"] = json!("revoked-refresh-token");
+    broken["expires_at"] = json!(1);
+    std::fs::write(&alice_file, broken.to_string()).unwrap();
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["asked"]]);
+    let renewed = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&renewed);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 1), "{renewed:?}");
+    let now: Value = serde_json::from_slice(&std::fs::read(&alice_file).unwrap()).unwrap();
+    assert_ne!(now["refresh_token"], "revoked-refresh-token");
+
+    // A redirect no login waits for (forged, or an old tab) is refused, and keeps nothing.
+    let (status, body) = common::gateway::http_get(&gateway.addr, "/oauth/callback?state=forged&code=stolen-code", &[]);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("No login is waiting"), "{body}");
+}
+
+#[test]
+fn a_per_user_server_without_a_redirect_address_or_with_client_credentials_is_refused_at_load() {
+    let dir = common::scratch().join("gateway-per-user-config");
+    let url = "https://mcp.example/mcp";
+    for (oauth, auth, says) in [
+        (json!({"per_user": true}), json!({}), "oauth.per_user"),
+        (json!({"per_user": true}), json!({"callback_url": "http://gateway.example/oauth/callback"}), "must be https"),
+        (json!({"per_user": true}), json!({"callback_url": "https://gateway.example/mcp"}), "a path of its own"),
+        (
+            json!({"per_user": true, "grant": "client_credentials", "client_id": "c"}),
+            json!({"callback_url": "https://gateway.example/oauth/callback"}),
+            "client_credentials has no user",
+        ),
+    ] {
+        let config = write_config(
+            &dir,
+            &json!({"mcpServers": {"vault": {"url": url, "oauth": oauth}}, "toolsearch": {"auth": auth}}),
+        );
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "held", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{says}: {stderr}");
+    }
+}
