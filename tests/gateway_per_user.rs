@@ -151,3 +151,56 @@ fn a_per_user_server_without_a_redirect_address_or_with_client_credentials_is_re
         assert!(!out.status.success() && stderr.contains(says), "{says}: {stderr}");
     }
 }
+
+#[test]
+fn in_a_fleet_a_login_redirect_landing_on_another_replica_reaches_the_one_waiting_for_it() {
+    let dir = common::scratch().join("gateway-per-user-fleet");
+    let pg = common::postgres::Postgres::start("per-user");
+    let port = free_port();
+    let idp = Idp::start(&format!("http://127.0.0.1:{port}/mcp"), 60);
+    let (_server, url) = protected(&idp, port);
+    let (port_a, port_b) = (free_port(), free_port());
+    // The redirect address is replica b's, as a load balancer might route it; alice calls a.
+    let callback = format!("http://127.0.0.1:{port_b}/oauth/callback");
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"vault": {"url": url, "oauth": {"per_user": true}}},
+                "toolsearch": {"tokens": {"alice-token": {"name": "alice", "scopes": []}},
+                               "auth": {"callback_url": callback},
+                               "state": {"store": pg.url(), "key": "a fleet secret"}}}),
+    );
+    let (ok, printed, _) = log_in(&config, &dir.join("state-a"), "vault", "operator", None);
+    assert!(ok, "{printed}");
+    let a = HttpGateway::start_on(&format!("127.0.0.1:{port_a}"), &config, &dir.join("state-a"), &[], &[]);
+    let b = HttpGateway::start_on(&format!("127.0.0.1:{port_b}"), &config, &dir.join("state-b"), &[], &[]);
+    for r in [&a, &b] {
+        r.wait_for_status("vault is up", Duration::from_secs(20));
+    }
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["asked"]]);
+    let alice = client_mode_steps("legacy", &a.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&alice);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 1), "{alice:?}");
+    // Replica b answered the browser with a's page (it forwarded the redirect, sealed by a).
+    let text = alice.last().unwrap()["text"].as_str().unwrap();
+    assert!(text.contains("You are logged in") && text.contains(&port_b.to_string()), "{text}");
+
+    // Her grant reaches b through the store (sealed): her call there asks nothing.
+    use sha2::Digest;
+    let hex: String = sha2::Sha256::digest(b"alice-token").iter().map(|b| format!("{b:02x}")).collect();
+    let on_b = dir.join(format!("state-b/oauth/vault@{}.grant.json", &hex[..32]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !on_b.exists() {
+        assert!(std::time::Instant::now() < deadline, "alice's grant did not reach replica b");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let steps = json!([["call", "vault.whoami", {}], ["asked"]]);
+    let there = client_mode_steps("legacy", &b.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&there);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 0), "{there:?}");
+
+    // A state sealed under another key is not forwarded anywhere: b answers it itself.
+    let forged = format!("x~{}~{}", "aHR0cDovLzEyNy4wLjAuMTo5L21jcA", "0".repeat(64));
+    let (status, body) = common::gateway::http_get(&b.addr, &format!("/oauth/callback?state={forged}&code=c"), &[]);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("No login is waiting"), "{body}");
+}

@@ -233,11 +233,13 @@ pub async fn start(
         None => hub,
     };
     // In a fleet, a session-free round's retry reaches the replica holding it, wherever it lands.
+    // So does the browser's redirect of a per-user login (`crate::login::per_user`).
     let hub = match (s.state.postgres(), s.state.key.as_deref()) {
-        (Some(_), Some(key)) => hub.with_fleet_rounds(Arc::new(toolsearch_mcp::fleet_rounds::FleetRounds::new(
-            key,
-            s.state.advertise.clone(),
-        ))),
+        (Some(_), Some(key)) => {
+            let rounds = Arc::new(toolsearch_mcp::fleet_rounds::FleetRounds::new(key, s.state.advertise.clone()));
+            crate::login::per_user::join_fleet(state, rounds.clone());
+            hub.with_fleet_rounds(rounds)
+        }
         _ => hub,
     };
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;

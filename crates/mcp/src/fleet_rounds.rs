@@ -11,6 +11,9 @@
 //! is never forwarded (no one can make a replica send requests to an address of their
 //! choosing); the replica answers it as an unknown state. A forwarded request is marked, and
 //! is never forwarded again.
+//!
+//! The same seal ends the OAuth `state` of a per-user login a replica begins, so the browser's
+//! redirect, wherever it lands, reaches the replica waiting for it ([`page_elsewhere`]).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -78,7 +81,7 @@ impl FleetRounds {
 
     /// What this replica adds to each `requestState`: `~OWNER~MAC` (empty until it knows its
     /// address).
-    pub(crate) fn suffix(&self) -> String {
+    pub fn suffix(&self) -> String {
         let Some(me) = self.me.get() else { return String::new() };
         let owner = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(me);
         let mac: String = hmac(&self.key, owner.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
@@ -87,7 +90,7 @@ impl FleetRounds {
 
     /// The URL of the replica a `requestState` was sealed by, when that is another replica and
     /// the seal verifies.
-    pub(crate) fn elsewhere(&self, state: &str) -> Option<String> {
+    pub fn elsewhere(&self, state: &str) -> Option<String> {
         let mut parts = state.rsplitn(3, '~');
         let (mac, owner) = (parts.next()?, parts.next()?);
         parts.next()?;
@@ -101,6 +104,29 @@ impl FleetRounds {
         let url = String::from_utf8(base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(owner).ok()?).ok()?;
         (Some(&url) != self.me.get()).then_some(url)
     }
+}
+
+/// A page an embedding server answers itself (`crate::http_access::Callbacks`), for a
+/// `GET` whose query's `state` another replica sealed (an OAuth redirect of a login that
+/// replica began): that replica's answer, fetched from the same path there, marked as
+/// forwarded. `None` when the page is this replica's to answer.
+pub(crate) async fn page_elsewhere(
+    fleet: Option<&FleetRounds>,
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+) -> Option<(u16, String)> {
+    let fleet = fleet?;
+    if headers.contains_key(FORWARDED) {
+        return None;
+    }
+    let query = uri.query()?;
+    let state = url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "state")?.1;
+    let owner = reqwest::Url::parse(&fleet.elsewhere(&state)?).ok()?;
+    let target = format!("{}{}?{query}", owner.origin().ascii_serialization(), uri.path());
+    Some(match fleet.client.get(&target).header(FORWARDED, "1").send().await {
+        Ok(answer) => (answer.status().as_u16(), answer.text().await.unwrap_or_default()),
+        Err(_) => (502, "The gateway replica that began this login is unreachable: start the call again.".into()),
+    })
 }
 
 /// The `requestState` of a JSON-RPC request body, if it has one.

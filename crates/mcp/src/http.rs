@@ -82,10 +82,15 @@ pub async fn serve_http(
     }
     let mut well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
     for (path, page) in std::mem::take(&mut access.callbacks.0) {
-        let answer = move |uri: axum::http::Uri| {
-            let page = page.clone();
+        let fleet = hub.fleet_rounds().cloned();
+        let answer = move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
+            let (page, fleet) = (page.clone(), fleet.clone());
             async move {
-                let (status, text) = page(uri.query().unwrap_or_default().to_owned()).await;
+                // A redirect of a login another replica began goes there (`fleet_rounds`).
+                let (status, text) = match crate::fleet_rounds::page_elsewhere(fleet.as_deref(), &uri, &headers).await {
+                    Some(answer) => answer,
+                    None => page(uri.query().unwrap_or_default().to_owned()).await,
+                };
                 let status = axum::http::StatusCode::from_u16(status).unwrap_or(axum::http::StatusCode::OK);
                 (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
             }

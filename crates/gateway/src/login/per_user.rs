@@ -46,6 +46,9 @@ struct Waiting {
 pub(crate) struct UserLogins {
     state: PathBuf,
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// In a fleet, this replica's seal, ending every login's `state` so the redirect reaches
+    /// this replica wherever it lands (`toolsearch_mcp::fleet_rounds`).
+    fleet: OnceLock<Arc<toolsearch_mcp::fleet_rounds::FleetRounds>>,
 }
 
 /// The per-user logins of `state` (one per state directory, shared by its servers and its
@@ -54,8 +57,15 @@ pub(crate) fn of(state: &Path) -> Arc<UserLogins> {
     static ALL: OnceLock<Mutex<HashMap<PathBuf, Arc<UserLogins>>>> = OnceLock::new();
     let mut all = ALL.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
     all.entry(state.to_path_buf())
-        .or_insert_with(|| Arc::new(UserLogins { state: state.to_path_buf(), waiting: Mutex::default() }))
+        .or_insert_with(|| {
+            Arc::new(UserLogins { state: state.to_path_buf(), waiting: Mutex::default(), fleet: OnceLock::new() })
+        })
         .clone()
+}
+
+/// Makes the per-user logins of `state` end their `state` with this replica's seal in `fleet`.
+pub(crate) fn join_fleet(state: &Path, fleet: Arc<toolsearch_mcp::fleet_rounds::FleetRounds>) {
+    let _ = of(state).fleet.set(fleet);
 }
 
 /// The gateway's redirect endpoint for per-user logins under `state`: the page answering a
@@ -94,7 +104,8 @@ impl UserLogins {
             .ok_or_else(|| format!("{}'s metadata has no authorization_endpoint", found.issuer))?;
         let identity = self.identity(&client, server, settings, &found, &callback).await?;
         let verifier = random_b64(32)?;
-        let state = random_b64(16)?;
+        let seal = self.fleet.get().map(|f| f.suffix()).unwrap_or_default();
+        let state = format!("{}{seal}", random_b64(16)?);
         let address = authorization_address(&authorize, &identity.0, &callback, &challenge(&verifier), &state, &found);
         let grant = grant_name(server, caller);
         let (done, finished) = tokio::sync::oneshot::channel();
