@@ -3,7 +3,8 @@
 //! without one is asked, through a URL-mode elicitation of the official Python SDK client, to
 //! open the authorization address; its browser comes back to the gateway's own redirect
 //! endpoint. The upstream (the Python SDK's server auth, tokens of oidc-provider) sees each
-//! caller as itself, never as the operator or another caller.
+//! caller as itself (a static token's holder, or a principal of the team's identity provider),
+//! never as the operator or another caller.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -36,19 +37,21 @@ fn subjects(results: &[Value]) -> (Vec<Option<String>>, Vec<Value>) {
 #[test]
 fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation() {
     let dir = common::scratch().join("gateway-per-user");
-    let port = free_port();
-    let idp = Idp::start(&format!("http://127.0.0.1:{port}/mcp"), 60);
+    let (port, gateway_port) = (free_port(), free_port());
+    // One identity provider for both sides: it guards the upstream, and it is the team's,
+    // whose principals call the gateway (bob below) beside static tokens (alice, eve, dan).
+    let resource = format!("http://127.0.0.1:{gateway_port}/mcp");
+    let idp = Idp::start(&resource, 60);
     let (_server, url) = protected(&idp, port);
-    let gateway_port = free_port();
     let callback = format!("http://127.0.0.1:{gateway_port}/oauth/callback");
     let config = write_config(
         &dir,
         &json!({"mcpServers": {"vault": {"url": url, "oauth": {"per_user": true}}},
                 "toolsearch": {"tokens": {"alice-token": {"name": "alice", "scopes": []},
-                                          "bob-token": {"name": "bob", "scopes": []},
                                           "eve-token": {"name": "eve", "scopes": []},
                                           "dan-token": {"name": "dan", "scopes": []}},
-                               "auth": {"callback_url": callback}}}),
+                               "auth": {"callback_url": callback,
+                                        "oauth": {"resource": resource, "issuers": [{"issuer": idp.issuer}]}}}}),
     );
     let state = dir.join("state");
     // The gateway's own login lists the server's tools; it never calls for a caller.
@@ -66,9 +69,10 @@ fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation
     assert_eq!(asked.len(), 1, "{alice:?}");
     assert!(asked[0][1].as_str().unwrap().contains("vault"), "{asked:?}");
 
-    // Bob is asked for his own login, and the server sees bob.
+    // Bob, a principal of the team's identity provider (a JWT for the gateway), is asked for
+    // his own login, and the server sees bob.
     let steps = json!([["login_as", "bob"], ["call", "vault.whoami", {}], ["asked"]]);
-    let bob = client_mode_steps("legacy", &gateway.url(), "bob-token", &steps);
+    let bob = client_mode_steps("legacy", &gateway.url(), &idp.token("reader", "read-only"), &steps);
     let (said, asked) = subjects(&bob);
     assert_eq!((said, asked.len()), (vec![Some("bob".to_owned())], 1), "{bob:?}");
 
