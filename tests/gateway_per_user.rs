@@ -123,6 +123,20 @@ fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation
     let now: Value = serde_json::from_slice(&std::fs::read(&alice_file).unwrap()).unwrap();
     assert_ne!(now["refresh_token"], "revoked-refresh-token");
 
+    // `gateway logout vault --callers` forgets every caller's own grant: alice is asked again.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "logout", "vault", "--callers", "--config", config.to_str().unwrap()])
+        .args(["--state", state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.contains("forgot 3 callers' grants"), "{said}");
+    assert!(!alice_file.exists());
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["asked"]]);
+    let after = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&after);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 1), "{after:?}");
+
     // A redirect no login waits for (forged, or an old tab) is refused, and keeps nothing.
     let (status, body) = common::gateway::http_get(&gateway.addr, "/oauth/callback?state=forged&code=stolen-code", &[]);
     assert_eq!(status, 400, "{body}");
@@ -201,6 +215,19 @@ fn in_a_fleet_a_login_redirect_landing_on_another_replica_reaches_the_one_waitin
     let there = client_mode_steps("legacy", &b.url(), "alice-token", &steps);
     let (said, asked) = subjects(&there);
     assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 0), "{there:?}");
+
+    // `logout --callers` on a's host reaches b: its copy of alice's grant is gone within seconds.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "logout", "vault", "--callers", "--config", config.to_str().unwrap()])
+        .args(["--state", dir.join("state-a").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while on_b.exists() {
+        assert!(std::time::Instant::now() < deadline, "replica b kept alice's grant after the logout");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     // A state sealed under another key is not forwarded anywhere: b answers it itself.
     let forged = format!("x~{}~{}", "aHR0cDovLzEyNy4wLjAuMTo5L21jcA", "0".repeat(64));

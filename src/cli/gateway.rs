@@ -102,6 +102,10 @@ enum Action {
         /// Its state directory (default: NAME.toolsearch beside the config).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+        /// Forget every caller's own grant too (a `per_user` server): each is asked to log in
+        /// again at its next call.
+        #[arg(long)]
+        callers: bool,
     },
     /// Print the gateway's OAuth Client ID Metadata Document (`toolsearch.auth.client_metadata_url`),
     /// to publish at that URL where the gateway's HTTP listener does not serve it itself.
@@ -159,7 +163,9 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
             };
             super::gateway_login::login(global, &config, &state, server, how)?
         }
-        Action::Logout { server, .. } => super::gateway_login::logout(global, &config, &state, server)?,
+        Action::Logout { server, callers, .. } => {
+            super::gateway_login::logout(global, &config, &state, server, *callers)?
+        }
         Action::Approve { tool, digest, .. } => {
             let held = match config.settings.state.postgres() {
                 Some(url) => shared(|| toolsearch::gateway::store::approve_in(url, tool, digest.as_deref()))

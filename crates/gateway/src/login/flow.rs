@@ -304,3 +304,16 @@ pub async fn logout(server: &str, state: &Path) -> Result<bool, String> {
     let _grant = store::lock(state, server).await?;
     store::remove_grant(state, server)
 }
+
+/// Forgets every caller's own grant for `server` (`per_user`); the names of those forgotten.
+/// A running gateway asks each caller to log in again at its next call.
+pub fn logout_callers(server: &str, state: &Path) -> Result<Vec<String>, String> {
+    let prefix = format!("{server}@");
+    let mut forgotten = Vec::new();
+    for name in store::servers_with_grants(state).into_iter().filter(|n| n.starts_with(&prefix)) {
+        if store::remove_grant(state, &name)? {
+            forgotten.push(name);
+        }
+    }
+    Ok(forgotten)
+}

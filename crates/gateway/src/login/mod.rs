@@ -39,7 +39,7 @@ pub(crate) mod tokens;
 use serde::Deserialize;
 
 pub(crate) use flow::random_b64;
-pub use flow::{login, logout, How};
+pub use flow::{login, logout, logout_callers, How};
 pub use per_user::callback_page;
 pub(crate) use tokens::UpstreamGrant;
 

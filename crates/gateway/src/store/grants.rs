@@ -206,6 +206,21 @@ impl SharedGrants {
             .map_err(|e| crate::secrets::mask(&e.to_string()))
     }
 
+    /// Forgets every caller's own grant for `server` (`SERVER@CALLER` rows) in every replica.
+    pub(crate) async fn forget_callers(&self, server: &str) -> Result<(), String> {
+        let client = self.connect().await?;
+        let pattern = format!("{}@%", server.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        client
+            .execute(
+                "UPDATE toolsearch_grants SET sealed = NULL, obtained_at = obtained_at + 1 \
+                 WHERE server LIKE $1 AND sealed IS NOT NULL",
+                &[&pattern],
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| crate::secrets::mask(&e.to_string()))
+    }
+
     /// Syncs `state`'s grant of `server` once (`gateway login` after it saved one).
     pub(crate) async fn sync_once(&self, state: &Path, server: &str) -> Result<(), String> {
         let client = self.connect().await?;

@@ -192,6 +192,15 @@ pub async fn shared_logout(settings: &StateSettings, server: &str) -> Result<(),
     }
 }
 
+/// After `gateway logout SERVER --callers`: in a fleet, every caller's own grant for `server`
+/// is forgotten in the store too (also those this host never had).
+pub async fn shared_logout_callers(settings: &StateSettings, server: &str) -> Result<(), String> {
+    match (settings.postgres(), settings.key.as_deref()) {
+        (Some(url), Some(key)) => grants::SharedGrants::new(url, key).forget_callers(server).await,
+        _ => Ok(()),
+    }
+}
+
 /// The error a command against the store answers, naming the config that names the store.
 pub fn store_error(config: &Path, e: String) -> ServeError {
     ServeError::Config(config.to_path_buf(), format!("toolsearch.state.store: {e}"))
