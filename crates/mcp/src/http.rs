@@ -80,8 +80,14 @@ pub async fn serve_http(
     if let Some(v) = verifier.clone() {
         tokio::spawn(async move { v.warm().await });
     }
+    let mut taken: std::collections::HashSet<String> = access.documents.iter().map(|(p, _)| p.clone()).collect();
+    taken.extend(verifier.iter().flat_map(|v| v.metadata_paths()));
     let mut well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
     for (path, page) in std::mem::take(&mut access.callbacks.0) {
+        // Never two routes on one path, nor one on the endpoint's own.
+        if !path.starts_with('/') || path.starts_with("/mcp") || !taken.insert(path.clone()) {
+            continue;
+        }
         let fleet = hub.fleet_rounds().cloned();
         let answer = move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
             let (page, fleet) = (page.clone(), fleet.clone());
@@ -95,9 +101,7 @@ pub async fn serve_http(
                 (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
             }
         };
-        if path.starts_with('/') && !path.starts_with("/mcp") {
-            well_known = well_known.route(&path, get(answer));
-        }
+        well_known = well_known.route(&path, get(answer));
     }
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));

@@ -336,6 +336,11 @@ impl GatewayConfig {
                 oauth.callback_url = settings.auth.callback_url.clone();
             }
         }
+        let paths = [&settings.auth.callback_url, &settings.auth.client_metadata_url]
+            .map(|u| u.as_deref().and_then(crate::login::document::path));
+        if paths[0].is_some() && paths[0] == paths[1] {
+            return Err(bad("toolsearch.auth.callback_url: the same path as client_metadata_url: use another".into()));
+        }
         if let Some(url) = settings.auth.client_metadata_url.as_mut() {
             *url = expand_env(url).map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;
             crate::login::document::check_url(url)

@@ -28,7 +28,9 @@ pub fn check_url(url: &str) -> Result<(), String> {
         return Err(format!("{url} must have a path, without `.` or `..` segments (e.g. /oauth/client-metadata.json)"));
     }
     if taken(path) {
-        return Err(format!("{url}: the gateway's HTTP listener serves {path} itself: choose another path"));
+        return Err(format!(
+            "{url}: the gateway's HTTP listener serves {path} itself, or cannot (plain segments only): choose another path"
+        ));
     }
     Ok(())
 }
@@ -44,11 +46,17 @@ pub fn check_callback(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether the gateway's HTTP listener serves `path` itself.
+/// Whether the gateway's HTTP listener serves `path` itself, or cannot serve it as written
+/// (anything beyond letters, digits, `-._~` and `/` segments).
 fn taken(path: &str) -> bool {
-    ["/mcp", "/healthz", "/readyz", "/metrics", "/.well-known/oauth-protected-resource"]
-        .iter()
-        .any(|t| path == *t || path.starts_with(&format!("{t}/")))
+    let plain = path
+        .split('/')
+        .skip(1)
+        .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
+    !plain
+        || ["/mcp", "/healthz", "/readyz", "/metrics", "/.well-known/oauth-protected-resource"]
+            .iter()
+            .any(|t| path == *t || path.starts_with(&format!("{t}/")))
 }
 
 /// The document served at `url`, naming `url` as its `client_id`; its redirects are the
@@ -87,6 +95,8 @@ mod tests {
             "https://user@gateway.example/c.json",
             "https://gateway.example/mcp",
             "https://gateway.example/readyz",
+            "https://gateway.example/oauth/{id}",
+            "https://gateway.example/oauth//x",
             "not a url",
         ] {
             assert!(check_url(bad).is_err(), "{bad}");

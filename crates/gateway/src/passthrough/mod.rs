@@ -274,13 +274,8 @@ impl Passthrough {
     async fn ask(&self, up: &Upstream, request: ClientRequest, request_id: &str) -> Result<Value, ErrorData> {
         // Made on no caller's own session: a per-user server is asked only for its callers.
         if up.users.is_some() {
-            return Err(ErrorData::invalid_request(
-                format!(
-                    "MCP server {:?} is called with each caller's own login: its completions and subscriptions are not passed on",
-                    up.name
-                ),
-                None,
-            ));
+            let said = "is called with each caller's own login: its completions and subscriptions are not passed on";
+            return Err(ErrorData::invalid_request(format!("MCP server {:?} {said}", up.name), None));
         }
         let answer = self.send(up, request, request_id, None, None).await?;
         self.bounded(up, answer)
