@@ -24,7 +24,8 @@
 //! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
 //!   `http_guard.rs` (Origin, Host, session caps and ownership, message shape), `http_auth.rs`
 //!   (who a bearer token names: a static token's digest or an OAuth principal),
-//!   `http_access.rs` (tokens and limits), `token_names.rs`;
+//!   `http_access.rs` (tokens, limits, and the public documents and pages an embedding server
+//!   adds, such as an OAuth redirect), `token_names.rs`;
 //! - identity: `oauth/` (the endpoint as an OAuth 2.1 protected resource: JWTs verified by the
 //!   issuer's keys, introspection, claims to scopes, RFC 9728 metadata), `tls.rs` (HTTPS for
 //!   what the gateway fetches);
