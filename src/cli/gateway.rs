@@ -102,8 +102,8 @@ enum Action {
         /// Its state directory (default: NAME.toolsearch beside the config).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
-        /// Forget every caller's own grant too (a `per_user` server): each is asked to log in
-        /// again at its next call.
+        /// Forget every caller's own grant instead (a `per_user` server; the gateway's own
+        /// stays): each caller is asked to log in again at its next call.
         #[arg(long)]
         callers: bool,
     },

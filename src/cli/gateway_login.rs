@@ -54,7 +54,8 @@ pub(crate) fn login(
         .map_err(|e| Problem::Gateway.because(toolsearch::gateway::store::store_error(&config.path, e)))
 }
 
-/// Forgets the grant (and, with `callers`, every caller's own).
+/// Forgets the gateway's grant; with `callers`, every caller's own instead (the gateway's
+/// stays, so the server stays up and each caller is asked again).
 pub(crate) fn logout(
     global: &Global,
     config: &GatewayConfig,
@@ -65,31 +66,29 @@ pub(crate) fn logout(
     oauth_server(config, server)?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Problem::Io.because(e))?;
-    let had =
-        runtime.block_on(toolsearch::gateway::login::logout(server, state)).map_err(|e| Problem::Io.because(e))?;
-    let forgotten = match callers {
-        true => toolsearch::gateway::login::logout_callers(server, state).map_err(|e| Problem::Io.because(e))?,
-        false => Vec::new(),
-    };
     let store = |e| Problem::Gateway.because(toolsearch::gateway::store::store_error(&config.path, e));
-    runtime.block_on(toolsearch::gateway::store::shared_logout(&config.settings.state, server)).map_err(store)?;
     if callers {
+        let forgotten =
+            toolsearch::gateway::login::logout_callers(server, state).map_err(|e| Problem::Io.because(e))?;
         runtime
             .block_on(toolsearch::gateway::store::shared_logout_callers(&config.settings.state, server))
             .map_err(store)?;
-    }
-    match (global.json, had) {
-        (true, _) => {
-            println!("{}", json!({"logged_out": server, "had_grant": had, "callers_forgotten": forgotten.len()}))
+        match global.json {
+            true => println!("{}", json!({"logged_out_callers": server, "forgotten": forgotten.len()})),
+            false => say_err!(
+                "forgot {} callers' grants for {server}; each is asked to log in again at its next call",
+                forgotten.len()
+            ),
         }
+        return Ok(());
+    }
+    let had =
+        runtime.block_on(toolsearch::gateway::login::logout(server, state)).map_err(|e| Problem::Io.because(e))?;
+    runtime.block_on(toolsearch::gateway::store::shared_logout(&config.settings.state, server)).map_err(store)?;
+    match (global.json, had) {
+        (true, _) => println!("{}", json!({"logged_out": server, "had_grant": had})),
         (false, true) => say_err!("forgot the grant for {server}; a running gateway stops using it within seconds"),
         (false, false) => say_err!("{server} had no grant"),
-    }
-    if callers && !global.json {
-        say_err!(
-            "forgot {} callers' grants for {server}; each is asked to log in again at its next call",
-            forgotten.len()
-        );
     }
     Ok(())
 }
