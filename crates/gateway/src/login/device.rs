@@ -10,7 +10,6 @@ use serde_json::Value;
 use toolsearch_mcp::oauth::fetch;
 
 use super::discover::Discovered;
-use super::store::{self, Registration};
 use super::tokens::token_request;
 use super::UpstreamOAuth;
 
@@ -27,16 +26,6 @@ async fn device_client(
     found: &Discovered,
     state: &Path,
 ) -> Result<(String, Option<String>), String> {
-    if let Some(configured) = settings.configured_client(server).await? {
-        return Ok(configured);
-    }
-    if let Some(document) = settings.document_client(found) {
-        return Ok(document);
-    }
-    let key = format!("{}#device", found.issuer);
-    if let Some(r) = store::registrations(state).get(&key) {
-        return Ok((r.client_id.clone(), r.client_secret.clone()));
-    }
     let body = serde_json::json!({
         "client_name": "toolsearch gateway (device)",
         "grant_types": [DEVICE_GRANT, "refresh_token"],
@@ -44,13 +33,8 @@ async fn device_client(
         "redirect_uris": [],
         "application_type": "native",
     });
-    let (id, secret) = super::flow::register(client, found, &body).await?;
-    store::save_registration(
-        state,
-        &key,
-        Registration { client_id: id.clone(), client_secret: secret.clone(), redirect_uri: String::new() },
-    )?;
-    Ok((id, secret))
+    let key = format!("{}#device", found.issuer);
+    super::flow::client_identity((client, state), server, settings, found, (&key, ""), body).await
 }
 
 /// Runs the device grant; the token answer (access, refresh, expiry, scope) and the client.

@@ -136,7 +136,16 @@ pub async fn login(
     };
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
-    let (client_id, secret) = identity(&client, server, settings, &found, kept, &redirect_uri, state).await?;
+    let body = serde_json::json!({
+        "client_name": "toolsearch gateway",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "application_type": "native",
+    });
+    let (key, redirect) = (found.issuer.as_str(), redirect_uri.as_str());
+    let (client_id, secret) =
+        client_identity((&client, state), server, settings, &found, (key, redirect), body).await?;
     let verifier = random_b64(32)?;
     let challenge = challenge(&verifier);
     let expected_state = random_b64(16)?;
@@ -207,17 +216,16 @@ async fn keep(
     Ok(())
 }
 
-/// The client the login runs as, in the MCP specification's order: the configured one, the
-/// gateway's Client ID Metadata Document, a kept registration, or a new one (RFC 7591), kept
-/// per authorization server.
-async fn identity(
-    client: &reqwest::Client,
+/// The client a login runs as, in the MCP specification's order: the configured one, the
+/// gateway's Client ID Metadata Document, the registration kept under `key` for
+/// `redirect_uri`, or a new one registered with `body` (RFC 7591) and kept under `key`.
+pub(crate) async fn client_identity(
+    (client, state): (&reqwest::Client, &Path),
     server: &str,
     settings: &UpstreamOAuth,
     found: &Discovered,
-    kept: Option<Registration>,
-    redirect_uri: &str,
-    state: &Path,
+    (key, redirect_uri): (&str, &str),
+    body: serde_json::Value,
 ) -> Result<(String, Option<String>), String> {
     if let Some(configured) = settings.configured_client(server).await? {
         return Ok(configured);
@@ -225,20 +233,13 @@ async fn identity(
     if let Some(document) = settings.document_client(found) {
         return Ok(document);
     }
-    if let Some(r) = kept.filter(|r| r.redirect_uri == redirect_uri) {
-        return Ok((r.client_id, r.client_secret));
+    if let Some(r) = store::registrations(state).get(key).filter(|r| r.redirect_uri == redirect_uri) {
+        return Ok((r.client_id.clone(), r.client_secret.clone()));
     }
-    let body = serde_json::json!({
-        "client_name": "toolsearch gateway",
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "application_type": "native",
-    });
     let (id, secret) = register(client, found, &body).await?;
     let registration =
         Registration { client_id: id.clone(), client_secret: secret.clone(), redirect_uri: redirect_uri.to_owned() };
-    store::save_registration(state, &found.issuer, registration)?;
+    store::save_registration(state, key, registration)?;
     Ok((id, secret))
 }
 

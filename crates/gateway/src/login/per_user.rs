@@ -17,7 +17,7 @@ use toolsearch_mcp::oauth::fetch;
 
 use super::discover::{discover, Discovered};
 use super::flow::{authorization_address, challenge, grant_of, random_b64, redirect_code};
-use super::store::{self, Registration};
+use super::store;
 use super::tokens::token_request;
 use super::UpstreamOAuth;
 
@@ -144,16 +144,6 @@ impl UserLogins {
         found: &Discovered,
         callback: &str,
     ) -> Result<(String, Option<String>), String> {
-        if let Some(configured) = settings.configured_client(server).await? {
-            return Ok(configured);
-        }
-        if let Some(document) = settings.document_client(found) {
-            return Ok(document);
-        }
-        let key = format!("{}#{callback}", found.issuer);
-        if let Some(r) = store::registrations(&self.state).get(&key) {
-            return Ok((r.client_id.clone(), r.client_secret.clone()));
-        }
         let loopback = reqwest::Url::parse(callback)
             .ok()
             .and_then(|u| u.host_str().map(|h| h == "127.0.0.1" || h == "localhost" || h == "[::1]"))
@@ -165,11 +155,8 @@ impl UserLogins {
             "response_types": ["code"],
             "application_type": if loopback { "native" } else { "web" },
         });
-        let (id, secret) = super::flow::register(client, found, &body).await?;
-        let registration =
-            Registration { client_id: id.clone(), client_secret: secret.clone(), redirect_uri: callback.to_owned() };
-        store::save_registration(&self.state, &key, registration)?;
-        Ok((id, secret))
+        let key = format!("{}#{callback}", found.issuer);
+        super::flow::client_identity((client, &self.state), server, settings, found, (&key, callback), body).await
     }
 
     /// The redirect endpoint: the browser's return from a login, whose code is exchanged
