@@ -185,3 +185,24 @@ impl Upstream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_sessions_callers_are_kept_and_the_one_used_longest_ago_goes() {
+        let users = UserSessions::default();
+        for i in 0..MAX_SESSIONS {
+            users.slot(&format!("caller-{i}"));
+        }
+        users.slot("caller-0"); // used again: now the newest
+        let held = users.slot("caller-1");
+        let _busy = held.try_lock().unwrap(); // in use: never evicted
+        users.slot("newcomer");
+        let slots = users.slots.lock().unwrap();
+        assert_eq!(slots.len(), MAX_SESSIONS);
+        assert!(slots.contains_key("caller-0") && slots.contains_key("caller-1") && slots.contains_key("newcomer"));
+        assert!(!slots.contains_key("caller-2"), "the one used longest ago and idle goes");
+    }
+}
