@@ -1,7 +1,8 @@
 //! `toolsearch gateway` in front of upstreams that do what real servers do and the SDKs would
 //! not: a hand-written MCP server (tests/mcp/rude_server.py) with old-style and uncompilable
 //! schemas, tools without schemas, tool lists that page forever or are full of bad tools, and
-//! answers too large to carry. The official Python MCP SDK client drives the gateway
+//! answers too large to carry; and a front that closes idle kept-alive connections
+//! (tests/mcp/closing_front.py). The official Python MCP SDK client drives the gateway
 //! (tests/mcp/probe.py).
 
 #[path = "common/mod.rs"]
@@ -9,6 +10,7 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{python, write_config};
 use serde_json::{json, Value};
@@ -307,4 +309,36 @@ fn an_sdk_server_with_real_world_schema_forms_keeps_every_tool_listed_searchable
     }
     assert!(p.step(9)["json"]["validation"].as_str().unwrap().starts_with("off: "), "{}", p.step(9));
     assert!(p.events_of("tool_unvalidated").iter().any(|e| e["tool"] == "sdk.fetch_page"));
+}
+
+#[test]
+fn an_http_upstream_that_closes_idle_connections_stays_up_between_pings() {
+    // The notes server behind a front that closes any connection a request reuses after 4.5 s
+    // idle, as servers whose keep-alive runs out (uvicorn's and Node's 5 s) do at that moment.
+    // The gateway pings every 5 s: a ping sent on the kept connection would fail, and the
+    // server be marked down although it is there.
+    let dir = common::scratch().join("gw-keepalive");
+    let (port, front) = (common::gateway::free_port(), common::gateway::free_port());
+    let _notes = common::gateway::notes_over_http(port);
+    let closing = Command::new(python())
+        .arg(common::repo().join("tests/mcp/closing_front.py"))
+        .args([front.to_string(), port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _closing = common::gateway::Killed(closing);
+    common::gateway::wait_for_port(front);
+    let config =
+        write_config(&dir, &json!({"mcpServers": {"notes": {"url": format!("http://127.0.0.1:{front}/mcp")}}}));
+    let gateway = common::gateway::HttpGateway::start(&config, &dir.join("state"), &[]);
+    gateway.wait_for_status("notes is up", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(12));
+    // Up once, never down: not marked unavailable, not reconnected.
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("unavailable") && status.matches("notes is up").count() == 1, "{status}");
+    let steps =
+        json!([["call", "notes.remember", {"key": "k", "text": "kept"}], ["call", "notes.recall", {"key": "k"}]]);
+    let out = common::gateway::client_steps(&gateway.url(), "-", &steps);
+    assert_eq!(out[0]["text"], "remembered k", "{}", out[0]);
+    assert!(out[1]["text"].as_str().unwrap().contains("kept"), "{}", out[1]);
 }

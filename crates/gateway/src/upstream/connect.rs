@@ -19,6 +19,9 @@ use crate::config::ServerSpec;
 use crate::credentials::CredentialedClient;
 use crate::progress::Routed;
 
+/// How long an idle connection to an HTTP upstream is kept for reuse.
+const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
+
 impl Upstream {
     /// Opens a session over `transport`: with `initialize` (2024-11-05 .. 2025-11-25), or,
     /// once the server refused that naming only session-free revisions, with
@@ -114,7 +117,10 @@ impl Upstream {
             Failure::or_login("it could not be reached or did not initialize", e.to_string(), &self.name)
         };
         // HTTPS through the process's one TLS provider (`toolsearch_mcp::tls`).
+        // Idle connections are dropped before the 5 s after which common servers (uvicorn,
+        // Node) close theirs, so that a request rarely goes out on one being closed.
         let inner = toolsearch_mcp::tls::client_builder()
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
         match credentials {

@@ -169,8 +169,16 @@ impl Upstream {
                         let _ = (&mut done_rx).await;
                         return Failure::new(IDLE, "");
                     }
-                    let ping = peer.send_request(ClientRequest::PingRequest(Default::default()));
-                    match tokio::time::timeout(PING_TIMEOUT, ping).await {
+                    let ping = || tokio::time::timeout(PING_TIMEOUT, peer.send_request(ClientRequest::PingRequest(Default::default())));
+                    let mut answer = ping().await;
+                    // A refused send is tried once more on a new connection before the server
+                    // counts as down: a kept-alive connection the server closed as the ping
+                    // went out (servers close idle ones after about as long as PING_EVERY) is
+                    // not the server gone.
+                    if matches!(answer, Ok(Err(ref e)) if !matches!(e, rmcp::service::ServiceError::McpError(_))) {
+                        answer = ping().await;
+                    }
+                    match answer {
                         // An error answer is still an answer: the server is there.
                         Ok(Ok(_)) | Ok(Err(rmcp::service::ServiceError::McpError(_))) => {}
                         // Refused, reset, unreachable (an HTTP server gone): down now, not when
