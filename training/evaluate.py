@@ -1,6 +1,6 @@
 """The evaluator: the product's own ranking (the release `toolsearch` binary) with a model.
 
-    python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets, dump candidates
+    python training/evaluate.py dump LABEL MODEL_ONNX   # index the five sets (or $SETS), dump candidates
     python training/evaluate.py report [PREFIX]        # every fold against the stock model
     python training/evaluate.py metrics [PREFIX]       # R@5, P@1 and twin AUROC too, shipped fusion
     python training/evaluate.py parity LABEL_A LABEL_B # two dumps of one model (int8, fp32)
@@ -53,7 +53,8 @@ def models_dir(label, onnx):
 def dump(label, onnx):
     models = STOCK_MODELS if onnx == "stock" else models_dir(label, onnx)
     held = WORK / "heldout"
-    for name in common.SETS:
+    # SETS=a,b dumps only those sets (a fold's own held-out set, say).
+    for name in [n for n in os.environ.get("SETS", ",".join(common.SETS)).split(",") if n]:
         idx = WORK / label / "index" / name
         out = WORK / label / f"c-{name}.jsonl"
         if out.exists():

@@ -42,6 +42,23 @@ struct Waiting {
     done: tokio::sync::oneshot::Sender<Result<(), String>>,
 }
 
+/// Puts `login` among the `waiting` ones under `state`: one per grant (a newer login of the
+/// same caller and server replaces an abandoned one), at most [`MAX_WAITING`] in all.
+fn admit<W>(
+    waiting: &mut HashMap<String, W>,
+    state: String,
+    login: W,
+    grant: impl Fn(&W) -> &String,
+) -> Result<(), String> {
+    let new = grant(&login).clone();
+    waiting.retain(|_, w| *grant(w) != new);
+    if waiting.len() >= MAX_WAITING {
+        return Err(format!("{MAX_WAITING} logins are waiting already: try again later"));
+    }
+    waiting.insert(state, login);
+    Ok(())
+}
+
 /// The per-user logins of one state directory.
 pub(crate) struct UserLogins {
     state: PathBuf,
@@ -109,16 +126,8 @@ impl UserLogins {
         let address = authorization_address(&authorize, &identity.0, &callback, &challenge(&verifier), &state, &found);
         let grant = grant_name(server, caller);
         let (done, finished) = tokio::sync::oneshot::channel();
-        {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            // One login per caller and server: a newer one replaces an abandoned one.
-            waiting.retain(|_, w| w.grant != grant);
-            if waiting.len() >= MAX_WAITING {
-                return Err(format!("{MAX_WAITING} logins are waiting already: try again later"));
-            }
-            waiting
-                .insert(state.clone(), Waiting { grant, found, client: identity, redirect: callback, verifier, done });
-        }
+        let login = Waiting { grant, found, client: identity, redirect: callback, verifier, done };
+        admit(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()), state.clone(), login, |w| &w.grant)?;
         let forget = || self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state);
         if let Err(e) = ask(address).await {
             forget();
@@ -193,5 +202,27 @@ impl UserLogins {
         let grant = grant_of(&w.found, answer, id.clone(), secret.clone());
         let _lock = store::lock(&self.state, &w.grant).await?;
         store::save_grant(&self.state, &w.grant, &grant)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_64_logins_wait_and_a_callers_newer_login_replaces_its_older_one() {
+        let mut waiting: HashMap<String, String> = HashMap::new();
+        for i in 0..MAX_WAITING {
+            admit(&mut waiting, format!("state-{i}"), format!("vault@{i:032x}"), |g| g).unwrap();
+        }
+        // A 65th caller is refused, and nothing waiting is dropped for it.
+        let refused = admit(&mut waiting, "state-new".into(), "vault@new".into(), |g| g).unwrap_err();
+        assert!(refused.contains("64 logins are waiting"), "{refused}");
+        assert_eq!(waiting.len(), MAX_WAITING);
+        assert!(!waiting.contains_key("state-new"));
+        // A caller already waiting starts again: its older login goes, the newer one waits.
+        admit(&mut waiting, "state-again".into(), format!("vault@{:032x}", 7), |g| g).unwrap();
+        assert_eq!(waiting.len(), MAX_WAITING);
+        assert!(!waiting.contains_key("state-7") && waiting.contains_key("state-again"));
     }
 }
