@@ -20,40 +20,28 @@ async def main(listen, target, idle):
     closed = 0
 
     async def serve(reader, writer):
-        nonlocal closed
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
-        last = time.monotonic()
+        last = [time.monotonic()]  # the connection's last traffic, either way
 
-        async def down():
-            nonlocal last
+        async def pipe(src, dst, closes_idle):
+            nonlocal closed
             try:
-                while data := await up_reader.read(65536):
-                    last = time.monotonic()
-                    writer.write(data)
-                    await writer.drain()
+                while data := await src.read(65536):
+                    if closes_idle and time.monotonic() - last[0] >= idle:
+                        closed += 1
+                        print(f"closed {closed}", file=sys.stderr, flush=True)
+                        break
+                    last[0] = time.monotonic()
+                    dst.write(data)
+                    await dst.drain()
             except ConnectionError:
                 pass
-            writer.close()
+            dst.close()  # one side ended: so does the other
 
-        pipe = asyncio.create_task(down())
-        try:
-            while data := await reader.read(65536):
-                if time.monotonic() - last >= idle:
-                    nonlocal_closed()
-                    break
-                last = time.monotonic()
-                up_writer.write(data)
-                await up_writer.drain()
-        except ConnectionError:
-            pass
-        pipe.cancel()
+        down = asyncio.create_task(pipe(up_reader, writer, False))
+        await pipe(reader, up_writer, True)
+        down.cancel()
         writer.close()
-        up_writer.close()
-
-    def nonlocal_closed():
-        nonlocal closed
-        closed += 1
-        print(f"closed {closed}", file=sys.stderr, flush=True)
 
     server = await asyncio.start_server(serve, "127.0.0.1", listen)
     async with server:
