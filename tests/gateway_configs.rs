@@ -146,6 +146,14 @@ fn bad_vs_code_forms_are_named() {
             json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"toolset": {"discovery": {"limit": "5"}}}}),
             "toolsearch.toolset: discovery.limit",
         ),
+        (
+            json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"examples": {"b.tool": ["find it"]}}}),
+            "toolsearch.examples.\"b.tool\": \"b\" is not a server of this config",
+        ),
+        (
+            json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"examples": {"a.tool": [""]}}}),
+            "toolsearch.examples.\"a.tool\"[0]: give a request as text",
+        ),
     ];
     for (i, (file, want)) in cases.iter().enumerate() {
         let config = dir.join(format!("c{i}.json"));

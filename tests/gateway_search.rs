@@ -7,6 +7,7 @@ mod common;
 use common::gateway::{client_steps, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 /// "store facts about a person" is what `create_entities` does: its entities' fields (name,
 /// entity type, observations) are nested one level under its one parameter, and are indexed
@@ -44,5 +45,46 @@ fn a_paraphrase_finds_the_memory_servers_create_entities_first() {
                 );
             }
         }
+    }
+}
+
+/// The deployment's own words: `toolsearch.examples` gives `create_entities` one sample
+/// request ("save a new fact about someone", none of the paraphrase's words but "fact"), and
+/// the long paraphrase the default model ranks under `read_graph` finds `create_entities`
+/// first once the edited config is read, while a request to read the graph still finds
+/// `read_graph`.
+#[test]
+fn a_sample_request_in_the_config_teaches_a_running_gateway_its_users_words() {
+    let dir = common::scratch().join("gateway-search-examples");
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let steps = json!([
+        ["search_tool_by_category", {"query": "store facts about a person in the knowledge graph"}],
+        ["search_tool_by_category", {"query": "show me the whole graph"}]
+    ]);
+    let first = |out: &[Value], i: usize| {
+        let text = out[i]["text"].as_str().unwrap().to_owned();
+        let at = |tool: &str| text.find(&format!("memory.{tool}")).unwrap_or(usize::MAX);
+        let best = ["create_entities", "read_graph", "add_observations", "create_relations", "search_nodes"]
+            .into_iter()
+            .min_by_key(|t| at(t))
+            .unwrap();
+        (best, text)
+    };
+    let before = client_steps(&gateway.url(), "-", &steps);
+    assert_eq!(first(&before, 0).0, "read_graph", "{:?}", first(&before, 0).1);
+    let examples = json!({"memory.create_entities": ["save a new fact about someone"]});
+    write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"examples": examples}}));
+    gateway.wait_for_status("config_reloaded", Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let after = client_steps(&gateway.url(), "-", &steps);
+        if first(&after, 0).0 == "create_entities" {
+            assert_eq!(first(&after, 1).0, "read_graph", "{:?}", first(&after, 1).1);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the example never reached the index: {:?}", first(&after, 0).1);
+        std::thread::sleep(Duration::from_millis(500));
     }
 }

@@ -13,6 +13,8 @@ dumps: for each fold (the model trained without that set), the dense ranking and
 ranking with the fusion refit leave-one-set-out (the grid of scripts/tune-fusion.py, chosen
 on the other four sets' held-out queries with the same model), against the stock model's
 dumps refit the same way; nDCG@10 with paired standard errors over the held-out set's queries.
+`REFIT_ON=a,b` chooses the fusion on those sets only (a fold trained on some of the other sets
+is otherwise refit partly on its own training sets' queries).
 """
 import importlib.util
 import json
@@ -95,7 +97,8 @@ def load(label):
 
 def refit(data, held):
     """The grid setting best on the mean of the other sets (leave-one-set-out)."""
-    rest = [n for n in data if n != held]
+    only = [n for n in os.environ.get("REFIT_ON", "").split(",") if n]
+    rest = [n for n in data if n != held and (not only or n in only)]
     return max(tune.GRID, key=lambda c: sum(mean(per_query(data[n], c)) for n in rest))
 
 

@@ -1,6 +1,6 @@
 //! The upstreams' listings as the gateway's catalogue: each server a category (its name, its
 //! instructions as summary) and an availability group, each tool `SERVER.TOOL` with its
-//! server's annotations as tags, each prompt a searchable entry; loaded leniently (one bad tool
+//! server's annotations as tags and the config's `examples` for it, each prompt a searchable entry; loaded leniently (one bad tool
 //! costs only itself), guarded by the pins, and built into the index under the state
 //! directory.
 
@@ -108,6 +108,9 @@ fn tool_entry(server: &str, name: Option<String>, t: &Value, s: &crate::config::
     }
     if let Some(r) = s.requires.get(server) {
         tool["requires"] = json!(r);
+    }
+    if let Some(examples) = name.as_deref().and_then(|n| s.examples.get(&tool_id(server, n))) {
+        tool["examples"] = json!(examples);
     }
     tool
 }

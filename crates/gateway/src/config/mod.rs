@@ -12,6 +12,7 @@ use toolsearch_mcp::{Access, Grant, ServeError};
 pub use crate::filter::ToolFilter;
 
 mod env;
+mod examples;
 mod itself;
 mod rate;
 mod servers;
@@ -90,6 +91,10 @@ pub struct GatewaySettings {
     pub facades: BTreeMap<String, serde_json::Value>,
     /// Scopes a caller must hold to see and call each server's tools.
     pub requires: BTreeMap<String, Vec<String>>,
+    /// Sample requests that should find an upstream tool, by its id `SERVER.TOOL`, indexed
+    /// with it as a manifest tool's `examples` are: the deployment's own words for what its
+    /// servers' descriptions do not say (docs/gateway.md, "Teaching the search").
+    pub examples: BTreeMap<String, Vec<String>>,
     /// The scopes of the stdio client (absent: `access` decides).
     pub scopes: Option<Vec<String>>,
     /// What a caller without configured scopes holds: `open` (everything) or `closed`.
@@ -185,6 +190,7 @@ impl Default for GatewaySettings {
             toolset: toolset::gateway_default(),
             facades: BTreeMap::new(),
             requires: BTreeMap::new(),
+            examples: BTreeMap::new(),
             scopes: None,
             access: Access::Open,
             tokens: BTreeMap::new(),
@@ -356,6 +362,7 @@ impl GatewayConfig {
                 return Err(bad(format!("toolsearch: {key:?} is not a server of {}", sections.at)));
             }
         }
+        examples::check(&settings.examples, |server| servers.contains_key(server)).map_err(bad)?;
         for (what, t) in
             [("call_timeout_secs", settings.call_timeout_secs), ("connect_timeout_secs", settings.connect_timeout_secs)]
         {
