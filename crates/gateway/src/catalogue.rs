@@ -115,6 +115,20 @@ fn tool_entry(server: &str, name: Option<String>, t: &Value, s: &crate::config::
     tool
 }
 
+/// The `toolsearch.examples` ids of `server` naming a tool its listing does not have (most
+/// likely a misspelling): reported, so the operator learns why an example changed nothing.
+pub(crate) fn unmatched_examples(server: &str, listing: &Listing, config: &GatewayConfig) -> Vec<String> {
+    let offered = |tool: &str| listing.tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool));
+    let prefix = tool_id(server, "");
+    config
+        .settings
+        .examples
+        .keys()
+        .filter(|id| id.strip_prefix(&prefix).is_some_and(|tool| !offered(tool)))
+        .cloned()
+        .collect()
+}
+
 /// Loads `manifest`, leaving out each tool the catalogue refuses (and each second tool of one
 /// name in a server), so one upstream tool cannot take the others down: one pass over the
 /// tools, each checked once. Every tool left out or indexed without validation is reported as
@@ -171,6 +185,12 @@ pub(crate) fn rebuild(
     status: &dyn Status,
     trust_new: bool,
 ) -> Result<(bool, Option<PinsStamp>), ServeError> {
+    for (server, listing) in listings {
+        let unmatched = unmatched_examples(server, listing, config);
+        if !unmatched.is_empty() {
+            status.event("examples_unmatched", json!({"server": server, "tools": unmatched}));
+        }
+    }
     let guarded = pins::guard(listings, config, state, status, trust_new)?;
     *held.lock().unwrap_or_else(|p| p.into_inner()) = (guarded.held, guarded.flagged);
     let dir = state.join("index");

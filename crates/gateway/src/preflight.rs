@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use toolsearch_disclosure::Availability;
 
-use crate::catalogue::{load_lenient, manifest_of};
+use crate::catalogue::{load_lenient, manifest_of, unmatched_examples};
 use crate::config::GatewayConfig;
 use crate::fleet::Fleet;
 use crate::upstream::UpEvent;
@@ -122,6 +122,9 @@ pub async fn check(config: &GatewayConfig, state: &std::path::Path) -> Vec<Serve
             }
         }
         check.warnings.extend(listing.offers.problems.iter().cloned());
+        for id in unmatched_examples(&name, &listing, config) {
+            check.warnings.push(format!("toolsearch.examples.{id:?}: {name} offers no such tool"));
+        }
         let collect = Collect::default();
         let mut listing = listing;
         listing.tools.retain(|t| policy.tools.passes(&name_of(t, "name")));
