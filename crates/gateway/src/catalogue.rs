@@ -1,8 +1,8 @@
 //! The upstreams' listings as the gateway's catalogue: each server a category (its name, its
 //! instructions as summary) and an availability group, each tool `SERVER.TOOL` with its
-//! server's annotations as tags and the config's `examples` for it, each prompt a searchable entry; loaded leniently (one bad tool
-//! costs only itself), guarded by the pins, and built into the index under the state
-//! directory.
+//! server's annotations as tags and the config's `examples` for it, each prompt a searchable
+//! entry; loaded leniently (one bad tool costs only itself), guarded by the pins, and built
+//! into the index under the state directory.
 
 use std::collections::BTreeMap;
 use std::path::Path;
