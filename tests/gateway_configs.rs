@@ -162,3 +162,17 @@ fn bad_vs_code_forms_are_named() {
         assert!(!ok && err.contains(want) && err.contains(&format!("c{i}.json")), "case {i}: {out}\n{err}");
     }
 }
+
+/// `gateway --check` names an example whose tool the server does not offer.
+#[test]
+fn check_names_an_example_for_a_tool_the_server_does_not_offer() {
+    let dir = common::scratch().join("gateway-search-check");
+    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
+    let examples = json!({"memory.create_entities": ["save a new fact about someone"], "memory.remember": ["x"]});
+    let config =
+        common::write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"examples": examples}}));
+    let (_, out, err) = check(&config, false, &[]);
+    let text = out + &err;
+    assert!(text.contains(r#"toolsearch.examples."memory.remember": memory offers no such tool"#), "{text}");
+    assert!(!text.contains("memory.create_entities\": memory offers no such tool"), "{text}");
+}

@@ -91,19 +91,3 @@ fn a_sample_request_in_the_config_teaches_a_running_gateway_its_users_words() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
-
-/// `gateway --check` names an example whose tool the server does not offer.
-#[test]
-fn check_names_an_example_for_a_tool_the_server_does_not_offer() {
-    let dir = common::scratch().join("gateway-search-check");
-    let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
-    let examples = json!({"memory.create_entities": ["save a new fact about someone"], "memory.remember": ["x"]});
-    let config = write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"examples": examples}}));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "--config", config.to_str().unwrap(), "--check"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains(r#"toolsearch.examples."memory.remember": memory offers no such tool"#), "{text}");
-    assert!(!text.contains("memory.create_entities\": memory offers no such tool"), "{text}");
-}
