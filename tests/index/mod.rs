@@ -2,6 +2,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod examples;
 mod integrity;
 
 use std::path::Path;
