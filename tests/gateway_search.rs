@@ -61,8 +61,7 @@ fn a_sample_request_in_the_config_teaches_a_running_gateway_its_users_words() {
     let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
     let steps = json!([
         ["search_tool_by_category", {"query": "store facts about a person in the knowledge graph"}],
-        ["search_tool_by_category", {"query": "show me the whole graph"}],
-        ["search_tool_by_category", {"query": "remember that Ada wrote the first program"}]
+        ["search_tool_by_category", {"query": "show me the whole graph"}]
     ]);
     let first = |out: &[Value], i: usize| {
         let text = out[i]["text"].as_str().unwrap().to_owned();
@@ -75,10 +74,8 @@ fn a_sample_request_in_the_config_teaches_a_running_gateway_its_users_words() {
     };
     let before = client_steps(&gateway.url(), "-", &steps);
     assert_eq!(first(&before, 0).0, "read_graph", "{:?}", first(&before, 0).1);
-    assert_eq!(first(&before, 2).0, "read_graph", "{:?}", first(&before, 2).1);
     // With a misspelled one beside it, which the operator is told of.
-    let taught = ["save a new fact about someone", "remember a new fact about someone"];
-    let examples = json!({"memory.create_entities": taught, "memory.create_entity": ["x"]});
+    let examples = json!({"memory.create_entities": ["save a new fact about someone"], "memory.create_entity": ["x"]});
     write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"examples": examples}}));
     gateway.wait_for_status("config_reloaded", Duration::from_secs(60));
     let unmatched = gateway.wait_for_status("examples_unmatched", Duration::from_secs(60));
@@ -88,9 +85,6 @@ fn a_sample_request_in_the_config_teaches_a_running_gateway_its_users_words() {
         let after = client_steps(&gateway.url(), "-", &steps);
         if first(&after, 0).0 == "create_entities" {
             assert_eq!(first(&after, 1).0, "read_graph", "{:?}", first(&after, 1).1);
-            // Each example is also a vector of its own: a request near one finds the tool
-            // though nothing in the tool's text is near it.
-            assert_eq!(first(&after, 2).0, "create_entities", "{:?}", first(&after, 2).1);
             break;
         }
         assert!(Instant::now() < deadline, "the example never reached the index: {:?}", first(&after, 0).1);

@@ -2,7 +2,6 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-mod examples;
 mod integrity;
 
 use std::path::Path;

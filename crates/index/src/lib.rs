@@ -7,10 +7,7 @@
 //! stemming analyser), the catalogue as a lean table (`catalog.bin`) plus one full JSON record
 //! per tool (`tools.json`), the hash of every embedded text (`hashes.bin`), the XXH3 of each
 //! 4 KiB block of the vectors and records (`blocks.bin`), and a metadata file (`meta.bin`)
-//! holding the format version, the model and each file's size and XXH3. A catalogue whose
-//! tools have example requests also gets one vector per example (`examples.f16`, with
-//! `examples.bin` naming each one's tool): a tool's dense score is the best of its text's and
-//! its examples' cosines (`examples.rs`).
+//! holding the format version, the model and each file's size and XXH3.
 //!
 //! Key design decisions: the reader opens by memory map and reads nothing whole but the lean
 //! table (decoded in parallel chunks), and no byte is used before it is checked, without
@@ -39,7 +36,6 @@
 //!   updating the previous one), `graph_lists.rs`, `graph_parts.rs` (in parts past 200k tools),
 //!   `graph_repair.rs` (no tool a walk cannot reach), `graph_bench.rs`;
 //! - vectors and records: `vectors.rs` (mapped f16 rows), `dense.rs` (exact scan, top-k),
-//!   `examples.rs` (example requests' own vectors),
 //!   `store.rs` (the lean table and on-demand records), `table.rs`, `lean.rs`, `header.rs`,
 //!   `wire.rs`, `room.rs`, `lookups.rs` and `names.rs` (derived as the table decodes);
 //! - BM25: `lexical/` (`schema.rs` the analyser, `writer.rs`, `view.rs` statistics over a
@@ -55,7 +51,6 @@ mod calibration;
 mod dense;
 pub mod document;
 mod error;
-mod examples;
 mod format;
 mod graph;
 #[doc(hidden)]

@@ -9,7 +9,6 @@ use toolsearch_embed::Embedder;
 use crate::blocks::{self, BLOCKS_FILE, BLOCK_CHECKED};
 use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
-use crate::examples::ExampleVectors;
 use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, TermCount, View};
@@ -45,7 +44,6 @@ pub struct IndexReader {
     vectors: Vectors,
     graph: Graph,
     lexical: Lexical,
-    examples: Option<ExampleVectors>,
     options: OpenOptions,
 }
 
@@ -135,16 +133,15 @@ impl IndexReader {
                 )?;
                 let graph = Graph::open(&dir.join(GRAPH_FILE), tools)?;
                 let lexical = Lexical::open(&dir.join(LEXICAL_DIR))?;
-                let examples = ExampleVectors::open(dir, &meta)?;
-                Ok((record_sums, vectors, graph, lexical, examples))
+                Ok((record_sums, vectors, graph, lexical))
             },
             || CatalogStore::open(dir, tools, nodes, table),
         );
         // A file checked whole is named first, as when the checks ran before the table's read.
-        let (record_sums, vectors, graph, lexical, examples) = rest?;
+        let (record_sums, vectors, graph, lexical) = rest?;
         let mut catalog = catalog?;
         catalog.check_records(record_sums);
-        Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, examples, options })
+        Ok(IndexReader { dir: dir.to_path_buf(), meta, catalog, vectors, graph, lexical, options })
     }
 
     /// Fails unless `embedder` is the model this index was built with.
@@ -228,9 +225,7 @@ impl IndexReader {
     }
 
     /// Dense top `k` tools for the unit vector `query`. `allowed` (sorted tool ordinals)
-    /// restricts the search; small scopes are scanned exactly, large ones through HNSW. A tool
-    /// with example requests scores the best of its text's cosine and its examples'
-    /// (`examples.rs`), and an example close to the query brings its tool into the top `k`.
+    /// restricts the search; small scopes are scanned exactly, large ones through HNSW.
     ///
     /// Fails if a vector it read is in a corrupted block (as do every dense method).
     pub fn dense_tools(&self, query: &[f32], k: usize, allowed: Option<&[u32]>) -> Result<Vec<Hit>, IndexError> {
@@ -242,13 +237,6 @@ impl IndexReader {
                 exact_top_k(&self.vectors, query, a.iter().copied(), k)
             }
             Some(a) => self.graph.search(&self.vectors, query, k, self.search_breadth().max(2 * k), Some(a)),
-        };
-        let hits = match &self.examples {
-            Some(ex) => {
-                let hits = ex.lift(hits, query, k, allowed, |o| self.vectors.score(o, query));
-                ex.fault().map(|()| hits)?
-            }
-            None => hits,
         };
         self.vectors.fault().map(|()| hits)
     }
@@ -285,14 +273,9 @@ impl IndexReader {
         self.vectors.fault().map(|()| v)
     }
 
-    /// Cosine of tool `ord`'s stored vector with the unit vector `query`, or of its closest
-    /// example request when that is higher.
+    /// Cosine of tool `ord`'s stored vector with the unit vector `query`.
     pub fn tool_score(&self, ord: u32, query: &[f32]) -> Result<f32, IndexError> {
-        let mut s = self.vectors.score(ord, query);
-        if let Some(ex) = &self.examples {
-            s = ex.best(ord, query).map_or(s, |b| b.max(s));
-            ex.fault()?;
-        }
+        let s = self.vectors.score(ord, query);
         self.vectors.fault().map(|()| s)
     }
 

@@ -190,8 +190,6 @@ fn build(
     let embed_start = Instant::now();
     let embedded = missing.len();
     embed_missing(embedder, &source, &lengths, missing, &file, &options.progress)?;
-    let (example_rows, examples_embedded) =
-        crate::examples::write(dir, &source, embedder, options.reuse_from.as_deref().unwrap_or(&target))?;
     let embed_seconds = embed_start.elapsed().as_secs_f64();
     if options.release_model {
         embedder.release();
@@ -250,8 +248,8 @@ fn build(
     Ok(BuildReport {
         tools,
         nodes,
-        embedded: embedded + examples_embedded,
-        reused: documents + example_rows - embedded - examples_embedded,
+        embedded,
+        reused: documents - embedded,
         graph_updated: updated,
         graph_repaired,
         embed_seconds,
