@@ -92,6 +92,9 @@ pub fn expand_identifiers(text: &str) -> String {
 }
 
 /// The text embedded for a tool: name words, category path, summary, description, parameters.
+/// Never its `examples`: they go to the BM25 body only, where they help every dev set; in the
+/// embedded text they pull other requests toward the tools that carry them (docs/benchmarks.md,
+/// "Where an example belongs").
 pub fn tool_dense_text(tool: &Tool) -> String {
     let mut out = split_identifier(&tool.name);
     let paths = path_phrases(&tool.paths);
@@ -108,10 +111,6 @@ pub fn tool_dense_text(tool: &Tool) -> String {
     }
     let rest = tool.details.description.strip_prefix(tool.summary.as_str()).unwrap_or(&tool.details.description);
     out.push_str(&truncate_chars(rest.trim(), MAX_DENSE_DESC));
-    for ex in tool.details.examples.iter().take(4) {
-        out.push_str(" Example: ");
-        out.push_str(ex);
-    }
     let params = param_phrases(&tool.details.args_schema.value());
     if !params.is_empty() {
         out.push_str(" Parameters: ");
@@ -295,5 +294,15 @@ mod tests {
             param_text(&schema),
             "entities entity type The type of the entity observations options output path Where to save "
         );
+    }
+
+    #[test]
+    fn examples_are_searched_as_words_but_never_embedded() {
+        let text = r#"{"id":"m.create","name":"create_entities","paths":[["m"]],"summary":"Create entities","description":"Create entities","tags":[],"args_schema":null,"examples":["save a new fact about someone"],"requires":[]}"#;
+        let tool: Tool = serde_json::from_str(text).unwrap();
+        assert!(tool_lexical(&tool).body.contains("save a new fact about someone"));
+        let dense = tool_dense_text(&tool);
+        assert!(!dense.contains("fact"), "{dense}");
+        assert_eq!(dense, "create entities (m): Create entities");
     }
 }
