@@ -4,6 +4,7 @@
     python training/evaluate.py report [PREFIX]        # every fold against the stock model
     python training/evaluate.py metrics [PREFIX]       # R@5, P@1 and twin AUROC too, shipped fusion
     python training/evaluate.py parity LABEL_A LABEL_B # two dumps of one model (int8, fp32)
+    python training/evaluate.py paired PREFIX_A PREFIX_B # two recipes' folds, paired, per held-out set
     python training/evaluate.py speed ONNX             # query embedding p50, stock vs ONNX
 
 `dump` builds a models directory for the ONNX file (the stock runtime library and tokenizer
@@ -193,6 +194,21 @@ def parity(a, b):
             print(f"| {n} | {x:.4f} | {y:.4f} | {y - x:+.4f} | {u:.4f} | {v:.4f} | {v - u:+.4f} |")
 
 
+def paired_folds(a, b):
+    """Two recipes' folds on each set both hold out (e.g. loso3 and loso5): dense and shipped
+    fusion nDCG@10, B minus A with its paired standard error over the held-out queries."""
+    print(f"| held out (queries) | ranking | {a} | {b} | {b} minus {a} (SE) |")
+    print("|---|---|---|---|---|")
+    for held in common.SETS:
+        da, db = load(f"{a}-{held}"), load(f"{b}-{held}")
+        if held not in da or held not in db:
+            continue
+        for name, cfg in (("dense", ("minmax", 1.0)), ("shipped fusion", SHIPPED)):
+            pa, pb = per_query(da[held], cfg), per_query(db[held], cfg)
+            d, se = paired(pa, pb)
+            print(f"| {held} ({len(pa)}) | {name} | {mean(pa):.4f} | {mean(pb):.4f} | {d:+.4f} ({se:.4f}) |")
+
+
 def speed(onnx, rounds=7):
     """Query embedding p50 of the stock file and of `onnx`, alternated, on the
     mcptoolbenchpp held-out queries (`toolsearch bench --mode dense --json`)."""
@@ -221,6 +237,8 @@ if __name__ == "__main__":
         dump(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "parity":
         parity(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "paired":
+        paired_folds(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "speed":
         speed(sys.argv[2])
     elif sys.argv[1] == "metrics":
