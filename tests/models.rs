@@ -1,7 +1,8 @@
 //! Any embedding model (#63): a sentence-transformers export read from its directory gives
 //! the vectors sentence-transformers gives, an index records its model and opens with it,
 //! bad model directories are refused naming the file and field, and an index of the previous
-//! format (built with the stock model) still opens and answers.
+//! format (built with the stock model) still opens and answers, and the five-set research
+//! model comes out of the clone's history as a directory that answers.
 //!
 //! The models are tests/models/tiny-*, randomly initialised BERTs written by
 //! tests/models/make_tiny.py beside the vectors sentence-transformers 6.2 gave for them.
@@ -268,4 +269,41 @@ fn without_the_default_model_installed_the_stock_model_stands_in_and_says_so() {
         common::scratch().join("x").to_str().unwrap(),
     ]);
     assert!(!named.status.success());
+}
+
+/// The five-set research model comes out of the clone's history (scripts/research-model) as a
+/// `--model DIR` directory that indexes and answers, recorded by its weights' sha256; a
+/// directory already there is refused and left alone.
+#[test]
+fn the_research_model_is_written_from_history_and_answers() {
+    let repo = common::repo();
+    let in_history = Command::new("git")
+        .current_dir(&repo)
+        .args(["cat-file", "-e", "fe8b25669fe33fe18a66fb2c19f1680a3cb5fb02^{commit}"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !in_history {
+        eprintln!("skipped: commit fe8b256 is not in this clone's history (shallow clone)");
+        return;
+    }
+    let dir = common::scratch().join("research-model");
+    let _ = std::fs::remove_dir_all(&dir);
+    let write = || Command::new(repo.join("scripts/research-model")).arg(&dir).output().expect("script runs");
+    let out = write();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = write();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    assert!(dir.join("1_Pooling/config.json").is_file());
+
+    let idx = common::scratch().join("research-index");
+    let (catalogue, d, i) = (common::sample_catalog(), dir.to_str().unwrap(), idx.to_str().unwrap());
+    let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", i, "--model", d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = toolsearch(&["search", i, "post a message to a slack channel", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["results"][0]["tool_id"], "slack.post_message", "{answer}");
+    let engine = Engine::open_with(&idx, EngineOptions::default()).unwrap();
+    assert!(engine.embedder().model_sha256().starts_with("baa5e4668caa"));
 }
