@@ -97,4 +97,5 @@ pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
 pub mod gateway;
 pub mod haproxy;
 pub mod oauth;
+pub mod oauth_mock;
 pub mod postgres;

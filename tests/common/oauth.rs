@@ -152,7 +152,8 @@ pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], b
     (status, body)
 }
 
-fn encode(s: &str) -> String {
+/// Percent-encodes `s` for a form or a query (RFC 3986 unreserved characters kept).
+pub fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
