@@ -38,7 +38,10 @@ impl MockIssuers {
             .spawn()
             .expect("node runs");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        // Kept read, as the provider's: a process that writes to a closed pipe dies of EPIPE.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         let ready: Value =
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("oauth2-mock-server did not start: {e}: {line:?}"));
         MockIssuers {
