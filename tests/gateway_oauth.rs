@@ -9,25 +9,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::gateway::{client_steps, free_port, reference_server, HttpGateway};
-use common::oauth::{base64url, request, request_full, Idp};
+use common::oauth::{assert_invalid_token, base64url, header, initialize as init, request, Idp};
 use common::write_config;
 use serde_json::{json, Value};
-
-const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
-
-/// POSTs an `initialize` with `token`: status, headers, body.
-fn init(addr: &str, token: Option<&str>) -> (u16, Vec<(String, String)>, String) {
-    let bearer = token.map(|t| format!("Bearer {t}"));
-    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
-    if let Some(b) = &bearer {
-        headers.push(("Authorization", b.as_str()));
-    }
-    request_full(addr, "POST", "/mcp", &headers, INIT)
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
-    headers.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str())
-}
 
 fn memory(dir: &std::path::Path) -> Value {
     json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}})
@@ -199,13 +183,7 @@ fn forged_expired_and_misaimed_tokens_are_refused_with_a_reason() {
         ("hs256_with_public_key", "HS256"),
     ];
     for (name, why) in cases {
-        let token = forged[name].as_str().unwrap();
-        let (status, headers, body) = init(&addr, Some(token));
-        let challenge = header(&headers, "www-authenticate");
-        assert_eq!(status, 401, "{name}: {body}");
-        assert!(body.contains(why) && challenge.contains(why), "{name}: {body} / {challenge}");
-        assert!(challenge.starts_with("Bearer error=\"invalid_token\""), "{name}: {challenge}");
-        assert!(!body.contains(token) && !challenge.contains(token), "{name}: the token is echoed");
+        assert_invalid_token(&addr, name, forged[name].as_str().unwrap(), why);
     }
 
     // A real token of the provider, for another resource: refused for its audience.

@@ -7,25 +7,10 @@
 mod common;
 
 use common::gateway::{client_steps, free_port, reference_server, HttpGateway};
-use common::oauth::request_full;
+use common::oauth::{assert_invalid_token, header, initialize};
 use common::oauth_mock::MockIssuers;
 use common::write_config;
 use serde_json::{json, Value};
-
-const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
-
-/// POSTs an `initialize` with bearer `token`: status, `WWW-Authenticate`, body.
-fn init(addr: &str, token: &str) -> (u16, String, String) {
-    let bearer = format!("Bearer {token}");
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("Authorization", bearer.as_str()),
-    ];
-    let (status, headers, body) = request_full(addr, "POST", "/mcp", &headers, INIT);
-    let challenge = headers.iter().find(|(k, _)| k == "www-authenticate").map_or(String::new(), |(_, v)| v.clone());
-    (status, challenge, body)
-}
 
 #[test]
 fn another_issuer_implementations_tokens_pass_or_fail_on_their_claims() {
@@ -60,11 +45,12 @@ fn another_issuer_implementations_tokens_pass_or_fail_on_their_claims() {
 
     // The same endpoint's token for another resource: refused for its audience.
     let (_, other) = mock.grant("alice", "read-only memory", "http://127.0.0.1:1/another");
-    let (status, _, body) = init(&addr, other["access_token"].as_str().unwrap());
+    let (status, _, body) = initialize(&addr, other["access_token"].as_str());
     assert!(status == 401 && body.contains("another audience"), "{status} {body}");
     // Without the required scope: 403, naming it.
     let (_, bare) = mock.grant("alice", "memory", &resource);
-    let (status, challenge, _) = init(&addr, bare["access_token"].as_str().unwrap());
+    let (status, headers, _) = initialize(&addr, bare["access_token"].as_str());
+    let challenge = header(&headers, "www-authenticate");
     assert_eq!(status, 403, "{challenge}");
     assert!(
         challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"read-only\""),
@@ -72,7 +58,7 @@ fn another_issuer_implementations_tokens_pass_or_fail_on_their_claims() {
     );
 
     // The tokens the library minted: the good one passes (so each refusal below is for its one flaw).
-    let (status, _, body) = init(&addr, mock.tokens["good"].as_str().unwrap());
+    let (status, _, body) = initialize(&addr, mock.tokens["good"].as_str());
     assert_eq!(status, 200, "{body}");
     let cases = [
         ("expired", "the token has expired"),
@@ -84,12 +70,7 @@ fn another_issuer_implementations_tokens_pass_or_fail_on_their_claims() {
         ("impostor_key", "signature does not verify"),
     ];
     for (name, why) in cases {
-        let token = mock.tokens[name].as_str().unwrap();
-        let (status, challenge, body) = init(&addr, token);
-        assert_eq!(status, 401, "{name}: {body}");
-        assert!(challenge.starts_with("Bearer error=\"invalid_token\""), "{name}: {challenge}");
-        assert!(body.contains(why) && challenge.contains(why), "{name}: {body} / {challenge}");
-        assert!(!body.contains(token) && !challenge.contains(token), "{name}: the token is echoed");
+        assert_invalid_token(&addr, name, mock.tokens[name].as_str().unwrap(), why);
     }
     drop(gateway);
 }

@@ -42,23 +42,12 @@ impl Idp {
     pub fn start_env(resource: &str, ttl: u64, env: &[(&str, &str)]) -> Idp {
         let port = free_port();
         let key_file = super::scratch().join(format!("idp-{port}.jwk"));
-        let mut child = Command::new("node")
-            .arg(repo().join("tests/oauth/provider.mjs"))
+        let mut node = Command::new("node");
+        node.arg(repo().join("tests/oauth/provider.mjs"))
             .args([&port.to_string(), resource, key_file.to_str().unwrap(), &ttl.to_string()])
             .env("OIDC_MODULES", modules())
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(super::scratch().join(format!("idp-{port}.log"))).unwrap())
-            .spawn()
-            .expect("node runs");
-        let mut line = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut line).unwrap();
-        // Kept read: a provider that writes to a closed pipe dies of EPIPE.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let ready: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("provider did not start: {e}: {line:?}"));
+            .envs(env.iter().copied());
+        let (child, ready) = spawn_ready(node, &format!("idp-{port}.log"), "provider");
         let issuer = ready["issuer"].as_str().unwrap().to_owned();
         Idp { child, issuer, key_file, resource: resource.to_owned() }
     }
@@ -106,11 +95,57 @@ impl Idp {
     }
 }
 
+/// Spawns `node` (a script that prints one JSON line when it is ready), its stderr into the
+/// scratch file `log`: the process and that line. Its stdout is kept read afterwards: a process
+/// that writes to a closed pipe dies of EPIPE. `what` names it if it does not start.
+pub(super) fn spawn_ready(mut node: Command, log: &str, what: &str) -> (Child, Value) {
+    let mut child = node
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(super::scratch().join(log)).unwrap())
+        .spawn()
+        .expect("node runs");
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let ready = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what} did not start: {e}: {line:?}"));
+    (child, ready)
+}
+
 impl Drop for Idp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+
+/// POSTs an MCP `initialize` to `addr`'s `/mcp` with bearer `token`: status, headers, body.
+pub fn initialize(addr: &str, token: Option<&str>) -> (u16, Vec<(String, String)>, String) {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    if let Some(b) = &bearer {
+        headers.push(("Authorization", b.as_str()));
+    }
+    request_full(addr, "POST", "/mcp", &headers, INIT)
+}
+
+/// The value of header `name` (lower-case) in `headers`, or "".
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
+    headers.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str())
+}
+
+/// Asserts that `addr` refuses `token` (test case `name`) with 401 `invalid_token`, saying
+/// `why` in both body and challenge, and never echoes the token.
+pub fn assert_invalid_token(addr: &str, name: &str, token: &str, why: &str) {
+    let (status, headers, body) = initialize(addr, Some(token));
+    let challenge = header(&headers, "www-authenticate");
+    assert_eq!(status, 401, "{name}: {body}");
+    assert!(body.contains(why) && challenge.contains(why), "{name}: {body} / {challenge}");
+    assert!(challenge.starts_with("Bearer error=\"invalid_token\""), "{name}: {challenge}");
+    assert!(!body.contains(token) && !challenge.contains(token), "{name}: the token is echoed");
 }
 
 /// One HTTP/1.1 request on a fresh connection: the status, the headers (lower-cased names)

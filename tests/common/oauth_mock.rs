@@ -2,8 +2,7 @@
 //! installed under target/oauth-mock by `scripts/test-deps`). Its tokens, good and bad, are
 //! minted by code nobody here wrote, and it serves its own discovery document and keys.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 
@@ -28,22 +27,9 @@ impl MockIssuers {
     pub fn start(audience: &str) -> MockIssuers {
         let modules = repo().join("target/oauth-mock/node_modules");
         assert!(modules.join("oauth2-mock-server").exists(), "{} is missing: run scripts/test-deps", modules.display());
-        let mut child = Command::new("node")
-            .arg(repo().join("tests/oauth/mock.mjs"))
-            .arg(audience)
-            .env("MOCK_MODULES", modules)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(super::scratch().join("oauth-mock.log")).unwrap())
-            .spawn()
-            .expect("node runs");
-        let mut line = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut line).unwrap();
-        // Kept read, as the provider's: a process that writes to a closed pipe dies of EPIPE.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let ready: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("oauth2-mock-server did not start: {e}: {line:?}"));
+        let mut node = Command::new("node");
+        node.arg(repo().join("tests/oauth/mock.mjs")).arg(audience).env("MOCK_MODULES", modules);
+        let (child, ready) = super::oauth::spawn_ready(node, "oauth-mock.log", "oauth2-mock-server");
         MockIssuers {
             child,
             issuer: ready["issuer"].as_str().unwrap().to_owned(),
