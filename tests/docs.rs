@@ -5,16 +5,17 @@
 //! `gateway_configs`, the HAProxy recipe in `gateway_haproxy`); this catches what those do
 //! not: a verb or flag renamed, a file moved.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use common::repo;
 
 /// The folders of the repository whose files the documents name.
 const REPO_DIRS: [&str; 8] = ["crates", "data", "docs", "examples", "python", "scripts", "tests", "training"];
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// README.md and every `docs/*.md`, as (name, text).
 fn documents() -> Vec<(String, String)> {
@@ -100,12 +101,10 @@ fn named_paths(text: &str) -> Vec<String> {
 fn exists(path: &str) -> bool {
     let Some(prefix) = path.strip_suffix('*') else { return repo().join(path.trim_end_matches('/')).exists() };
     let full = repo().join(prefix);
-    let (parent, start) = match prefix.ends_with('/') {
-        true => (full.as_path(), String::new()),
-        false => (
-            full.parent().unwrap_or(Path::new(".")),
-            full.file_name().unwrap_or_default().to_string_lossy().into_owned(),
-        ),
+    let (parent, start) = if prefix.ends_with('/') {
+        (full.as_path(), String::new())
+    } else {
+        (full.parent().unwrap_or(Path::new(".")), full.file_name().unwrap_or_default().to_string_lossy().into_owned())
     };
     std::fs::read_dir(parent)
         .map(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&start)))
@@ -172,15 +171,15 @@ fn every_toolsearch_command_in_the_documents_names_a_real_verb_and_its_flags() {
                     }
                 }
             }
-            let (ok, text) = help(&mut cache, &verb).clone();
+            let (ok, text) = help(&mut cache, &verb);
             checked += 1;
-            if !ok {
+            if !*ok {
                 wrong.push(format!("{name}: `{line}`: no verb `{}`", verb.join(" ")));
                 continue;
             }
             for word in &words {
                 let flag = word.trim_start_matches('[').trim_end_matches([']', ',']).split('=').next().unwrap_or("");
-                if flag.starts_with("--") && flag.len() > 2 && !lists(&text, flag) {
+                if flag.starts_with("--") && flag.len() > 2 && !lists(text, flag) {
                     wrong.push(format!("{name}: `{line}`: `{} --help` lists no {flag}", verb.join(" ")));
                 }
             }
