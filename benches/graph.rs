@@ -7,7 +7,7 @@
 //!
 //! The vectors. ../shared/bench holds 7,316 real tools, too few; a catalogue of 100k or 1M
 //! real tools is not to be had. The sizes are made from the real tools' embeddings so that
-//! they keep their neighbourhood structure (docs/scaling.md, "Realistic vectors"):
+//! they keep their neighbourhood structure (docs/graph.md, "Realistic vectors"):
 //! 1. every dev-set tool is embedded by the real model (cached under target/graph-bench);
 //! 2. a point is a real tool's vector moved part of the way (a uniform share up to half)
 //!    towards one of that tool's 10 nearest real tools, plus Gaussian noise of norm about

@@ -193,7 +193,7 @@ const SAMPLE_RSS: &str = "SCALE_SAMPLE_RSS";
 /// Prints, every 250 ms, `sample UNIX_SECONDS VmRSS: N kB inuse MB mmapped MB arena MB free MB`:
 /// the RSS and glibc's own account of it (bytes in use, in chunks of their own mapping, in
 /// its arenas, and free there), which is how the build's phases were told apart
-/// (docs/benchmarks.md, "Build memory at 1M").
+/// (docs/build-memory.md, "Build memory at 1M").
 fn sample_memory() {
     loop {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::repo;
+pub(crate) use common::repo;
 
 /// The folders of the repository whose files the documents name.
 const REPO_DIRS: [&str; 8] = ["crates", "data", "docs", "examples", "python", "scripts", "tests", "training"];
 
 /// README.md and every `docs/*.md`, as (name, text).
-fn documents() -> Vec<(String, String)> {
+pub(crate) fn documents() -> Vec<(String, String)> {
     let mut names = vec!["README.md".to_owned()];
     let mut docs: Vec<String> = std::fs::read_dir(repo().join("docs"))
         .expect("docs/ reads")

@@ -1,4 +1,4 @@
-//! docs/gateway.md's HAProxy recipe, as the page prints it, with Debian's HAProxy in front of
+//! docs/gateway-operations.md's HAProxy recipe, as the page prints it, with Debian's HAProxy in front of
 //! two gateway replicas: both pass its health check (a check the replicas refused would mark
 //! them DOWN, and every request would get 503), and a client session goes through it.
 

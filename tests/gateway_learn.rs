@@ -129,7 +129,7 @@ fn lessons(ids: &[String]) -> (Vec<(String, String)>, Vec<(String, String)>) {
 fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped_in() {
     // Teaching every tool a made-up name is a deliberately extreme relabelling: the fit takes
     // first place from 7 of these 28 tools' own texts (measured), over the default
-    // `max_moved` 0.2, so this operator accepts up to 0.3, as docs/gateway.md tells one to.
+    // `max_moved` 0.2, so this operator accepts up to 0.3, as docs/gateway-operations.md tells one to.
     let CodeWords { gateway, state, ids, right, probes } = code_words("gateway-learn", 0.3);
     let before = firsts(&gateway, &probes);
 

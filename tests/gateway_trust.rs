@@ -5,7 +5,7 @@
 //! once, reload ends the servers it replaces before starting new ones, one token cannot hold
 //! every session, every endpoint checks `Host`, and token names are keyed. Driven by the
 //! official Python MCP client, against real gateway processes, the npm reference server and
-//! hostile upstreams (tests/mcp/hostile_server.py). docs/gateway.md "Security" maps each
+//! hostile upstreams (tests/mcp/hostile_server.py). docs/gateway-security.md "Security" maps each
 //! guarantee to its test here.
 
 #[path = "common/mod.rs"]

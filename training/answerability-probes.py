@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Probes of the answerability ceiling (issue #50), leave-one-set-out on the dev twins.
 
-Reads the candidate dumps that docs/benchmarks.md's answerability section writes
+Reads the candidate dumps that docs/answerability.md writes
 (`toolsearch candidates ... --depth 64`: DUMPS/c-mcp.jsonl, c-stb, c-meta, c-lens (toollens
 train), c-lens-test, c-seal) and prints, per held-out set (toollens: its test split):
 

@@ -44,7 +44,7 @@ pub(crate) struct Args {
     build: bool,
     /// Serve the index another gateway built under --state, read-only: write nothing there,
     /// reload the index when it is rebuilt. Several replicas can share one state dir (behind
-    /// a load balancer that keeps a session on one replica: docs/gateway.md).
+    /// a load balancer that keeps a session on one replica: docs/gateway-operations.md).
     #[arg(long)]
     replica: bool,
     /// Where a replica writes its audit trail (none without it).
@@ -321,7 +321,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
     // One thread serves the clients (stdio or HTTP), so a forwarded call's hops (HTTP
     // parsing, session, SDK, upstream relay, writer) are task switches, not thread wake-ups
-    // (docs/gateway.md, Performance). Searches, index builds and learning run on the
+    // (docs/gateway-performance.md). Searches, index builds and learning run on the
     // blocking pool, so a search never holds up another client's call.
     // Traces, when configured: installed before the runtime (the exporter's HTTP client is a
     // blocking one on its own thread), flushed when this function returns.

@@ -1,4 +1,4 @@
-//! Debian's HAProxy in front of gateway replicas, configured with docs/gateway.md's
+//! Debian's HAProxy in front of gateway replicas, configured with docs/gateway-operations.md's
 //! `backend gateways` block as the page prints it (its two example servers replaced by the
 //! replicas given); ended when dropped.
 
@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::gateway::{free_port, wait_for_port, Killed};
 
-/// The `backend gateways` block of docs/gateway.md, as printed.
+/// The `backend gateways` block of docs/gateway-operations.md, as printed.
 pub fn docs_backend() -> String {
-    let page = std::fs::read_to_string(super::repo().join("docs/gateway.md")).unwrap();
+    let page = std::fs::read_to_string(super::repo().join("docs/gateway-operations.md")).unwrap();
     let block = page.split("```\n").find(|b| b.starts_with("backend gateways")).expect("the recipe's backend block");
     block.to_owned()
 }

@@ -42,7 +42,7 @@ impl Default for EmbedderOptions {
     }
 }
 
-/// The default token budget of a model call. Measured on this model (docs/benchmarks.md,
+/// The default token budget of a model call. Measured on this model (docs/build-memory.md,
 /// "Index build memory and throughput"): small calls are both faster per token and far
 /// leaner than large ones; 512 padded tokens beat 256, 1,024, 2,048 and 4,096, and one
 /// session on every core matched two single-threaded sessions at half their memory.

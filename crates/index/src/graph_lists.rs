@@ -22,7 +22,7 @@ pub(crate) const MAX_CONNECTIONS: usize = 24;
 /// How much the neighbour heuristic relaxes its test (DiskANN's alpha): a candidate is left
 /// out when a neighbour already kept is nearer to it than `1 / alpha` of its own distance to
 /// the point (1.0 is HNSW's heuristic). On realistic vectors (`cargo bench --bench graph`,
-/// docs/scaling.md) 1.1 took recall@10 at 100k from 0.989 to 0.997 at breadth 192 and at 1M
+/// docs/graph.md) 1.1 took recall@10 at 100k from 0.989 to 0.997 at breadth 192 and at 1M
 /// (built in parts) from 0.93 at 256 to 0.97 at 512, for builds 1.4x longer; 1.2 and 1.3 gave
 /// less and took longer.
 const DIVERSITY_ALPHA: f32 = 1.1;

@@ -244,7 +244,7 @@ impl IndexReader {
     /// The HNSW search breadth for this index: [`OpenOptions::ef_search`] at 10k tools, three
     /// times that for each tenfold above (192 at 100k, 576 at 1M with the default 64), at most
     /// 16 times. Chosen by `cargo bench --bench graph` on realistic vectors: recall@10 0.997 at
-    /// 100k (p50 0.39 ms) and 0.97 at 1M (p50 under 1.1 ms); docs/scaling.md.
+    /// 100k (p50 0.39 ms) and 0.97 at 1M (p50 under 1.1 ms); docs/graph.md.
     pub fn search_breadth(&self) -> usize {
         breadth(self.meta.tools as usize, self.options.ef_search)
     }

@@ -4,7 +4,7 @@
 //! over the 2nd to 10th, and the dense list's lead of its first over its second cosine.
 //!
 //! Fitted leave-one-set-out on dev "twins" (each labelled query against its catalogue with and
-//! without its gold tools; `scripts/fit-answerability.py`, docs/benchmarks.md). Candidates are
+//! without its gold tools; `scripts/fit-answerability.py`, docs/answerability.md). Candidates are
 //! drawn only from the tools the caller may see, so the estimate says nothing of hidden ones.
 
 use serde::{Deserialize, Serialize};

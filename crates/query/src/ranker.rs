@@ -43,7 +43,7 @@ pub struct EngineOptions {
     pub min_confidence: Option<f32>,
     /// A result is shown only when its confidence is at least this share of the best
     /// result's (chosen leave-one-set-out so that it almost never drops a relevant tool:
-    /// docs/benchmarks.md).
+    /// docs/answerability.md).
     pub relative_cut: f32,
     /// The query-level decision whether any tool fits: below its threshold a search answers
     /// `NO_MATCH_IN_CATEGORY`, with the best few candidates as hints. Left at its default, an

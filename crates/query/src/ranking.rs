@@ -193,7 +193,7 @@ impl Ranker {
                     }
                     // A query the model must embed has BM25 run beside the model: neither needs
                     // the other's result, and the model is the slower of the two, so BM25's time
-                    // mostly disappears from the total (docs/benchmarks.md, "BM25 beside the
+                    // mostly disappears from the total (docs/latency.md, "BM25 beside the
                     // embedding").
                     None => std::thread::scope(|scope| {
                         let lexical = scope.spawn(lexical_search);

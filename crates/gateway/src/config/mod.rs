@@ -104,13 +104,13 @@ pub struct GatewaySettings {
     /// digits of the token's SHA-256).
     pub tokens: BTreeMap<String, Grant>,
     /// Who else may call the HTTP endpoint: `oauth`, the identity providers whose access
-    /// tokens are accepted beside `tokens` (docs/gateway.md, "Identity for clients").
+    /// tokens are accepted beside `tokens` (docs/gateway-security.md, "Identity for clients").
     pub auth: AuthSettings,
     /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
     pub allowed_origins: Vec<String>,
-    /// Rate limits per caller, tool and server (docs/gateway.md, "Rate limits").
+    /// Rate limits per caller, tool and server (docs/gateway-operations.md, "Rate limits").
     pub rate_limits: toolsearch_mcp::rate::RateLimits,
-    /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway.md, "Traces").
+    /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway-operations.md, "Traces").
     pub telemetry: Option<toolsearch_mcp::trace::TelemetrySettings>,
     /// Where what replicas share is kept: the state directory, or PostgreSQL (`crate::store`).
     pub state: crate::store::StateSettings,
@@ -155,7 +155,7 @@ pub struct AuthSettings {
 }
 
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
-/// (docs/gateway.md, "Limits").
+/// (docs/gateway-operations.md, "Limits").
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewayLimits {
