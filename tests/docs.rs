@@ -1,6 +1,7 @@
 //! The README and `docs/` as a newcomer reads them: every file of the repository they name
 //! exists, and every `toolsearch` command in their shell blocks names a real verb and flags
-//! that verb takes (its `--help` lists each). Examples that run end to end are tested where
+//! that verb takes (its `--help` lists each), and every script they run is there and reads each
+//! `--flag` they give it. Examples that run end to end are tested where
 //! they belong (the Python examples in `tests/python/test_docs.py`, the gateway configs in
 //! `gateway_configs`, the HAProxy recipe in `gateway_haproxy`); this catches what those do
 //! not: a verb or flag renamed, a file moved.
@@ -189,6 +190,70 @@ fn every_toolsearch_command_in_the_documents_names_a_real_verb_and_its_flags() {
     assert!(wrong.is_empty(), "commands in the documents that the binary does not take:\n{}", wrong.join("\n"));
 }
 
+/// `(script, flags)` for each run of a repository script in a shell line (`scripts/NAME`,
+/// `bash scripts/NAME` or `python3 scripts/NAME.py`): the `--flags` given to it, up to the
+/// next `&&`, `|` or `;`.
+fn script_runs(line: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut runs = Vec::new();
+    for part in line.split(['|', ';', '&']) {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| w.starts_with("scripts/")) else { continue };
+        let flags = words[at + 1..]
+            .iter()
+            .map(|w| w.trim_start_matches('[').trim_end_matches([']', ',']).split('=').next().unwrap_or(""))
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .collect();
+        runs.push((words[at], flags));
+    }
+    runs
+}
+
+/// The inline code spans of a document's prose that run a script (`` `scripts/NAME ...` ``).
+fn inline_commands(text: &str) -> Vec<String> {
+    let mut fence = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fence = !fence;
+            continue;
+        }
+        if fence {
+            continue;
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            let run = span.strip_prefix("bash ").or_else(|| span.strip_prefix("python3 ")).unwrap_or(span);
+            if run.starts_with("scripts/") {
+                found.push(span.to_owned());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_script_the_documents_run_is_there_and_reads_each_flag_given() {
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (name, text) in documents() {
+        for line in shell_lines(&text).into_iter().chain(inline_commands(&text)) {
+            for (script, flags) in script_runs(&line) {
+                checked += 1;
+                let Ok(source) = std::fs::read_to_string(repo().join(script)) else {
+                    wrong.push(format!("{name}: `{line}`: no {script}"));
+                    continue;
+                };
+                for flag in flags {
+                    if !lists(&source, flag) {
+                        wrong.push(format!("{name}: `{line}`: {script} reads no {flag}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} script runs found in the documents: is the parser still reading them?");
+    assert!(wrong.is_empty(), "script runs in the documents that the scripts do not take:\n{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_readers_parsers_find_what_they_should() {
     let text =
@@ -200,4 +265,9 @@ fn the_readers_parsers_find_what_they_should() {
     assert_eq!(named, vec!["tests/index/", "scripts/demo", "tests/models/tiny-*"]);
     assert!(exists("tests/models/tiny-*") && !exists("tests/models/huge-*") && !exists("tests/index.rs"));
     assert!(lists("  --model <DIR>\n  --model-dir", "--model") && !lists("  --model-dir <X>", "--model"));
+    let runs = script_runs("scripts/setup && bash scripts/bench-gateway --compare OLD [--x=1] | tee log");
+    assert_eq!(runs, vec![("scripts/setup", vec![]), ("scripts/bench-gateway", vec!["--compare", "--x"])]);
+    let inline =
+        inline_commands("run `bash scripts/fuzz 60` or `toolsearch x`\n```sh\nscripts/demo\n```\n`scripts/a --b`");
+    assert_eq!(inline, vec!["bash scripts/fuzz 60", "scripts/a --b"]);
 }
