@@ -49,6 +49,7 @@ mod gateway_traces;
 mod gateway_trust;
 mod gateway_upstreams;
 mod import;
+mod imports;
 mod index;
 mod learn;
 mod models;

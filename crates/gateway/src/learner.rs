@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 use toolsearch_disclosure::LiveCatalog;
 use toolsearch_embed::Embedder;
@@ -38,42 +37,13 @@ use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{trail, Hub};
 use toolsearch_query::{Engine, EngineOptions};
 
+pub use crate::config::LearnSettings;
 pub use crate::teachers::by_principal;
 use crate::teachers::{asked_by_others, teachers};
 
 /// Most labels a run fits on, the newest: bounds a run's time and memory whatever the trail
 /// holds (embedding 20,000 queries takes about two minutes of one core).
 pub const MAX_LABELS: usize = 20_000;
-
-/// The `toolsearch.learn` section of a gateway config: present = on.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LearnSettings {
-    /// Seconds between runs (default 3600).
-    pub every_secs: u64,
-    /// New labels the trail must hold since the last run for another fit (default 20).
-    pub min_new_labels: usize,
-    /// The principals whose traffic teaches: token names as the trail records them (`local`
-    /// for a gateway without tokens), or `*` for every caller. Empty (the default): nobody,
-    /// and learning says so until it is set.
-    pub from: Vec<String>,
-    /// The largest share of the catalogue's tool texts whose first result a swap may change
-    /// (default 0.2); a fit that moves more is held for review, not swapped in.
-    pub max_moved: f64,
-}
-
-impl Default for LearnSettings {
-    fn default() -> Self {
-        LearnSettings { every_secs: 3600, min_new_labels: 20, from: Vec::new(), max_moved: 0.2 }
-    }
-}
-
-impl LearnSettings {
-    /// Whether `principal`'s traffic may teach.
-    pub fn trusts(&self, principal: &str) -> bool {
-        self.from.iter().any(|f| f == "*" || f == principal)
-    }
-}
 
 /// What the last run did, for the status and `/readyz`.
 pub type LastRun = Arc<Mutex<Option<Value>>>;

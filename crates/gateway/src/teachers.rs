@@ -5,7 +5,7 @@
 
 use toolsearch_eval::{LabelledQuery, PRINCIPAL_TAG, SPLIT_TAG};
 
-use crate::learner::LearnSettings;
+use crate::config::LearnSettings;
 
 /// Most searches by other principals a fit is checked against (the latest).
 const MOST_ASKED: usize = 400;

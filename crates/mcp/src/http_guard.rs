@@ -20,9 +20,8 @@ use serde_json::{json, Value};
 
 use crate::http_access::{HttpAccess, HttpLimits};
 use crate::http_auth::{same, Authenticator, TokenDigest};
+use crate::session::SESSION_HEADER;
 
-/// The header that names a client's HTTP session.
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 /// The requests a session answers; any other method is "method not found: NAME". (Resources
 /// and prompts are answered by a gateway's sessions; a `serve` session answers those with
 /// "method not found" itself.)

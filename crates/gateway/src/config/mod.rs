@@ -16,9 +16,12 @@ mod examples;
 mod itself;
 mod rate;
 mod servers;
+mod settings;
 mod sources;
 mod toolset;
+
 pub(crate) use env::expand_env;
+pub use settings::{LearnSettings, StateSettings};
 
 /// One upstream MCP server, as Claude Desktop, Cursor and VS Code write it: a command to run
 /// (stdio) or a URL (Streamable HTTP).
@@ -113,7 +116,7 @@ pub struct GatewaySettings {
     /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway-operations.md, "Traces").
     pub telemetry: Option<toolsearch_mcp::trace::TelemetrySettings>,
     /// Where what replicas share is kept: the state directory, or PostgreSQL (`crate::store`).
-    pub state: crate::store::StateSettings,
+    pub state: StateSettings,
     /// The embedding model: `stock`, `tools`, or the directory of a sentence-transformers
     /// ONNX export, relative to the config file (absent: the default; `--model` overrides it).
     pub model: Option<String>,
@@ -132,7 +135,7 @@ pub struct GatewaySettings {
     /// The audit trail written under the state directory.
     pub audit: toolsearch_mcp::trail::AuditSettings,
     /// Learning from the gateway's own traffic (absent: off): `crate::learner`.
-    pub learn: Option<crate::learner::LearnSettings>,
+    pub learn: Option<LearnSettings>,
     /// The tokens the config gives no name (named by [`GatewaySettings::name_tokens`]).
     #[serde(skip)]
     pub(crate) unnamed: Vec<String>,

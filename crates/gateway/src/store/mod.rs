@@ -29,50 +29,14 @@ pub(crate) mod postgres;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::Value;
 
+pub use crate::config::StateSettings;
 use crate::pins::{Held, HeldNow};
 use toolsearch_mcp::ServeError;
 
 pub(crate) use buckets::PgBuckets;
 pub(crate) use postgres::PgStore;
-
-/// `toolsearch.state`: the shared store.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StateSettings {
-    /// `postgres://...` (or `postgresql://`), with `${VAR}`s read from the environment; absent
-    /// or `local`: the state directory alone.
-    pub store: Option<String>,
-    /// The fleet's shared secret, with `${VAR}`s: it seals the replica's address into the
-    /// `requestState` of session-free rounds, and upstream OAuth grants kept in the store (no
-    /// `key`: both stay with each replica).
-    pub key: Option<String>,
-    /// The URL of this replica's `/mcp` endpoint as the other replicas reach it, with `${VAR}`s
-    /// (default: the address its listener binds). With `key`, a session-free client's retry
-    /// of a round another replica holds is forwarded there (`toolsearch_mcp::fleet_rounds`).
-    pub advertise: Option<String>,
-}
-
-impl StateSettings {
-    /// The PostgreSQL URL, when the store is PostgreSQL.
-    pub fn postgres(&self) -> Option<&str> {
-        self.store.as_deref().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-    }
-
-    /// Checks the store's form: `local` or a PostgreSQL URL.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        match self.store.as_deref() {
-            None | Some("local") => Ok(()),
-            Some(_) if self.postgres().is_some() => Ok(()),
-            Some(other) => Err(format!(
-                "store: {:?} is neither \"local\" nor a postgres:// URL",
-                other.split('@').next_back().unwrap_or_default()
-            )),
-        }
-    }
-}
 
 /// This replica's id, kept in `STATE/replica-id` (made on first start): the held tools in the
 /// store are kept per replica.

@@ -21,6 +21,9 @@ use crate::notifier::Notifier;
 use crate::runner::{result_text, RunError};
 use crate::session_view::{SessionHandle, SessionView};
 
+/// The header that names a client's HTTP session (Streamable HTTP's `Mcp-Session-Id`).
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+
 mod driving;
 mod handler;
 mod offers;
@@ -320,7 +323,7 @@ impl Session {
             return;
         }
         let parts = context.extensions.get::<http::request::Parts>();
-        let id = parts.and_then(|p| p.headers.get(crate::http_guard::SESSION_HEADER)).and_then(|v| v.to_str().ok());
+        let id = parts.and_then(|p| p.headers.get(SESSION_HEADER)).and_then(|v| v.to_str().ok());
         if let (Some(id), Some(sessions)) = (id, self.hub.http_sessions()) {
             let _ = self.state.http.set((Arc::downgrade(&sessions), id.to_owned()));
         }
