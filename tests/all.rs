@@ -51,6 +51,7 @@ mod gateway_upstreams;
 mod import;
 mod imports;
 mod index;
+mod layout;
 mod learn;
 mod models;
 mod paging;
