@@ -152,7 +152,7 @@ pub const MAX_AUDIT_FIELD_BYTES: usize = 1024;
 pub const MAX_AUDIT_BYTES: usize = 4 * 1024 * 1024;
 
 /// The trail of one tool set, bounded by bytes: a long session, or a client sending huge
-/// queries, cannot grow it past [`MAX_AUDIT_BYTES`].
+/// queries, cannot grow it past `MAX_AUDIT_BYTES`.
 #[derive(Debug, Clone, Default)]
 pub struct AuditTrail {
     entries: Vec<AuditEntry>,

@@ -10,7 +10,7 @@ use toolsearch_catalog::{CategoryPath, Node};
 
 use crate::definition::{object_schema, sanitize_name, ToolDef};
 
-/// Which inner tools a call reveals (the catalogue's [`FacadeSelect`]).
+/// Which inner tools a call reveals (the catalogue's `FacadeSelect`).
 pub use toolsearch_catalog::FacadeSelect as Select;
 pub use toolsearch_catalog::{is_discovery_name, DEFAULT_QUERY_LIMIT};
 

@@ -4,7 +4,7 @@
 //! on one self-contained HTML page (`report`).
 //!
 //! Key design decision: the harness measures the engine through the same ranking path the
-//! protocol uses ([`toolsearch_query::Engine::rank_tools_timed`]), switching only which indexes
+//! protocol uses ([`toolsearch_query::Ranker::rank_tools_timed`]), switching only which indexes
 //! answer (hybrid, BM25 alone, dense alone), so the modes are compared on real code paths in one
 //! run, and metrics are pure functions over ranked ids, tested without a model. Beside that
 //! uncut ranking it measures what a caller gets: the page `search_tool_by_category` answers by

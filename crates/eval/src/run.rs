@@ -88,7 +88,7 @@ pub struct BenchReport {
     /// Median total latency of repeated (cached) queries, microseconds.
     pub cached_p50_us: Option<f64>,
     /// Recall@10 of the HNSW graph against an exact scan of the same stored vectors, over
-    /// the first [`GRAPH_RECALL_QUERIES`] queries (dense and hybrid modes, whatever the
+    /// the first `GRAPH_RECALL_QUERIES` (100) queries (dense and hybrid modes, whatever the
     /// catalogue's size: small catalogues are served by the exact scan anyway).
     pub graph_recall10: Option<f64>,
     /// What `bench --report` draws beside these figures (not in the JSON).

@@ -3,7 +3,7 @@
 //! An approval names the definition the operator reviewed by its digest
 //! (`toolsearch gateway approve SERVER.TOOL --digest D`, the digest `gateway held` prints): a
 //! server that changes the definition again between `held` and `approve` is not approved, and
-//! the new definition is shown instead. Calls are checked against [`passed_digests`] before
+//! the new definition is shown instead. Calls are checked against `passed_digests` before
 //! they are forwarded (`crate::vetted`).
 
 use std::collections::HashMap;

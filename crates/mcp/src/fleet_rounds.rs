@@ -13,7 +13,7 @@
 //! is never forwarded again.
 //!
 //! The same seal ends the OAuth `state` of a per-user login a replica begins, so the browser's
-//! redirect, wherever it lands, reaches the replica waiting for it ([`page_elsewhere`]).
+//! redirect, wherever it lands, reaches the replica waiting for it (`page_elsewhere`).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

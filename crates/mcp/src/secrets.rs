@@ -39,7 +39,7 @@ fn is_secret_key(key: &str) -> bool {
         || ["password", "secret", "_token", "api_key", "apikey"].iter().any(|s| k.ends_with(s))
 }
 
-/// `value` with every credential masked: the value of any key that names one ([`SECRET_KEYS`],
+/// `value` with every credential masked: the value of any key that names one (`SECRET_KEYS`,
 /// at any depth) replaced by `***`, and every string passed through [`mask`].
 pub fn mask_json(value: &Value) -> Value {
     match value {

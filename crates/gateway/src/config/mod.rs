@@ -168,7 +168,7 @@ pub struct GatewayLimits {
     pub http: toolsearch_mcp::HttpLimits,
     /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
     /// flood a model's context); a larger one is cut to it with a notice (one too large to be
-    /// held at all, a stdio line over [`GatewayLimits::max_line`], is a `RESULT_TOO_LARGE`
+    /// held at all, a stdio line over `GatewayLimits::max_line`, is a `RESULT_TOO_LARGE`
     /// error naming the limit).
     pub max_result_bytes: usize,
 }

@@ -1,7 +1,7 @@
 //! The HTTP endpoint as an OAuth 2.1 protected resource: clients bring their team's identity
 //! provider's access tokens instead of (or beside) the static tokens of the config.
 //!
-//! A presented token that is not a static one is verified here ([`Verifier::verify`]): a JWT
+//! A presented token that is not a static one is verified here (`Verifier::verify`): a JWT
 //! by its issuer's published keys (`jwt.rs`, `keys.rs`), an opaque token by RFC 7662
 //! introspection (`introspect.rs`). The caller it names is its *principal*, issuer and
 //! subject: sessions, session caps and `input_required` rounds are bound to it, and logs and
