@@ -4,9 +4,10 @@
 //! comment, a script's header or a page) is a heading of that page. A section moved to
 //! another page, or renamed, fails here naming the file that still points at the old place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::docs::{documents, repo};
+use crate::layout::files_under;
 
 /// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped,
 /// spaces made hyphens.
@@ -82,30 +83,11 @@ fn every_relative_link_of_the_documents_reaches_a_file_and_a_heading() {
     assert!(broken.is_empty(), "links that lead nowhere:\n{}", broken.join("\n"));
 }
 
-/// Every text file under the folders that point at the documents (sources, scripts,
-/// tests, training, the pages themselves), as (path from the root, text).
+/// Every file of code or prose under the folders that point at the documents (sources,
+/// scripts, tests, training, the pages themselves), as (path from the root, text).
 fn pointing_files() -> Vec<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                let built =
-                    matches!(name.as_str(), "target" | "build" | "dist" | "node_modules" | ".venv" | "__pycache__");
-                if !built && !name.ends_with(".egg-info") {
-                    walk(&path, out);
-                }
-            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "md" | "py" | "toml") | None) {
-                out.push(path);
-            }
-        }
-    }
-    let mut paths = vec![repo().join("README.md"), repo().join("ARCHITECTURE.md")];
-    for dir in ["benches", "crates", "docs", "python", "scripts", "src", "tests", "training"] {
-        walk(&repo().join(dir), &mut paths);
-    }
-    paths
+    let dirs = ["benches", "crates", "docs", "python", "scripts", "src", "tests", "training"];
+    files_under(&dirs)
         .into_iter()
         .filter_map(|path| {
             let text = std::fs::read_to_string(&path).ok()?;

@@ -32,15 +32,21 @@ fn code_and_prose(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every file of code or prose in the repository, from its root.
-fn files() -> Vec<PathBuf> {
+/// The files of code or prose under `dirs` of the repository (walked whole), beside its
+/// top-level README.md, ARCHITECTURE.md and `.ci/run`.
+pub(crate) fn files_under(dirs: &[&str]) -> Vec<PathBuf> {
     let mut out = vec![repo().join("README.md"), repo().join("ARCHITECTURE.md"), repo().join(".ci/run")];
-    for dir in
-        ["benches", "crates", "docs", "examples", "fuzz", "models", "python", "scripts", "src", "tests", "training"]
-    {
+    for dir in dirs {
         code_and_prose(&repo().join(dir), &mut out);
     }
     out
+}
+
+/// Every file of code or prose in the repository, from its root.
+fn files() -> Vec<PathBuf> {
+    files_under(&[
+        "benches", "crates", "docs", "examples", "fuzz", "models", "python", "scripts", "src", "tests", "training",
+    ])
 }
 
 /// The files of `paths` over `max` lines, as "path: N lines".
