@@ -118,13 +118,28 @@ fn section_references(text: &str) -> Vec<(String, String)> {
         if page.contains(char::is_whitespace) {
             continue;
         }
-        let after = rest[end + 3..].trim_start_matches(['`', ')']);
-        let quoted = ["(\"", ", \"", " \"", " (\""].iter().find_map(|lead| after.strip_prefix(lead));
-        if let Some(heading) = quoted.and_then(|q| q.split_once('"')).map(|(h, _)| h) {
+        if let Some(heading) = quoted_after(&rest[end + 3..]) {
             found.push((page.to_owned(), heading.to_owned()));
         }
     }
+    // `[page.md](page.md), "Section"`: a page beside the one that links it.
+    for (at, _) in text.match_indices("](") {
+        let Some((page, _)) = text[at + 2..].split_once(')') else { continue };
+        let local = page.ends_with(".md") && !page.contains(['/', '#', ' ']);
+        if let Some(heading) = quoted_after(&text[at + 2 + page.len()..]).filter(|_| local) {
+            found.push((page.to_owned(), heading.to_owned()));
+        }
+    }
+    found.sort();
+    found.dedup();
     found
+}
+
+/// The heading quoted right after a page's name: `, "X"`, ` "X"`, `("X")` or ` ("X")`.
+fn quoted_after(text: &str) -> Option<&str> {
+    let after = text.trim_start_matches(['`', ')']);
+    let quoted = ["(\"", ", \"", " \"", " (\""].iter().find_map(|lead| after.strip_prefix(lead))?;
+    quoted.split_once('"').map(|(heading, _)| heading)
 }
 
 #[test]
@@ -137,7 +152,8 @@ fn every_section_a_file_names_is_a_heading_of_its_page() {
         }
         for (page, heading) in section_references(&flattened(&text)) {
             checked += 1;
-            let Ok(page_text) = std::fs::read_to_string(repo().join(&page)) else {
+            let beside = repo().join(&name).parent().map(|dir| dir.join(&page)).filter(|_| !page.starts_with("docs/"));
+            let Ok(page_text) = std::fs::read_to_string(beside.unwrap_or_else(|| repo().join(&page))) else {
                 wrong.push(format!("{name}: {page}: no such page"));
                 continue;
             };
@@ -174,4 +190,7 @@ fn the_link_readers_find_what_they_should() {
         section_references("docs/scaling.md (\"Build memory\")"),
         [("docs/scaling.md".to_owned(), "Build memory".to_owned())]
     );
+    let beside =
+        section_references("([benchmarks.md](benchmarks.md), \"Where an example belongs\") and [x](a/b.md), \"No\"");
+    assert_eq!(beside, [("benchmarks.md".to_owned(), "Where an example belongs".to_owned())]);
 }
