@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::docs::{documents, repo};
+use crate::docs::{documents, prose_lines, repo};
 use crate::layout::files_under;
 
 /// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped,
@@ -32,17 +32,14 @@ fn headings(text: &str) -> Vec<String> {
 /// The places a page can be pointed at by name: its headings and, with `bold`, the bold
 /// titles that open a paragraph (`**Licensed folds** (...)`).
 fn titles(text: &str, bold: bool) -> Vec<String> {
-    let mut fence = false;
     let mut found = Vec::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fence = !fence;
-        } else if !fence && line.starts_with('#') {
+    for line in prose_lines(text) {
+        if line.starts_with('#') {
             let title = line.trim_start_matches('#');
             if title.starts_with(' ') {
                 found.push(title.trim().to_owned());
             }
-        } else if let Some(lead) = line.strip_prefix("**").filter(|_| bold && !fence) {
+        } else if let Some(lead) = line.strip_prefix("**").filter(|_| bold) {
             found.push(lead.split("**").next().unwrap_or("").to_owned());
         }
     }

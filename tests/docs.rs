@@ -208,18 +208,20 @@ fn script_runs(line: &str) -> Vec<(&str, Vec<&str>)> {
     runs
 }
 
+/// The lines of a Markdown text outside its code fences (fence lines left out too).
+pub(crate) fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut fence = false;
+    text.lines().filter(move |line| {
+        let marker = line.trim_start().starts_with("```");
+        fence ^= marker;
+        !marker && !fence
+    })
+}
+
 /// The inline code spans of a document's prose that run a script (`` `scripts/NAME ...` ``).
 fn inline_commands(text: &str) -> Vec<String> {
-    let mut fence = false;
     let mut found = Vec::new();
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fence = !fence;
-            continue;
-        }
-        if fence {
-            continue;
-        }
+    for line in prose_lines(text) {
         for span in line.split('`').skip(1).step_by(2) {
             let run = span.strip_prefix("bash ").or_else(|| span.strip_prefix("python3 ")).unwrap_or(span);
             if run.starts_with("scripts/") {
