@@ -60,6 +60,7 @@ mod quality;
 mod report;
 mod security;
 mod serve;
+mod transcripts;
 mod unmatched;
 
 /// The real embedding model, loaded once for the whole binary and shared by every module's

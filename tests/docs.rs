@@ -2,7 +2,7 @@
 //! exists, and every `toolsearch` command in their shell blocks names a real verb and flags
 //! that verb takes (its `--help` lists each), and every script they run is there and reads each
 //! `--flag` they give it. Examples that run end to end are tested where
-//! they belong (the Python examples in `tests/python/test_docs.py`, the gateway configs in
+//! they belong (the `$ command` transcripts and what they print in `transcripts`, the Python examples in `tests/python/test_docs.py`, the gateway configs in
 //! `gateway_configs`, the HAProxy recipe in `gateway_haproxy`); this catches what those do
 //! not: a verb or flag renamed, a file moved.
 
