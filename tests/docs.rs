@@ -1,10 +1,10 @@
 //! The README and `docs/` as a newcomer reads them: every file of the repository they name
 //! exists, and every `toolsearch` command in their shell blocks names a real verb and flags
 //! that verb takes (its `--help` lists each), and every script they run is there and reads each
-//! `--flag` they give it. Examples that run end to end are tested where
-//! they belong (the `$ command` transcripts and what they print in `transcripts`, the Python examples in `tests/python/test_docs.py`, the gateway configs in
-//! `gateway_configs`, the HAProxy recipe in `gateway_haproxy`); this catches what those do
-//! not: a verb or flag renamed, a file moved.
+//! `--flag` they give it. Examples that run end to end are tested where they belong (the
+//! `$ command` transcripts and what they print in `transcripts`, the Python examples in
+//! `tests/python/test_docs.py`, the gateway configs in `gateway_configs`, the HAProxy recipe
+//! in `gateway_haproxy`); this catches what those do not: a verb or flag renamed, a file moved.
 
 #[path = "common/mod.rs"]
 mod common;
