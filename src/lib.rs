@@ -63,3 +63,8 @@ pub use toolsearch_query::*;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
+
+/// docs/disclosure.md's Rust example, compiled by `cargo test --doc` as the README's is.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/disclosure.md")]
+pub struct DisclosureExample;

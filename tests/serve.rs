@@ -332,3 +332,27 @@ fn a_call_without_an_executor_explains_what_to_configure() {
     let t = text(&messages, 2);
     assert!(t.contains("NOT_CONFIGURED") && t.contains("executor") && !t.contains("set_executor"), "{t}");
 }
+
+#[test]
+fn serve_answers_every_revision_it_names_session_free_2026_07_28_included() {
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let answer = serve(&[], format!("{init}\n").as_bytes());
+        assert_eq!(answer[0]["result"]["protocolVersion"], version, "{answer:?}");
+    }
+    // Session-free: no `initialize`, the revision and capabilities in each request's `_meta`.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut input = Vec::new();
+    for (id, method) in [(1, "tools/list"), (2, "server/discover")] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta}});
+        input.extend(format!("{request}\n").bytes());
+    }
+    let answers = serve(&[], &input);
+    let names: Vec<&str> =
+        by_id(&answers, 1)["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"git_tools") && names.contains(&"search_tool_by_category"), "{names:?}");
+    let discovered = by_id(&answers, 2).to_string();
+    assert!(discovered.contains("2026-07-28"), "server/discover names the revision: {discovered}");
+}

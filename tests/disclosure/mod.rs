@@ -86,6 +86,10 @@ fn initial_set_is_pinned_tools_top_level_facades_and_discovery() {
     assert!(!names.contains(&"call_tool".to_owned()), "call_tool is opt-in");
     assert!(!names.contains(&"git_commit".to_owned()) && !names.contains(&"commit".to_owned()));
     assert_eq!(names.len(), 1 + 5 + 4, "{names:?}");
+    // docs/disclosure.md shows this set, in this order.
+    let page = std::fs::read_to_string(common::repo().join("docs/disclosure.md")).unwrap();
+    let shown = format!("visible ({}): {}", names.len(), names.join(", "));
+    assert!(page.lines().any(|line| line == shown), "docs/disclosure.md does not show `{shown}`");
 }
 
 #[test]
