@@ -198,6 +198,22 @@ fn query_facade_ranks_inside_its_category_and_can_stay_for_another_call() {
 }
 
 #[test]
+fn while_an_exclusive_facade_is_unfolded_no_hint_points_at_call_tool() {
+    let f = fixture();
+    let discovery = DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() };
+    let mut set = f.set(ToolSetConfig { discovery, ..ToolSetConfig::default() });
+    // Without an exclusive unfold, a missing name gets the closest tools to reach by call_tool.
+    let open = set.call("search_weather", &json!({}));
+    assert!(open.is_error && open.text.contains("call_tool with one as tool_id"), "{}", open.text);
+    assert!(!set.call("incident_mode", &json!({})).is_error);
+    for name in ["search_tool_by_category", "search_weather", "call_tool"] {
+        let blocked = set.call(name, &json!({"query": "weather in Oslo"}));
+        assert!(blocked.is_error && blocked.text.contains("fold_incident_mode"), "{}", blocked.text);
+        assert!(!blocked.text.contains("call_tool with"), "call_tool is held back too: {}", blocked.text);
+    }
+}
+
+#[test]
 fn exclusive_facade_hides_everything_else_until_folded_or_the_interaction_ends() {
     let f = fixture();
     let mut set = f.set(ToolSetConfig { pinned: vec!["weather.current".into()], ..ToolSetConfig::default() });

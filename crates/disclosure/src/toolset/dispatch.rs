@@ -75,9 +75,11 @@ impl ToolSet {
     /// With call_tool offered, the tools the caller may use whose names come closest to `name`
     /// (a search for it, its `_`, `-` and `.` read as spaces), for a model that called a tool
     /// that is not there. Drawn from those tools only, as any search is: the hint depends on
-    /// the name asked, never on a hidden tool.
+    /// the name asked, never on a hidden tool. None while an exclusive unfold holds call_tool
+    /// back with everything else: the way on is its fold tool.
     fn closest_hint(&self, engine: &Engine, name: &str) -> Vec<String> {
-        if !self.derived.discovery.contains(&DiscoveryTool::Call) || name.len() > MAX_SUGGESTED {
+        let exclusive = self.unfolds.iter().any(|u| u.exclusive);
+        if exclusive || !self.derived.discovery.contains(&DiscoveryTool::Call) || name.len() > MAX_SUGGESTED {
             return Vec::new();
         }
         let query: String = name.chars().map(|c| if matches!(c, '_' | '-' | '.') { ' ' } else { c }).collect();
