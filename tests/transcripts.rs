@@ -69,7 +69,7 @@ fn matches(expected: &str, actual: &str) -> bool {
     let parts: Vec<&str> = parts.collect();
     for (i, part) in parts.iter().enumerate() {
         if i + 1 == parts.len() {
-            return rest.len() >= part.len() && rest.ends_with(part);
+            return rest.ends_with(part);
         }
         match rest.find(part) {
             Some(at) => rest = &rest[at + part.len()..],
