@@ -56,6 +56,7 @@ mod learn;
 mod models;
 mod paging;
 mod protocol;
+mod protocol_page;
 mod quality;
 mod report;
 mod security;
