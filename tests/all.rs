@@ -16,6 +16,7 @@ mod catalog;
 mod cli;
 mod dialects;
 mod disclosure;
+mod doc_configs;
 mod doc_links;
 mod docs;
 mod gateway;
