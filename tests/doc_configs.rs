@@ -138,6 +138,16 @@ fn a_page_config_with_a_misspelt_key_is_refused_naming_it() {
     let out = run(&["gateway", "client-metadata", "--config", path.to_str().unwrap()], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("calls_per_principle"), "{err}");
+    // serve's config names the field at fault too (it is read before the index is opened).
+    let serve = dir.join("serve.json");
+    std::fs::write(&serve, r#"{"toolset": {"discovery": {"mode": "general", "detail": "summary"}}}"#).unwrap();
+    let out = run(&["serve", dir.join("no-index").to_str().unwrap(), "--config", serve.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("serve.json: toolset.discovery.detail: unknown variant `summary`") && err.contains("line 1"),
+        "{err}"
+    );
     assert_eq!(
         variables("{\"a\": \"${OPS_TOKEN}\", \"b\": \"${input:x}\"}"),
         [("OPS_TOKEN".to_owned(), "value-of-OPS_TOKEN-0123456789abcdef0123456789".to_owned())]

@@ -62,8 +62,16 @@ impl ServeConfig {
     /// Reads a configuration file; errors name the file and what is wrong.
     pub fn load(path: &Path) -> Result<ServeConfig, ServeError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServeError::Config(path.to_path_buf(), e.to_string()))?;
-        let config: ServeConfig =
-            serde_json::from_str(&text).map_err(|e| ServeError::Config(path.to_path_buf(), e.to_string()))?;
+        // The field at fault leads the message (`toolset.discovery.detail: unknown variant ..`).
+        let config: ServeConfig = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+            .map_err(|e| {
+                let at = e.path().to_string();
+                let inner = e.into_inner();
+                ServeError::Config(
+                    path.to_path_buf(),
+                    if at == "." { inner.to_string() } else { format!("{at}: {inner}") },
+                )
+            })?;
         for (name, argv) in &config.checks {
             if argv.is_empty() {
                 return Err(ServeError::Config(path.to_path_buf(), format!("checks.{name}: empty command")));
