@@ -1,0 +1,104 @@
+"""docs/gateway.md's `uvx` entry, as a client runs it: the page's JSON, with its two example
+paths pointed at this machine (the wheels' folder, the gateway's config), is started by the
+official Python MCP SDK's stdio client, which lists the gateway's tools, searches and calls a
+tool of the server behind it. Exits non-zero, saying why, when anything differs from the page.
+
+    python uvx_entry.py PAGE WHEELS_DIR WORK_DIR MEMORY_SERVER_JS
+
+The page's wheel file names must be the ones the build made: a newcomer copies them.
+"""
+
+import json
+import os
+import re
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import get_default_environment, stdio_client
+
+PAGE, WHEELS, WORK, MEMORY = sys.argv[1:5]
+PAGE_WHEELS = "/home/me/wheels/"
+PAGE_CONFIG = "/home/me/.config/toolsearch/gateway.json"
+
+
+def fail(why):
+    print(f"uvx_entry: {PAGE}: {why}", file=sys.stderr)
+    sys.exit(1)
+
+
+def entry():
+    """The page's one JSON block that starts the gateway with uvx, as printed."""
+    blocks = [b for b in re.findall(r"```json\n(.*?)```", open(PAGE).read(), re.S) if '"uvx"' in b]
+    if len(blocks) != 1:
+        fail(f"expected one JSON block with a uvx entry, found {len(blocks)}")
+    server = json.loads(blocks[0])["mcpServers"]["toolsearch"]
+    if server["command"] != "uvx":
+        fail(f"the entry runs {server['command']!r}, not uvx")
+    return server["args"]
+
+
+def localised(args, config):
+    built = sorted(os.listdir(WHEELS))
+    out = []
+    for arg in args:
+        if arg.startswith(PAGE_WHEELS):
+            name = arg[len(PAGE_WHEELS):]
+            if name not in built:
+                fail(f"the page names the wheel {name!r}; the build made {built}")
+            arg = os.path.join(WHEELS, name)
+        elif arg == PAGE_CONFIG:
+            arg = config
+        out.append(arg)
+    return out
+
+
+async def drive(args):
+    env = get_default_environment()
+    env["UV_CACHE_DIR"] = os.path.join(WORK, "uv-cache")
+    # The machine's certificate store (uv otherwise trusts only its bundled roots; a registry
+    # reached through an inspecting proxy, as on the test machines, is signed by a local CA).
+    if os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
+        env["SSL_CERT_FILE"] = "/etc/ssl/certs/ca-certificates.crt"
+    env["TOOLSEARCH_MODELS"] = os.path.join(WORK, "no-models-here")  # only what uvx installed
+    params = StdioServerParameters(command="uvx", args=args, env=env, cwd=WORK)
+    with anyio.fail_after(600):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                names = [t.name for t in (await session.list_tools()).tools]
+                if "search_tool_by_category" not in names or "call_tool" not in names:
+                    return f"the gateway lists {names}, without search_tool_by_category and call_tool"
+                found = await session.call_tool("search_tool_by_category", {"query": "remember a fact about a person"})
+                text = "".join(getattr(c, "text", "") for c in found.content)
+                if found.is_error or "memory." not in text:
+                    return f"search_tool_by_category found no tool of the memory server: {text[:400]}"
+                made = await session.call_tool(
+                    "call_tool",
+                    {"tool_id": "memory.create_entities",
+                     "arguments": {"entities": [{"name": "Ada", "entityType": "person", "observations": ["writes"]}]}},
+                )
+                text = "".join(getattr(c, "text", "") for c in made.content)
+                if made.is_error or "Ada" not in text:
+                    return f"call_tool through the gateway failed: {text[:400]}"
+    print(f"uvx_entry: the page's uvx entry served {len(names)} tools; a search and a call went through")
+    return None
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    config = os.path.join(WORK, "gateway.json")
+    memory = {"command": "node", "args": [MEMORY], "env": {"MEMORY_FILE_PATH": os.path.join(WORK, "memory.jsonl")}}
+    with open(config, "w") as f:
+        json.dump({"mcpServers": {"memory": memory}}, f)
+    why = anyio.run(drive, localised(entry(), config))
+    if why:
+        fail(why)
+    # The model package the entry adds with `--with` is the one the gateway built with (the
+    # index records its model's id; without the package the stock model would stand in).
+    meta = open(os.path.join(WORK, "gateway.toolsearch", "index", "meta.bin"), "rb").read()
+    if b"all-MiniLM-L6-v2-tools" not in meta:
+        fail("the gateway did not build with the tool-trained model the entry installs")
+
+
+main()
