@@ -85,10 +85,10 @@ fn every_config_and_manifest_the_documents_show_is_read_as_printed() {
     let dir = common::scratch().join("doc-configs");
     std::fs::create_dir_all(&dir).unwrap();
     let index = common::build(&common::sample_catalog(), "doc-configs-sample");
-    let (mut wrong, mut read) = (Vec::new(), [0usize; 4]);
+    let (mut wrong, mut read) = (Vec::new(), std::collections::BTreeMap::<&str, usize>::new());
     for (n, block) in json_blocks().into_iter().enumerate() {
-        let Ok(Value::Object(top)) = serde_json::from_str::<Value>(&block.text) else { continue };
-        let value = Value::Object(top.clone());
+        let Ok(value) = serde_json::from_str::<Value>(&block.text) else { continue };
+        let Some(top) = value.as_object() else { continue };
         let file = |ext: &str, text: &str| -> String {
             let path = dir.join(format!("block-{n}.{ext}"));
             std::fs::write(&path, text).unwrap();
@@ -100,14 +100,16 @@ fn every_config_and_manifest_the_documents_show_is_read_as_printed() {
             let path = file("json", &serde_json::to_string_pretty(&config).unwrap());
             let out = run(&["gateway", "client-metadata", "--config", &path], &variables(&block.text));
             match serde_json::from_slice::<Value>(&out.stdout) {
-                Ok(document) if out.status.success() && document["client_id"].is_string() => read[0] += 1,
+                Ok(document) if out.status.success() && document["client_id"].is_string() => {
+                    *read.entry("gateway").or_default() += 1
+                }
                 _ => wrong.push(failure(place, "a gateway config", &out)),
             }
         } else if top.contains_key("toolset") || top.contains_key("executor") {
             let path = file("json", &block.text);
             let out = run(&["serve", index.to_str().unwrap(), "--config", &path], &[]);
             if out.status.success() {
-                read[1] += 1
+                *read.entry("serve").or_default() += 1
             } else {
                 wrong.push(failure(place, "serve's config", &out))
             }
@@ -117,7 +119,7 @@ fn every_config_and_manifest_the_documents_show_is_read_as_printed() {
             let out_dir = dir.join(format!("index-{n}"));
             let out = run(&["index", &path, "--out", out_dir.to_str().unwrap()], &[]);
             if out.status.success() {
-                read[2 + usize::from(ext == "jsonl")] += 1
+                *read.entry(ext).or_default() += 1
             } else {
                 wrong.push(failure(place, "a manifest", &out))
             }
@@ -125,7 +127,8 @@ fn every_config_and_manifest_the_documents_show_is_read_as_printed() {
     }
     assert!(wrong.is_empty(), "the documents show files the program refuses:\n{}", wrong.join("\n"));
     // What the pages hold today: gateway configs, serve's config, a manifest, a JSON Lines record.
-    assert!(read[0] >= 10 && read[1] >= 1 && read[2] >= 1 && read[3] >= 1, "read {read:?}");
+    let at_least = [("gateway", 10), ("serve", 1), ("json", 1), ("jsonl", 1)];
+    assert!(at_least.iter().all(|(kind, n)| read.get(kind).is_some_and(|r| r >= n)), "read {read:?}");
 }
 
 #[test]
