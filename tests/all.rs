@@ -14,6 +14,7 @@ mod authz;
 mod call;
 mod catalog;
 mod cli;
+mod client_entries;
 mod dialects;
 mod disclosure;
 mod doc_configs;

@@ -8,7 +8,8 @@
 //! `toolsearch gateway client-metadata --config FILE` (which reads the whole config and starts
 //! and reaches nothing) can read it. Each `${VAR}` the fragment names is set. The configs a
 //! page gives a client to start the gateway itself (an entry named `toolsearch`) are not the
-//! gateway's; tests/gateway_configs.rs covers how the gateway reads such a file.
+//! gateway's: tests/client_entries.rs runs them, and tests/gateway_configs.rs covers how the
+//! gateway reads such a file.
 
 #[path = "common/mod.rs"]
 mod common;

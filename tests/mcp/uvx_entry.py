@@ -17,6 +17,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 
+from client_entry import exercise
+
 PAGE, WHEELS, WORK, MEMORY = sys.argv[1:5]
 PAGE_WHEELS = "/home/me/wheels/"
 PAGE_CONFIG = "/home/me/.config/toolsearch/gateway.json"
@@ -65,23 +67,11 @@ async def drive(args):
     with anyio.fail_after(600):
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
-                await session.initialize()
-                names = [t.name for t in (await session.list_tools()).tools]
-                if "search_tool_by_category" not in names or "call_tool" not in names:
-                    return f"the gateway lists {names}, without search_tool_by_category and call_tool"
-                found = await session.call_tool("search_tool_by_category", {"query": "remember a fact about a person"})
-                text = "".join(getattr(c, "text", "") for c in found.content)
-                if found.is_error or "memory." not in text:
-                    return f"search_tool_by_category found no tool of the memory server: {text[:400]}"
-                made = await session.call_tool(
-                    "call_tool",
-                    {"tool_id": "memory.create_entities",
-                     "arguments": {"entities": [{"name": "Ada", "entityType": "person", "observations": ["writes"]}]}},
-                )
-                text = "".join(getattr(c, "text", "") for c in made.content)
-                if made.is_error or "Ada" not in text:
-                    return f"call_tool through the gateway failed: {text[:400]}"
-    print(f"uvx_entry: the page's uvx entry served {len(names)} tools; a search and a call went through")
+                try:
+                    listed = await exercise(session)
+                except RuntimeError as e:
+                    return str(e)
+    print(f"uvx_entry: the page's uvx entry served {listed} tools; a search and a call went through")
     return None
 
 
