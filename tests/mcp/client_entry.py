@@ -50,6 +50,13 @@ async def exercise(session):
     return len(names)
 
 
+def reason(e):
+    """What went wrong, out of the task groups the SDK wraps an error in."""
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"
+
+
 async def over_stdio(entry):
     env = get_default_environment()
     env.update(entry.get("env", {}))
@@ -78,9 +85,7 @@ def main():
     try:
         listed = anyio.run(drive, entry)
     except Exception as e:  # the test prints why, whatever the SDK raised
-        while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
-            e = e.exceptions[0]
-        print(f"client_entry: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"client_entry: {reason(e)}", file=sys.stderr)
         sys.exit(1)
     print(f"client_entry: {listed} tools listed; a search and a call went through")
 

@@ -17,7 +17,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 
-from client_entry import exercise
+from client_entry import exercise, reason
 
 PAGE, WHEELS, WORK, MEMORY = sys.argv[1:5]
 PAGE_WHEELS = "/home/me/wheels/"
@@ -58,10 +58,9 @@ def localised(args, config):
 async def drive(args):
     env = get_default_environment()
     env["UV_CACHE_DIR"] = os.path.join(WORK, "uv-cache")
-    # The machine's certificate store (uv otherwise trusts only its bundled roots; a registry
-    # reached through an inspecting proxy, as on the test machines, is signed by a local CA).
-    if os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
-        env["SSL_CERT_FILE"] = "/etc/ssl/certs/ca-certificates.crt"
+    # The machine's certificate store, as the page advises behind an inspecting proxy (uv
+    # otherwise trusts only its bundled roots; the test machines reach PyPI through one).
+    env["UV_SYSTEM_CERTS"] = "1"
     env["TOOLSEARCH_MODELS"] = os.path.join(WORK, "no-models-here")  # only what uvx installed
     params = StdioServerParameters(command="uvx", args=args, env=env, cwd=WORK)
     with anyio.fail_after(600):
@@ -81,7 +80,10 @@ def main():
     memory = {"command": "node", "args": [MEMORY], "env": {"MEMORY_FILE_PATH": os.path.join(WORK, "memory.jsonl")}}
     with open(config, "w") as f:
         json.dump({"mcpServers": {"memory": memory}}, f)
-    why = anyio.run(drive, localised(entry(), config))
+    try:
+        why = anyio.run(drive, localised(entry(), config))
+    except Exception as e:  # uv or the gateway ended the session: its stderr above says more
+        why = f"the session ended: {reason(e)}"
     if why:
         fail(why)
     # The model package the entry adds with `--with` is the one the gateway built with (the
