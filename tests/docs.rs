@@ -256,6 +256,36 @@ fn every_script_the_documents_run_is_there_and_reads_each_flag_given() {
     assert!(wrong.is_empty(), "script runs in the documents that the scripts do not take:\n{}", wrong.join("\n"));
 }
 
+/// The interpreter words of a shell line that run a Python file (`INTERPRETER FILE.py`).
+fn python_runs(line: &str) -> Vec<&str> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(2).filter(|w| w[1].ends_with(".py") && w[0].contains("python")).map(|w| w[0]).collect()
+}
+
+#[test]
+fn every_python_file_the_documents_run_is_run_by_an_interpreter_a_fresh_machine_has() {
+    // A fresh machine has `python3` (Debian has no `python` unless asked); a script needing
+    // more than the standard library runs from the venv its setup script made.
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for (name, text) in documents() {
+        for line in shell_lines(&text) {
+            for python in python_runs(&line) {
+                checked += 1;
+                if python != "python3" && !python.ends_with("/bin/python") && !python.ends_with("/bin/python3") {
+                    wrong.push(format!("{name}: `{line}`: runs {python}"));
+                }
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} Python runs found in the documents: is the parser still reading them?");
+    assert!(
+        wrong.is_empty(),
+        "Python files the documents run with an interpreter a fresh machine lacks:\n{}",
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn the_readers_parsers_find_what_they_should() {
     let text =
