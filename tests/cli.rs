@@ -54,6 +54,22 @@ fn a_bad_path_is_one_line_on_stderr_and_a_non_zero_exit() {
 }
 
 #[test]
+fn a_huge_query_is_quoted_by_its_start_and_length_in_answers_and_errors() {
+    let idx = sample_index();
+    let huge = "zq".repeat(50_000);
+    let out = toolsearch(&["search", &idx, &huge]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: NO_MATCH_IN_CATEGORY") && err.contains("... (100000 bytes)"), "{err}");
+    assert!(err.len() < 2_000, "the error echoes {} bytes of a 100,000-byte query", err.len());
+    let long = "send an email to the team ".repeat(20);
+    let out = toolsearch(&["search", &idx, &long]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let headline = said.lines().next().unwrap_or_default();
+    assert!(headline.contains("... (520 bytes) in the whole catalogue") && headline.len() < 250, "{headline}");
+}
+
+#[test]
 fn nodes_list_and_expand_print_readable_text() {
     let idx = sample_index();
     let nodes = String::from_utf8_lossy(&toolsearch(&["nodes", &idx, "charts and dashboards", "--limit", "2"]).stdout)

@@ -55,8 +55,9 @@ fn pointer_lines(out: &mut String, p: &ToolPointer) {
 pub(crate) fn search(query: &str, r: &SearchToolsResponse) -> String {
     let answerable = r.answerable.map(|a| format!(" (answerable {a:.2})")).unwrap_or_default();
     let mut out = format!(
-        "{} for {query:?} in {}{answerable}\n",
+        "{} for {} in {}{answerable}\n",
         count(r.results.len(), "result", "results"),
+        toolsearch::quoted(query),
         scope_name(&r.category_path)
     );
     for p in &r.results {
@@ -73,7 +74,7 @@ fn more(out: &mut String, cursor: Option<&str>) {
 }
 
 pub(crate) fn nodes(query: &str, r: &SearchNodesResponse) -> String {
-    let mut out = format!("{} for {query:?}\n", count(r.results.len(), "category", "categories"));
+    let mut out = format!("{} for {}\n", count(r.results.len(), "category", "categories"), toolsearch::quoted(query));
     for n in &r.results {
         let _ = writeln!(out, "  {:.2}  {}  {}", n.confidence, one_line(&n.path), one_line(&n.summary));
     }

@@ -75,7 +75,7 @@ pub(crate) fn no_pattern_match(engine: &Engine, pattern: &str, filter: &Filter) 
         return e;
     }
     let scope = filter.path.as_slice();
-    let message = format!("no tool id or name in {} matches the pattern {pattern:?}", where_of(scope));
+    let message = format!("no tool id or name in {} matches the pattern {}", where_of(scope), quoted(pattern));
     ProtocolError::new(ErrorCode::NoMatchInCategory, message)
         .with_hints(vec![
             "the pattern is matched case-insensitively anywhere in tool ids and names: try a shorter part of a name"
@@ -96,13 +96,14 @@ pub(crate) fn no_match(engine: &Engine, query: &str, filter: &Filter, ranked: &R
         return e;
     }
     let options = engine.options();
+    let said = quoted(query);
     let message = match options.min_confidence {
-        Some(min) => format!("no tool in {where_} matches {query:?} with confidence >= {min:.2}"),
+        Some(min) => format!("no tool in {where_} matches {said} with confidence >= {min:.2}"),
         None if options.answerability.abstains(ranked.answerable) => format!(
-            "no tool in {where_} fits {query:?} (answerable {:.2}, under {:.2})",
+            "no tool in {where_} fits {said} (answerable {:.2}, under {:.2})",
             ranked.answerable, options.answerability.threshold
         ),
-        None => format!("no tool in {where_} fits {query:?}: tools elsewhere fit it far better"),
+        None => format!("no tool in {where_} fits {said}: tools elsewhere fit it far better"),
     };
     let mut err = ProtocolError::new(ErrorCode::NoMatchInCategory, message);
     // What the request names that nothing the caller may see mentions: it says what is
