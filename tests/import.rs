@@ -54,7 +54,28 @@ fn an_explicit_format_that_does_not_fit_is_a_clear_error() {
     assert_eq!(e.location, toolsearch::catalog::Location::Pointer("/0".into()));
     assert!(e.message.contains("OpenAI tool"), "{e}");
     let e = load_path(&data("anthropic-tools.json"), Some(Format::Manifest)).unwrap_err();
-    assert!(e.message.contains("JSON object"), "{e}");
+    assert!(e.message.contains("JSON object") && e.message.contains("Anthropic tool list"), "{e}");
+}
+
+#[test]
+fn an_array_that_is_no_tool_list_names_the_tool_that_breaks_it() {
+    let load = |text: &str| toolsearch::catalog::parse_str(std::path::Path::new("t.json"), text, None).unwrap_err();
+    let native = load(r#"[{"id": "a.b", "name": "b", "summary": "x"}]"#);
+    assert!(
+        native.to_string().starts_with(
+            "t.json at /0: a JSON array is read as an OpenAI, Anthropic or MCP tool list, and no tool has their shape"
+        ),
+        "{native}"
+    );
+    assert!(native.message.ends_with("a native manifest is a JSON object: {\"tools\": [...]}"), "{native}");
+    let mixed = load(r#"[{"name": "a", "input_schema": {}}, {"type": "function", "function": {"name": "b"}}]"#);
+    assert!(mixed.to_string().starts_with("t.json at /1: this tool is not an Anthropic tool"), "{mixed}");
+    assert_eq!(load("[]").to_string(), "t.json: is an empty tool list: there is nothing to index");
+    // An error about the whole document names no place in it.
+    assert_eq!(
+        load("\"text\"").to_string(),
+        "t.json: a manifest must be a JSON object with `tools` (and optionally `nodes`, `groups`)"
+    );
 }
 
 #[test]

@@ -267,6 +267,12 @@ def test_an_error_about_a_python_object_names_the_object_not_a_temporary_file():
     with pytest.raises(ValueError) as e:
         toolsearch.build([{"tools": [{"id": "a"}]}, {"tools": [{"id": "b"}]}], progress=False)
     assert "object 0 of the list passed to build()" in str(e.value), str(e.value)
+    # Native tools passed as a bare list: the error says a manifest is an object with `tools`.
+    with pytest.raises(ValueError) as e:
+        toolsearch.build([{"id": "mail.send", "name": "send", "summary": "Send mail."}], progress=False)
+    message = str(e.value)
+    assert message.startswith("the object passed to build() at /0: a JSON array is read as"), message
+    assert 'a native manifest is a JSON object: {"tools": [...]}' in message, message
 
 
 def test_an_mcp_tools_list_result_gets_the_server_name_given():

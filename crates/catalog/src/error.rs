@@ -25,6 +25,7 @@ impl fmt::Display for Location {
             Location::File => Ok(()),
             Location::Line { line, column: 0 } => write!(f, ":{line}"),
             Location::Line { line, column } => write!(f, ":{line}:{column}"),
+            Location::Pointer(p) if p.is_empty() => Ok(()), // the whole document
             Location::Pointer(p) => write!(f, " at {p}"),
         }
     }

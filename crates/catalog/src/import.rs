@@ -77,6 +77,33 @@ fn list_shape(tools: &[Value]) -> Option<Foreign> {
     tools.iter().all(|t| fits(t, first)).then_some(first)
 }
 
+/// Why a bare JSON array is no manifest: the index of the first tool that breaks it as a tool
+/// list, and what is wrong with that tool (no known shape, or not the shape of the tools
+/// before it); or, for a list of one format, that it is a tool list.
+pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
+    let Some(first) = tools.iter().find_map(shape_of) else {
+        let why = "a JSON array is read as an OpenAI, Anthropic or MCP tool list, and no tool has their shape \
+                   (an OpenAI tool is {\"type\": \"function\", \"function\": {...}}, an Anthropic one has \
+                   `input_schema`, an MCP one `inputSchema`); a native manifest is a JSON object: {\"tools\": [...]}";
+        return (0, why.to_owned());
+    };
+    let name = match first {
+        Foreign::Mcp => "MCP",
+        Foreign::OpenAi => "OpenAI",
+        Foreign::Anthropic => "Anthropic",
+    };
+    match tools.iter().position(|t| !fits(t, first)) {
+        Some(at) => (
+            at,
+            format!("this tool is not an {name} tool, as the list's others are: every tool of a list has one format"),
+        ),
+        // A whole list of one format, read as a manifest because the caller said so.
+        None => {
+            (0, format!("a manifest must be a JSON object with `tools`; this is an {name} tool list: read it as one"))
+        }
+    }
+}
+
 /// The foreign format of `v`, when every tool in it has that one shape.
 pub(crate) fn detect(v: &Value) -> Option<Foreign> {
     if is_mcp_map(v) {

@@ -191,6 +191,13 @@ fn parse(
 }
 
 fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError> {
+    if let Value::Array(tools) = &value {
+        if tools.is_empty() {
+            return Err(CatalogError::file(file, "is an empty tool list: there is nothing to index"));
+        }
+        let (at, why) = import::unshaped(tools);
+        return Err(CatalogError::at(file, format!("/{at}"), None, why));
+    }
     let Value::Object(top) = value else {
         return Err(CatalogError::at(
             file,
