@@ -240,6 +240,34 @@ fn a_non_loopback_bind_without_tokens_refuses_to_start() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A token short enough to guess is refused too, named by its name or its length, never
+    // its value; loopback takes it.
+    let everything = json!({"command": "node", "args": [everything(), "stdio"]});
+    for (tokens, named) in [
+        (json!({"pass1234": []}), "(8 bytes) is under 16 bytes"),
+        (json!({"pass1234": {"name": "ide", "scopes": []}, "a-long-enough-token-0123456789": []}), "token \"ide\" (8"),
+    ] {
+        let config =
+            write_config(&dir, &json!({"mcpServers": {"everything": everything}, "toolsearch": {"tokens": tokens}}));
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "0.0.0.0:0", "--check"])
+            .args(["--state", dir.join("state").to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(named) && err.contains("under 16 bytes"), "{err}");
+        assert!(!err.contains("pass1234"), "the token's value reached the error: {err}");
+        // Served, rather than checked, it is refused before anything starts, the same way.
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "0.0.0.0:0"])
+            .args(["--state", dir.join("state").to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("under 16 bytes") && !err.contains("pass1234"), "{err}");
+    }
 }
 
 #[test]

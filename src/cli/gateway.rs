@@ -265,6 +265,15 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     toolsearch::gateway::lineage::check().map_err(|e| Problem::InvalidConfig.because(e))?;
     let mut config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
     if args.check {
+        if let Some(addr) = args.http {
+            // What serving on ADDR would refuse (no tokens off loopback, a guessable token).
+            let access = HttpAccess {
+                tokens: config.settings.tokens.clone(),
+                oauth: config.settings.auth.oauth.clone(),
+                ..HttpAccess::default()
+            };
+            access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
+        }
         let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
         return preflight(global, &config, &state);
     }

@@ -86,9 +86,13 @@ impl HttpLimits {
     }
 }
 
+/// The shortest static token a non-loopback endpoint accepts, in bytes.
+pub const MIN_TOKEN_BYTES: usize = 16;
+
 impl HttpAccess {
-    /// Refuses a non-loopback address without tokens or OAuth, and an OAuth section that
-    /// cannot be used (checked before anything starts).
+    /// Refuses a non-loopback address without tokens or OAuth, or with a static token under
+    /// [`MIN_TOKEN_BYTES`], and an OAuth section that cannot be used (checked before anything
+    /// starts).
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
         if let Some(oauth) = &self.oauth {
             oauth.check().map_err(|e| ServeError::Http(format!("auth.oauth.{e}")))?;
@@ -98,6 +102,19 @@ impl HttpAccess {
                 "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
                  add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
             )));
+        }
+        if !addr.ip().is_loopback() {
+            // Anyone who reaches the port may guess: a short token falls to a guesser. Named
+            // by its name or its length, never its value.
+            if let Some((token, grant)) = self.tokens.iter().find(|(t, _)| t.len() < MIN_TOKEN_BYTES) {
+                let which =
+                    if grant.name.is_empty() { "a token".to_owned() } else { format!("token {:?}", grant.name) };
+                let which = format!("{which} ({} bytes)", token.len());
+                return Err(ServeError::Http(format!(
+                    "refusing to listen on {addr}: {which} is under {MIN_TOKEN_BYTES} bytes, short enough to guess over the \
+                     network; use random ones (`openssl rand -hex 32`), or bind 127.0.0.1"
+                )));
+            }
         }
         Ok(())
     }
