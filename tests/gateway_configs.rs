@@ -1,5 +1,5 @@
 //! The files a newcomer already has work as they are: VS Code's `servers` with its `inputs`
-//! and `${input:...}` forms, a Claude Desktop file with its other keys, the docs' partial
+//! and `${input:...}` forms (in JSON with comments and trailing commas, as VS Code writes it), a Claude Desktop file with its other keys, the docs' partial
 //! `toolset` (which must leave `call_tool` on), and a file that lists the gateway itself for
 //! its client (the entry skipped; no chain of gateways through any wrapper).
 
@@ -36,7 +36,11 @@ fn a_vs_code_file_with_inputs_and_the_docs_partial_toolset_serves_and_calls_by_e
         },
         "toolsearch": {"toolset": docs_toolset()}
     });
-    std::fs::write(&config, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    // As VS Code writes it: JSON with comments and trailing commas.
+    let pretty = serde_json::to_string_pretty(&file).unwrap();
+    let (head, tail) = pretty.rsplit_once('}').unwrap();
+    let jsonc = format!("{{\n  // this workspace's servers\n  /* \"url\": \"none\" */{},\n}}{tail}", &head[1..]);
+    std::fs::write(&config, jsonc).unwrap();
     let gateway = HttpGateway::start_env(&config, &dir.join("state"), &[], &[("TOOLSEARCH_INPUT_GREETING", "hello")]);
     // The SDK's default client settles on the session-free revision: it calls by every name.
     let steps = json!([

@@ -14,6 +14,7 @@ pub use crate::filter::ToolFilter;
 mod env;
 mod examples;
 mod itself;
+mod jsonc;
 mod rate;
 mod servers;
 mod settings;

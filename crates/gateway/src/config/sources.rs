@@ -29,7 +29,11 @@ pub(super) struct Sections {
 
 /// The sections of the config file at `path` whose text is `text`.
 pub(super) fn sections(path: &Path, text: &str) -> Result<Sections, String> {
-    let top: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if text.trim().is_empty() {
+        return Err("is empty: a config is a JSON object with `mcpServers` (or VS Code's `servers`)".into());
+    }
+    // VS Code's files are JSON with comments; a comment or trailing comma elsewhere is harmless.
+    let top: Value = serde_json::from_str(&super::jsonc::strip(text)).map_err(|e| e.to_string())?;
     let Value::Object(mut top) = top else {
         return Err("a config is a JSON object with `mcpServers` (or VS Code's `servers`)".into());
     };
