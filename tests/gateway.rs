@@ -221,52 +221,41 @@ fn http_clients_with_different_tokens_see_different_tools_and_upstreams_can_be_h
     drop(gateway);
 }
 
-#[test]
-fn a_non_loopback_bind_without_tokens_refuses_to_start() {
-    let dir = common::scratch().join("gateway-open");
-    let config = write_config(
-        &dir,
-        &json!({"mcpServers": {"everything": {"command": "node", "args": [everything(), "stdio"]}}}),
-    );
+/// `toolsearch gateway --config CONFIG --http ADDR --state DIR/state` with `extra`: whether
+/// it succeeded, and its stderr.
+fn gateway_on(config: &std::path::Path, dir: &std::path::Path, addr: &str, extra: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "--config", config.to_str().unwrap(), "--http", "0.0.0.0:0"])
+        .args(["gateway", "--config", config.to_str().unwrap(), "--http", addr])
         .args(["--state", dir.join("state").to_str().unwrap()])
+        .args(extra)
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("without bearer tokens"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // A token short enough to guess is refused too, named by its name or its length, never
-    // its value; loopback takes it.
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_non_loopback_bind_without_tokens_refuses_to_start() {
+    let dir = common::scratch().join("gateway-open");
     let everything = json!({"command": "node", "args": [everything(), "stdio"]});
+    let config = write_config(&dir, &json!({"mcpServers": {"everything": everything}}));
+    let (ok, err) = gateway_on(&config, &dir, "0.0.0.0:0", &[]);
+    assert!(!ok && err.contains("without bearer tokens"), "{err}");
+    // A token short enough to guess is refused too, checked or served, named by its name or
+    // its length, never its value; on loopback it is taken.
     for (tokens, named) in [
         (json!({"pass1234": []}), "(8 bytes) is under 16 bytes"),
         (json!({"pass1234": {"name": "ide", "scopes": []}, "a-long-enough-token-0123456789": []}), "token \"ide\" (8"),
     ] {
         let config =
             write_config(&dir, &json!({"mcpServers": {"everything": everything}, "toolsearch": {"tokens": tokens}}));
-        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "0.0.0.0:0", "--check"])
-            .args(["--state", dir.join("state").to_str().unwrap()])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(named) && err.contains("under 16 bytes"), "{err}");
-        assert!(!err.contains("pass1234"), "the token's value reached the error: {err}");
-        // Served, rather than checked, it is refused before anything starts, the same way.
-        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-            .args(["gateway", "--config", config.to_str().unwrap(), "--http", "0.0.0.0:0"])
-            .args(["--state", dir.join("state").to_str().unwrap()])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains("under 16 bytes") && !err.contains("pass1234"), "{err}");
+        for extra in [&["--check"][..], &[]] {
+            let (ok, err) = gateway_on(&config, &dir, "0.0.0.0:0", extra);
+            assert!(!ok && err.contains(named) && err.contains("under 16 bytes"), "{extra:?}: {err}");
+            assert!(!err.contains("pass1234"), "the token's value reached the error: {err}");
+        }
+        let (ok, err) = gateway_on(&config, &dir, "127.0.0.1:0", &["--check"]);
+        assert!(ok, "loopback refused a short token: {err}");
     }
 }
 

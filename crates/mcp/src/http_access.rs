@@ -91,7 +91,7 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 
 impl HttpAccess {
     /// Refuses a non-loopback address without tokens or OAuth, or with a static token under
-    /// [`MIN_TOKEN_BYTES`], and an OAuth section that cannot be used (checked before anything
+    /// `MIN_TOKEN_BYTES` (16), and an OAuth section that cannot be used (checked before anything
     /// starts).
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
         if let Some(oauth) = &self.oauth {
