@@ -26,16 +26,8 @@ fn page() -> String {
 
 /// The page's ```json blocks, each with the text before it.
 fn json_blocks(page: &str) -> Vec<(&str, Value)> {
-    let mut found = Vec::new();
-    let mut offset = 0;
-    while let Some(start) = page[offset..].find("```json\n").map(|i| offset + i) {
-        let body = start + "```json\n".len();
-        let end = page[body..].find("```").map_or(page.len(), |i| body + i);
-        let value = serde_json::from_str(&page[body..end]).unwrap_or_else(|e| panic!("a JSON block of the page: {e}"));
-        found.push((&page[..start], value));
-        offset = end + 3;
-    }
-    found
+    let parse = |body: &str| serde_json::from_str(body).unwrap_or_else(|e| panic!("a JSON block of the page: {e}"));
+    crate::docs::json_fences(page).into_iter().map(|(fence, body)| (&page[..fence], parse(body))).collect()
 }
 
 /// The `toolsearch` entry of a client's config block, if it is one.
@@ -117,7 +109,8 @@ fn the_client_entries_of_the_gateway_page_start_and_reach_the_gateway_as_printed
     let token = vscode["headers"]["Authorization"].as_str().unwrap().trim_start_matches("Bearer ");
     assert!(tokens.get(token).is_some(), "the entry's token {token:?} is not one the page's config declares: {tokens}");
 
-    let addr = format!("127.0.0.1:{}", free_port());
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
     let args: Vec<String> = serve.split_whitespace().skip(1).map(|w| w.replace(page_addr, &addr)).collect();
     let log = std::fs::File::create(dir.join("gateway.log")).unwrap();
     let gateway = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
@@ -129,7 +122,7 @@ fn the_client_entries_of_the_gateway_page_start_and_reach_the_gateway_as_printed
         .spawn()
         .unwrap();
     let _gateway = Killed(gateway);
-    common::gateway::wait_for_port(addr.rsplit(':').next().unwrap().parse().unwrap());
+    common::gateway::wait_for_port(port);
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
     assert_eq!(http_post(&addr, init, &[]).0, 401, "the HTTP gateway refuses a client without the token");
     let mut local = vscode.clone();

@@ -29,12 +29,9 @@ struct Block {
 fn json_blocks() -> Vec<Block> {
     let mut found = Vec::new();
     for (name, text) in crate::docs::documents().into_iter().filter(|(name, _)| name != "docs/protocol.md") {
-        let mut offset = 0;
-        while let Some(start) = text[offset..].find("```json\n").map(|i| offset + i + "```json\n".len()) {
-            let end = text[start..].find("```").map_or(text.len(), |i| start + i);
-            let line = text[..start].lines().count() + 1;
-            found.push(Block { place: format!("{name}:{line}"), text: text[start..end].to_owned() });
-            offset = end + 3;
+        for (fence, body) in crate::docs::json_fences(&text) {
+            let line = text[..fence].lines().count() + 2;
+            found.push(Block { place: format!("{name}:{line}"), text: body.to_owned() });
         }
     }
     found

@@ -38,6 +38,19 @@ pub(crate) fn documents() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A document's ```json blocks: the byte offset of each opening fence, and the block's text.
+pub(crate) fn json_fences(text: &str) -> Vec<(usize, &str)> {
+    let mut found = Vec::new();
+    let mut offset = 0;
+    while let Some(fence) = text[offset..].find("```json\n").map(|i| offset + i) {
+        let body = fence + "```json\n".len();
+        let end = text[body..].find("```").map_or(text.len(), |i| body + i);
+        found.push((fence, &text[body..end]));
+        offset = end + 3;
+    }
+    found
+}
+
 /// The lines of a document's shell blocks (fences marked sh, bash, console, shell, text or
 /// nothing), a backslash-continued line joined into one, a trailing `# comment` and a
 /// leading `$ ` prompt dropped.

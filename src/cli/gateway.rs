@@ -264,6 +264,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let path = args.config.as_deref().ok_or_else(|| Problem::Usage.because("gateway needs --config FILE"))?;
     toolsearch::gateway::lineage::check().map_err(|e| Problem::InvalidConfig.because(e))?;
     let mut config = GatewayConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?;
+    let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     if args.check {
         if let Some(addr) = args.http {
             // What serving on ADDR would refuse (no tokens off loopback, a guessable token).
@@ -274,14 +275,12 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             };
             access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
         }
-        let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
         return preflight(global, &config, &state);
     }
     let status = Arc::new(StderrStatus { json: global.json });
     for note in &config.notes {
         status.event("config_note", json!({"config": config.path.display().to_string(), "note": note}));
     }
-    let state = args.state.as_deref().map_or_else(|| default_state_dir(&config.path), Path::to_path_buf);
     config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
     let model = global.model.as_deref().or(config.settings.model.as_deref());
     let files = super::common::choose_model(global, model)?;
