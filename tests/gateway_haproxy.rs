@@ -40,3 +40,39 @@ fn the_docs_haproxy_recipe_checks_both_replicas_up_and_carries_a_session() {
     assert_eq!(found["results"][0]["tool_id"], "everything.echo", "{found}");
     assert!(out[1]["text"].as_str().unwrap().contains("through haproxy"), "{}", out[1]);
 }
+
+/// With the recipe's `option forwardfor` and HAProxy's address in `trusted_proxies`, refused
+/// tokens count against the client HAProxy saw, not against HAProxy: a guesser behind it is
+/// throttled and its neighbour behind the same proxy is not. (HAProxy reaches the gateway from
+/// 127.0.0.9 here, the clients come from 127.0.0.2 and 127.0.0.3, so the three are told apart.)
+#[test]
+fn behind_the_docs_haproxy_a_guesser_is_throttled_and_its_neighbour_is_not() {
+    use common::gateway::http_from;
+    use std::net::Ipv4Addr;
+    let dir = common::scratch().join("gateway-haproxy-strikes");
+    let token = "5e0b7c2a9d4f6183b5a7c9e1f3d50a2c";
+    let server = common::repo().join("tests/mcp/hostile_server.py").display().to_string();
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"count": {"command": common::python(), "args": [server, "count"]}},
+                "toolsearch": {"tokens": {token: []}, "trusted_proxies": ["127.0.0.9"],
+                               "limits": {"http": {"refused_tokens_burst": 2}}}}),
+    );
+    assert!(docs_backend().contains("option forwardfor"), "the recipe passes the client's address on");
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let haproxy = Haproxy::start_with(&dir, &[&gateway.addr], &["source 127.0.0.9"]);
+    haproxy.checked(1);
+    let front = format!("127.0.0.1:{}", haproxy.front);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let open = |source: Ipv4Addr, bearer: &str| {
+        let auth = format!("Bearer {bearer}");
+        http_from(source, &front, "POST", "/mcp", &init, &[("Authorization", auth.as_str())]).0
+    };
+    let (guesser, neighbour) = (Ipv4Addr::new(127, 0, 0, 2), Ipv4Addr::new(127, 0, 0, 3));
+    assert_eq!([open(guesser, "guess-one-0000000000"), open(guesser, "guess-two-0000000000")], [401, 401]);
+    assert_eq!(open(guesser, token), 429, "the guesser is throttled, its right token not compared");
+    assert_eq!(open(neighbour, token), 200, "its neighbour behind the same proxy is not");
+    assert_eq!(open(neighbour, "guess-three-00000000"), 401, "and has a budget of its own");
+}

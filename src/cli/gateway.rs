@@ -271,6 +271,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             let access = HttpAccess {
                 tokens: config.settings.tokens.clone(),
                 oauth: config.settings.auth.oauth.clone(),
+                trusted_proxies: config.settings.trusted_proxies.clone(),
                 ..HttpAccess::default()
             };
             access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
@@ -299,6 +300,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         tokens: config.settings.tokens.clone(),
         oauth: config.settings.auth.oauth.clone(),
         allowed_origins: config.settings.allowed_origins.clone(),
+        trusted_proxies: config.settings.trusted_proxies.clone(),
         limits: config.settings.limits.http,
         documents: config
             .settings

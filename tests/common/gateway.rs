@@ -209,16 +209,7 @@ pub fn http_open(
 ) -> (String, std::net::TcpStream) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let mut req = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(request_text(method, "/mcp", addr, body, headers).as_bytes()).unwrap();
     s.set_read_timeout(Some(wait)).unwrap();
     let mut got = vec![0u8; 4096];
     let n = s.read(&mut got).unwrap_or(0);
@@ -328,4 +319,60 @@ pub fn ask_session_free(addr: &str, token: &str, extra: Value) -> Value {
         ("Mcp-Name", "call_tool"),
     ];
     message(&http_post(addr, &body.to_string(), &headers).1)
+}
+
+/// One HTTP/1.1 request to `path` on `addr` from the local address `source` (any of 127/8 on
+/// Linux, so one machine can be many clients): the status and the whole answer, headers too.
+pub fn http_from(
+    source: std::net::Ipv4Addr,
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    use std::os::fd::FromRawFd;
+    let to: std::net::SocketAddrV4 = addr.parse().unwrap();
+    let sockaddr = |a: std::net::SocketAddrV4| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, bound and connected with valid `sockaddr_in`s, owned by the stream.
+    let mut s = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let local = sockaddr(std::net::SocketAddrV4::new(source, 0));
+        assert_eq!(libc::bind(fd, std::ptr::addr_of!(local).cast(), len), 0, "bind {source}");
+        let remote = sockaddr(to);
+        assert_eq!(libc::connect(fd, std::ptr::addr_of!(remote).cast(), len), 0, "connect {addr}");
+        std::net::TcpStream::from_raw_fd(fd)
+    };
+    let mut all = headers.to_vec();
+    all.push(("Connection", "close"));
+    s.write_all(request_text(method, path, addr, body, &all).as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut raw = Vec::new();
+    // An initialize answered as a stream stays open: what came within the timeout is enough.
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    (text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), text)
+}
+
+/// An HTTP/1.1 request with a JSON body, as the MCP endpoint takes one.
+fn request_text(method: &str, path: &str, addr: &str, body: &str, headers: &[(&str, &str)]) -> String {
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    req
 }

@@ -29,9 +29,15 @@ pub struct Haproxy {
 impl Haproxy {
     /// Starts HAProxy under `dir` in front of `replicas` (`127.0.0.1:PORT` each).
     pub fn start(dir: &Path, replicas: &[&str]) -> Haproxy {
+        Haproxy::start_with(dir, replicas, &[])
+    }
+
+    /// [`Haproxy::start`] with `extra` lines added to the backend block (`source 127.0.0.9`).
+    pub fn start_with(dir: &Path, replicas: &[&str], extra: &[&str]) -> Haproxy {
         let backend = docs_backend();
         let mut lines: Vec<String> =
             backend.lines().filter(|l| !l.trim_start().starts_with("server ")).map(str::to_owned).collect();
+        lines.extend(extra.iter().map(|l| format!("    {l}")));
         lines.extend(replicas.iter().enumerate().map(|(i, addr)| format!("    server r{i} {addr} check")));
         let front = free_port();
         let socket = dir.join("haproxy.sock");

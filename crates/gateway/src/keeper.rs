@@ -359,6 +359,7 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("scopes", &a.scopes, &b.scopes),
         ("access", &a.access, &b.access),
         ("allowed_origins", &a.allowed_origins, &b.allowed_origins),
+        ("trusted_proxies", &a.trusted_proxies, &b.trusted_proxies),
         ("call_timeout_secs", &a.call_timeout_secs, &b.call_timeout_secs),
         ("limits.http", &a.limits.http, &b.limits.http),
         ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),

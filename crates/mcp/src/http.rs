@@ -124,7 +124,7 @@ pub async fn serve_http(
     let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -136,7 +136,14 @@ pub async fn serve_http(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        // The peer's address, for counting refused tokens per client (`crate::strikes`).
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            app.clone(),
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                request
+            },
+        ));
         let mut builder = Builder::new(TokioExecutor::new());
         builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout).keep_alive(true);
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();

@@ -18,6 +18,9 @@ pub struct HttpAccess {
     pub oauth: Option<crate::oauth::OAuthSettings>,
     /// Browser origins allowed besides loopback ones.
     pub allowed_origins: Vec<String>,
+    /// Proxies (addresses or CIDR blocks) whose `X-Forwarded-For` names the client whose
+    /// refused tokens are counted (`crate::strikes`); without them, the TCP peer is the client.
+    pub trusted_proxies: Vec<String>,
     /// Bounds on sessions, bodies and slow clients.
     pub limits: HttpLimits,
     /// Public JSON documents served as they are, by path (the gateway's OAuth Client ID
@@ -59,6 +62,12 @@ pub struct HttpLimits {
     pub read_timeout_secs: u64,
     /// Largest request body (default 4 MiB).
     pub max_body_bytes: usize,
+    /// Refused bearer tokens one client address is forgiven per minute (default 6; 0: refused
+    /// tokens are not throttled): past [`HttpLimits::refused_tokens_burst`], its tokens get
+    /// 429 without being compared (`crate::strikes`).
+    pub refused_tokens_per_minute: u32,
+    /// Refused tokens one client address may present in a row before it waits (default 30).
+    pub refused_tokens_burst: u32,
 }
 
 impl Default for HttpLimits {
@@ -69,6 +78,8 @@ impl Default for HttpLimits {
             session_idle_secs: 300,
             read_timeout_secs: 10,
             max_body_bytes: 4 << 20,
+            refused_tokens_per_minute: 6,
+            refused_tokens_burst: 30,
         }
     }
 }
@@ -91,9 +102,10 @@ pub const MIN_TOKEN_BYTES: usize = 16;
 
 impl HttpAccess {
     /// Refuses a non-loopback address without tokens or OAuth, or with a static token under
-    /// `MIN_TOKEN_BYTES` (16), and an OAuth section that cannot be used (checked before anything
-    /// starts).
+    /// `MIN_TOKEN_BYTES` (16), an OAuth section that cannot be used, and a `trusted_proxies`
+    /// entry that is no address or block (checked before anything starts).
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
+        crate::strikes::parse_blocks(&self.trusted_proxies).map_err(ServeError::Http)?;
         if let Some(oauth) = &self.oauth {
             oauth.check().map_err(|e| ServeError::Http(format!("auth.oauth.{e}")))?;
         }

@@ -39,15 +39,19 @@ impl Authenticator {
 
     /// The caller `authorization` names and its digest; `None` when no token is required
     /// (anyone on loopback); the answer to send instead when it is missing or refused.
+    /// `statics`: whether the token is compared with the static tokens at all (not while its
+    /// address is throttled, `crate::strikes`); the identity provider is asked either way.
     pub(crate) async fn authenticate(
         &self,
         authorization: Option<&str>,
+        statics: bool,
     ) -> Result<Option<(TokenDigest, Caller)>, Response> {
         if !self.required() {
             return Ok(None);
         }
         let Some(token) = bearer(authorization) else { return Err(self.refuse(None)) };
-        if let Some((digest, grant)) = self.static_grant(token) {
+        let found = if statics { self.static_grant(token) } else { None };
+        if let Some((digest, grant)) = found {
             let caller = Caller {
                 principal: Principal::with_scopes(grant.scopes.iter().cloned()),
                 name: grant.name.clone(),
@@ -106,7 +110,7 @@ impl Authenticator {
 }
 
 /// The token of an `Authorization: Bearer` header (the scheme in any case).
-fn bearer(authorization: Option<&str>) -> Option<&str> {
+pub(crate) fn bearer(authorization: Option<&str>) -> Option<&str> {
     authorization
         .and_then(|v| v.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
@@ -114,7 +118,8 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-fn digest(token: &str) -> TokenDigest {
+/// A static token's digest (SHA-256), as callers are known by.
+pub(crate) fn digest(token: &str) -> TokenDigest {
     Sha256::digest(token.as_bytes()).into()
 }
 

@@ -5,14 +5,18 @@
 //! A session is bound to the digest of the caller that opened it (its token's, or its OAuth
 //! principal's); any request on it (POST, the GET stream, DELETE, notifications such as
 //! `cancelled`) by another caller gets 404, as if the session did not exist.
+//!
+//! Refused tokens are counted per client address (`crate::strikes`): past a burst, an
+//! address's tokens get 429 without being compared, except on a session they opened.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -20,6 +24,7 @@ use serde_json::{json, Value};
 
 use crate::http_access::{HttpAccess, HttpLimits};
 use crate::http_auth::{same, Authenticator, TokenDigest};
+use crate::session::Caller;
 use crate::session::SESSION_HEADER;
 
 /// The requests a session answers; any other method is "method not found: NAME". (Resources
@@ -56,6 +61,10 @@ pub(crate) struct Guard {
     listens: Arc<Mutex<HashMap<TokenDigest, usize>>>,
     /// Callers' request budgets (`crate::rate`).
     limiter: Arc<crate::rate::Limiter>,
+    /// Refused tokens per client address (`crate::strikes`).
+    strikes: crate::strikes::Strikes,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    trusted_proxies: Vec<crate::strikes::Block>,
 }
 
 /// What a POST opens, beyond its own answer.
@@ -93,12 +102,66 @@ impl Guard {
         Guard {
             auth,
             limiter,
+            strikes: crate::strikes::Strikes::new(
+                access.limits.refused_tokens_per_minute,
+                access.limits.refused_tokens_burst,
+            ),
+            // Checked before anything starts (`HttpAccess::check`).
+            trusted_proxies: crate::strikes::parse_blocks(&access.trusted_proxies).unwrap_or_default(),
             allowed_origins: access.allowed_origins,
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
             sessions,
             listens: Arc::default(),
         }
+    }
+
+    /// Who `request` comes from, as [`Authenticator::authenticate`] says, with refused tokens
+    /// throttled per client address (`crate::strikes`): while the address has no strikes left,
+    /// its static tokens are compared only on a session they opened, and any refusal is 429.
+    /// `headers` and `peer` are a request's (the request itself is not `Sync`: it cannot be
+    /// held across the identity provider's answer).
+    pub(crate) async fn identify(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<(TokenDigest, Caller)>, Response> {
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let presented = crate::http_auth::bearer(authorization).map(crate::http_auth::digest);
+        let client = peer.map(|p| crate::strikes::client_address(p, headers, &self.trusted_proxies));
+        let locked = match (client, presented) {
+            (Some(c), Some(_)) if self.auth.required() => self.strikes.locked(c),
+            _ => None,
+        };
+        let statics = locked.is_none() || {
+            let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+            let owner = session.and_then(|s| self.owner_of(s));
+            matches!((owner, presented), (Some(o), Some(p)) if same(&o, &p))
+        };
+        match self.auth.authenticate(authorization, statics).await {
+            Err(_) if locked.is_some() => {
+                self.strikes.throttled();
+                let seconds = locked.unwrap_or_default().as_secs_f64().ceil().max(1.0) as u64;
+                let text = format!(
+                    "too many refused tokens from this address (limits.http.refused_tokens_per_minute); retry in {seconds} s"
+                );
+                let mut answer = (StatusCode::TOO_MANY_REQUESTS, text).into_response();
+                answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+                Err(answer)
+            }
+            Err(answer) => {
+                if let (Some(c), Some(_), StatusCode::UNAUTHORIZED) = (client, presented, answer.status()) {
+                    self.strikes.strike(c);
+                }
+                Err(answer)
+            }
+            found => found,
+        }
+    }
+
+    /// Refused tokens and throttled requests, since the start.
+    pub(crate) fn strike_counts(&self) -> (u64, u64) {
+        self.strikes.counts()
     }
 
     /// Sessions open now.
@@ -134,8 +197,7 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
             return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
         }
     }
-    let authorization = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let (owner, caller) = match g.auth.authenticate(authorization).await {
+    let (owner, caller) = match g.identify(request.headers(), peer(&request)).await {
         Ok(None) => ([0u8; 32], None),
         Ok(Some((digest, caller))) => (digest, Some(caller)),
         Err(answer) => return answer,
@@ -202,6 +264,11 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         return Response::from_parts(parts, Body::from_stream(stream));
     }
     response
+}
+
+/// The address of the peer that sent `request` (put on it where the connection is accepted).
+pub(crate) fn peer(request: &Request) -> Option<IpAddr> {
+    request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
 }
 
 /// Reads a POST body within the limits and checks it is one JSON-RPC message; the request

@@ -23,7 +23,8 @@
 //!   (availability checks off the message path);
 //! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
 //!   `http_guard.rs` (Origin, Host, session caps and ownership, message shape), `http_auth.rs`
-//!   (who a bearer token names: a static token's digest or an OAuth principal),
+//!   (who a bearer token names: a static token's digest or an OAuth principal), `strikes.rs`
+//!   (refused tokens throttled per client address, the client read through trusted proxies),
 //!   `http_access.rs` (tokens, limits, and the public documents and pages an embedding server
 //!   adds, such as an OAuth redirect), `token_names.rs`;
 //! - identity: `oauth/` (the endpoint as an OAuth 2.1 protected resource: JWTs verified by the
@@ -57,6 +58,7 @@ pub mod secrets;
 mod session;
 mod session_view;
 mod stdio;
+pub mod strikes;
 pub mod tls;
 mod token_names;
 pub mod trace;

@@ -1,6 +1,6 @@
 //! The server's metrics, kept with the `prometheus-client` crate and served as OpenMetrics
 //! text at `/metrics`: requests and their latency by method, upstream and outcome, search
-//! latency, upstreams up or down, tools in the index, open sessions.
+//! latency, upstreams up or down, tools in the index, open sessions, refused bearer tokens.
 //!
 //! Label values are bounded: methods are the MCP methods served, upstreams the configured
 //! servers (or `toolsearch` for what the gateway answers itself), outcomes a fixed few.
@@ -49,6 +49,8 @@ pub struct Metrics {
     tools: Gauge,
     sessions: Gauge,
     learn: LearnGauges,
+    /// Refused bearer tokens, and requests throttled for them.
+    strikes: (Counter, Counter),
 }
 
 impl Default for Metrics {
@@ -77,7 +79,20 @@ impl Default for Metrics {
         let sessions = Gauge::default();
         registry.register("sessions", "Client sessions open", sessions.clone());
         let learn = LearnGauges::register(&mut registry);
-        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions, learn }
+        let refused_tokens = Counter::default();
+        registry.register(
+            "http_refused_tokens",
+            "Bearer tokens the HTTP endpoint refused (401), since it started",
+            refused_tokens.clone(),
+        );
+        let throttled = Counter::default();
+        registry.register(
+            "http_throttled_tokens",
+            "Requests answered 429 because their address had presented too many refused tokens",
+            throttled.clone(),
+        );
+        let strikes = (refused_tokens, throttled);
+        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions, learn, strikes }
     }
 }
 
@@ -151,6 +166,13 @@ impl Metrics {
         self.learn.gain.set(gain);
         self.learn.swaps.set(i64::try_from(swaps).unwrap_or(i64::MAX));
         self.learn.last_swap.set(i64::try_from(last_swap).unwrap_or(i64::MAX));
+    }
+
+    /// Sets how many bearer tokens were refused and how many requests throttled for them.
+    pub fn refused_tokens(&self, refused: u64, throttled: u64) {
+        use std::sync::atomic::Ordering;
+        self.strikes.0.inner().store(refused, Ordering::Relaxed);
+        self.strikes.1.inner().store(throttled, Ordering::Relaxed);
     }
 
     /// Everything, as OpenMetrics text.

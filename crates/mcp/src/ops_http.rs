@@ -1,6 +1,7 @@
 //! The operations endpoints over HTTP: `/healthz`, `/readyz` and `/metrics` (what each shows
 //! and who may see it: see `crate::ops`).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -22,15 +23,15 @@ pub(crate) struct OpsState {
 /// Whether the request may see operator details: no tokens configured, or a token (static, or
 /// an OAuth principal's) holding [`OPS_SCOPE`]. `Err` with the origin when it is refused
 /// outright (a foreign origin).
-async fn operator(state: &OpsState, headers: &HeaderMap) -> Result<bool, String> {
+async fn operator(state: &OpsState, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<bool, String> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !crate::http_guard::origin_allowed(origin, &[]) {
             return Err(origin.to_owned());
         }
     }
-    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    Ok(match state.guard.auth.authenticate(authorization.as_deref()).await {
+    // Throttled as `/mcp` is: a guess here counts against its address too.
+    Ok(match state.guard.identify(headers, peer).await {
         Ok(None) => true,
         Ok(Some((_, caller))) => caller.principal.scopes().is_some_and(|s| s.contains(OPS_SCOPE)),
         Err(_) => false,
@@ -48,7 +49,7 @@ pub(crate) async fn healthz() -> Response {
 
 /// `/readyz`.
 pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request) -> Response {
-    let operator = match operator(&state, request.headers()).await {
+    let operator = match operator(&state, request.headers(), crate::http_guard::peer(&request)).await {
         Ok(o) => o,
         Err(origin) => return forbidden(&origin),
     };
@@ -92,7 +93,7 @@ pub(crate) async fn readyz(State(state): State<Arc<OpsState>>, request: Request)
 
 /// `/metrics`.
 pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request) -> Response {
-    match operator(&state, request.headers()).await {
+    match operator(&state, request.headers(), crate::http_guard::peer(&request)).await {
         Ok(true) => {}
         Ok(false) => {
             return (
@@ -113,5 +114,7 @@ pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request
     }
     let sessions = state.guard.session_count().await;
     ops.metrics.sizes(state.hub.live().engine().catalog().tools.len(), sessions);
+    let (refused, throttled) = state.guard.strike_counts();
+    ops.metrics.refused_tokens(refused, throttled);
     (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], ops.metrics.encode()).into_response()
 }

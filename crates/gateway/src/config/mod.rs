@@ -112,6 +112,10 @@ pub struct GatewaySettings {
     pub auth: AuthSettings,
     /// Origins allowed to call the HTTP endpoint from a browser (besides loopback ones).
     pub allowed_origins: Vec<String>,
+    /// Proxies (addresses or CIDR blocks) in front of the HTTP endpoint whose
+    /// `X-Forwarded-For` names the client, whose refused tokens are then counted against the
+    /// client rather than the proxy (docs/gateway-security.md, "Guessing tokens").
+    pub trusted_proxies: Vec<String>,
     /// Rate limits per caller, tool and server (docs/gateway-operations.md, "Rate limits").
     pub rate_limits: toolsearch_mcp::rate::RateLimits,
     /// OpenTelemetry traces over OTLP/HTTP (absent: off; docs/gateway-operations.md, "Traces").
@@ -204,6 +208,7 @@ impl Default for GatewaySettings {
             state: Default::default(),
             model: None,
             allowed_origins: Vec::new(),
+            trusted_proxies: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
             lazy: false,
@@ -301,6 +306,7 @@ impl GatewayConfig {
             }
         }
         settings.state.check().map_err(|e| bad(format!("toolsearch.state.{e}")))?;
+        toolsearch_mcp::strikes::parse_blocks(&settings.trusted_proxies).map_err(|e| bad(format!("toolsearch.{e}")))?;
         if let Some(model) = settings.model.as_mut() {
             let named = toolsearch_embed::NAMED_MODELS.iter().any(|(n, _)| n == model);
             let dir = path.parent().unwrap_or(Path::new("")).join(&*model);

@@ -1,0 +1,293 @@
+//! Refused bearer tokens, counted per client address, so a token cannot be guessed at network
+//! speed (`toolsearch.limits.http.refused_tokens_per_minute` and `refused_tokens_burst`).
+//!
+//! Each address has a bucket of strikes (a burst, refilled at a rate); a request that presents
+//! a token the gateway refuses (401) takes one. While an address's bucket is empty, a token it
+//! presents is not compared with the static tokens at all: the answer is 429 with
+//! `Retry-After` whatever the token, so a guess tells nothing. Two kinds of request still pass,
+//! so that a guesser behind a shared address (a proxy, a NAT) cannot lock its neighbours out:
+//! a request on a live session that presents the token which opened it (the session id is a
+//! random secret the guesser does not hold, and a guessed token that is not that session's own
+//! gets the same 429), and an identity provider's token (`auth.oauth`: a signature or the
+//! provider's introspection decides, which guessing cannot pass).
+//!
+//! The address is the TCP peer's, or, when the peer is one of `trusted_proxies`, the
+//! right-most `X-Forwarded-For` entry that is not a trusted proxy (the one the proxy saw). An
+//! IPv6 address counts by its /64, the block one host is usually given. Memory stays bounded:
+//! past [`MAX_ADDRESSES`], refilled buckets are dropped, then the oldest half.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderMap;
+
+/// Most addresses whose strikes are kept.
+pub const MAX_ADDRESSES: usize = 100_000;
+
+/// One trusted proxy: an address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    net: IpAddr,
+    prefix: u8,
+}
+
+impl Block {
+    /// Reads `text` (an address or `ADDRESS/PREFIX`); the error says what is wrong with it.
+    pub fn parse(text: &str) -> Result<Block, String> {
+        let (addr, prefix) = match text.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text, None),
+        };
+        let net: IpAddr =
+            addr.trim().parse().map_err(|_| format!("{text:?} is not an IP address or a CIDR block (10.0.0.0/8)"))?;
+        let max = if net.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => match p.trim().parse::<u8>() {
+                Ok(p) if p <= max => p,
+                _ => return Err(format!("{text:?}: the prefix must be a number from 0 to {max}")),
+            },
+        };
+        Ok(Block { net, prefix })
+    }
+
+    /// Whether `ip` is in the block.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.net, canonical(ip)) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                masked(u32::from(n).into(), self.prefix, 32) == masked(u32::from(a).into(), self.prefix, 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => masked(n.into(), self.prefix, 128) == masked(a.into(), self.prefix, 128),
+            _ => false,
+        }
+    }
+}
+
+fn masked(bits: u128, prefix: u8, width: u32) -> u128 {
+    let keep = u32::from(prefix).min(width);
+    match keep {
+        0 => 0,
+        k => bits >> (width - k),
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Reads `trusted_proxies`; the error names the entry at fault.
+pub fn parse_blocks(entries: &[String]) -> Result<Vec<Block>, String> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Block::parse(e).map_err(|why| format!("trusted_proxies[{i}]: {why}")))
+        .collect()
+}
+
+/// The client a request comes from: `peer`, or, when `peer` is a trusted proxy, the right-most
+/// `X-Forwarded-For` entry that is not (an entry that is not an address stops the walk: what
+/// lies left of it cannot be trusted, so the proxy's own view is used).
+pub fn client_address(peer: IpAddr, headers: &HeaderMap, trusted: &[Block]) -> IpAddr {
+    let peer = canonical(peer);
+    if !trusted.iter().any(|b| b.contains(peer)) {
+        return peer;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let Ok(ip) = hop.parse::<IpAddr>().map(canonical) else { break };
+        client = ip;
+        if !trusted.iter().any(|b| b.contains(ip)) {
+            break;
+        }
+    }
+    client
+}
+
+/// The key an address's strikes are kept under: an IPv4 address, or an IPv6 address's /64.
+fn key(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        v4 => v4,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    strikes: f64,
+    at: Instant,
+}
+
+/// Strikes per client address (see the module doc).
+#[derive(Debug)]
+pub struct Strikes {
+    /// Strikes given back per second; 0: refused tokens are not throttled.
+    per_sec: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+    refused: AtomicU64,
+    throttled: AtomicU64,
+}
+
+impl Strikes {
+    /// Strikes refilled at `per_minute` (0: none counted), `burst` at most.
+    pub fn new(per_minute: u32, burst: u32) -> Strikes {
+        Strikes {
+            per_sec: f64::from(per_minute) / 60.0,
+            burst: f64::from(burst.max(1)),
+            buckets: Mutex::default(),
+            refused: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+        }
+    }
+
+    /// How long `client` must wait before a token it presents is compared again; `None` when
+    /// it has strikes left.
+    pub fn locked(&self, client: IpAddr) -> Option<Duration> {
+        if self.per_sec <= 0.0 {
+            return None;
+        }
+        let now = Instant::now();
+        let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let left = buckets.get(&key(client)).map_or(self.burst, |b| self.refilled(b, now));
+        (left < 1.0).then(|| Duration::from_secs_f64((1.0 - left) / self.per_sec))
+    }
+
+    /// Records that `client` presented a token that was refused.
+    pub fn strike(&self, client: IpAddr) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        if self.per_sec <= 0.0 {
+            return;
+        }
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if buckets.len() >= MAX_ADDRESSES {
+            self.trim(&mut buckets, now);
+        }
+        let left = buckets.get(&key(client)).map_or(self.burst, |b| self.refilled(b, now));
+        buckets.insert(key(client), Bucket { strikes: (left - 1.0).max(0.0), at: now });
+    }
+
+    /// Records a request answered 429 because its address had no strikes left.
+    pub fn throttled(&self) {
+        self.throttled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Refused tokens and throttled requests, since the start.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.refused.load(Ordering::Relaxed), self.throttled.load(Ordering::Relaxed))
+    }
+
+    fn refilled(&self, b: &Bucket, now: Instant) -> f64 {
+        (b.strikes + now.duration_since(b.at).as_secs_f64() * self.per_sec).min(self.burst)
+    }
+
+    /// Drops buckets that have refilled; if none has, the older half.
+    fn trim(&self, buckets: &mut HashMap<IpAddr, Bucket>, now: Instant) {
+        buckets.retain(|_, b| self.refilled(b, now) < self.burst);
+        if buckets.len() >= MAX_ADDRESSES {
+            let mut ages: Vec<Instant> = buckets.values().map(|b| b.at).collect();
+            ages.sort();
+            let cut = ages[ages.len() / 2];
+            buckets.retain(|_, b| b.at > cut);
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.buckets.lock().unwrap().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_burst_of_refusals_locks_an_address_and_only_that_one() {
+        let s = Strikes::new(6, 3);
+        for _ in 0..3 {
+            assert!(s.locked(ip("192.0.2.1")).is_none());
+            s.strike(ip("192.0.2.1"));
+        }
+        let wait = s.locked(ip("192.0.2.1")).expect("locked after the burst");
+        assert!(wait > Duration::from_secs(9) && wait <= Duration::from_secs(10), "{wait:?}");
+        assert!(s.locked(ip("192.0.2.2")).is_none(), "another address has its own strikes");
+        // An IPv6 host counts by its /64: another address in it is the same client.
+        for _ in 0..3 {
+            s.strike(ip("2001:db8::1"));
+        }
+        assert!(s.locked(ip("2001:db8::ffff")).is_some());
+        assert!(s.locked(ip("2001:db8:0:1::1")).is_none());
+        assert!(s.locked(ip("::ffff:192.0.2.1")).is_some(), "an IPv4-mapped address is its IPv4 one");
+        assert_eq!(s.counts(), (6, 0));
+    }
+
+    #[test]
+    fn zero_per_minute_counts_but_never_locks() {
+        let s = Strikes::new(0, 1);
+        for _ in 0..10 {
+            s.strike(ip("192.0.2.1"));
+        }
+        assert!(s.locked(ip("192.0.2.1")).is_none());
+        assert_eq!(s.counts().0, 10);
+    }
+
+    #[test]
+    fn memory_stays_bounded_under_many_addresses() {
+        let s = Strikes::new(1, 1);
+        for i in 0..(MAX_ADDRESSES as u32 + 10) {
+            s.strike(IpAddr::V4(i.into()));
+        }
+        assert!(s.len() <= MAX_ADDRESSES, "{}", s.len());
+    }
+
+    #[test]
+    fn the_client_is_the_peer_unless_a_trusted_proxy_forwards_for_it() {
+        let trusted = parse_blocks(&["127.0.0.1".into(), "10.0.0.0/8".into()]).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", HeaderValue::from_static("203.0.113.9, 198.51.100.7"));
+        headers.append("x-forwarded-for", HeaderValue::from_static("10.1.2.3"));
+        // An untrusted peer's header is ignored: anyone can write one.
+        assert_eq!(client_address(ip("192.0.2.5"), &headers, &trusted), ip("192.0.2.5"));
+        // Through two trusted hops, the right-most untrusted entry: a spoofed entry left of it
+        // (203.0.113.9) does not count.
+        assert_eq!(client_address(ip("127.0.0.1"), &headers, &trusted), ip("198.51.100.7"));
+        assert_eq!(client_address(ip("::ffff:127.0.0.1"), &headers, &trusted), ip("198.51.100.7"));
+        // No header: the proxy itself.
+        assert_eq!(client_address(ip("10.9.9.9"), &HeaderMap::new(), &trusted), ip("10.9.9.9"));
+        // Garbage stops the walk at the last good hop.
+        let mut junk = HeaderMap::new();
+        junk.append("x-forwarded-for", HeaderValue::from_static("198.51.100.7, not-an-address, 10.0.0.2"));
+        assert_eq!(client_address(ip("127.0.0.1"), &junk, &trusted), ip("10.0.0.2"));
+    }
+
+    #[test]
+    fn blocks_parse_and_bad_ones_name_their_entry() {
+        let b = Block::parse("10.0.0.0/8").unwrap();
+        assert!(b.contains(ip("10.255.0.1")) && !b.contains(ip("11.0.0.1")) && !b.contains(ip("::1")));
+        assert!(Block::parse("0.0.0.0/0").unwrap().contains(ip("192.0.2.1")));
+        assert!(Block::parse("fd00::/8").unwrap().contains(ip("fd12::1")));
+        let e = parse_blocks(&["127.0.0.1".into(), "10.0.0.0/33".into()]).unwrap_err();
+        assert!(e.starts_with("trusted_proxies[1]: \"10.0.0.0/33\"") && e.contains("0 to 32"), "{e}");
+        assert!(parse_blocks(&["proxy.internal".into()]).unwrap_err().contains("not an IP address"));
+    }
+}
