@@ -340,3 +340,34 @@ fn an_http_request_budget_is_one_across_the_replicas() {
     assert!(codes[..5].iter().all(|c| *c != 429), "{codes:?}");
     assert!(codes[5..].iter().all(|c| *c == 429), "{codes:?}");
 }
+
+/// Refused tokens count in the store too: a guesser spread over two replicas gets the burst
+/// (4) once plus one guess per replica (6 compared in all), not a burst per replica (8).
+#[test]
+fn refused_tokens_count_once_across_the_replicas() {
+    use common::gateway::http_post;
+    let dir = common::scratch().join("gateway-store-strikes");
+    let pg = Postgres::start("strikes");
+    let token = "c0ffee00d15ea5e5b01dface12345678";
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"count": {"command": python(), "args": [common::repo().join("tests/mcp/hostile_server.py"), "count"]}},
+            "toolsearch": {"state": {"store": pg.url()}, "tokens": {token: []},
+                           "limits": {"http": {"refused_tokens_burst": 4, "refused_tokens_per_minute": 1}}}
+        }),
+    );
+    let replicas = [
+        HttpGateway::start(&config, &dir.join("state-a"), &[]),
+        HttpGateway::start(&config, &dir.join("state-b"), &[]),
+    ];
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let open = |replica: usize, bearer: &str| {
+        http_post(&replicas[replica].addr, &init, &[("Authorization", &format!("Bearer {bearer}"))]).0
+    };
+    let codes: Vec<u16> = (0..10).map(|i| open(i % 2, &format!("guess-{i:016}"))).collect();
+    assert_eq!(codes, [401, 401, 401, 401, 401, 401, 429, 429, 429, 429]);
+    assert_eq!([open(0, token), open(1, token)], [429, 429], "neither replica compares the right token now");
+}

@@ -101,11 +101,12 @@ impl Guard {
     ) -> Guard {
         Guard {
             auth,
-            limiter,
+            limiter: limiter.clone(),
             strikes: crate::strikes::Strikes::new(
                 access.limits.refused_tokens_per_minute,
                 access.limits.refused_tokens_burst,
-            ),
+            )
+            .sharing(limiter.shared()),
             // Checked before anything starts (`HttpAccess::check`).
             trusted_proxies: crate::strikes::parse_blocks(&access.trusted_proxies).unwrap_or_default(),
             allowed_origins: access.allowed_origins,
@@ -151,7 +152,7 @@ impl Guard {
             }
             Err(answer) => {
                 if let (Some(c), Some(_), StatusCode::UNAUTHORIZED) = (client, presented, answer.status()) {
-                    self.strikes.strike(c);
+                    self.strikes.strike(c).await;
                 }
                 Err(answer)
             }

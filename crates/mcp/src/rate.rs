@@ -180,6 +180,11 @@ impl Limiter {
         self
     }
 
+    /// The fleet's store of buckets, when they are shared.
+    pub fn shared(&self) -> Option<Arc<dyn SharedBuckets>> {
+        self.shared.clone()
+    }
+
     /// Takes one HTTP request of `principal`; how long to wait when it is over its limit.
     /// Shared buckets are asked when there are some, as for [`Limiter::call`].
     pub async fn request(&self, principal: &str) -> Result<(), Duration> {

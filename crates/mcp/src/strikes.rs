@@ -14,15 +14,18 @@
 //! The address is the TCP peer's, or, when the peer is one of `trusted_proxies`, the
 //! right-most `X-Forwarded-For` entry that is not a trusted proxy (the one the proxy saw). An
 //! IPv6 address counts by its /64, the block one host is usually given. Memory stays bounded:
-//! past [`MAX_ADDRESSES`], refilled buckets are dropped, then the oldest half.
+//! past [`MAX_ADDRESSES`], refilled buckets are dropped, then the oldest half. A fleet of
+//! gateways also counts each address's strikes in its shared store ([`Strikes::strike`]).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
+
+use crate::rate::SharedBuckets;
 
 /// Most addresses whose strikes are kept.
 pub const MAX_ADDRESSES: usize = 100_000;
@@ -140,6 +143,8 @@ pub struct Strikes {
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
     refused: AtomicU64,
     throttled: AtomicU64,
+    /// The fleet's buckets, when they are shared.
+    shared: Option<Arc<dyn SharedBuckets>>,
 }
 
 impl Strikes {
@@ -151,6 +156,7 @@ impl Strikes {
             buckets: Mutex::default(),
             refused: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
+            shared: None,
         }
     }
 
@@ -166,19 +172,41 @@ impl Strikes {
         (left < 1.0).then(|| Duration::from_secs_f64((1.0 - left) / self.per_sec))
     }
 
-    /// Records that `client` presented a token that was refused.
-    pub fn strike(&self, client: IpAddr) {
+    /// Records that `client` presented a token that was refused. In a fleet, the strike is
+    /// also taken from the address's bucket in the shared store; when that one is empty, the
+    /// address is locked here until it refills, so a guesser spread over the replicas gets the
+    /// burst once, plus at most one guess per replica, not a burst per replica. While the
+    /// store cannot answer, this replica's own count decides.
+    pub async fn strike(&self, client: IpAddr) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         if self.per_sec <= 0.0 {
             return;
         }
+        self.settle(client, |left| left - 1.0);
+        let Some(shared) = &self.shared else { return };
+        let takes = [(format!("x\0{}", key(client)), self.burst, self.per_sec)];
+        if let Ok(Some(wait)) = shared.take(&takes).await {
+            // Left such that the bucket holds a whole strike again when the fleet's does.
+            let fleet = 1.0 - wait.as_secs_f64() * self.per_sec;
+            self.settle(client, |left| left.min(fleet));
+        }
+    }
+
+    /// Sets `client`'s strikes left to `to(what it holds now)`, at least 0.
+    fn settle(&self, client: IpAddr, to: impl FnOnce(f64) -> f64) {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_ADDRESSES {
             self.trim(&mut buckets, now);
         }
         let left = buckets.get(&key(client)).map_or(self.burst, |b| self.refilled(b, now));
-        buckets.insert(key(client), Bucket { strikes: (left - 1.0).max(0.0), at: now });
+        buckets.insert(key(client), Bucket { strikes: to(left).max(0.0), at: now });
+    }
+
+    /// This count, its strikes also kept in `shared` (a fleet's store).
+    pub fn sharing(mut self, shared: Option<Arc<dyn SharedBuckets>>) -> Strikes {
+        self.shared = shared;
+        self
     }
 
     /// Records a request answered 429 because its address had no strikes left.
@@ -221,19 +249,51 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// Runs a strike that does not wait (no shared store, or one that answers at once).
+    fn block(f: impl std::future::Future<Output = ()>) {
+        futures_util::FutureExt::now_or_never(f).expect("a strike without a store to wait for");
+    }
+
+    /// A fleet's store whose buckets answer `wait` (or cannot answer, with `None`).
+    #[derive(Debug)]
+    struct Store(Option<Duration>);
+
+    impl SharedBuckets for Store {
+        fn take<'a>(&'a self, _: &'a [(String, f64, f64)]) -> crate::rate::SharedTake<'a> {
+            let answer = self.0.map(|w| Some(w).filter(|w| !w.is_zero())).ok_or_else(|| "down".to_owned());
+            Box::pin(std::future::ready(answer))
+        }
+    }
+
+    #[test]
+    fn an_empty_fleet_bucket_locks_the_address_here_until_it_refills() {
+        let s = Strikes::new(6, 30).sharing(Some(Arc::new(Store(Some(Duration::from_secs(7))))));
+        block(s.strike(ip("192.0.2.1")));
+        let wait = s.locked(ip("192.0.2.1")).expect("the fleet's bucket is empty");
+        assert!(wait > Duration::from_secs(6) && wait <= Duration::from_secs(7), "{wait:?}");
+        // A fleet bucket with strikes left, or a store that cannot answer: this replica's count.
+        for store in [Store(Some(Duration::ZERO)), Store(None)] {
+            let s = Strikes::new(6, 2).sharing(Some(Arc::new(store)));
+            block(s.strike(ip("192.0.2.1")));
+            assert!(s.locked(ip("192.0.2.1")).is_none());
+            block(s.strike(ip("192.0.2.1")));
+            assert!(s.locked(ip("192.0.2.1")).is_some());
+        }
+    }
+
     #[test]
     fn a_burst_of_refusals_locks_an_address_and_only_that_one() {
         let s = Strikes::new(6, 3);
         for _ in 0..3 {
             assert!(s.locked(ip("192.0.2.1")).is_none());
-            s.strike(ip("192.0.2.1"));
+            block(s.strike(ip("192.0.2.1")));
         }
         let wait = s.locked(ip("192.0.2.1")).expect("locked after the burst");
         assert!(wait > Duration::from_secs(9) && wait <= Duration::from_secs(10), "{wait:?}");
         assert!(s.locked(ip("192.0.2.2")).is_none(), "another address has its own strikes");
         // An IPv6 host counts by its /64: another address in it is the same client.
         for _ in 0..3 {
-            s.strike(ip("2001:db8::1"));
+            block(s.strike(ip("2001:db8::1")));
         }
         assert!(s.locked(ip("2001:db8::ffff")).is_some());
         assert!(s.locked(ip("2001:db8:0:1::1")).is_none());
@@ -245,7 +305,7 @@ mod tests {
     fn zero_per_minute_counts_but_never_locks() {
         let s = Strikes::new(0, 1);
         for _ in 0..10 {
-            s.strike(ip("192.0.2.1"));
+            block(s.strike(ip("192.0.2.1")));
         }
         assert!(s.locked(ip("192.0.2.1")).is_none());
         assert_eq!(s.counts().0, 10);
@@ -255,7 +315,7 @@ mod tests {
     fn memory_stays_bounded_under_many_addresses() {
         let s = Strikes::new(1, 1);
         for i in 0..(MAX_ADDRESSES as u32 + 10) {
-            s.strike(IpAddr::V4(i.into()));
+            block(s.strike(IpAddr::V4(i.into())));
         }
         assert!(s.len() <= MAX_ADDRESSES, "{}", s.len());
     }
