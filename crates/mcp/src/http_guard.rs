@@ -128,16 +128,17 @@ impl Guard {
         peer: Option<IpAddr>,
     ) -> Result<Option<(TokenDigest, Caller)>, Response> {
         let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let presented = crate::http_auth::bearer(authorization).map(crate::http_auth::digest);
+        let token = crate::http_auth::bearer(authorization);
         let client = peer.map(|p| crate::strikes::client_address(p, headers, &self.trusted_proxies));
-        let locked = match (client, presented) {
+        let locked = match (client, token) {
             (Some(c), Some(_)) if self.auth.required() => self.strikes.locked(c),
             _ => None,
         };
+        // Only a throttled address's token is hashed here (the authenticator hashes it anyway).
         let statics = locked.is_none() || {
             let session = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
             let owner = session.and_then(|s| self.owner_of(s));
-            matches!((owner, presented), (Some(o), Some(p)) if same(&o, &p))
+            matches!((owner, token), (Some(o), Some(t)) if same(&o, &crate::http_auth::digest(t)))
         };
         match self.auth.authenticate(authorization, statics).await {
             Err(_) if locked.is_some() => {
@@ -151,7 +152,7 @@ impl Guard {
                 Err(answer)
             }
             Err(answer) => {
-                if let (Some(c), Some(_), StatusCode::UNAUTHORIZED) = (client, presented, answer.status()) {
+                if let (Some(c), Some(_), StatusCode::UNAUTHORIZED) = (client, token, answer.status()) {
                     self.strikes.strike(c).await;
                 }
                 Err(answer)

@@ -286,12 +286,21 @@ impl Limiter {
             .fold(0.0, f64::max);
         buckets.retain(|_, b| now.duration_since(b.at).as_secs_f64() < slowest);
         if buckets.len() >= MAX_BUCKETS {
-            let mut ages: Vec<Instant> = buckets.values().map(|b| b.at).collect();
-            ages.sort();
-            let cut = ages[ages.len() / 2];
-            buckets.retain(|_, b| b.at > cut);
+            drop_older_half(buckets, |b| b.at);
         }
     }
+}
+
+/// Keeps the newer half of `buckets`, by when each was last touched (`at`): how a table of
+/// buckets stays bounded when none of them has refilled.
+pub(crate) fn drop_older_half<K, V>(buckets: &mut HashMap<K, V>, at: impl Fn(&V) -> Instant) {
+    let mut ages: Vec<Instant> = buckets.values().map(&at).collect();
+    let middle = ages.len() / 2;
+    if middle == 0 {
+        return;
+    }
+    let (_, &mut cut, _) = ages.select_nth_unstable(middle);
+    buckets.retain(|_, b| at(b) > cut);
 }
 
 #[cfg(test)]

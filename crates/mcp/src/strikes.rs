@@ -227,10 +227,7 @@ impl Strikes {
     fn trim(&self, buckets: &mut HashMap<IpAddr, Bucket>, now: Instant) {
         buckets.retain(|_, b| self.refilled(b, now) < self.burst);
         if buckets.len() >= MAX_ADDRESSES {
-            let mut ages: Vec<Instant> = buckets.values().map(|b| b.at).collect();
-            ages.sort();
-            let cut = ages[ages.len() / 2];
-            buckets.retain(|_, b| b.at > cut);
+            crate::rate::drop_older_half(buckets, |b| b.at);
         }
     }
 
