@@ -201,11 +201,11 @@ fn forged_expired_and_misaimed_tokens_are_refused_with_a_reason() {
     let (status, _, _) = init(&addr, Some(&idp.token("reader", "read-only")));
     assert_eq!(status, 200);
 
-    // Past the refused-token burst (30) this address's tokens are throttled, but a provider's
-    // token is still checked (guessing cannot pass a signature): a good one gets in, a forged
-    // one gets 429 like any other guess.
+    // Past the refused-token burst (30 distinct tokens: a retried one is no new guess) this
+    // address's tokens are throttled, but a provider's token is still checked (guessing cannot
+    // pass a signature): a good one gets in, a forged one gets 429 like any other guess.
     let mut refused = 0;
-    while init(&addr, Some("not-a-token-at-all-000000")).0 == 401 {
+    while init(&addr, Some(&format!("not-a-token-at-all-{refused:06}"))).0 == 401 {
         refused += 1;
         assert!(refused <= 30, "never throttled");
     }

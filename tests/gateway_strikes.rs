@@ -140,3 +140,31 @@ fn a_trusted_proxy_that_is_no_address_is_refused_naming_the_file_and_the_entry()
     assert!(err.contains("gateway.json") && err.contains("toolsearch.trusted_proxies[1]"), "{err}");
     assert!(err.contains("\"10.0.0.0/33\"") && err.contains("0 to 32"), "{err}");
 }
+
+#[test]
+fn a_client_retrying_a_stale_token_does_not_lock_its_address_out() {
+    let dir = common::scratch().join("gateway-strikes-stale");
+    let server = common::repo().join("tests/mcp/hostile_server.py").display().to_string();
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"count": {"command": python(), "args": [server, "count"]}},
+                "toolsearch": {"tokens": {VALID: []},
+                               "limits": {"http": {"refused_tokens_burst": 3, "refused_tokens_per_minute": 1}}}}),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let addr = gateway.addr.as_str();
+    let source = Ipv4Addr::new(127, 0, 0, 5);
+    // A client whose token was rotated away retries it, again and again: one strike.
+    for _ in 0..12 {
+        let (status, answer) = open(source, addr, "rotated-away-00000000001", &[]);
+        assert_eq!(status, 401, "a retried stale token is told so each time: {answer}");
+    }
+    assert_eq!(open(source, addr, VALID, &[]).0, 200, "a neighbour on the address still gets in");
+    // Each new token is a guess: two more empty the burst of 3.
+    assert_eq!(open(source, addr, "guess-00000000000000a1", &[]).0, 401);
+    assert_eq!(open(source, addr, "guess-00000000000000a2", &[]).0, 401);
+    assert_eq!(open(source, addr, "guess-00000000000000a3", &[]).0, 429);
+    // Once locked, nothing is compared: the stale token and the valid one wait too.
+    assert_eq!(open(source, addr, "rotated-away-00000000001", &[]).0, 429);
+    assert_eq!(open(source, addr, VALID, &[]).0, 429);
+}

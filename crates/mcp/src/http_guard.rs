@@ -152,8 +152,8 @@ impl Guard {
                 Err(answer)
             }
             Err(answer) => {
-                if let (Some(c), Some(_), StatusCode::UNAUTHORIZED) = (client, token, answer.status()) {
-                    self.strikes.strike(c).await;
+                if let (Some(c), Some(t), StatusCode::UNAUTHORIZED) = (client, token, answer.status()) {
+                    self.strikes.strike(c, t).await;
                 }
                 Err(answer)
             }

@@ -2,7 +2,9 @@
 //! speed (`toolsearch.limits.http.refused_tokens_per_minute` and `refused_tokens_burst`).
 //!
 //! Each address has a bucket of strikes (a burst, refilled at a rate); a request that presents
-//! a token the gateway refuses (401) takes one. While an address's bucket is empty, a token it
+//! a token the gateway refuses (401) takes one, unless the address has had that same token
+//! refused lately (one of its last [`RECENT`]): a client retrying a stale token guesses
+//! nothing, and must not lock its neighbours out. While an address's bucket is empty, a token it
 //! presents is not compared with the static tokens at all: the answer is 429 with
 //! `Retry-After` whatever the token, so a guess tells nothing. Two kinds of request still pass,
 //! so that a guesser behind a shared address (a proxy, a NAT) cannot lock its neighbours out:
@@ -18,6 +20,7 @@
 //! gateways also counts each address's strikes in its shared store ([`Strikes::strike`]).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,6 +32,10 @@ use crate::rate::SharedBuckets;
 
 /// Most addresses whose strikes are kept.
 pub const MAX_ADDRESSES: usize = 100_000;
+
+/// How many of an address's last refused tokens are remembered, so that retrying one takes
+/// no strike.
+pub const RECENT: usize = 4;
 
 /// One trusted proxy: an address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +139,8 @@ fn key(ip: IpAddr) -> IpAddr {
 struct Bucket {
     strikes: f64,
     at: Instant,
+    /// Tags of the address's last refused tokens, newest first (0: none).
+    recent: [u64; RECENT],
 }
 
 /// Strikes per client address (see the module doc).
@@ -143,6 +152,9 @@ pub struct Strikes {
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
     refused: AtomicU64,
     throttled: AtomicU64,
+    /// Keys the tags of refused tokens: random per process, so that nobody can choose tokens
+    /// whose tags collide.
+    tags: RandomState,
     /// The fleet's buckets, when they are shared.
     shared: Option<Arc<dyn SharedBuckets>>,
 }
@@ -156,6 +168,7 @@ impl Strikes {
             buckets: Mutex::default(),
             refused: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
+            tags: RandomState::new(),
             shared: None,
         }
     }
@@ -172,35 +185,51 @@ impl Strikes {
         (left < 1.0).then(|| Duration::from_secs_f64((1.0 - left) / self.per_sec))
     }
 
-    /// Records that `client` presented a token that was refused. In a fleet, the strike is
+    /// Records that `client` presented `token` and it was refused; a strike is taken unless
+    /// `client` has had `token` refused lately ([`RECENT`]). In a fleet, the strike is
     /// also taken from the address's bucket in the shared store; when that one is empty, the
     /// address is locked here until it refills, so a guesser spread over the replicas gets the
     /// burst once, plus at most one guess per replica, not a burst per replica. While the
     /// store cannot answer, this replica's own count decides.
-    pub async fn strike(&self, client: IpAddr) {
+    pub async fn strike(&self, client: IpAddr, token: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         if self.per_sec <= 0.0 {
             return;
         }
-        self.settle(client, |left| left - 1.0);
+        let tag = self.tags.hash_one(token) | 1;
+        if !self.settle(client, Some(tag), |left| left - 1.0) {
+            return;
+        }
         let Some(shared) = &self.shared else { return };
         let takes = [(format!("x\0{}", key(client)), self.burst, self.per_sec)];
         if let Ok(Some(wait)) = shared.take(&takes).await {
             // Left such that the bucket holds a whole strike again when the fleet's does.
             let fleet = 1.0 - wait.as_secs_f64() * self.per_sec;
-            self.settle(client, |left| left.min(fleet));
+            self.settle(client, None, |left| left.min(fleet));
         }
     }
 
-    /// Sets `client`'s strikes left to `to(what it holds now)`, at least 0.
-    fn settle(&self, client: IpAddr, to: impl FnOnce(f64) -> f64) {
+    /// Sets `client`'s strikes left to `to(what it holds now)`, at least 0, and remembers the
+    /// refused token `tag`; nothing changes when `tag` is one of the address's recent ones
+    /// (then `false`).
+    fn settle(&self, client: IpAddr, tag: Option<u64>, to: impl FnOnce(f64) -> f64) -> bool {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_ADDRESSES {
             self.trim(&mut buckets, now);
         }
-        let left = buckets.get(&key(client)).map_or(self.burst, |b| self.refilled(b, now));
-        buckets.insert(key(client), Bucket { strikes: to(left).max(0.0), at: now });
+        let held = buckets.get(&key(client));
+        let left = held.map_or(self.burst, |b| self.refilled(b, now));
+        let mut recent = held.map_or([0; RECENT], |b| b.recent);
+        if let Some(tag) = tag {
+            if recent.contains(&tag) {
+                return false;
+            }
+            recent.rotate_right(1);
+            recent[0] = tag;
+        }
+        buckets.insert(key(client), Bucket { strikes: to(left).max(0.0), at: now, recent });
+        true
     }
 
     /// This count, its strikes also kept in `shared` (a fleet's store).
@@ -246,6 +275,12 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// A token not presented before.
+    fn guess() -> String {
+        static N: AtomicU64 = AtomicU64::new(0);
+        format!("guess-{}", N.fetch_add(1, Ordering::Relaxed))
+    }
+
     /// Runs a strike that does not wait (no shared store, or one that answers at once).
     fn block(f: impl std::future::Future<Output = ()>) {
         futures_util::FutureExt::now_or_never(f).expect("a strike without a store to wait for");
@@ -265,15 +300,15 @@ mod tests {
     #[test]
     fn an_empty_fleet_bucket_locks_the_address_here_until_it_refills() {
         let s = Strikes::new(6, 30).sharing(Some(Arc::new(Store(Some(Duration::from_secs(7))))));
-        block(s.strike(ip("192.0.2.1")));
+        block(s.strike(ip("192.0.2.1"), &guess()));
         let wait = s.locked(ip("192.0.2.1")).expect("the fleet's bucket is empty");
         assert!(wait > Duration::from_secs(6) && wait <= Duration::from_secs(7), "{wait:?}");
         // A fleet bucket with strikes left, or a store that cannot answer: this replica's count.
         for store in [Store(Some(Duration::ZERO)), Store(None)] {
             let s = Strikes::new(6, 2).sharing(Some(Arc::new(store)));
-            block(s.strike(ip("192.0.2.1")));
+            block(s.strike(ip("192.0.2.1"), &guess()));
             assert!(s.locked(ip("192.0.2.1")).is_none());
-            block(s.strike(ip("192.0.2.1")));
+            block(s.strike(ip("192.0.2.1"), &guess()));
             assert!(s.locked(ip("192.0.2.1")).is_some());
         }
     }
@@ -283,14 +318,14 @@ mod tests {
         let s = Strikes::new(6, 3);
         for _ in 0..3 {
             assert!(s.locked(ip("192.0.2.1")).is_none());
-            block(s.strike(ip("192.0.2.1")));
+            block(s.strike(ip("192.0.2.1"), &guess()));
         }
         let wait = s.locked(ip("192.0.2.1")).expect("locked after the burst");
         assert!(wait > Duration::from_secs(9) && wait <= Duration::from_secs(10), "{wait:?}");
         assert!(s.locked(ip("192.0.2.2")).is_none(), "another address has its own strikes");
         // An IPv6 host counts by its /64: another address in it is the same client.
         for _ in 0..3 {
-            block(s.strike(ip("2001:db8::1")));
+            block(s.strike(ip("2001:db8::1"), &guess()));
         }
         assert!(s.locked(ip("2001:db8::ffff")).is_some());
         assert!(s.locked(ip("2001:db8:0:1::1")).is_none());
@@ -299,10 +334,32 @@ mod tests {
     }
 
     #[test]
+    fn retrying_a_refused_token_takes_no_strike_and_a_new_guess_does() {
+        let s = Strikes::new(6, 4);
+        let client = ip("192.0.2.1");
+        for _ in 0..20 {
+            block(s.strike(client, "stale-token"));
+        }
+        // Cycling through the last RECENT refused tokens takes nothing more either.
+        for _ in 0..5 {
+            block(s.strike(client, "stale-2"));
+            block(s.strike(client, "stale-3"));
+            block(s.strike(client, "stale-token"));
+        }
+        assert!(s.locked(client).is_none(), "three distinct tokens, retried, are three strikes");
+        block(s.strike(client, "a-new-guess"));
+        assert!(s.locked(client).is_some(), "a fourth distinct token empties a burst of 4");
+        assert_eq!(s.counts().0, 36, "every refusal is counted");
+        // Another address's refusal of the same token is that address's strike.
+        block(s.strike(ip("192.0.2.2"), "stale-token"));
+        assert_eq!(s.locked(ip("192.0.2.2")), None);
+    }
+
+    #[test]
     fn zero_per_minute_counts_but_never_locks() {
         let s = Strikes::new(0, 1);
         for _ in 0..10 {
-            block(s.strike(ip("192.0.2.1")));
+            block(s.strike(ip("192.0.2.1"), &guess()));
         }
         assert!(s.locked(ip("192.0.2.1")).is_none());
         assert_eq!(s.counts().0, 10);
@@ -312,7 +369,7 @@ mod tests {
     fn memory_stays_bounded_under_many_addresses() {
         let s = Strikes::new(1, 1);
         for i in 0..(MAX_ADDRESSES as u32 + 10) {
-            block(s.strike(IpAddr::V4(i.into())));
+            block(s.strike(IpAddr::V4(i.into()), &guess()));
         }
         assert!(s.len() <= MAX_ADDRESSES, "{}", s.len());
     }
