@@ -54,17 +54,24 @@ fn retry_after(answer: &str) -> u64 {
     line.split_once(':').unwrap().1.trim().parse().unwrap()
 }
 
-#[test]
-fn refused_tokens_lock_their_address_out_without_telling_a_right_guess_from_a_wrong_one() {
-    let dir = common::scratch().join("gateway-strikes");
+/// An HTTP gateway in front of one small server, with the `toolsearch` section `settings`.
+fn gateway(name: &str, settings: serde_json::Value) -> HttpGateway {
+    let dir = common::scratch().join(name);
     let server = common::repo().join("tests/mcp/hostile_server.py").display().to_string();
     let config = write_config(
         &dir,
-        &json!({"mcpServers": {"count": {"command": python(), "args": [server, "count"]}},
-                "toolsearch": {"tokens": {VALID: {"name": "alice", "scopes": []}, OPS: ["ops"]},
-                               "limits": {"http": {"refused_tokens_burst": 3, "refused_tokens_per_minute": 20}}}}),
+        &json!({"mcpServers": {"count": {"command": python(), "args": [server, "count"]}}, "toolsearch": settings}),
     );
-    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    HttpGateway::start(&config, &dir.join("state"), &["--json"])
+}
+
+#[test]
+fn refused_tokens_lock_their_address_out_without_telling_a_right_guess_from_a_wrong_one() {
+    let gateway = gateway(
+        "gateway-strikes",
+        json!({"tokens": {VALID: {"name": "alice", "scopes": []}, OPS: ["ops"]},
+               "limits": {"http": {"refused_tokens_burst": 3, "refused_tokens_per_minute": 20}}}),
+    );
     let addr = gateway.addr.as_str();
 
     // The guesser's address holds a live session of the valid token, opened before.
@@ -143,15 +150,10 @@ fn a_trusted_proxy_that_is_no_address_is_refused_naming_the_file_and_the_entry()
 
 #[test]
 fn a_client_retrying_a_stale_token_does_not_lock_its_address_out() {
-    let dir = common::scratch().join("gateway-strikes-stale");
-    let server = common::repo().join("tests/mcp/hostile_server.py").display().to_string();
-    let config = write_config(
-        &dir,
-        &json!({"mcpServers": {"count": {"command": python(), "args": [server, "count"]}},
-                "toolsearch": {"tokens": {VALID: []},
-                               "limits": {"http": {"refused_tokens_burst": 3, "refused_tokens_per_minute": 1}}}}),
+    let gateway = gateway(
+        "gateway-strikes-stale",
+        json!({"tokens": {VALID: []}, "limits": {"http": {"refused_tokens_burst": 3, "refused_tokens_per_minute": 1}}}),
     );
-    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
     let addr = gateway.addr.as_str();
     let source = Ipv4Addr::new(127, 0, 0, 5);
     // A client whose token was rotated away retries it, again and again: one strike.
