@@ -180,6 +180,35 @@ fn a_session_answers_only_the_token_that_opened_it() {
 }
 
 #[test]
+fn a_request_refused_before_its_body_is_read_closes_its_connection_and_says_so() {
+    let (g, _) = gateway("gw-http-unread", json!({"tokens": {"token-for-the-unread-test": []}}), &[]);
+    let addr = g.addr.as_str();
+    // The headers, and the body not yet sent: the refusal comes first. The gateway cannot
+    // read a next request on this connection, so it must tell the client (an OAuth client
+    // retries at once with a fresh token, on the same connection if it may).
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer a-wrong-token-000000\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        INIT.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let a = read_answer(&mut stream);
+    assert_eq!(a.status, 401);
+    assert_eq!(a.header("connection"), Some("close"), "the client is not told to stop here");
+    assert_eq!(stream.read(&mut [0u8; 64]).ok(), Some(0), "and the gateway closes it");
+    // A request whose body is read keeps its connection open.
+    let auth = "Bearer token-for-the-unread-test";
+    let session = open_session(addr, auth);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    for _ in 0..2 {
+        let a = exchange(&mut stream, addr, "POST", &[("Authorization", auth), ("Mcp-Session-Id", &session)], LIST);
+        assert_eq!((a.status, a.header("connection")), (200, None));
+    }
+}
+
+#[test]
 fn malformed_json_rpc_is_a_400_with_its_error_and_an_unknown_method_is_named() {
     let (g, _) = gateway("gw-http-malformed", json!({}), &[]);
     let addr = g.addr.as_str();
