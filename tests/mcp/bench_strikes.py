@@ -90,7 +90,7 @@ async def pings(urls):
 
 async def guesses(url, count, address=None):
     """`count` initializes with wrong tokens from 4 clients; answers per second and by status.
-    With `address`, each request names the next of that many client addresses."""
+    With `address`, each request names a client address of its own (`X-Forwarded-For`)."""
     statuses = {}
     sent = [0]
 
