@@ -118,7 +118,7 @@ pub async fn serve_http(
                 .route("/metrics", get(ops::metrics))
                 .with_state(ops)
                 .merge(well_known)
-                .layer(axum::middleware::from_fn_with_state(hosts, crate::http_guard::host_guard)),
+                .layer(axum::middleware::from_fn_with_state(hosts, crate::http_origin::host_guard)),
         );
     ready(bound);
     let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));

@@ -45,6 +45,7 @@ mod http;
 mod http_access;
 mod http_auth;
 mod http_guard;
+mod http_origin;
 mod hub;
 pub mod metrics;
 mod notifier;

@@ -26,7 +26,7 @@ pub(crate) struct OpsState {
 async fn operator(state: &OpsState, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<bool, String> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !crate::http_guard::origin_allowed(origin, &[]) {
+        if !crate::http_origin::origin_allowed(origin, &[]) {
             return Err(origin.to_owned());
         }
     }
