@@ -197,11 +197,19 @@ fn a_request_refused_before_its_body_is_read_closes_its_connection_and_says_so()
     assert_eq!(a.status, 401);
     assert_eq!(a.header("connection"), Some("close"), "the client is not told to stop here");
     assert_eq!(stream.read(&mut [0u8; 64]).ok(), Some(0), "and the gateway closes it");
-    // A request whose body is read keeps its connection open.
+    // The same for the operations endpoints: a foreign Host is refused before a body is read.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: rebound.example\r\nContent-Length: 5\r\n\r\n").unwrap();
+    let a = read_answer(&mut stream);
+    assert_eq!((a.status, a.header("connection")), (403, Some("close")));
+    // A request whose body is read keeps its connection open, refused (a parse error) or not.
     let auth = "Bearer token-for-the-unread-test";
     let session = open_session(addr, auth);
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let a = exchange(&mut stream, addr, "POST", &[("Authorization", auth), ("Mcp-Session-Id", &session)], "{not json");
+    assert_eq!((a.status, a.header("connection")), (400, None));
     for _ in 0..2 {
         let a = exchange(&mut stream, addr, "POST", &[("Authorization", auth), ("Mcp-Session-Id", &session)], LIST);
         assert_eq!((a.status, a.header("connection")), (200, None));

@@ -9,10 +9,13 @@
 //!
 //! Connections are served by hyper directly (not `axum::serve`) so that a client that sends
 //! its headers slowly is cut off, and with `TCP_NODELAY`, so a keep-alive response is not held
-//! back by Nagle's algorithm.
+//! back by Nagle's algorithm. An HTTP/1 answer sent before its request's body was read to the
+//! end (a refusal, a body too large or too slow) says `Connection: close` (`close_unread`).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -30,7 +33,13 @@ use crate::hub::Hub;
 use crate::oauth::Verifier;
 use crate::ops_http::{self as ops, OpsState};
 use crate::session::Session;
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Version};
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::routing::get;
+use futures_util::StreamExt;
 
 /// Serves `hub` on `addr` until `stop` is cancelled. Refuses a non-loopback address without
 /// tokens. `ready` gets the bound address (port 0 picks a free one).
@@ -119,7 +128,8 @@ pub async fn serve_http(
                 .with_state(ops)
                 .merge(well_known)
                 .layer(axum::middleware::from_fn_with_state(hosts, crate::http_origin::host_guard)),
-        );
+        )
+        .layer(axum::middleware::from_fn(close_unread));
     ready(bound);
     let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
@@ -182,4 +192,28 @@ fn protected_resource_metadata(verifier: Option<&Verifier>, documents: Vec<(Stri
         );
     }
     routes
+}
+
+/// Marks an HTTP/1 answer `Connection: close` when its request's body was not read to the end
+/// (refused before it was read, over the size limit, or sent too slowly). hyper cannot read the
+/// next request on such a connection and drops it; a client not told so may send its next
+/// request (an OAuth client's retry with a fresh token) down the dropped connection.
+async fn close_unread(request: Request, next: Next) -> Response {
+    if request.version() >= Version::HTTP_2 || request.body().is_end_stream() {
+        return next.run(request).await;
+    }
+    let read = Arc::new(AtomicBool::new(false));
+    let flag = read.clone();
+    // Polled once the body has given its last frame, that is, when it has been read through.
+    let end = futures_util::stream::poll_fn(move |_| {
+        flag.store(true, Ordering::Relaxed);
+        Poll::<Option<Result<axum::body::Bytes, axum::Error>>>::Ready(None)
+    });
+    let (parts, body) = request.into_parts();
+    let request = Request::from_parts(parts, Body::from_stream(body.into_data_stream().chain(end)));
+    let mut answer = next.run(request).await;
+    if !read.load(Ordering::Relaxed) {
+        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    answer
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Version};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -193,18 +193,16 @@ impl Guard {
 
 /// Checks a request (see the module doc); puts the caller's principal on it.
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    let version = request.version();
-    let unread = |answer| closing(version, answer);
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !crate::http_origin::origin_allowed(origin, &g.allowed_origins) {
-            return unread((StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response());
+            return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
         }
     }
     let (owner, caller) = match g.identify(request.headers(), peer(&request)).await {
         Ok(None) => ([0u8; 32], None),
         Ok(Some((digest, caller))) => (digest, Some(caller)),
-        Err(answer) => return unread(answer),
+        Err(answer) => return answer,
     };
     // A caller over its request rate: 429, before anything else is read.
     let key = caller.as_ref().map_or("local", |c| c.identity.as_str());
@@ -216,12 +214,12 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         )
             .into_response();
         answer.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        return unread(answer);
+        return answer;
     }
     let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(s) = &session {
         if g.owner_of(s).is_some_and(|o| !same(&o, &owner)) {
-            return unread((StatusCode::NOT_FOUND, "session not found").into_response());
+            return (StatusCode::NOT_FOUND, "session not found").into_response();
         }
     }
     let deleting = request.method() == Method::DELETE;
@@ -270,16 +268,6 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     response
 }
 
-/// `answer`, sent before the request's body was read, marked to close an HTTP/1 connection:
-/// hyper drops a connection whose request body is left unread, and a client not told so may
-/// send its next request (an OAuth client's retry with a fresh token) down the dropped one.
-fn closing(version: Version, mut answer: Response) -> Response {
-    if version < Version::HTTP_2 {
-        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
-    answer
-}
-
 /// The address of the peer that sent `request` (put on it where the connection is accepted).
 pub(crate) fn peer(request: &Request) -> Option<IpAddr> {
     request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
@@ -297,14 +285,11 @@ async fn checked_body(
     let (parts, body) = request.into_parts();
     let limit = g.limits.max_body_bytes;
     let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
-    let unread = |answer| closing(parts.version, answer);
     let bytes = match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
-        Err(_) => {
-            return Err(unread((StatusCode::REQUEST_TIMEOUT, "the request body was not sent in time").into_response()))
-        }
+        Err(_) => return Err((StatusCode::REQUEST_TIMEOUT, "the request body was not sent in time").into_response()),
         Ok(Err(_)) => {
             let text = format!("the request body is over the limit of {limit} bytes");
-            return Err(unread((StatusCode::PAYLOAD_TOO_LARGE, text).into_response()));
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, text).into_response());
         }
         Ok(Ok(b)) => b,
     };
