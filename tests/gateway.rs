@@ -241,18 +241,24 @@ fn a_non_loopback_bind_without_tokens_refuses_to_start() {
     let config = write_config(&dir, &json!({"mcpServers": {"everything": everything}}));
     let (ok, err) = gateway_on(&config, &dir, "0.0.0.0:0", &[]);
     assert!(!ok && err.contains("without bearer tokens"), "{err}");
-    // A token short enough to guess is refused too, checked or served, named by its name or
-    // its length, never its value; on loopback it is taken.
-    for (tokens, named) in [
-        (json!({"pass1234": []}), "(8 bytes) is under 16 bytes"),
-        (json!({"pass1234": {"name": "ide", "scopes": []}, "a-long-enough-token-0123456789": []}), "token \"ide\" (8"),
+    // A token easy to guess (short, or long but made by hand) is refused too, checked or
+    // served, named by its name or its length, never its value; on loopback it is taken.
+    for (tokens, value, named, why) in [
+        (json!({"pass1234": []}), "pass1234", "(8 bytes)", "is under 16 bytes"),
+        (
+            json!({"pass1234": {"name": "ide", "scopes": []}, "a-long-enough-token-0123456789": []}),
+            "pass1234",
+            "token \"ide\" (8",
+            "is under 16 bytes",
+        ),
+        (json!({"changemechangeme": {"name": "ci", "scopes": []}}), "changeme", "token \"ci\" (16", "repeats"),
     ] {
         let config =
             write_config(&dir, &json!({"mcpServers": {"everything": everything}, "toolsearch": {"tokens": tokens}}));
         for extra in [&["--check"][..], &[]] {
             let (ok, err) = gateway_on(&config, &dir, "0.0.0.0:0", extra);
-            assert!(!ok && err.contains(named) && err.contains("under 16 bytes"), "{extra:?}: {err}");
-            assert!(!err.contains("pass1234"), "the token's value reached the error: {err}");
+            assert!(!ok && err.contains(named) && err.contains(why), "{extra:?}: {err}");
+            assert!(!err.contains(value), "the token's value reached the error: {err}");
         }
         let (ok, err) = gateway_on(&config, &dir, "127.0.0.1:0", &["--check"]);
         assert!(ok, "loopback refused a short token: {err}");
