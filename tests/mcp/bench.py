@@ -25,7 +25,6 @@ an HTTP upstream, and `recall` is called on each alternately (CONFIG is written 
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +34,8 @@ import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from bench_common import http_gateway, pct, rss_kb
 
 COMPARE = sys.argv[1] in ("--compare", "--compare-http")
 OVER_HTTP = sys.argv[1] == "--compare-http"
@@ -47,11 +48,6 @@ else:
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 REPORT: dict = {}
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
 def summary(ms):
@@ -139,7 +135,6 @@ async def http_calls(n):
     """`recall` directly on the notes server over HTTP and through an HTTP gateway in front of
     it, alternated call by call in two sessions open side by side."""
     import socket
-    import threading
 
     port = free_port()
     notes = subprocess.Popen([PY, os.path.join(HERE, "notes_server.py"), "http", str(port)],
@@ -157,14 +152,7 @@ async def http_calls(n):
                 time.sleep(0.1)
         with open(CONFIG, "w") as f:
             json.dump({"mcpServers": {"notes": {"url": f"http://127.0.0.1:{port}/mcp"}}}, f)
-        gw = subprocess.Popen([BIN, "--json", "gateway", "--config", CONFIG, "--state", STATE, "--http", "127.0.0.1:0"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        url = None
-        for line in gw.stderr:
-            if "serving MCP" in line and "http://" in line:
-                url = "http://" + line.split("http://")[1].split('"')[0].strip()
-                break
-        threading.Thread(target=lambda: [None for _ in gw.stderr], daemon=True).start()
+        url, gw = http_gateway(BIN, CONFIG, STATE)
         direct_url = f"http://127.0.0.1:{port}/mcp"
         async with httpx2.AsyncClient(timeout=120) as h1, httpx2.AsyncClient(timeout=120) as h2:
             async with streamable_http_client(direct_url, http_client=h1) as ds, \
@@ -194,14 +182,6 @@ async def http_calls(n):
             gw.wait(timeout=20)
         notes.terminate()
         notes.wait(timeout=20)
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 async def http_session(url, work):

@@ -16,15 +16,15 @@ Prints one JSON line per binary and one with NEW's ratios to OLD.
 
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 
 import anyio
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from bench_common import http_gateway, pct, rss_kb
 
 BINS, WORK = sys.argv[1].split(","), sys.argv[2]
 PINGS, ADDRESSES = (int(a) for a in (sys.argv[3:5] + ["2000", "150000"][len(sys.argv[3:5]):]))
@@ -33,13 +33,6 @@ TOKEN = "5b1e9c3a7d2f4068b1a3c5e7f9d2b4a6"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
 ACCEPT = "application/json, text/event-stream"
-
-
-def rss_mb(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
 
 
 def start(binary, i):
@@ -51,20 +44,7 @@ def start(binary, i):
     with open(config, "w") as f:
         json.dump({"mcpServers": {"notes": {"command": sys.executable, "args": [os.path.join(HERE, "notes_server.py")]}},
                    "toolsearch": settings}, f)
-    gw = subprocess.Popen([binary, "--json", "gateway", "--config", config, "--state", os.path.join(WORK, f"state-{i}"),
-                           "--http", "127.0.0.1:0"],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    for line in gw.stderr:
-        if "serving MCP" in line and "http://" in line:
-            url = "http://" + line.split("http://")[1].split('"')[0].strip()
-            threading.Thread(target=lambda: [None for _ in gw.stderr], daemon=True).start()
-            return url, gw
-    raise SystemExit(f"{binary} did not start serving")
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * p / 100))]
+    return http_gateway(binary, config, os.path.join(WORK, f"state-{i}"))
 
 
 async def pings(urls):
@@ -127,9 +107,9 @@ async def main():
         for i, (url, gw) in enumerate(started):
             r = report[i]
             r["guesses_per_s"], r["guess_statuses"] = await guesses(url, 3000)
-            r["rss_before_mb"] = rss_mb(gw.pid)
+            r["rss_before_mb"] = round(rss_kb(gw.pid) / 1024, 1)
             r["addresses_per_s"], r["address_statuses"] = await guesses(url, ADDRESSES, address=True)
-            r["rss_after_mb"] = rss_mb(gw.pid)
+            r["rss_after_mb"] = round(rss_kb(gw.pid) / 1024, 1)
             r["rss_growth_mb"] = round(r["rss_after_mb"] - r["rss_before_mb"], 1)
     finally:
         for _, gw in started:
