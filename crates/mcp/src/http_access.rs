@@ -146,8 +146,8 @@ impl HttpAccess {
             )));
         }
         if !addr.ip().is_loopback() {
-            // Anyone who reaches the port may guess: a short token falls to a guesser. Named
-            // by its name or its length, never its value.
+            // Anyone who reaches the port may guess: a short or hand-made token falls to a
+            // guesser. Named by its name or its length, never its value.
             for (token, grant) in &self.tokens {
                 let Some(weak) = weakness(token) else { continue };
                 let which =
