@@ -132,8 +132,8 @@ pub fn weakness(token: &str) -> Option<String> {
 
 impl HttpAccess {
     /// Refuses a non-loopback address without tokens or OAuth, or with a static token easy to
-    /// guess ([`weakness`]), an OAuth section that cannot be used, and a `trusted_proxies`
-    /// entry that is no address or block (checked before anything starts).
+    /// guess (`weakness`: short, or made by hand), an OAuth section that cannot be used, and a
+    /// `trusted_proxies` entry that is no address or block (checked before anything starts).
     pub fn check(&self, addr: SocketAddr) -> Result<(), ServeError> {
         crate::strikes::parse_blocks(&self.trusted_proxies).map_err(ServeError::Http)?;
         if let Some(oauth) = &self.oauth {
