@@ -27,9 +27,16 @@ pub enum EvalError {
     /// A bad record.
     #[error("{path}:{line}: {message}", path = .0.display(), line = .1, message = .2)]
     Record(PathBuf, usize, String),
-    /// Nothing to run.
-    #[error("{path}: no queries (after the split filter)", path = .0.display())]
+    /// A file without queries.
+    #[error("{path}: no queries in the file", path = .0.display())]
     Empty(PathBuf),
+    /// No query of the file is in the split asked for.
+    #[error(
+        "{path}: none of its {total} queries is in split \"{split}\" (a query's split is its \
+         `split` field, else one of its `tags` or the start of its `id`)",
+        path = .0.display(), split = .1, total = .2
+    )]
+    NoneInSplit(PathBuf, String, usize),
 }
 
 #[derive(Deserialize)]
@@ -52,6 +59,7 @@ struct Raw {
 pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> Result<Vec<LabelledQuery>, EvalError> {
     let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.to_path_buf(), e))?;
     let mut out = Vec::new();
+    let mut total = 0;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -68,6 +76,7 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         if gold.is_empty() {
             return Err(EvalError::Record(path.to_path_buf(), i + 1, "no gold tool".into()));
         }
+        total += 1;
         let q = LabelledQuery { id: raw.id, text: raw.query, gold, tags: raw.tags };
         let in_split = |s: &str| match &raw.split {
             Some(own) => own == s,
@@ -87,7 +96,10 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         out.truncate(n);
     }
     if out.is_empty() {
-        return Err(EvalError::Empty(path.to_path_buf()));
+        return Err(match split {
+            Some(s) if total > 0 => EvalError::NoneInSplit(path.to_path_buf(), s.to_owned(), total),
+            _ => EvalError::Empty(path.to_path_buf()),
+        });
     }
     Ok(out)
 }
@@ -111,6 +123,8 @@ mod tests {
         assert_eq!(ids("test"), ["b", "c"]);
         assert_eq!(ids("train"), ["a"]);
         assert_eq!(ids("all").len(), 3);
+        let none = load_queries(&path, Some("tset"), None).unwrap_err().to_string();
+        assert!(none.contains("none of its 3 queries is in split \"tset\""), "{none}");
         let _ = std::fs::remove_file(&path);
     }
 }
