@@ -69,8 +69,15 @@ fn learn_fits_an_adapter_that_search_uses_and_remove_takes_away() {
     let out = toolsearch(&["index", common::sample_catalog().to_str().unwrap(), "--out", index]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(hits(index), after);
-    assert!(toolsearch(&["learn", index, "--remove"]).status.success());
+    let out = toolsearch(&["learn", index, "--remove"]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stderr).contains("removed the query adapter"),
+        "{out:?}"
+    );
     assert_eq!(hits(index), before);
+    let out = toolsearch(&["learn", index, "--remove"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no query adapter (nothing changed)"), "{out:?}");
 }
 
 #[test]

@@ -37,7 +37,10 @@ pub(crate) struct Args {
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let index_err = |e: toolsearch::index::IndexError| Problem::Index.because(e);
     if args.remove {
-        IndexMeta::read(&args.index).map_err(index_err)?;
+        if IndexMeta::read(&args.index).map_err(index_err)?.adapter.is_none() {
+            super::output::say_err!("{} has no query adapter (nothing changed)", args.index.display());
+            return Ok(());
+        }
         IndexMeta::set_adapter(&args.index, None).map_err(index_err)?;
         super::output::say_err!("removed the query adapter of {}", args.index.display());
         return Ok(());
