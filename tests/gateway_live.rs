@@ -100,7 +100,8 @@ fn check_starts_every_server_once_and_reports_what_is_wrong_with_an_exit_status(
         &json!({"mcpServers": {
             "everything": {"command": "node", "args": [reference_server("everything"), "stdio"]},
             "shifty": {"command": common::python(), "args": [shifty]},
-            "typo": {"command": "definitely-not-a-command-7d1e", "args": ["--token", "s3cr3t-value"]}
+            "typo": {"command": "definitely-not-a-command-7d1e", "args": ["--token", "s3cr3t-value"]},
+            "bare": {"command": "definitely-not-a-command-9f2c"}
         }}),
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
@@ -119,6 +120,8 @@ fn check_starts_every_server_once_and_reports_what_is_wrong_with_an_exit_status(
         !typo["up"].as_bool().unwrap() && typo["reason"].as_str().unwrap().contains("command was not found"),
         "{typo}"
     );
+    let bare = server("bare")["reason"].to_string();
+    assert!(bare.contains("the command `definitely-not-a-command-9f2c`: "), "named as written: {bare}");
     assert!(!report.to_string().contains("s3cr3t-value"), "credentials masked: {report}");
     let warnings = server("shifty")["warnings"].to_string();
     assert!(warnings.contains("add_numbers: looks injected") && warnings.contains("U+200B"), "{warnings}");

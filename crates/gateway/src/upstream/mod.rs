@@ -264,7 +264,9 @@ impl Upstream {
     /// last stderr lines, with anything that looks like a credential masked.
     pub fn operator_reason(&self) -> String {
         let what = match &self.spec {
-            ServerSpec::Stdio { command, args, .. } => format!("the command `{} {}`", command, args.join(" ")),
+            ServerSpec::Stdio { command, args, .. } => {
+                format!("the command `{}`", std::iter::once(command).chain(args).cloned().collect::<Vec<_>>().join(" "))
+            }
             ServerSpec::Http { url, .. } => format!("the server at {url}"),
         };
         let failure = self.failure().unwrap_or_else(|| Failure::new("it is not connected yet", ""));
