@@ -225,8 +225,8 @@ impl Status for StderrStatus {
             ("upstream_up", d) => format!("{} is up ({} tools)", d["server"].as_str().unwrap_or("?"), d["tools"]),
             ("upstream_down", d) => d["reason"].as_str().unwrap_or("an upstream is down").to_owned(),
             ("indexed", d) => format!(
-                "indexed {} tools ({} embedded, {} reused) in {:.1} s",
-                d["tools"],
+                "indexed {} ({} embedded, {} reused) in {:.1} s",
+                super::render::count(d["tools"].as_u64().unwrap_or(0) as usize, "tool", "tools"),
                 d["embedded"],
                 d["reused"],
                 d["seconds"].as_f64().unwrap_or(0.0)

@@ -136,7 +136,7 @@ pub(crate) fn call(r: &CallToolResponse) -> String {
 }
 
 /// "1 tool", "3 tools".
-fn count(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -188,13 +188,13 @@ pub(crate) fn warnings(r: &BuildReport) -> String {
 
 pub(crate) fn build(out: &Path, r: &BuildReport) -> String {
     format!(
-        "indexed {} tools and {} categories into {} in {:.1} s ({:.0} tools/s; embedded {} documents in {:.1} s, reused {}; graph {:.1} s{}, BM25 {:.1} s)\n",
-        r.tools,
-        r.nodes,
+        "indexed {} and {} into {} in {:.1} s ({:.0} tools/s; embedded {} in {:.1} s, reused {}; graph {:.1} s{}, BM25 {:.1} s)\n",
+        count(r.tools, "tool", "tools"),
+        count(r.nodes, "category", "categories"),
         out.display(),
         r.total_seconds,
         r.tools as f64 / r.total_seconds.max(1e-9),
-        r.embedded,
+        count(r.embedded, "document", "documents"),
         r.embed_seconds,
         r.reused,
         r.graph_seconds,
@@ -371,4 +371,25 @@ pub(crate) fn verified(r: &toolsearch::index::VerifyReport) -> String {
         out.push_str(&format!("fault: {}: {}\n", f.file.display(), f.problem));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_line_counts_one_in_the_singular() {
+        let one = BuildReport { tools: 1, nodes: 1, embedded: 1, total_seconds: 1.0, ..Default::default() };
+        let line = build(Path::new("idx"), &one);
+        assert!(
+            line.starts_with("indexed 1 tool and 1 category into idx") && line.contains("embedded 1 document in"),
+            "{line}"
+        );
+        let many = BuildReport { tools: 3, nodes: 0, embedded: 2, total_seconds: 1.0, ..Default::default() };
+        let line = build(Path::new("idx"), &many);
+        assert!(
+            line.starts_with("indexed 3 tools and 0 categories") && line.contains("embedded 2 documents"),
+            "{line}"
+        );
+    }
 }
