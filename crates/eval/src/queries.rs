@@ -74,7 +74,11 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         }
         gold.retain(|g| !g.is_empty());
         if gold.is_empty() {
-            return Err(EvalError::Record(path.to_path_buf(), i + 1, "no gold tool".into()));
+            return Err(EvalError::Record(
+                path.to_path_buf(),
+                i + 1,
+                "no gold tool (give `gold`: [tool ids], or `gold_groups`: [[ids that count alike]])".into(),
+            ));
         }
         total += 1;
         let q = LabelledQuery { id: raw.id, text: raw.query, gold, tags: raw.tags };
@@ -125,6 +129,22 @@ mod tests {
         assert_eq!(ids("all").len(), 3);
         let none = load_queries(&path, Some("tset"), None).unwrap_err().to_string();
         assert!(none.contains("none of its 3 queries is in split \"tset\""), "{none}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_query_without_gold_is_refused_naming_its_line_and_the_fields() {
+        let path = std::env::temp_dir().join(format!("toolsearch-nogold-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            "{\"id\": \"a\", \"query\": \"q\", \"gold\": [\"t\"]}\n{\"id\": \"b\", \"query\": \"q\"}\n",
+        )
+        .unwrap();
+        let error = load_queries(&path, None, None).unwrap_err().to_string();
+        assert!(
+            error.ends_with(":2: no gold tool (give `gold`: [tool ids], or `gold_groups`: [[ids that count alike]])"),
+            "{error}"
+        );
         let _ = std::fs::remove_file(&path);
     }
 }
