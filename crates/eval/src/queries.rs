@@ -32,7 +32,7 @@ pub enum EvalError {
     Empty(PathBuf),
     /// No query of the file is in the split asked for.
     #[error(
-        "{path}: none of its {total} queries is in split \"{split}\" (a query's split is its \
+        "{path}: no query is in split \"{split}\" (of the file's {total}; a query's split is its \
          `split` field, else one of its `tags` or the start of its `id`)",
         path = .0.display(), split = .1, total = .2
     )]
@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(ids("train"), ["a"]);
         assert_eq!(ids("all").len(), 3);
         let none = load_queries(&path, Some("tset"), None).unwrap_err().to_string();
-        assert!(none.contains("none of its 3 queries is in split \"tset\""), "{none}");
+        assert!(none.contains("no query is in split \"tset\" (of the file's 3;"), "{none}");
         let _ = std::fs::remove_file(&path);
     }
 
