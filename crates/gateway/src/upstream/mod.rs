@@ -265,7 +265,10 @@ impl Upstream {
     pub fn operator_reason(&self) -> String {
         let what = match &self.spec {
             ServerSpec::Stdio { command, args, .. } => {
-                format!("the command `{}`", std::iter::once(command).chain(args).cloned().collect::<Vec<_>>().join(" "))
+                format!(
+                    "the command `{}`",
+                    std::iter::once(command).chain(args).map(String::as_str).collect::<Vec<_>>().join(" ")
+                )
             }
             ServerSpec::Http { url, .. } => format!("the server at {url}"),
         };
