@@ -13,9 +13,10 @@
 //! end (a refusal, a body too large or too slow) says `Connection: close` (`close_unread`).
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -39,7 +40,7 @@ use axum::http::{header, HeaderValue, Version};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::get;
-use futures_util::StreamExt;
+use http_body::{Frame, SizeHint};
 
 /// Serves `hub` on `addr` until `stop` is cancelled. Refuses a non-loopback address without
 /// tokens. `ready` gets the bound address (port 0 picks a free one).
@@ -198,22 +199,90 @@ fn protected_resource_metadata(verifier: Option<&Verifier>, documents: Vec<(Stri
 /// (refused before it was read, over the size limit, or sent too slowly). hyper cannot read the
 /// next request on such a connection and drops it; a client not told so may send its next
 /// request (an OAuth client's retry with a fresh token) down the dropped connection.
-async fn close_unread(request: Request, next: Next) -> Response {
+///
+/// Public so that its cost can be measured on its own (`cargo bench -p toolsearch-mcp --bench
+/// close_unread`); the server puts it around every route.
+pub async fn close_unread(request: Request, next: Next) -> Response {
     if request.version() >= Version::HTTP_2 || request.body().is_end_stream() {
         return next.run(request).await;
     }
     let read = Arc::new(AtomicBool::new(false));
-    let flag = read.clone();
-    // Polled once the body has given its last frame, that is, when it has been read through.
-    let end = futures_util::stream::poll_fn(move |_| {
-        flag.store(true, Ordering::Relaxed);
-        Poll::<Option<Result<axum::body::Bytes, axum::Error>>>::Ready(None)
-    });
-    let (parts, body) = request.into_parts();
-    let request = Request::from_parts(parts, Body::from_stream(body.into_data_stream().chain(end)));
+    let request = request.map(|inner| Body::new(Watched { inner, read: read.clone() }));
     let mut answer = next.run(request).await;
     if !read.load(Ordering::Relaxed) {
         answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     answer
+}
+
+/// A request body that notes when it has been read to its end (`close_unread`).
+struct Watched {
+    inner: Body,
+    read: Arc<AtomicBool>,
+}
+
+impl HttpBody for Watched {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::post;
+    use tower::ServiceExt;
+
+    /// Answers `POST /read` after reading the body (its length and the size hint it had before),
+    /// `POST /refuse` without reading it.
+    fn app() -> axum::Router {
+        async fn read(request: Request) -> String {
+            let hint = request.body().size_hint().exact();
+            let body = axum::body::to_bytes(request.into_body(), 1 << 20).await.expect("the body reads");
+            format!("{} {hint:?}", body.len())
+        }
+        axum::Router::new()
+            .route("/read", post(read))
+            .route("/refuse", post(|| async { axum::http::StatusCode::UNAUTHORIZED }))
+            .layer(axum::middleware::from_fn(close_unread))
+    }
+
+    async fn answer(path: &str, body: &'static str) -> (Option<HeaderValue>, String) {
+        let request = Request::post(path).body(Body::from(body)).expect("a request");
+        let answer = app().oneshot(request).await.expect("an answer");
+        let close = answer.headers().get(header::CONNECTION).cloned();
+        let text = axum::body::to_bytes(answer.into_body(), 1 << 20).await.expect("the answer reads");
+        (close, String::from_utf8_lossy(&text).into_owned())
+    }
+
+    #[tokio::test]
+    async fn an_answer_before_the_body_was_read_says_close_and_one_after_does_not() {
+        let (close, text) = answer("/read", "{\"jsonrpc\":\"2.0\"}").await;
+        assert_eq!(close, None);
+        // The handler sees the body's length before reading it, as without the layer.
+        assert_eq!(text, "17 Some(17)");
+        let (close, _) = answer("/refuse", "{\"jsonrpc\":\"2.0\"}").await;
+        assert_eq!(close, Some(HeaderValue::from_static("close")));
+        // Nothing to read: nothing left unread.
+        let (close, _) = answer("/refuse", "").await;
+        assert_eq!(close, None);
+    }
 }

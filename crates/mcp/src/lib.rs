@@ -68,7 +68,7 @@ pub mod trail;
 
 pub use checks::spawn_command_checks;
 pub use config::{Access, Grant, ServeConfig, ServeError};
-pub use http::{serve_http, HttpAccess, HttpLimits};
+pub use http::{close_unread, serve_http, HttpAccess, HttpLimits};
 pub use http_access::{Callback, Callbacks};
 pub use hub::Hub;
 pub use notifier::Notifier;
