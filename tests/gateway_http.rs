@@ -217,6 +217,47 @@ fn a_request_refused_before_its_body_is_read_closes_its_connection_and_says_so()
 }
 
 #[test]
+fn a_body_over_the_limit_is_413_and_one_declared_over_it_is_refused_before_it_is_sent() {
+    let limits = json!({"limits": {"http": {"max_body_bytes": 2048, "read_timeout_secs": 30}}});
+    let (g, _) = gateway("gw-http-body-limit", limits, &[]);
+    let addr = g.addr.as_str();
+    let session = open_session(addr, "");
+    // Exactly the limit is accepted (a ping padded to 2,048 bytes).
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":""}}"#;
+    let padded = ping.replace("\"pad\":\"\"", &format!("\"pad\":\"{}\"", "x".repeat(2048 - ping.len())));
+    assert_eq!(padded.len(), 2048);
+    let a = call(addr, "POST", &[("Mcp-Session-Id", &session)], &padded);
+    assert_eq!((a.status, a.json()["id"].clone()), (200, json!(3)), "{}", a.body);
+    // One byte more is refused from its declared length before its body is read, so the
+    // connection is closed.
+    let a = call(addr, "POST", &[("Mcp-Session-Id", &session)], &format!("{padded} "));
+    assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
+    assert!(a.body.contains("over the limit of 2048 bytes"), "{}", a.body);
+    // A body declared at a megabyte is refused from its headers: no byte of it is sent, and
+    // the answer comes at once, not after the 30 s read timeout.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nContent-Length: 1048576\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    let a = read_answer(&mut stream);
+    assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    // A chunked body (no length declared) over the limit: read up to the limit, then refused.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(format!("c00\r\n{}\r\n", "y".repeat(3072)).as_bytes()).unwrap();
+    let a = read_answer(&mut stream);
+    assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
+}
+
+#[test]
 fn malformed_json_rpc_is_a_400_with_its_error_and_an_unknown_method_is_named() {
     let (g, _) = gateway("gw-http-malformed", json!({}), &[]);
     let addr = g.addr.as_str();

@@ -14,7 +14,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -284,13 +284,18 @@ async fn checked_body(
 ) -> Result<(Request, Opens), Response> {
     let (parts, body) = request.into_parts();
     let limit = g.limits.max_body_bytes;
+    let too_large = || {
+        let text = format!("the request body is over the limit of {limit} bytes");
+        (StatusCode::PAYLOAD_TOO_LARGE, text).into_response()
+    };
+    // A `Content-Length` over the limit is refused before a byte of the body is read.
+    if body.size_hint().lower() > limit as u64 {
+        return Err(too_large());
+    }
     let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
     let bytes = match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
         Err(_) => return Err((StatusCode::REQUEST_TIMEOUT, "the request body was not sent in time").into_response()),
-        Ok(Err(_)) => {
-            let text = format!("the request body is over the limit of {limit} bytes");
-            return Err((StatusCode::PAYLOAD_TOO_LARGE, text).into_response());
-        }
+        Ok(Err(_)) => return Err(too_large()),
         Ok(Ok(b)) => b,
     };
     let message: Value = match serde_json::from_slice(&bytes) {
