@@ -258,6 +258,27 @@ fn a_body_over_the_limit_is_413_and_one_declared_over_it_is_refused_before_it_is
 }
 
 #[test]
+fn an_idle_session_closes_after_session_idle_secs_and_frees_its_place() {
+    let limits = json!({"limits": {"http": {"max_sessions": 2, "session_idle_secs": 2}}});
+    let (g, _) = gateway("gw-http-idle", limits, &[]);
+    let addr = g.addr.as_str();
+    let busy = open_session(addr, "");
+    let idle = open_session(addr, "");
+    assert_eq!(call(addr, "POST", &[], INIT).status, 503, "two sessions fill the gateway");
+    // One session asks something every half second for four seconds, the other says nothing.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        assert_eq!(call(addr, "POST", &[("Mcp-Session-Id", &busy)], LIST).status, 200);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Idle means without a request, not old: the busy one is open, the idle one closed...
+    assert_eq!(call(addr, "POST", &[("Mcp-Session-Id", &busy)], LIST).status, 200);
+    assert_eq!(call(addr, "POST", &[("Mcp-Session-Id", &idle)], LIST).status, 404);
+    // ...and its place is free for a new client.
+    assert_eq!(call(addr, "POST", &[], INIT).status, 200);
+}
+
+#[test]
 fn malformed_json_rpc_is_a_400_with_its_error_and_an_unknown_method_is_named() {
     let (g, _) = gateway("gw-http-malformed", json!({}), &[]);
     let addr = g.addr.as_str();

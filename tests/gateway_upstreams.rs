@@ -129,6 +129,26 @@ fn thousands_of_bad_tools_cost_only_themselves_and_a_list_that_pages_forever_is_
 }
 
 #[test]
+fn a_tool_list_over_max_tools_takes_its_server_down_with_the_reason() {
+    let dir = common::scratch().join("gw-max-tools");
+    let steps = json!([
+        {"call": "bad.ping_host", "arguments": {}},
+        {"call": "plain.read_pdf", "arguments": {"path": "a.pdf", "page": 1}},
+    ]);
+    // `bad_tools` lists 3,006 tools; the limit is 1,000. The other server is under it.
+    let settings = json!({"limits": {"list": {"max_tools": 1000}}});
+    let p = probe(&dir, json!({"bad": rude("bad_tools"), "plain": rude("schemas")}), settings, steps);
+    let down = p.events_of("upstream_down");
+    assert!(
+        down.iter().any(|e| e["server"] == "bad" && e["reason"].as_str().unwrap().contains("limit of 1000 items")),
+        "{down:?}"
+    );
+    assert!(p.step(0)["is_error"].as_bool().unwrap(), "{}", p.step(0));
+    assert!(!p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
+    assert!(p.events_of("upstream_up").iter().all(|e| e["server"] != "bad"), "{:?}", p.events);
+}
+
+#[test]
 fn resource_and_prompt_lists_that_page_forever_are_bounded_and_the_server_stays_up() {
     let dir = common::scratch().join("gw-offer-pages");
     let steps = json!([
