@@ -113,6 +113,7 @@ pub async fn serve_http(
         };
         well_known = well_known.route(&path, get(answer));
     }
+    let origins = Arc::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
@@ -121,6 +122,7 @@ pub async fn serve_http(
         // After the guard (limits, authentication): a retry of a round another replica holds goes there.
         .layer(axum::middleware::from_fn_with_state(hub.fleet_rounds().cloned(), crate::fleet_rounds::forward))
         .layer(axum::middleware::from_fn_with_state(state, guard))
+        .layer(axum::middleware::from_fn_with_state((origins, hosts.clone()), crate::http_origin::cors))
         .merge(
             axum::Router::new()
                 .route("/healthz", get(ops::healthz))

@@ -1,11 +1,12 @@
 //! Which `Host` and `Origin` headers the HTTP listener answers: loopback origins always, others
 //! only when configured; on a loopback listener, only loopback host names (a page that rebinds
-//! its own name to 127.0.0.1 reads nothing).
+//! its own name to 127.0.0.1 reads nothing). A page at a configured origin gets the CORS headers
+//! a browser needs to call `/mcp` (`cors`).
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -25,6 +26,56 @@ pub(crate) async fn host_guard(
         }
     }
     next.run(request).await
+}
+
+/// The configured origins a page may call `/mcp` from (`allowed_origins`) and the hosts the
+/// listener answers to (`None`: any).
+pub(crate) type CorsState = (Arc<Vec<String>>, Option<Arc<Vec<String>>>);
+
+/// CORS for a page at a configured origin (`allowed_origins`, exactly; a loopback origin passes
+/// `guard`'s check but gets no CORS unless listed, so no local page can call a gateway that did
+/// not ask for it): its preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered
+/// here, without a token, as browsers send none on a preflight; every answer to it names the
+/// origin and exposes the headers an MCP client reads (`Mcp-Session-Id` above all). Any other
+/// origin gets no CORS header.
+pub(crate) async fn cors(State((origins, hosts)): State<CorsState>, request: Request, next: Next) -> Response {
+    let origin = request.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    let listed = |o: &&str| origins.iter().any(|a| a == o);
+    let Some(origin) = origin.filter(listed).and_then(|o| HeaderValue::from_str(o).ok()) else {
+        return next.run(request).await;
+    };
+    let preflight =
+        request.method() == Method::OPTIONS && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    let mut answer = if preflight {
+        let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if hosts.is_some_and(|h| !host_allowed(host, &h)) {
+            return (StatusCode::FORBIDDEN, "forbidden: the Host header is not one this gateway answers to")
+                .into_response();
+        }
+        let mut answer = StatusCode::NO_CONTENT.into_response();
+        let h = answer.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, DELETE"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static(
+                "authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id",
+            ),
+        );
+        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+        answer
+    } else {
+        next.run(request).await
+    };
+    let h = answer.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    h.append(header::VARY, HeaderValue::from_static("origin"));
+    if !preflight {
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("mcp-session-id, mcp-protocol-version, www-authenticate, retry-after"),
+        );
+    }
+    answer
 }
 
 /// Whether `host` (a `Host` header: a name or address, with or without a port) is one of
