@@ -233,27 +233,24 @@ fn a_body_over_the_limit_is_413_and_one_declared_over_it_is_refused_before_it_is
     let a = call(addr, "POST", &[("Mcp-Session-Id", &session)], &format!("{padded} "));
     assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
     assert!(a.body.contains("over the limit of 2048 bytes"), "{}", a.body);
+    // Headers declaring the body's framing, then `body`; the answer.
+    let send = |framing: &str, body: &str| {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n{framing}\r\n\r\n{body}"
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        read_answer(&mut stream)
+    };
     // A body declared at a megabyte is refused from its headers: no byte of it is sent, and
     // the answer comes at once, not after the 30 s read timeout.
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nContent-Length: 1048576\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
     let started = Instant::now();
-    let a = read_answer(&mut stream);
+    let a = send("Content-Length: 1048576", "");
     assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     // A chunked body (no length declared) over the limit: read up to the limit, then refused.
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nTransfer-Encoding: chunked\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(format!("c00\r\n{}\r\n", "y".repeat(3072)).as_bytes()).unwrap();
-    let a = read_answer(&mut stream);
+    let a = send("Transfer-Encoding: chunked", &format!("c00\r\n{}\r\n", "y".repeat(3072)));
     assert_eq!((a.status, a.header("connection")), (413, Some("close")), "{}", a.body);
 }
 
