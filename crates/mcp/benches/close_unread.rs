@@ -1,10 +1,11 @@
 //! What the `close_unread` layer costs a request on its own, without the network's noise.
 //!
-//! `cargo bench -p toolsearch-mcp --bench close_unread [-- REQUESTS]`: three routers answer
+//! `cargo bench -p toolsearch-mcp --bench close_unread [-- REQUESTS]`: four routers answer
 //! the same `POST` of a `tools/call` message (the handler reads the body, as the MCP endpoint
 //! does): `plain`, `plain-copy` (the same router built again: an A/A pair, to show what
-//! nothing costs on this machine) and `layer` (the same with `close_unread` around it). Each
-//! request goes through `tower::ServiceExt::oneshot` on one thread, the three alternated
+//! nothing costs on this machine), `empty-fn` (with an axum middleware that only passes the
+//! request on: what any such layer costs) and `layer` (with `close_unread` around it). Each
+//! request goes through `tower::ServiceExt::oneshot` on one thread, the four alternated
 //! request by request, its answer's body read to the end; REQUESTS (default 200,000) each,
 //! after 20,000 of warm-up. Prints p50 / p99 / p99.9 / mean per router in microseconds, and
 //! each router's ratio to `plain`.
