@@ -2,7 +2,9 @@
 //! another origin, as a browser-based MCP client does: from an origin in `allowed_origins` it
 //! opens a session with a bearer token and lists the tools (the preflight answered without a
 //! token, `Mcp-Session-Id` readable); from any other origin, a loopback one included, the
-//! browser gets nothing.
+//! browser gets nothing. And a page that signs its user in with OAuth: it finds the provider
+//! through the gateway's challenge and metadata, redeems its code with PKCE at the provider's
+//! token endpoint and calls the gateway with the token, every cross-origin step in the browser.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -12,7 +14,8 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use common::gateway::HttpGateway;
+use common::gateway::{free_port, HttpGateway};
+use common::oauth::Idp;
 use common::{python, write_config};
 use serde_json::{json, Value};
 
@@ -66,12 +69,16 @@ fn serve_page(page: Arc<Mutex<String>>) -> u16 {
 /// Headless Chromium at `url` (its names `app.example` and `evil.example` are 127.0.0.1), once
 /// the page's script has run; what the page wrote.
 fn browse(url: &str) -> Value {
-    let profile = tempfile::tempdir().unwrap();
+    browse_with(url, tempfile::tempdir().unwrap().path())
+}
+
+/// [`browse`] with the browser's profile (its cookies and local storage) in `profile`.
+fn browse_with(url: &str, profile: &std::path::Path) -> Value {
     let out = Command::new("chromium")
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .arg("--host-resolver-rules=MAP app.example 127.0.0.1, MAP evil.example 127.0.0.1")
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--user-data-dir={}", profile.display()))
         .args(["--virtual-time-budget=30000", "--dump-dom", url])
         .output()
         .expect("chromium runs (scripts/test-deps installs it)");
@@ -106,4 +113,111 @@ fn a_page_at_an_allowed_origin_calls_the_gateway_and_one_elsewhere_gets_nothing(
         let seen = browse(&format!("http://{elsewhere}:{page_port}/"));
         assert!(seen["blocked"].as_str().is_some_and(|e| e.contains("Failed to fetch")), "{elsewhere}: {seen}");
     }
+}
+
+/// A single-page app signing its user in with OAuth 2.1. Without `?code=`: asks the gateway
+/// without a token, follows the challenge's `resource_metadata` to the provider's metadata,
+/// keeps a PKCE verifier and a state in local storage and writes the authorization address it
+/// would send its user to. With `?code=`: checks the state, redeems the code at the token
+/// endpoint (public client `spa`, the verifier, the resource) and calls the gateway's `list`
+/// with the token.
+const OAUTH_PAGE: &str = r#"<!doctype html><html><body><pre id="out">pending</pre><script>
+const out = document.getElementById("out");
+const done = (seen) => { out.textContent = JSON.stringify(seen); };
+const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const INIT = {jsonrpc: "2.0", id: 1, method: "initialize", params: {
+  protocolVersion: "2025-06-18", capabilities: {}, clientInfo: {name: "spa", version: "1"}}};
+async function rpc(token, session, message) {
+  const headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"};
+  if (token) headers["Authorization"] = "Bearer " + token;
+  if (session) headers["Mcp-Session-Id"] = session;
+  const r = await fetch("GATEWAY", {method: "POST", headers, body: JSON.stringify(message)});
+  return {status: r.status, session: r.headers.get("Mcp-Session-Id"),
+          challenge: r.headers.get("WWW-Authenticate"), text: await r.text()};
+}
+(async () => {
+  try {
+    const here = new URL(location.href);
+    if (!here.searchParams.has("code")) {
+      const first = await rpc(null, null, INIT);
+      const metadata = /resource_metadata="([^"]+)"/.exec(first.challenge || "")[1];
+      const prm = await (await fetch(metadata)).json();
+      const issuer = prm.authorization_servers[0];
+      const as = await (await fetch(issuer + "/.well-known/oauth-authorization-server")).json();
+      const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
+      const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+      const state = b64url(crypto.getRandomValues(new Uint8Array(16)));
+      localStorage.setItem("login", JSON.stringify({verifier, state, token: as.token_endpoint, resource: prm.resource}));
+      const q = new URLSearchParams({response_type: "code", client_id: "spa", redirect_uri: "REDIRECT",
+        scope: prm.scopes_supported.join(" "), resource: prm.resource, state,
+        code_challenge: b64url(new Uint8Array(digest)), code_challenge_method: "S256"});
+      done({status: first.status, metadata, issuer, authorize: as.authorization_endpoint + "?" + q});
+    } else {
+      const saved = JSON.parse(localStorage.getItem("login"));
+      if (here.searchParams.get("state") !== saved.state) return done({error: "state differs"});
+      const r = await fetch(saved.token, {method: "POST", body: new URLSearchParams({
+        grant_type: "authorization_code", code: here.searchParams.get("code"), redirect_uri: "REDIRECT",
+        client_id: "spa", code_verifier: saved.verifier, resource: saved.resource})});
+      const grant = await r.json();
+      if (!grant.access_token) return done({token_status: r.status, grant});
+      const init = await rpc(grant.access_token, null, INIT);
+      await rpc(grant.access_token, init.session, {jsonrpc: "2.0", method: "notifications/initialized"});
+      const list = await rpc(grant.access_token, init.session, {jsonrpc: "2.0", id: 2, method: "tools/call",
+        params: {name: "list", arguments: {}}});
+      done({token_status: r.status, scope: grant.scope, init: init.status, list: list.status, tools: list.text});
+    }
+  } catch (e) {
+    done({blocked: String(e)});
+  }
+})();
+</script></body></html>"#;
+
+#[test]
+fn a_page_signs_its_user_in_with_oauth_through_the_gateways_metadata_and_calls_it_with_the_token() {
+    let dir = common::scratch().join("gw-browser-oauth");
+    let page = Arc::new(Mutex::new(String::new()));
+    let page_port = serve_page(page.clone());
+    let origin = format!("http://127.0.0.1:{page_port}");
+    let redirect = format!("{origin}/callback");
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let idp = Idp::start_env(&resource, 300, &[("IDP_SPA_REDIRECT", &redirect)]);
+    let rude = json!({"command": python(), "args": [common::repo().join("tests/mcp/rude_server.py"), "schemas"]});
+    let oauth = json!({"resource": resource, "issuers": [{"issuer": idp.issuer}], "scopes_supported": ["memory"]});
+    let settings = json!({"auth": {"oauth": oauth}, "requires": {"rude": ["memory"]}, "allowed_origins": [origin]});
+    let config = write_config(&dir, &json!({"mcpServers": {"rude": rude}, "toolsearch": settings}));
+    let gateway = HttpGateway::start_on(&format!("127.0.0.1:{port}"), &config, &dir.join("state"), &[], &[]);
+    *page.lock().unwrap() = OAUTH_PAGE.replace("GATEWAY", &gateway.url()).replace("REDIRECT", &redirect);
+    let profile = tempfile::tempdir().unwrap();
+
+    // In the browser: the 401's challenge (its header exposed to the page), the gateway's
+    // metadata and the provider's, all read across origins.
+    let start = browse_with(&format!("{origin}/"), profile.path());
+    assert_eq!(start["status"], 401, "{start}");
+    assert_eq!(start["issuer"], idp.issuer.as_str(), "{start}");
+    let authorize = start["authorize"].as_str().unwrap_or_else(|| panic!("{start}"));
+    assert!(authorize.starts_with(&format!("{}/auth?", idp.issuer)), "{authorize}");
+
+    // The user signs in at the provider's own pages (a top-level navigation: no CORS there),
+    // played by the test's agent up to the redirect back to the page.
+    let login = std::process::Command::new(python())
+        .arg(common::repo().join("tests/oauth/browser.py"))
+        .args([authorize, "ada", "--until", &redirect])
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", String::from_utf8_lossy(&login.stderr));
+    let back: Value = serde_json::from_slice(&login.stdout).unwrap();
+    let callback = back["redirect"].as_str().unwrap_or_else(|| panic!("no redirect back: {back}"));
+    assert!(callback.contains("code="), "{callback}");
+
+    // In the browser again, the same profile: the code redeemed with the verifier only the page
+    // kept, and the gateway called with the token; its scope lets the page see the server.
+    let seen = browse_with(callback, profile.path());
+    assert_eq!((seen["token_status"].as_u64(), seen["init"].as_u64()), (Some(200), Some(200)), "{seen}");
+    assert_eq!(seen["list"], 200, "{seen}");
+    assert!(seen["scope"].as_str().is_some_and(|s| s.split(' ').any(|s| s == "memory")), "{seen}");
+    let listed = common::gateway::message(seen["tools"].as_str().unwrap());
+    let text = listed["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("rude"), "{listed}");
+    drop(gateway);
 }

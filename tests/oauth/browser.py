@@ -2,10 +2,12 @@
 pages: opens ADDRESS, signs in as LOGIN, consents, and follows the redirect to wherever it
 leads (the gateway's loopback listener). Prints the last page's status and text as JSON.
 
-    python browser.py ADDRESS LOGIN [--tamper-state]
+    python browser.py ADDRESS LOGIN [--tamper-state] [--until PREFIX]
 
 --tamper-state changes the `state` of the final redirect, as an attacker's forged redirect
-would carry; --tamper-iss its `iss` (RFC 9207), as a mix-up attack's would.
+would carry; --tamper-iss its `iss` (RFC 9207), as a mix-up attack's would. --until PREFIX
+stops at the first redirect to an address starting with PREFIX and prints {"redirect": it}
+instead of following it (a page that redeems the code itself, in a real browser).
 """
 
 import json
@@ -17,6 +19,7 @@ import httpx2
 
 ADDRESS, LOGIN = sys.argv[1], sys.argv[2]
 TAMPER = next((a[len("--tamper-"):] for a in sys.argv[3:] if a.startswith("--tamper-")), None)
+UNTIL = sys.argv[sys.argv.index("--until") + 1] if "--until" in sys.argv else None
 ISSUER = "{0.scheme}://{0.netloc}".format(urlparse(ADDRESS))
 
 with httpx2.Client(follow_redirects=False, timeout=30) as browser:
@@ -26,6 +29,9 @@ with httpx2.Client(follow_redirects=False, timeout=30) as browser:
         location = response.headers.get("location")
         if location:
             location = urljoin(url, location)
+            if UNTIL and location.startswith(UNTIL):
+                print(json.dumps({"redirect": location}))
+                sys.exit(0)
             if TAMPER and not location.startswith(ISSUER):
                 parts = urlparse(location)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}

@@ -12,6 +12,9 @@
 //   gateway  no grant: the gateway's credentials at the introspection endpoint
 // Dynamic registration (RFC 7591) is open, and the authorization-code grant signs anyone in
 // (oidc-provider's development login and consent pages): the subject is the login typed.
+// IDP_SPA_REDIRECT=URL adds `spa`, a public client (no secret, PKCE) of the authorization-code
+// grant redirecting to URL, as a single-page web app is registered: the provider's own
+// client-based CORS then lets a page at URL's origin redeem its code.
 // IDP_CIMD=1 turns on Client ID Metadata Documents (an HTTPS URL as a client_id, the document
 // fetched from it), trusting the test authority in NODE_EXTRA_CA_CERTS and, as tests serve
 // the documents on loopback, fetching them without the library's guard against loopback
@@ -53,6 +56,15 @@ const provider = new Provider(issuer, {
     client('eng-bot', ''),
     client('opaque', 'read-only memory'),
     client('gateway', ''),
+    ...(process.env.IDP_SPA_REDIRECT
+      ? [{
+          client_id: 'spa',
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          redirect_uris: [process.env.IDP_SPA_REDIRECT],
+          token_endpoint_auth_method: 'none',
+        }]
+      : []),
   ],
   jwks: { keys: [jwk] },
   scopes: ['read-only', 'memory', 'admin', 'mcp', 'offline_access'],
