@@ -221,3 +221,45 @@ fn a_page_signs_its_user_in_with_oauth_through_the_gateways_metadata_and_calls_i
     assert!(text.contains("rude"), "{listed}");
     drop(gateway);
 }
+
+/// A CORS preflight for `POST /mcp` from `origin` with `Host: host` to `addr`, as a browser sends
+/// it (no token): the status and the whole head, names lower-cased.
+fn preflight(addr: &str, origin: &str, host: &str) -> (u16, String) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let ask = format!(
+        "OPTIONS /mcp HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\n\
+         Access-Control-Request-Headers: authorization, content-type\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(ask.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = s.read_to_string(&mut raw);
+    let head = raw.split("\r\n\r\n").next().unwrap_or_default().to_ascii_lowercase();
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), head)
+}
+
+#[test]
+fn a_preflight_is_answered_only_for_a_listed_origin_at_a_host_the_gateway_answers_to() {
+    let dir = common::scratch().join("gw-browser-preflight");
+    let rude = json!({"command": python(), "args": [common::repo().join("tests/mcp/rude_server.py"), "schemas"]});
+    let settings = json!({"tokens": {"a-token": []}, "allowed_origins": ["https://app.example"]});
+    let config = write_config(&dir, &json!({"mcpServers": {"rude": rude}, "toolsearch": settings}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let addr = gateway.addr.clone();
+
+    // Listed, at the gateway's own address: answered without a token, naming the origin.
+    let (status, head) = preflight(&addr, "https://app.example", &addr);
+    assert_eq!(status, 204, "{head}");
+    assert!(head.contains("access-control-allow-origin: https://app.example\r\n"), "{head}");
+    assert!(head.contains("access-control-allow-headers: authorization, content-type"), "{head}");
+    assert!(head.contains("mcp-session-id") && head.contains("access-control-max-age: 600"), "{head}");
+    // Listed, but through a name rebound to the gateway's address: refused, as every request is.
+    let port = addr.rsplit(':').next().unwrap();
+    let (status, head) = preflight(&addr, "https://app.example", &format!("rebound.example:{port}"));
+    assert!(status == 403 && !head.contains("access-control-allow-origin"), "{head}");
+    // Not listed (a loopback page included): no CORS header, so the browser sends nothing.
+    for origin in ["https://evil.example", "http://localhost:3000"] {
+        let (status, head) = preflight(&addr, origin, &addr);
+        assert!(status != 204 && !head.contains("access-control-allow"), "{origin}: {head}");
+    }
+}

@@ -18,14 +18,18 @@ pub(crate) async fn host_guard(
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(hosts) = hosts {
-        let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        if !host_allowed(host, &hosts) {
-            return (StatusCode::FORBIDDEN, "forbidden: the Host header is not one this gateway answers to")
-                .into_response();
-        }
+    match wrong_host(&request, hosts.as_deref().map(Vec::as_slice)) {
+        Some(refused) => refused,
+        None => next.run(request).await,
     }
-    next.run(request).await
+}
+
+/// The 403 for a request whose `Host` is not one of `hosts` (`None`: any passes), if it is not.
+fn wrong_host(request: &Request, hosts: Option<&[String]>) -> Option<Response> {
+    let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    hosts.filter(|hosts| !host_allowed(host, hosts)).map(|_| {
+        (StatusCode::FORBIDDEN, "forbidden: the Host header is not one this gateway answers to").into_response()
+    })
 }
 
 /// The configured origins a page may call `/mcp` from (`allowed_origins`) and the hosts the
@@ -47,10 +51,8 @@ pub(crate) async fn cors(State((origins, hosts)): State<CorsState>, request: Req
     let preflight =
         request.method() == Method::OPTIONS && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
     let mut answer = if preflight {
-        let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        if hosts.is_some_and(|h| !host_allowed(host, &h)) {
-            return (StatusCode::FORBIDDEN, "forbidden: the Host header is not one this gateway answers to")
-                .into_response();
+        if let Some(refused) = wrong_host(&request, hosts.as_deref().map(Vec::as_slice)) {
+            return refused;
         }
         let mut answer = StatusCode::NO_CONTENT.into_response();
         let h = answer.headers_mut();
