@@ -42,7 +42,7 @@ pub enum PathError {
 
 /// A path as written in input: either `"Coding/Refactoring"` or `["Coding", "Refactoring"]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be a path: a string (`A/B`) or a list of segments")]
 pub enum PathSpec {
     /// Segments joined by `/`.
     Joined(String),

@@ -69,7 +69,7 @@ impl ServeConfig {
                 let inner = e.into_inner();
                 ServeError::Config(
                     path.to_path_buf(),
-                    if at == "." { inner.to_string() } else { format!("{at}: {inner}") },
+                    plain_error(&if at == "." { inner.to_string() } else { format!("{at}: {inner}") }),
                 )
             })?;
         for (name, argv) in &config.checks {
@@ -92,7 +92,7 @@ impl ServeConfig {
 
 /// What a bearer token grants, as written: its scopes, or its scopes and a name.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be a list of scopes, or an object with `name` and `scopes`")]
 enum GrantForm {
     Scopes(Vec<String>),
     Named {
@@ -120,5 +120,55 @@ impl TryFrom<GrantForm> for Grant {
             GrantForm::Scopes(scopes) => Grant { name: String::new(), scopes },
             GrantForm::Named { name, scopes } => Grant { name, scopes },
         })
+    }
+}
+
+/// A configuration error as a person reads it: serde names the Rust type a value was meant to
+/// be (`expected struct GatewayLimits`, `any variant of untagged enum GrantForm`); this says
+/// what to write there instead (`expected an object`, `any of the forms this field takes`).
+pub fn plain_error(message: &str) -> String {
+    const NAMED: [(&str, &str); 4] = [
+        ("any variant of untagged enum ", "any of the forms this field takes"),
+        ("untagged enum ", "one of the forms this field takes"),
+        ("struct ", "an object"),
+        ("enum ", "one of its values"),
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    'scan: while !rest.is_empty() {
+        for (kind, plain) in NAMED {
+            let name_len = rest.strip_prefix(kind).map_or(0, |after| {
+                let first_upper = after.starts_with(|c: char| c.is_ascii_uppercase());
+                after.find(|c: char| !c.is_ascii_alphanumeric() && c != '_').unwrap_or(after.len())
+                    * first_upper as usize
+            });
+            if name_len > 0 && (out.is_empty() || out.ends_with(' ')) {
+                out.push_str(plain);
+                rest = &rest[kind.len() + name_len..];
+                continue 'scan;
+            }
+        }
+        let next = rest.chars().next().map_or(1, char::len_utf8);
+        out.push_str(&rest[..next]);
+        rest = &rest[next..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_error;
+
+    #[test]
+    fn rust_type_names_become_what_to_write() {
+        let said = "invalid type: integer `5`, expected struct GatewayLimits at line 1";
+        assert_eq!(plain_error(said), "invalid type: integer `5`, expected an object at line 1");
+        let said = "data did not match any variant of untagged enum GrantForm";
+        assert_eq!(plain_error(said), "data did not match any of the forms this field takes");
+        assert_eq!(plain_error("expected enum Mode"), "expected one of its values");
+        // Words that merely look alike are left alone.
+        for kept in ["a struct field", "obstruct Foo", "enum value", "unknown variant `x`, expected one of `a`"] {
+            assert_eq!(plain_error(kept), kept);
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toolsearch_disclosure::ToolSetConfig;
-use toolsearch_mcp::{Access, Grant, ServeError};
+use toolsearch_mcp::{plain_error, Access, Grant, ServeError};
 
 pub use crate::filter::ToolFilter;
 
@@ -252,8 +252,8 @@ impl GatewayConfig {
         let mut settings: GatewaySettings = match section {
             None => GatewaySettings::default(),
             Some(v) => serde_path_to_error::deserialize(v).map_err(|e| match e.path().to_string().as_str() {
-                "." => bad(format!("toolsearch: {}", e.inner())),
-                path => bad(format!("toolsearch.{path}: {}", e.inner())),
+                "." => bad(format!("toolsearch: {}", plain_error(&e.inner().to_string()))),
+                path => bad(format!("toolsearch.{path}: {}", plain_error(&e.inner().to_string()))),
             })?,
         };
         let mut servers = BTreeMap::new();

@@ -3,6 +3,7 @@
 //! struct) and set on the rate limits (`toolsearch_mcp::rate`).
 
 use serde_json::Value;
+use toolsearch_mcp::plain_error;
 use toolsearch_mcp::rate::{RateLimits, RateRule, WhenDown};
 
 /// Takes the rate rules out of the `toolsearch` section `section` into `into`; an error names
@@ -12,8 +13,9 @@ pub(crate) fn take_rules(section: Option<&mut Value>, into: &mut RateLimits) -> 
         return Ok(());
     };
     if let Some(rules) = limits.remove("rate") {
-        let rules: Vec<RateRule> = serde_path_to_error::deserialize(rules)
-            .map_err(|e| format!("toolsearch.limits.rate{}: {}", path(&e.path().to_string()), e.inner()))?;
+        let rules: Vec<RateRule> = serde_path_to_error::deserialize(rules).map_err(|e| {
+            format!("toolsearch.limits.rate{}: {}", path(&e.path().to_string()), plain_error(&e.inner().to_string()))
+        })?;
         into.rules = rules;
     }
     if let Some(when) = limits.remove("rate_when_store_down") {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
+use toolsearch_mcp::plain_error;
 
 use super::env::Vars;
 use super::{InheritEnv, ServerPolicy, ServerSpec, ToolFilter};
@@ -56,7 +57,7 @@ struct RawServer {
 
 /// `always_load` as written: the whole server, or globs on its tool names.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be true, false, or a list of tool names (globs)")]
 enum AlwaysLoadForm {
     All(bool),
     Names(Vec<String>),
@@ -64,7 +65,7 @@ enum AlwaysLoadForm {
 
 /// `inherit_env` as written: all of the gateway's environment, or the names of some of it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be true, false, or a list of variable names")]
 enum InheritForm {
     All(bool),
     Names(Vec<String>),
@@ -72,7 +73,7 @@ enum InheritForm {
 
 /// A header as written: a value, or a command that prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be a string, or an object with `command` (and `prefix`)")]
 enum HeaderForm {
     Value(String),
     Command(crate::credentials::HeaderCommand),
@@ -100,8 +101,8 @@ pub(super) fn read(
 ) -> Result<Entry, String> {
     let field = |what: &str| format!("{at}.{name}.{what}");
     let s: RawServer = serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
-        "." => format!("{at}.{name}: {}", e.inner()),
-        path => format!("{}: {}", field(path), e.inner()),
+        "." => format!("{at}.{name}: {}", plain_error(&e.inner().to_string())),
+        path => format!("{}: {}", field(path), plain_error(&e.inner().to_string())),
     })?;
     if s.disabled {
         return Ok(Entry::Skipped(None));

@@ -7,6 +7,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use toolsearch_disclosure::ToolSetConfig;
+use toolsearch_mcp::plain_error;
 
 /// The gateway's tool set when its config names none: `serve`'s, with `call_tool` offered
 /// (clients that ignore `list_changed`, and session-free ones, call by id).
@@ -27,8 +28,8 @@ pub(crate) fn over_defaults<'de, D: Deserializer<'de>>(d: D) -> Result<ToolSetCo
     let mut merged = serde_json::to_value(gateway_default()).map_err(D::Error::custom)?;
     merge(&mut merged, given);
     serde_path_to_error::deserialize(merged).map_err(|e| match e.path().to_string().as_str() {
-        "." => D::Error::custom(e.inner()),
-        path => D::Error::custom(format!("{path}: {}", e.inner())),
+        "." => D::Error::custom(plain_error(&e.inner().to_string())),
+        path => D::Error::custom(format!("{path}: {}", plain_error(&e.inner().to_string()))),
     })
 }
 

@@ -115,7 +115,7 @@ pub enum GrantKind {
 
 /// A client secret as written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "must be a string, or an object with `command`")]
 pub enum SecretForm {
     /// The secret itself (`${VAR}` expanded when the config is read).
     Value(String),

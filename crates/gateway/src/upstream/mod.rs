@@ -119,7 +119,7 @@ pub struct Failure {
 
 impl Failure {
     fn new(kind: impl Into<String>, detail: impl Into<String>) -> Failure {
-        Failure { kind: kind.into(), detail: detail.into() }
+        Failure { kind: kind.into(), detail: without_type_names(&detail.into()) }
     }
 
     /// `kind`, unless `detail` says server `server` needs an OAuth login: then that, with the
@@ -385,3 +385,45 @@ impl Upstream {
 /// The `_meta` key of a forwarded call that carries the gateway's request id, so an upstream's
 /// logs can be joined with the gateway's.
 pub const REQUEST_ID_META: &str = "io.toolsearch/requestId";
+
+/// `detail` without the Rust type names an error's text quotes in brackets (rmcp's transport
+/// errors name their transport: `Transport [toolsearch_gateway::progress::Routed<..>] error`):
+/// they tell an operator nothing the rest of the message does not.
+fn without_type_names(detail: &str) -> String {
+    let mut out = String::with_capacity(detail.len());
+    let mut rest = detail;
+    while let Some(open) = rest.find(" [") {
+        let inner = &rest[open + 2..];
+        // The bracket's end, nested brackets counted.
+        let mut depth = 1;
+        let close = inner.char_indices().find_map(|(i, c)| {
+            depth += (c == '[') as i32 - (c == ']') as i32;
+            (depth == 0).then_some(i)
+        });
+        match close {
+            Some(close) if inner[..close].contains("::") => {
+                out.push_str(&rest[..open]);
+                rest = &inner[close + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..open + 2]);
+                rest = inner;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_type_names;
+
+    #[test]
+    fn type_names_in_brackets_are_dropped_and_other_brackets_kept() {
+        let rmcp = "Send message error Transport [toolsearch_gateway::progress::Routed<toolsearch_gateway::child::ChildTransport>] error: Broken pipe (os error 32)";
+        assert_eq!(without_type_names(rmcp), "Send message error Transport error: Broken pipe (os error 32)");
+        assert_eq!(without_type_names("a [b::C<[u8; 2]>] d [e] f ["), "a d [e] f [");
+        assert_eq!(without_type_names("stderr: [ERROR] bad [x::y"), "stderr: [ERROR] bad [x::y");
+    }
+}
