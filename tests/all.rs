@@ -57,6 +57,7 @@ mod imports;
 mod index;
 mod layout;
 mod learn;
+mod malformed;
 mod models;
 mod paging;
 mod protocol;

@@ -1,0 +1,227 @@
+//! Bad input, made at random: catalogues and gateway configs that are valid ones with a few
+//! values swapped for odd ones (wrong types, huge numbers, empty or control-laden strings,
+//! deep nesting), fields dropped or copied elsewhere, or the text cut short. Whatever comes in,
+//! `toolsearch` never panics; a refusal names the file (and for a config, the field, in words:
+//! never a Rust type); a refused build leaves nothing behind; a build that passes answers.
+//!
+//! The mutations are seeded (`TOOLSEARCH_FUZZ_SEED`, default 1; a failure prints its seed), so
+//! a run is reproducible; set it to explore others.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+/// A small seeded generator (xorshift64*): the tests need variety, not quality.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+    }
+}
+
+/// The seed of this run.
+fn seed() -> u64 {
+    std::env::var("TOOLSEARCH_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1)
+}
+
+/// Values a field is swapped for.
+fn odd_values() -> Vec<Value> {
+    vec![
+        Value::Null,
+        json!(true),
+        json!(0),
+        json!(-1),
+        json!(1e308),
+        json!(u64::MAX),
+        json!(-0.5),
+        json!(""),
+        json!("x".repeat(5000)),
+        json!("a/../b"),
+        json!("/"),
+        json!("\u{0}\u{7f}é"),
+        json!("${NOT_SET}"),
+        json!("https://"),
+        json!([]),
+        json!({}),
+        json!([[[[]]]]),
+        json!(["a", "a"]),
+        json!({"type": "object", "$ref": "#"}),
+    ]
+}
+
+/// The JSON pointer of every value in `v` under `at`.
+fn pointers(v: &Value, at: String, into: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            map.iter().for_each(|(k, x)| pointers(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), into))
+        }
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, x)| pointers(x, format!("{at}/{i}"), into)),
+        _ => {}
+    }
+    into.push(at);
+}
+
+/// `doc` with one to three values under `under` (a JSON pointer) swapped, dropped or copied
+/// from elsewhere; as text, cut short one time in ten.
+fn mutate(doc: &Value, under: &str, rng: &mut Rng) -> String {
+    let mut doc = doc.clone();
+    let odd = odd_values();
+    for _ in 0..1 + rng.below(3) {
+        let mut all = Vec::new();
+        pointers(&doc, String::new(), &mut all);
+        all.retain(|p| p.starts_with(under) && p.len() > under.len());
+        if all.is_empty() {
+            break;
+        }
+        let at = all[rng.below(all.len())].clone();
+        let (parent, key) = at.rsplit_once('/').unwrap();
+        let new = match rng.below(5) {
+            0 | 1 => Some(odd[rng.below(odd.len())].clone()),
+            2 => None,
+            _ => doc.pointer(&all[rng.below(all.len())]).cloned(),
+        };
+        match (doc.pointer_mut(parent).unwrap(), new) {
+            (Value::Object(map), None) => {
+                map.remove(&key.replace("~1", "/").replace("~0", "~"));
+            }
+            (Value::Array(items), None) => {
+                items.remove(key.parse::<usize>().unwrap());
+            }
+            (_, Some(new)) => *doc.pointer_mut(&at).unwrap() = new,
+            _ => {}
+        }
+    }
+    let text = serde_json::to_string_pretty(&doc).unwrap();
+    match rng.below(10) {
+        0 => text.char_indices().nth(rng.below(text.chars().count())).map_or(text.clone(), |(i, _)| text[..i].into()),
+        _ => text,
+    }
+}
+
+/// Runs `toolsearch` with `args`; asserts it ended by itself (no signal) with a code the CLI
+/// documents and no panic, `case` naming the input on failure.
+fn run(args: &[&str], case: &str) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    assert!(code.is_some_and(|c| (0..=4).contains(&c)), "{case}: {args:?} ended with {:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{case}: {args:?} panicked: {stderr}");
+    out
+}
+
+/// Whether `text` names a Rust type: `struct Name`, `enum Name`, or a `path::To` one.
+fn names_a_rust_type(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let typed = words
+        .windows(2)
+        .any(|w| matches!(w[0], "struct" | "enum") && w[1].starts_with(|c: char| c.is_ascii_uppercase()));
+    typed || text.split("::").count() > 1 && text.split("::").skip(1).any(|s| s.starts_with(char::is_alphabetic))
+}
+
+#[test]
+fn a_mutated_catalogue_is_refused_naming_its_file_leaving_nothing_or_is_indexed_and_answers() {
+    let dir = common::scratch().join("malformed-catalogues");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sample: Value =
+        serde_json::from_str(&std::fs::read_to_string(common::repo().join("data/sample-catalog.json")).unwrap())
+            .unwrap();
+    sample["tools"].as_array_mut().unwrap().truncate(8);
+    sample["nodes"].as_array_mut().unwrap().truncate(6);
+    let read =
+        |p: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(common::repo().join(p)).unwrap()).unwrap() };
+    let bases = [
+        ("manifest", sample),
+        ("openai", read("tests/data/openai-tools.json")),
+        ("mcp", read("tests/data/mcp-servers.json")),
+    ];
+    let mut rng = Rng(seed().wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    for round in 0..10 {
+        for (name, base) in &bases {
+            let case = format!("seed {} round {round} {name}", seed());
+            let file = dir.join(format!("{name}-{round}.json"));
+            std::fs::write(&file, mutate(base, "", &mut rng)).unwrap();
+            let out_dir = dir.join(format!("{name}-{round}.index"));
+            let (file_arg, out_arg) = (file.to_str().unwrap(), out_dir.to_str().unwrap());
+            let built = run(&["index", file_arg, "--out", out_arg], &case);
+            if !built.status.success() {
+                let stderr = String::from_utf8_lossy(&built.stderr);
+                assert!(stderr.contains(file_arg), "{case}: the error names no file: {stderr}");
+                assert!(!out_dir.exists(), "{case}: a refused build left {}", out_dir.display());
+                continue;
+            }
+            let found = run(&["search", out_arg, "rename a symbol"], &case);
+            assert!(
+                matches!(found.status.code(), Some(0 | 3)),
+                "{case}: search: {}",
+                String::from_utf8_lossy(&found.stderr)
+            );
+            assert!(run(&["list", out_arg], &case).status.success(), "{case}: list");
+        }
+    }
+}
+
+/// Every gateway config the docs show (README and docs/*.md, whole ones: `mcpServers` and a
+/// `toolsearch` section), its servers made a command that exits at once.
+fn doc_configs() -> Vec<Value> {
+    let mut found = Vec::new();
+    for name in std::iter::once("README.md".to_owned()).chain(
+        std::fs::read_dir(common::repo().join("docs"))
+            .unwrap()
+            .map(|e| format!("docs/{}", e.unwrap().file_name().to_string_lossy())),
+    ) {
+        let text = std::fs::read_to_string(common::repo().join(&name)).unwrap_or_default();
+        for block in text.split("```json\n").skip(1).filter_map(|b| b.split("```").next()) {
+            let Ok(mut config) = serde_json::from_str::<Value>(block) else { continue };
+            if !config["toolsearch"].is_object() || !config["mcpServers"].is_object() {
+                continue;
+            }
+            for server in config["mcpServers"].as_object_mut().unwrap().values_mut() {
+                *server = json!({"command": "true"});
+            }
+            found.push(config);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_mutated_gateway_config_is_refused_naming_its_file_and_field_in_words() {
+    let dir = common::scratch().join("malformed-configs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bases = doc_configs();
+    assert!(bases.len() >= 3, "the docs show whole configs: {}", bases.len());
+    let mut rng = Rng(seed().wrapping_mul(0xd6e8_feb8_6659_fd93) | 1);
+    let mut refused = 0;
+    for round in 0..150 {
+        let case = format!("seed {} round {round}", seed());
+        let file = dir.join(format!("config-{round}.json"));
+        std::fs::write(&file, mutate(&bases[rng.below(bases.len())], "/toolsearch", &mut rng)).unwrap();
+        let state = dir.join(format!("state-{round}"));
+        let out =
+            run(&["gateway", "--check", "--config", file.to_str().unwrap(), "--state", state.to_str().unwrap()], &case);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let config_error = stderr.lines().find(|l| l.starts_with("error:") && !l.starts_with("error: not up"));
+        if let Some(line) = config_error {
+            refused += 1;
+            assert!(line.contains(file.to_str().unwrap()), "{case}: the error names no file: {line}");
+            assert!(!names_a_rust_type(line), "{case}: the error names a Rust type: {line}");
+        }
+    }
+    // The mutations reach the settings: most configs are refused, for what was changed.
+    assert!(refused > 50, "only {refused} of 150 mutated configs were refused");
+}
+
+/// The checker of Rust type names is itself right.
+#[test]
+fn rust_type_names_are_recognised() {
+    assert!(names_a_rust_type("expected struct GatewayLimits"));
+    assert!(names_a_rust_type("Transport [toolsearch_gateway::child::ChildTransport] error"));
+    assert!(!names_a_rust_type("expected an object; a struct field; listen on [::1]:80"));
+}
