@@ -171,13 +171,8 @@ fn a_mutated_catalogue_is_refused_naming_its_file_leaving_nothing_or_is_indexed_
 /// `toolsearch` section), its servers made a command that exits at once.
 fn doc_configs() -> Vec<Value> {
     let mut found = Vec::new();
-    for name in std::iter::once("README.md".to_owned()).chain(
-        std::fs::read_dir(common::repo().join("docs"))
-            .unwrap()
-            .map(|e| format!("docs/{}", e.unwrap().file_name().to_string_lossy())),
-    ) {
-        let text = std::fs::read_to_string(common::repo().join(&name)).unwrap_or_default();
-        for block in text.split("```json\n").skip(1).filter_map(|b| b.split("```").next()) {
+    for (_, text) in crate::docs::documents() {
+        for (_, block) in crate::docs::json_fences(&text) {
             let Ok(mut config) = serde_json::from_str::<Value>(block) else { continue };
             if !config["toolsearch"].is_object() || !config["mcpServers"].is_object() {
                 continue;
