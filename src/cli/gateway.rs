@@ -66,12 +66,8 @@ enum Action {
         /// hex digits): a definition that changed again since is not approved.
         #[arg(long, value_name = "HEX")]
         digest: Option<String>,
-        /// The gateway's config.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Its state directory (default: NAME.toolsearch beside the config).
-        #[arg(long, value_name = "DIR")]
-        state: Option<PathBuf>,
+        #[command(flatten)]
+        at: Place,
     },
     /// Log the gateway in to an OAuth-protected server (its entry has "oauth"): prints the
     /// address to open, waits for the login on a loopback redirect, and keeps the grant in the
@@ -79,12 +75,8 @@ enum Action {
     Login {
         /// The server, as the config names it.
         server: String,
-        /// The gateway's config.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Its state directory (default: NAME.toolsearch beside the config).
-        #[arg(long, value_name = "DIR")]
-        state: Option<PathBuf>,
+        #[command(flatten)]
+        at: Place,
         /// Print the address only; do not start a browser.
         #[arg(long)]
         no_browser: bool,
@@ -96,12 +88,8 @@ enum Action {
     Logout {
         /// The server, as the config names it.
         server: String,
-        /// The gateway's config.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Its state directory (default: NAME.toolsearch beside the config).
-        #[arg(long, value_name = "DIR")]
-        state: Option<PathBuf>,
+        #[command(flatten)]
+        at: Place,
         /// Forget every caller's own grant instead (a `per_user` server; the gateway's own
         /// stays): each caller is asked to log in again at its next call.
         #[arg(long)]
@@ -116,13 +104,20 @@ enum Action {
     },
     /// List the tools held back, with what changed.
     Held {
-        /// The gateway's config.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Its state directory (default: NAME.toolsearch beside the config).
-        #[arg(long, value_name = "DIR")]
-        state: Option<PathBuf>,
+        #[command(flatten)]
+        at: Place,
     },
+}
+
+/// The gateway a subcommand acts on.
+#[derive(clap::Args, Debug)]
+struct Place {
+    /// The gateway's config.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Its state directory (default: NAME.toolsearch beside the config).
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
 }
 
 /// Runs `f` against the shared state store, on a runtime of its own.
@@ -134,10 +129,9 @@ fn shared<T, F: std::future::Future<Output = Result<T, String>>>(f: impl FnOnce(
 /// Runs `gateway approve` or `gateway held`.
 fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let (config, state) = match action {
-        Action::Approve { config, state, .. }
-        | Action::Held { config, state }
-        | Action::Login { config, state, .. }
-        | Action::Logout { config, state, .. } => (config, state),
+        Action::Approve { at, .. } | Action::Held { at } | Action::Login { at, .. } | Action::Logout { at, .. } => {
+            (&at.config, &at.state)
+        }
         Action::ClientMetadata { config } => (config, &None),
     };
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;

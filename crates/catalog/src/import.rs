@@ -260,19 +260,7 @@ fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
     let name = string(def, "name");
     let mut known = vec!["name", "description", schema_key];
     known.extend(result_key);
-    let mut tags = Vec::new();
-    if let Some(a) = def.get("annotations") {
-        for (hint, tag) in [
-            ("readOnlyHint", "read-only"),
-            ("destructiveHint", "destructive"),
-            ("idempotentHint", "idempotent"),
-            ("openWorldHint", "open-world"),
-        ] {
-            if a.get(hint).and_then(Value::as_bool) == Some(true) {
-                tags.push(tag.to_owned());
-            }
-        }
-    }
+    let tags = def.get("annotations").map_or_else(Vec::new, |a| annotation_tags(a).map(str::to_owned).collect());
     RawTool {
         id: name.clone(),
         name,
@@ -283,6 +271,21 @@ fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
         meta: extras(def, &known).map(Json::from),
         ..RawTool::default()
     }
+}
+
+/// The tags an MCP tool's `annotations` earn it: `read-only`, `destructive`, `idempotent` and
+/// `open-world`, each for its hint set to `true` (a hint is a claim of the server, kept as a tag
+/// to filter on, never trusted as a permission).
+pub fn annotation_tags(annotations: &Value) -> impl Iterator<Item = &'static str> + '_ {
+    [
+        ("readOnlyHint", "read-only"),
+        ("destructiveHint", "destructive"),
+        ("idempotentHint", "idempotent"),
+        ("openWorldHint", "open-world"),
+    ]
+    .into_iter()
+    .filter(|(hint, _)| annotations.get(hint).and_then(Value::as_bool) == Some(true))
+    .map(|(_, tag)| tag)
 }
 
 /// A tool's name, in any of the shapes.

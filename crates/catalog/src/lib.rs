@@ -48,7 +48,7 @@ pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
 pub use glob::glob;
-pub use import::tool_id;
+pub use import::{annotation_tags, tool_id};
 pub use json::Json;
 pub use jsonl::JsonlTools;
 pub use load::{load_path, load_path_as, parse_lenient, parse_str, parse_str_as, Format};

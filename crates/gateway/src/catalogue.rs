@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
-use toolsearch_catalog::{parse_lenient, tool_id, Catalog, CatalogWarning, Format, WarningKind};
+use toolsearch_catalog::{annotation_tags, parse_lenient, tool_id, Catalog, CatalogWarning, Format, WarningKind};
 use toolsearch_embed::Embedder;
 use toolsearch_index::{build_index, BuildOptions};
 use toolsearch_mcp::ops::Status;
@@ -80,16 +80,7 @@ fn tool_entry(server: &str, name: Option<String>, t: &Value, s: &crate::config::
     }
     if let Some(a) = annotations {
         meta["annotations"] = a.clone();
-        for (hint, tag) in [
-            ("readOnlyHint", "read-only"),
-            ("destructiveHint", "destructive"),
-            ("idempotentHint", "idempotent"),
-            ("openWorldHint", "open-world"),
-        ] {
-            if a.get(hint).and_then(Value::as_bool) == Some(true) {
-                tags.push(tag);
-            }
-        }
+        tags.extend(annotation_tags(a));
     }
     let mut tool = json!({
         "id": name.as_deref().map(|n| tool_id(server, n)),
