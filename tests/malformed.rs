@@ -2,7 +2,8 @@
 //! values swapped for odd ones (wrong types, huge numbers, empty or control-laden strings,
 //! deep nesting), fields dropped or copied elsewhere, or the text cut short. Whatever comes in,
 //! `toolsearch` never panics; a refusal names the file (and for a config, the field, in words:
-//! never a Rust type); a refused build leaves nothing behind; a build that passes answers.
+//! never a Rust type, nor a token, environment value or header the config holds); a refused
+//! build leaves nothing behind; a build that passes answers.
 //!
 //! The mutations are seeded (`TOOLSEARCH_FUZZ_SEED`, default 1; a failure prints its seed), so
 //! a run is reproducible; set it to explore others.
@@ -109,11 +110,17 @@ fn mutate(doc: &Value, under: &str, rng: &mut Rng) -> String {
 /// documents and no panic, `case` naming the input on failure.
 fn run(args: &[&str], case: &str) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().unwrap();
+    ended_cleanly(&out, &format!("{case}: {args:?}"));
+    out
+}
+
+/// Asserts `out` is of a run that ended by itself (no signal) with a code the CLI documents
+/// and no panic.
+fn ended_cleanly(out: &Output, case: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let code = out.status.code();
-    assert!(code.is_some_and(|c| (0..=4).contains(&c)), "{case}: {args:?} ended with {:?}: {stderr}", out.status);
-    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{case}: {args:?} panicked: {stderr}");
-    out
+    assert!(code.is_some_and(|c| (0..=4).contains(&c)), "{case} ended with {:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{case} panicked: {stderr}");
 }
 
 /// Whether `text` names a Rust type: `struct Name`, `enum Name`, or a `path::To` one.
@@ -167,8 +174,14 @@ fn a_mutated_catalogue_is_refused_naming_its_file_leaving_nothing_or_is_indexed_
     }
 }
 
+/// The secret each config carries (a bearer token of its own, and each server an environment
+/// value or a header), which no output may show while it stays where secrets go.
+const SECRET: &str = "sekrit-7f3a9c";
+
 /// Every gateway config the docs show (README and docs/*.md, whole ones: `mcpServers` and a
-/// `toolsearch` section), its servers made a command that exits at once.
+/// `toolsearch` section), its servers kept as written but made harmless: a command is `true`
+/// (and `PATH` holds nothing else, see [`check`]), a URL is a closed port on loopback; each
+/// carries [`SECRET`] (as a token, and in each server).
 fn doc_configs() -> Vec<Value> {
     let mut found = Vec::new();
     for (_, text) in crate::docs::documents() {
@@ -178,16 +191,54 @@ fn doc_configs() -> Vec<Value> {
                 continue;
             }
             for server in config["mcpServers"].as_object_mut().unwrap().values_mut() {
-                *server = json!({"command": "true"});
+                if server.get("url").is_some() {
+                    server["url"] = json!("http://127.0.0.1:1/mcp");
+                    server["headers"]["Authorization"] = json!(format!("Bearer {SECRET}"));
+                } else {
+                    server["command"] = json!("true");
+                    server["env"]["API_KEY"] = json!(SECRET);
+                }
             }
+            config["toolsearch"]["tokens"][SECRET] = json!(["read-only"]);
             found.push(config);
         }
     }
     found
 }
 
+/// `gateway --check` of `text` written to `DIR/config-ROUND.json`, with a `PATH` that holds
+/// only `true` (so no mutated command can start anything else): the line of stderr that
+/// reports a config error, if one does, and all it printed.
+fn check(dir: &std::path::Path, round: usize, text: String, case: &str) -> (Option<String>, String) {
+    let bin = dir.join("bin");
+    if !bin.exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        let which = Command::new("sh").args(["-c", "command -v true"]).output().unwrap();
+        let real = String::from_utf8(which.stdout).unwrap();
+        std::os::unix::fs::symlink(real.trim(), bin.join("true")).unwrap();
+    }
+    let file = dir.join(format!("config-{round}.json"));
+    std::fs::write(&file, text).unwrap();
+    let state = dir.join(format!("state-{round}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "--check", "--config", file.to_str().unwrap(), "--state", state.to_str().unwrap()])
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    ended_cleanly(&out, case);
+    let config_error = stderr.lines().find(|l| l.starts_with("error:") && !l.starts_with("error: not up"));
+    let config_error = config_error.map(str::to_owned);
+    let all = stderr + &String::from_utf8_lossy(&out.stdout);
+    if let Some(line) = &config_error {
+        assert!(line.contains(file.to_str().unwrap()), "{case}: the error names no file: {line}");
+        assert!(!names_a_rust_type(line), "{case}: the error names a Rust type: {line}");
+    }
+    (config_error, all)
+}
+
 #[test]
-fn a_mutated_gateway_config_is_refused_naming_its_file_and_field_in_words() {
+fn a_mutated_gateway_config_is_refused_naming_its_file_and_field_in_words_never_its_secrets() {
     let dir = common::scratch().join("malformed-configs");
     std::fs::create_dir_all(&dir).unwrap();
     let bases = doc_configs();
@@ -196,21 +247,53 @@ fn a_mutated_gateway_config_is_refused_naming_its_file_and_field_in_words() {
     let mut refused = 0;
     for round in 0..150 {
         let case = format!("seed {} round {round}", seed());
-        let file = dir.join(format!("config-{round}.json"));
-        std::fs::write(&file, mutate(&bases[rng.below(bases.len())], "/toolsearch", &mut rng)).unwrap();
-        let state = dir.join(format!("state-{round}"));
-        let out =
-            run(&["gateway", "--check", "--config", file.to_str().unwrap(), "--state", state.to_str().unwrap()], &case);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let config_error = stderr.lines().find(|l| l.starts_with("error:") && !l.starts_with("error: not up"));
-        if let Some(line) = config_error {
-            refused += 1;
-            assert!(line.contains(file.to_str().unwrap()), "{case}: the error names no file: {line}");
-            assert!(!names_a_rust_type(line), "{case}: the error names a Rust type: {line}");
-        }
+        let text = mutate(&bases[rng.below(bases.len())], "/toolsearch", &mut rng);
+        refused += check_mutation(&dir, round, text, &case).0 as usize;
     }
     // The mutations reach the settings: most configs are refused, for what was changed.
     assert!(refused > 50, "only {refused} of 150 mutated configs were refused");
+}
+
+/// Whether [`SECRET`] stands in `text` (JSON) only where secrets go: a bearer token (a key of
+/// `toolsearch.tokens`), an environment value or a header. A mutation may have moved it out
+/// (into a command, an argument), where it is no secret and may be shown.
+fn secret_in_place(text: &str) -> bool {
+    let Ok(doc) = serde_json::from_str::<Value>(text) else { return false };
+    let mut all = Vec::new();
+    pointers(&doc, String::new(), &mut all);
+    let secret_place = |p: &str| {
+        p.starts_with("/toolsearch/tokens/") || p.split('/').any(|segment| matches!(segment, "env" | "headers"))
+    };
+    all.iter()
+        .filter(|p| p.contains(SECRET) || doc.pointer(p).and_then(Value::as_str).is_some_and(|s| s.contains(SECRET)))
+        .all(|p| secret_place(p))
+}
+
+/// `gateway --check` of a mutation of a base, asserting that a secret left in place is not
+/// shown: whether it was refused, and whether the secret was in place.
+fn check_mutation(dir: &std::path::Path, round: usize, text: String, case: &str) -> (bool, bool) {
+    let in_place = secret_in_place(&text);
+    let (config_error, output) = check(dir, round, text, case);
+    assert!(!(in_place && output.contains(SECRET)), "{case}: the output shows a secret: {output}");
+    (config_error.is_some(), in_place)
+}
+
+#[test]
+fn a_mutated_server_entry_is_refused_in_words_or_reported_and_its_secrets_are_never_shown() {
+    let dir = common::scratch().join("malformed-servers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bases = doc_configs();
+    let mut rng = Rng(seed().wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let (mut refused, mut hidden) = (0, 0);
+    for round in 0..120 {
+        let case = format!("seed {} round {round}", seed());
+        let text = mutate(&bases[rng.below(bases.len())], "/mcpServers", &mut rng);
+        let (was_refused, in_place) = check_mutation(&dir, round, text, &case);
+        refused += was_refused as usize;
+        hidden += in_place as usize;
+    }
+    assert!(refused > 30, "only {refused} of 120 mutated server entries were refused");
+    assert!(hidden > 60, "only {hidden} of 120 rounds kept their secrets in place");
 }
 
 /// The checker of Rust type names is itself right.

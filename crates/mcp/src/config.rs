@@ -65,11 +65,11 @@ impl ServeConfig {
         // The field at fault leads the message (`toolset.discovery.detail: unknown variant ..`).
         let config: ServeConfig = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
             .map_err(|e| {
-                let at = e.path().to_string();
+                let at = field_path(e.path());
                 let inner = e.into_inner();
                 ServeError::Config(
                     path.to_path_buf(),
-                    plain_error(&if at == "." { inner.to_string() } else { format!("{at}: {inner}") }),
+                    plain_error(if at == "." { inner.to_string() } else { format!("{at}: {inner}") }),
                 )
             })?;
         for (name, argv) in &config.checks {
@@ -123,18 +123,52 @@ impl TryFrom<GrantForm> for Grant {
     }
 }
 
+/// The path of a config field as an error shows it (`limits.list.max_pages`, as
+/// `serde_path_to_error` writes it), except that a key of a `tokens` map, a bearer token
+/// itself, is not shown (`tokens.<a token of 24 bytes, not shown>.scopes`): an error must not
+/// carry a secret. A key that only names a variable (`${IDE_TOKEN}`) is shown.
+pub fn field_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    let mut under_tokens = false;
+    for segment in path.iter() {
+        if !out.is_empty() && !matches!(segment, Segment::Seq { .. }) {
+            out.push('.');
+        }
+        match segment {
+            Segment::Map { key } if under_tokens && !is_reference(key) => {
+                out.push_str(&format!("<a token of {} bytes, not shown>", key.len()))
+            }
+            other => out.push_str(&other.to_string()),
+        }
+        under_tokens = matches!(segment, Segment::Map { key } if key == "tokens");
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
+/// Whether `key` is `${NAME}` and nothing else.
+fn is_reference(key: &str) -> bool {
+    key.strip_prefix("${")
+        .and_then(|k| k.strip_suffix('}'))
+        .is_some_and(|n| !n.is_empty() && !n.contains(['$', '{', '}']))
+}
+
 /// A configuration error as a person reads it: serde names the Rust type a value was meant to
 /// be (`expected struct GatewayLimits`, `any variant of untagged enum GrantForm`); this says
 /// what to write there instead (`expected an object`, `any of the forms this field takes`).
-pub fn plain_error(message: &str) -> String {
+pub fn plain_error(message: impl std::fmt::Display) -> String {
     const NAMED: [(&str, &str); 4] = [
         ("any variant of untagged enum ", "any of the forms this field takes"),
         ("untagged enum ", "one of the forms this field takes"),
         ("struct ", "an object"),
         ("enum ", "one of its values"),
     ];
+    let message = message.to_string();
     let mut out = String::with_capacity(message.len());
-    let mut rest = message;
+    let mut rest = message.as_str();
     'scan: while !rest.is_empty() {
         for (kind, plain) in NAMED {
             let name_len = rest.strip_prefix(kind).map_or(0, |after| {
@@ -157,7 +191,7 @@ pub fn plain_error(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_error;
+    use super::{field_path, plain_error};
 
     #[test]
     fn rust_type_names_become_what_to_write() {
@@ -169,6 +203,27 @@ mod tests {
         // Words that merely look alike are left alone.
         for kept in ["a struct field", "obstruct Foo", "enum value", "unknown variant `x`, expected one of `a`"] {
             assert_eq!(plain_error(kept), kept);
+        }
+    }
+
+    /// A map of maps of scope lists, as the test configs are read.
+    type Shape = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<String>>>;
+
+    /// The path of the first error deserializing `v` as a [`Shape`]: as an error shows it,
+    /// and as `serde_path_to_error` writes it.
+    fn paths_of(v: serde_json::Value) -> (String, String) {
+        let e = serde_path_to_error::deserialize::<_, Shape>(v).unwrap_err();
+        (field_path(e.path()), e.path().to_string())
+    }
+
+    #[test]
+    fn a_token_in_a_field_path_is_not_shown() {
+        let (shown, _) = paths_of(serde_json::json!({"tokens": {"my-secret-token": [5]}}));
+        assert_eq!(shown, "tokens.<a token of 15 bytes, not shown>[0]");
+        assert_eq!(paths_of(serde_json::json!({"tokens": {"${IDE_TOKEN}": 5}})).0, "tokens.${IDE_TOKEN}");
+        for elsewhere in [serde_json::json!({"other": {"my-secret-token": [1]}}), serde_json::json!(5)] {
+            let (shown, written) = paths_of(elsewhere);
+            assert_eq!(shown, written);
         }
     }
 }

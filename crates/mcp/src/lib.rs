@@ -67,7 +67,7 @@ pub mod trace;
 pub mod trail;
 
 pub use checks::spawn_command_checks;
-pub use config::{plain_error, Access, Grant, ServeConfig, ServeError};
+pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};
 pub use http::{close_unread, serve_http, HttpAccess, HttpLimits};
 pub use http_access::{Callback, Callbacks};
 pub use hub::Hub;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toolsearch_disclosure::ToolSetConfig;
-use toolsearch_mcp::{plain_error, Access, Grant, ServeError};
+use toolsearch_mcp::{field_path, plain_error, Access, Grant, ServeError};
 
 pub use crate::filter::ToolFilter;
 
@@ -251,9 +251,9 @@ impl GatewayConfig {
         rate::take_rules(section.as_mut(), &mut rate_rules).map_err(bad)?;
         let mut settings: GatewaySettings = match section {
             None => GatewaySettings::default(),
-            Some(v) => serde_path_to_error::deserialize(v).map_err(|e| match e.path().to_string().as_str() {
-                "." => bad(format!("toolsearch: {}", plain_error(&e.inner().to_string()))),
-                path => bad(format!("toolsearch.{path}: {}", plain_error(&e.inner().to_string()))),
+            Some(v) => serde_path_to_error::deserialize(v).map_err(|e| match field_path(e.path()).as_str() {
+                "." => bad(format!("toolsearch: {}", plain_error(e.inner()))),
+                path => bad(format!("toolsearch.{path}: {}", plain_error(e.inner()))),
             })?,
         };
         let mut servers = BTreeMap::new();

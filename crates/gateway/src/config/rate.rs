@@ -14,7 +14,7 @@ pub(crate) fn take_rules(section: Option<&mut Value>, into: &mut RateLimits) -> 
     };
     if let Some(rules) = limits.remove("rate") {
         let rules: Vec<RateRule> = serde_path_to_error::deserialize(rules).map_err(|e| {
-            format!("toolsearch.limits.rate{}: {}", path(&e.path().to_string()), plain_error(&e.inner().to_string()))
+            format!("toolsearch.limits.rate{}: {}", path(&e.path().to_string()), plain_error(e.inner()))
         })?;
         into.rules = rules;
     }

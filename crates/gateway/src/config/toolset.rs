@@ -28,8 +28,8 @@ pub(crate) fn over_defaults<'de, D: Deserializer<'de>>(d: D) -> Result<ToolSetCo
     let mut merged = serde_json::to_value(gateway_default()).map_err(D::Error::custom)?;
     merge(&mut merged, given);
     serde_path_to_error::deserialize(merged).map_err(|e| match e.path().to_string().as_str() {
-        "." => D::Error::custom(plain_error(&e.inner().to_string())),
-        path => D::Error::custom(format!("{path}: {}", plain_error(&e.inner().to_string()))),
+        "." => D::Error::custom(plain_error(e.inner())),
+        path => D::Error::custom(format!("{path}: {}", plain_error(e.inner()))),
     })
 }
 
