@@ -174,8 +174,9 @@ fn a_mutated_catalogue_is_refused_naming_its_file_leaving_nothing_or_is_indexed_
     }
 }
 
-/// The secret each config carries (a bearer token of its own, and each server an environment
-/// value or a header), which no output may show while it stays where secrets go.
+/// The secret each config carries (a bearer token of its own, its database's password, and
+/// each server an environment value or a header), which no output may show while it stays
+/// where secrets go.
 const SECRET: &str = "sekrit-7f3a9c";
 
 /// Every gateway config the docs show (README and docs/*.md, whole ones: `mcpServers` and a
@@ -200,6 +201,7 @@ fn doc_configs() -> Vec<Value> {
                 }
             }
             config["toolsearch"]["tokens"][SECRET] = json!(["read-only"]);
+            config["toolsearch"]["state"]["store"] = json!(format!("postgres://gw:{SECRET}@127.0.0.1:1/gateway"));
             found.push(config);
         }
     }
@@ -255,18 +257,19 @@ fn a_mutated_gateway_config_is_refused_naming_its_file_and_field_in_words_never_
 }
 
 /// Whether [`SECRET`] stands in `text` (JSON) only where secrets go: a bearer token (a key of
-/// `toolsearch.tokens`), an environment value or a header. A mutation may have moved it out
+/// `toolsearch.tokens`), the database URL, an environment value or a header. A mutation may have moved it out
 /// (into a command, an argument), where it is no secret and may be shown.
 fn secret_in_place(text: &str) -> bool {
     let Ok(doc) = serde_json::from_str::<Value>(text) else { return false };
     let mut all = Vec::new();
     pointers(&doc, String::new(), &mut all);
-    let secret_place = |p: &str| {
-        p.starts_with("/toolsearch/tokens/") || p.split('/').any(|segment| matches!(segment, "env" | "headers"))
+    let key_in_place = |p: &str| !p.contains(SECRET) || p.starts_with(&format!("/toolsearch/tokens/{SECRET}"));
+    let value_in_place = |p: &str| {
+        !doc.pointer(p).and_then(Value::as_str).is_some_and(|s| s.contains(SECRET))
+            || matches!(p, "/toolsearch/state" | "/toolsearch/state/store")
+            || p.split('/').any(|segment| matches!(segment, "env" | "headers"))
     };
-    all.iter()
-        .filter(|p| p.contains(SECRET) || doc.pointer(p).and_then(Value::as_str).is_some_and(|s| s.contains(SECRET)))
-        .all(|p| secret_place(p))
+    all.iter().all(|p| key_in_place(p) && value_in_place(p))
 }
 
 /// `gateway --check` of a mutation of a base, asserting that a secret left in place is not

@@ -159,6 +159,9 @@ fn is_reference(key: &str) -> bool {
 /// A configuration error as a person reads it: serde names the Rust type a value was meant to
 /// be (`expected struct GatewayLimits`, `any variant of untagged enum GrantForm`); this says
 /// what to write there instead (`expected an object`, `any of the forms this field takes`).
+/// A value of the wrong type or out of range is said by its kind only (`invalid type: string,
+/// expected a map`, not the string): it may be a secret in a secret's place (a header, an
+/// environment value, a database URL), and the field's path already says where it is.
 pub fn plain_error(message: impl std::fmt::Display) -> String {
     const NAMED: [(&str, &str); 4] = [
         ("any variant of untagged enum ", "any of the forms this field takes"),
@@ -186,7 +189,19 @@ pub fn plain_error(message: impl std::fmt::Display) -> String {
         out.push_str(&rest[..next]);
         rest = &rest[next..];
     }
-    out
+    without_value(&out)
+}
+
+/// serde's `invalid type: string "VALUE", expected ...` (or `invalid value: integer `5`, ...`)
+/// with only the kind of value said.
+fn without_value(message: &str) -> String {
+    for lead in ["invalid type: ", "invalid value: "] {
+        if let Some((unexpected, rest)) = message.strip_prefix(lead).and_then(|m| m.rsplit_once(", expected")) {
+            let kind = unexpected.split(['"', '`']).next().unwrap_or_default().trim();
+            return format!("{lead}{kind}, expected{rest}");
+        }
+    }
+    message.to_owned()
 }
 
 #[cfg(test)]
@@ -196,7 +211,7 @@ mod tests {
     #[test]
     fn rust_type_names_become_what_to_write() {
         let said = "invalid type: integer `5`, expected struct GatewayLimits at line 1";
-        assert_eq!(plain_error(said), "invalid type: integer `5`, expected an object at line 1");
+        assert_eq!(plain_error(said), "invalid type: integer, expected an object at line 1");
         let said = "data did not match any variant of untagged enum GrantForm";
         assert_eq!(plain_error(said), "data did not match any of the forms this field takes");
         assert_eq!(plain_error("expected enum Mode"), "expected one of its values");
@@ -214,6 +229,15 @@ mod tests {
     fn paths_of(v: serde_json::Value) -> (String, String) {
         let e = serde_path_to_error::deserialize::<_, Shape>(v).unwrap_err();
         (field_path(e.path()), e.path().to_string())
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_said_by_its_kind() {
+        let said = r#"invalid type: string "Bearer s3cret, expected \"x\"", expected a map"#;
+        assert_eq!(plain_error(said), "invalid type: string, expected a map");
+        let said = "invalid value: integer `1234`, expected a string at line 2 column 7";
+        assert_eq!(plain_error(said), "invalid value: integer, expected a string at line 2 column 7");
+        assert_eq!(plain_error("invalid type: map, expected a string"), "invalid type: map, expected a string");
     }
 
     #[test]
