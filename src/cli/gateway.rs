@@ -126,7 +126,7 @@ fn shared<T, F: std::future::Future<Output = Result<T, String>>>(f: impl FnOnce(
     runtime.block_on(f())
 }
 
-/// Runs `gateway approve` or `gateway held`.
+/// Runs a subcommand of `gateway`: approve, held, login, logout or client-metadata.
 fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let (config, state) = match action {
         Action::Approve { at, .. } | Action::Held { at } | Action::Login { at, .. } | Action::Logout { at, .. } => {
