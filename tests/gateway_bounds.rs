@@ -59,7 +59,10 @@ fn huge_unknown_ids_are_refused_at_once_with_a_short_answer() {
         let what = &name[..name.len().min(20)];
         let (answer, took) = call(&gateway.addr, name, arguments);
         let text = answer.to_string();
-        assert!(took < Duration::from_millis(600), "{what}: {took:?}");
+        // "At once": work that grew with the square of the id (a suggestion's edit distance)
+        // would take minutes at these sizes; 2 s leaves room for a loaded 2-core machine, where
+        // the 30 KB name once took 611 ms with other tests running.
+        assert!(took < Duration::from_secs(2), "{what}: {took:?}");
         assert!(text.len() < 4096, "{what}: a {} byte answer", text.len());
         assert!(answer["result"]["isError"] == json!(true), "{what}: {text}");
         assert!(text.contains("bytes)"), "{what}: the id is quoted short: {text}");
