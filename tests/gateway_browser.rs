@@ -3,8 +3,9 @@
 //! opens a session with a bearer token and lists the tools (the preflight answered without a
 //! token, `Mcp-Session-Id` readable); from any other origin, a loopback one included, the
 //! browser gets nothing. And a page that signs its user in with OAuth: it finds the provider
-//! through the gateway's challenge and metadata, redeems its code with PKCE at the provider's
-//! token endpoint and calls the gateway with the token, every cross-origin step in the browser.
+//! through the gateway's challenge and metadata, sends its user to sign in at the provider's
+//! own pages, redeems its code with PKCE at the provider's token endpoint and calls the gateway
+//! with the token, every step in the one browser.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -151,7 +152,10 @@ async function rpc(token, session, message) {
       const q = new URLSearchParams({response_type: "code", client_id: "spa", redirect_uri: "REDIRECT",
         scope: prm.scopes_supported.join(" "), resource: prm.resource, state,
         code_challenge: b64url(new Uint8Array(digest)), code_challenge_method: "S256"});
-      done({status: first.status, metadata, issuer, authorize: as.authorization_endpoint + "?" + q});
+      const authorize = as.authorization_endpoint + "?" + q;
+      const link = Object.assign(document.createElement("a"), {id: "signin", href: authorize, textContent: "Sign in"});
+      document.body.appendChild(link);
+      done({status: first.status, metadata, issuer, authorize});
     } else {
       const saved = JSON.parse(localStorage.getItem("login"));
       if (here.searchParams.get("state") !== saved.state) return done({error: "state differs"});
@@ -188,34 +192,28 @@ fn a_page_signs_its_user_in_with_oauth_through_the_gateways_metadata_and_calls_i
     let config = write_config(&dir, &json!({"mcpServers": {"rude": rude}, "toolsearch": settings}));
     let gateway = HttpGateway::start_on(&format!("127.0.0.1:{port}"), &config, &dir.join("state"), &[], &[]);
     *page.lock().unwrap() = OAUTH_PAGE.replace("GATEWAY", &gateway.url()).replace("REDIRECT", &redirect);
-    let profile = tempfile::tempdir().unwrap();
 
-    // In the browser: the 401's challenge (its header exposed to the page), the gateway's
-    // metadata and the provider's, all read across origins.
-    let start = browse_with(&format!("{origin}/"), profile.path());
-    assert_eq!(start["status"], 401, "{start}");
-    assert_eq!(start["issuer"], idp.issuer.as_str(), "{start}");
-    let authorize = start["authorize"].as_str().unwrap_or_else(|| panic!("{start}"));
-    assert!(authorize.starts_with(&format!("{}/auth?", idp.issuer)), "{authorize}");
-
-    // The user signs in at the provider's own pages (a top-level navigation: no CORS there),
-    // played by the test's agent up to the redirect back to the page.
-    let login = std::process::Command::new(python())
-        .arg(common::repo().join("tests/oauth/browser.py"))
-        .args([authorize, "ada", "--until", &redirect])
+    // All in one browser, as its user would: the page asks the gateway, is refused with a 401
+    // whose challenge (its header exposed to the page) leads through the gateway's metadata to
+    // the provider's, all read across origins; its user clicks "Sign in", signs in and consents
+    // at the provider's own pages (top-level navigations: no CORS there) and is sent back to
+    // the page, which redeems the code with the verifier only it kept and calls the gateway.
+    let run = Command::new(python())
+        .arg(common::repo().join("tests/oauth/chromium.py"))
+        .args(["page", &format!("{origin}/"), "ada"])
         .output()
         .unwrap();
-    assert!(login.status.success(), "{}", String::from_utf8_lossy(&login.stderr));
-    let back: Value = serde_json::from_slice(&login.stdout).unwrap();
-    let callback = back["redirect"].as_str().unwrap_or_else(|| panic!("no redirect back: {back}"));
-    assert!(callback.contains("code="), "{callback}");
-
-    // In the browser again, the same profile: the code redeemed with the verifier only the page
-    // kept, and the gateway called with the token; its scope lets the page see the server.
-    let seen = browse_with(callback, profile.path());
-    assert_eq!((seen["token_status"].as_u64(), seen["init"].as_u64()), (Some(200), Some(200)), "{seen}");
-    assert_eq!(seen["list"], 200, "{seen}");
-    assert!(seen["scope"].as_str().is_some_and(|s| s.split(' ').any(|s| s == "memory")), "{seen}");
+    let both: Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|_| panic!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr)));
+    let (start, seen) = (&both["start"], &both["end"]);
+    assert_eq!(start["status"], 401, "{both}");
+    assert_eq!(start["issuer"], idp.issuer.as_str(), "{both}");
+    let authorize = start["authorize"].as_str().unwrap_or_else(|| panic!("{both}"));
+    assert!(authorize.starts_with(&format!("{}/auth?", idp.issuer)), "{authorize}");
+    // The token's scope lets the page see the server.
+    assert_eq!((seen["token_status"].as_u64(), seen["init"].as_u64()), (Some(200), Some(200)), "{both}");
+    assert_eq!(seen["list"], 200, "{both}");
+    assert!(seen["scope"].as_str().is_some_and(|s| s.split(' ').any(|s| s == "memory")), "{both}");
     let listed = common::gateway::message(seen["tools"].as_str().unwrap());
     let text = listed["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("rude"), "{listed}");

@@ -299,6 +299,30 @@ fn a_mutated_server_entry_is_refused_in_words_or_reported_and_its_secrets_are_ne
     assert!(hidden > 60, "only {hidden} of 120 rounds kept their secrets in place");
 }
 
+/// A config cut short (a save cut off, a paste that lost its end) after it began to hold its
+/// secrets is refused naming its file and where it ends; the error shows no secret, whole or cut.
+#[test]
+fn a_config_cut_short_is_refused_naming_where_it_ends_never_its_secrets() {
+    let dir = common::scratch().join("malformed-cut");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bases = doc_configs();
+    let mut rng = Rng(seed().wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+    let start = &SECRET[..6];
+    for round in 0..60 {
+        let case = format!("seed {} round {round}", seed());
+        let text = serde_json::to_string_pretty(&bases[round % bases.len()]).unwrap();
+        let first = text.find(start).unwrap() + start.len();
+        let mut cut = first + rng.below(text.len() - 1 - first);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (config_error, output) = check(&dir, round, text[..cut].to_owned(), &case);
+        let line = config_error.unwrap_or_else(|| panic!("{case}: a config cut short was not refused: {output}"));
+        assert!(line.contains("line "), "{case}: the error does not say where: {line}");
+        assert!(!output.contains(start), "{case}: the output shows a secret: {output}");
+    }
+}
+
 /// The checker of Rust type names is itself right.
 #[test]
 fn rust_type_names_are_recognised() {

@@ -235,10 +235,13 @@ pub fn protected(idp: &Idp, port: u16) -> (super::gateway::Killed, String) {
     (super::gateway::Killed(child), format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// Runs `toolsearch gateway login SERVER --no-browser` and plays the person's browser
-/// (`tests/oauth/browser.py`) at the address it prints, signing in as `login`: the login's exit
-/// status and output, and what the browser's last page said.
-/// `tamper`: `Some("state")` or `Some("iss")` alters that parameter of the final redirect.
+/// Runs `toolsearch gateway login SERVER --no-browser` and opens the address it prints in the
+/// person's browser, headless Chromium (`tests/oauth/chromium.py`), signing in as `login` at the
+/// provider's own pages: the login's exit status and output, and the browser's last page
+/// (`status`, `url`, `text`).
+/// `tamper`: `Some("state")` or `Some("iss")` plays an attacker's forged redirect instead, one
+/// that alters that parameter of the final redirect (`tests/oauth/forged_redirect.py`, an HTTP
+/// agent that can rewrite a redirect as it follows it).
 pub fn log_in(config: &Path, state: &Path, server: &str, login: &str, tamper: Option<&str>) -> (bool, String, Value) {
     log_in_with(config, state, server, login, tamper, "--no-browser")
 }
@@ -274,10 +277,13 @@ pub fn log_in_with(
     let page = match &address {
         Some(address) => {
             let mut browser = Command::new(super::python());
-            browser.arg(super::repo().join("tests/oauth/browser.py")).args([address.as_str(), login]);
-            if let Some(what) = tamper {
-                browser.arg(format!("--tamper-{what}"));
-            }
+            match tamper {
+                None => browser.arg(super::repo().join("tests/oauth/chromium.py")).arg("address"),
+                Some(what) => {
+                    browser.arg(super::repo().join("tests/oauth/forged_redirect.py")).arg(format!("--tamper-{what}"))
+                }
+            };
+            browser.args([address.as_str(), login]);
             let b = browser.output().unwrap();
             assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
             serde_json::from_slice(&b.stdout).unwrap()

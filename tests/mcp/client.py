@@ -280,14 +280,14 @@ LOGIN = []
 async def answer_elicitation(context, params):
     """Accepts an elicitation with a name (and says what was asked in ASKED). A URL-mode one
     (a login the gateway asks for) is followed as a person's browser would, signing in as the
-    last ["login_as", NAME] step named (tests/oauth/browser.py), unless that name is
-    "decline"."""
+    last ["login_as", NAME] step named (headless Chromium, tests/oauth/chromium.py), unless
+    that name is "decline"."""
     if getattr(params, "mode", None) == "url":
         ASKED.append(["url", params.message, params.url.split("?")[0]])
         if LOGIN and LOGIN[-1] == "decline":
             return types.ElicitResult(action="decline")
-        browser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oauth", "browser.py")
-        proc = await anyio.run_process([sys.executable, browser, params.url, LOGIN[-1] if LOGIN else "anyone"])
+        browser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oauth", "chromium.py")
+        proc = await anyio.run_process([sys.executable, browser, "address", params.url, LOGIN[-1] if LOGIN else "anyone"])
         ASKED.append(["page", json.loads(proc.stdout)])
         return types.ElicitResult(action="accept")
     ASKED.append(["elicitation", params.message])

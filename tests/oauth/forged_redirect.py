@@ -1,13 +1,12 @@
-"""Plays a person's browser through an OAuth login at oidc-provider's own login and consent
-pages: opens ADDRESS, signs in as LOGIN, consents, and follows the redirect to wherever it
-leads (the gateway's loopback listener). Prints the last page's status and text as JSON.
+"""An attacker's forged redirect at the end of an OAuth login: an HTTP agent that signs in as
+LOGIN at oidc-provider's own login and consent pages from ADDRESS, and alters one parameter of
+the redirect back (to the gateway's loopback listener) as it follows it. Prints the last page's
+status and text as JSON. (A person's sign-in, unaltered, is played in Chromium: chromium.py.)
 
-    python browser.py ADDRESS LOGIN [--tamper-state] [--until PREFIX]
+    python forged_redirect.py --tamper-state|--tamper-iss ADDRESS LOGIN
 
 --tamper-state changes the `state` of the final redirect, as an attacker's forged redirect
-would carry; --tamper-iss its `iss` (RFC 9207), as a mix-up attack's would. --until PREFIX
-stops at the first redirect to an address starting with PREFIX and prints {"redirect": it}
-instead of following it (a page that redeems the code itself, in a real browser).
+would carry; --tamper-iss its `iss` (RFC 9207), as a mix-up attack's would.
 """
 
 import json
@@ -17,9 +16,8 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlparse, urlunparse
 
 import httpx2
 
-ADDRESS, LOGIN = sys.argv[1], sys.argv[2]
-TAMPER = next((a[len("--tamper-"):] for a in sys.argv[3:] if a.startswith("--tamper-")), None)
-UNTIL = sys.argv[sys.argv.index("--until") + 1] if "--until" in sys.argv else None
+TAMPER = sys.argv[1][len("--tamper-"):]
+ADDRESS, LOGIN = sys.argv[2], sys.argv[3]
 ISSUER = "{0.scheme}://{0.netloc}".format(urlparse(ADDRESS))
 
 with httpx2.Client(follow_redirects=False, timeout=30) as browser:
@@ -29,10 +27,7 @@ with httpx2.Client(follow_redirects=False, timeout=30) as browser:
         location = response.headers.get("location")
         if location:
             location = urljoin(url, location)
-            if UNTIL and location.startswith(UNTIL):
-                print(json.dumps({"redirect": location}))
-                sys.exit(0)
-            if TAMPER and not location.startswith(ISSUER):
+            if not location.startswith(ISSUER):
                 parts = urlparse(location)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 query[TAMPER] = "forged-" + query.get(TAMPER, "")
@@ -45,12 +40,8 @@ with httpx2.Client(follow_redirects=False, timeout=30) as browser:
             print(json.dumps({"status": response.status_code, "text": page[:500], "url": url.split("?")[0]}))
             sys.exit(0)
         url, method = urljoin(url, found.group(1)), "POST"
-        # The form's hidden fields (a device page's xsrf and user code, a login's prompt), and a
-        # person's answers: any login and password.
+        # The form's hidden fields (a login's prompt), and a person's answers: any login and password.
         form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', found.group(2)))
-        typed = re.search(r'value="([^"]*)"[^>]*name="user_code"', found.group(2))
-        if typed:  # a device page with the code filled in from the address
-            form["user_code"] = typed.group(1)
         if 'name="login"' in found.group(2):
             form.update({"login": LOGIN, "password": "any"})
     print(json.dumps({"status": 0, "text": "too many steps"}))
