@@ -125,8 +125,9 @@ def drive(browser):
     start, last, deadline = None, None, time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        last = browser.run(LOOK) or last
-        if not last or last["acted"] or last["url"] == "about:blank" or last["ready"] != "complete":
+        seen = browser.run(LOOK)  # None while a page is being left: act on no stale view
+        last = seen or last
+        if not seen or seen["acted"] or seen["url"] == "about:blank" or seen["ready"] != "complete":
             continue
         if provider and origin(last["url"]) == provider and last["form"]:
             browser.run(SUBMIT.replace("LOGIN", json.dumps(LOGIN)))
