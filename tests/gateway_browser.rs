@@ -67,19 +67,15 @@ fn serve_page(page: Arc<Mutex<String>>) -> u16 {
     port
 }
 
-/// Headless Chromium at `url` (its names `app.example` and `evil.example` are 127.0.0.1), once
-/// the page's script has run; what the page wrote.
+/// Headless Chromium at `url` (its names `app.example` and `evil.example` are 127.0.0.1), in a
+/// profile of its own, once the page's script has run; what the page wrote.
 fn browse(url: &str) -> Value {
-    browse_with(url, tempfile::tempdir().unwrap().path())
-}
-
-/// [`browse`] with the browser's profile (its cookies and local storage) in `profile`.
-fn browse_with(url: &str, profile: &std::path::Path) -> Value {
+    let profile = tempfile::tempdir().unwrap();
     let out = Command::new("chromium")
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .arg("--host-resolver-rules=MAP app.example 127.0.0.1, MAP evil.example 127.0.0.1")
-        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(["--virtual-time-budget=30000", "--dump-dom", url])
         .output()
         .expect("chromium runs (scripts/test-deps installs it)");
