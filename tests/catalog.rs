@@ -139,3 +139,42 @@ fn format_is_detected_by_extension_then_content() {
     assert_eq!(Format::detect(Path::new("x.txt"), "{\"id\":1}\n{\"id\":2}\n"), Format::Jsonl);
     assert_eq!(Format::detect(Path::new("x.txt"), "{\n \"tools\": []\n}"), Format::Manifest);
 }
+
+#[test]
+fn a_wrongly_typed_field_is_named_by_its_path_and_a_schema_by_the_key_written() {
+    let e = jsonl("{\"id\": \"a\", \"name\": \"a\"}\n{\"id\": \"b\", \"name\": \"b\", \"tags\": [\"x\", 1]}\n")
+        .unwrap_err();
+    assert_eq!((&e.location, e.field.as_deref()), (&Location::Line { line: 2, column: 0 }, Some("tags[1]")), "{e}");
+    assert!(
+        e.to_string().ends_with("tools.jsonl:2: field `tags[1]`: invalid type: integer `1`, expected a string"),
+        "{e}"
+    );
+    let e = manifest(r#"{"tools": [{"id": "a", "name": "a", "tags": [1]}]}"#).unwrap_err();
+    assert_eq!((e.location, e.field.as_deref()), (Location::Pointer("/tools/0/tags/0".into()), Some("tags")));
+    // A schema is named by the key the file gave it, each alias and each foreign format's own.
+    for key in ["parameters", "input_schema", "args_schema", "output_schema"] {
+        let e = jsonl(&format!(r#"{{"id": "a", "name": "a", "{key}": "object"}}"#)).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some(key), "{e}");
+    }
+    let mcp = r#"{"tools": [{"name": "a", "inputSchema": [1]}]}"#;
+    let e = parse_str(Path::new("mcp.json"), mcp, Some(Format::Mcp)).unwrap_err();
+    assert_eq!(
+        (e.location, e.field.as_deref()),
+        (Location::Pointer("/tools/0/inputSchema".into()), Some("inputSchema"))
+    );
+    let openai = r#"[{"type": "function", "function": {"name": "a", "parameters": 5}}]"#;
+    let e = parse_str(Path::new("openai.json"), openai, None).unwrap_err();
+    assert_eq!(e.location, Location::Pointer("/0/function/parameters".into()), "{e}");
+    // Text that is no JSON at all is said to be so, and YAML by name.
+    let e = parse_str(Path::new("tools.yaml"), "tools:\n  - id: a\n", None).unwrap_err();
+    assert!(
+        e.message.starts_with("not JSON: a catalogue is a JSON manifest")
+            && e.message.ends_with("YAML is not read: convert it to JSON"),
+        "{e}"
+    );
+    let e = parse_str(Path::new("tools.txt"), "id,name\n", None).unwrap_err();
+    assert!(e.message.starts_with("not JSON") && !e.message.contains("YAML"), "{e}");
+    // JSON cut short is a JSON error, at its place.
+    let e = manifest("{\"tools\": [\n").unwrap_err();
+    assert!(e.message.starts_with("EOF while parsing"), "{e}");
+}

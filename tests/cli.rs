@@ -332,3 +332,56 @@ fn bench_twins_prints_the_default_path_and_the_answerability_decision() {
     let (first, ceiling) = (twins["gold_first"].as_f64().unwrap(), twins["ceiling"].as_f64().unwrap());
     assert!((ceiling - (0.5 + 0.5 * first)).abs() < 1e-9, "{twins}");
 }
+
+#[test]
+fn bench_refuses_queries_labelled_with_another_catalogues_ids_and_warns_of_each_missing_gold_tool() {
+    let index = sample_index();
+    let dir = common::scratch().join("cli-bench-gold");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, lines: &[&str]| {
+        let path = dir.join(name);
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    // Every gold id from another catalogue: refused, every verb that reads labelled queries.
+    let foreign = write("foreign.jsonl", &[r#"{"id": "a", "query": "weather tomorrow", "gold": ["Weather::get"]}"#]);
+    for verb in ["bench", "calibrate"] {
+        let out = toolsearch(&[verb, &index, &foreign]);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no query's gold tools are in the index")
+                && stderr(&out).contains("\"Weather::get\"")
+        );
+    }
+    // One of two: measured, with a warning naming the query and the id.
+    let one = write(
+        "one.jsonl",
+        &[
+            r#"{"id": "a", "query": "weather tomorrow", "gold": ["weather.forecast"]}"#,
+            r#"{"id": "b", "query": "weather tomorrow", "gold": ["weather.forecast", "Weather::gone"]}"#,
+        ],
+    );
+    let out = toolsearch(&["bench", &index, &one, "--mode", "bm25"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warning = "1 of 2 queries name a gold tool the index";
+    assert!(
+        stderr(&out).contains(warning) && stderr(&out).contains("(query \"b\" names \"Weather::gone\")"),
+        "{}",
+        stderr(&out)
+    );
+    // An empty query is refused at its line, before any index is opened.
+    let empty = write(
+        "empty.jsonl",
+        &[
+            r#"{"id": "a", "query": "x", "gold": ["weather.forecast"]}"#,
+            r#"{"id": "b", "query": " ", "gold": ["weather.forecast"]}"#,
+        ],
+    );
+    let out = toolsearch(&["bench", &index, &empty]);
+    assert!(stderr(&out).contains("empty.jsonl:2: field `query` is empty"), "{}", stderr(&out));
+    // The sample's own queries draw no warning.
+    let queries = common::repo().join("tests/data/sample-queries.jsonl");
+    let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "bm25"]);
+    assert!(out.status.success() && !stderr(&out).contains("warning"), "{}", stderr(&out));
+}

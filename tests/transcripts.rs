@@ -111,6 +111,11 @@ fn inputs(dir: &Path) {
     std::fs::write(dir.join("tools.json"), twice).unwrap();
     let lines = "{\"id\": \"a.one\", \"name\": \"one\"}\n{\"id\": \"a.two\" \"name\": \"two\"}\n";
     std::fs::write(dir.join("tools.jsonl"), lines).unwrap();
+    // ... a value of the wrong type on line 2, and the same tools in YAML.
+    let typed =
+        "{\"id\": \"a.one\", \"name\": \"one\"}\n{\"id\": \"a.two\", \"name\": \"two\", \"tags\": [\"x\", 1]}\n";
+    std::fs::write(dir.join("typed.jsonl"), typed).unwrap();
+    std::fs::write(dir.join("tools.yaml"), "tools:\n  - id: a.one\n    name: one\n").unwrap();
     // docs/robustness.md: a manifest whose one tool has 300 KiB of usage notes.
     let notes = "x".repeat(300 * 1024);
     let big = format!(r#"{{"tools": [{{"id": "big", "name": "big", "usage_notes": "{notes}"}}]}}"#);

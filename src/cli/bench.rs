@@ -2,11 +2,14 @@
 
 use std::path::PathBuf;
 
-use toolsearch::eval::{load_queries, report_html, run_bench, write_report, BenchOptions, ReportMeta};
+use toolsearch::eval::{
+    load_queries, report_html, run_bench, unknown_gold, write_report, BenchOptions, LabelledQuery, ReportMeta,
+};
 use toolsearch::{Engine, EngineOptions};
 
 use super::common::{emit, progress, Cutoff, Global, ModeArg};
 use super::failure::{Failure, Problem};
+use super::output::say_err;
 use super::render;
 
 /// Which labelled queries a verb runs.
@@ -26,8 +29,32 @@ pub(crate) struct QuerySet {
 
 impl QuerySet {
     /// The queries, loaded and filtered.
-    pub(crate) fn load(&self) -> Result<Vec<toolsearch::eval::LabelledQuery>, Failure> {
+    pub(crate) fn load(&self) -> Result<Vec<LabelledQuery>, Failure> {
         load_queries(&self.queries, self.split.as_deref(), self.sample).map_err(|e| Problem::InvalidQueries.because(e))
+    }
+
+    /// Refuses queries none of whose gold tools `engine`'s index holds (labelled with another
+    /// catalogue's ids, every figure would be 0), and warns of the queries with a gold tool it
+    /// lacks, which no ranking can find.
+    pub(crate) fn check_gold(&self, labelled: &[LabelledQuery], engine: &Engine) -> Result<(), Failure> {
+        let missing = unknown_gold(labelled, |id| engine.tool(id).is_some());
+        let Some(&(q, id)) = missing.first() else { return Ok(()) };
+        let (file, index) = (self.queries.display(), self.index.display());
+        if missing.len() == labelled.len() {
+            return Err(Problem::InvalidQueries.because(format!(
+                "{file}: no query's gold tools are in the index {index} (query {:?} names {id:?}): are the \
+                 queries labelled with this catalogue's tool ids?",
+                q.id
+            )));
+        }
+        say_err!(
+            "warning: {file}: {} of {} queries name a gold tool the index {index} does not hold (query {:?} names \
+             {id:?}); each counts as a miss",
+            missing.len(),
+            labelled.len(),
+            q.id
+        );
+        Ok(())
     }
 }
 
@@ -69,6 +96,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         ..EngineOptions::default()
     };
     let engine = Engine::open_with(&args.set.index, options).map_err(|e| Problem::Index.because(e))?;
+    args.set.check_gold(&labelled, &engine)?;
     let mut reports = Vec::new();
     for &mode in &args.mode {
         engine.clear_query_cache();

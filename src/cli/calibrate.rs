@@ -22,6 +22,7 @@ pub(crate) struct Args {
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let labelled = args.set.load()?;
     let engine = open_until_exit(global, &args.set.index, None)?;
+    args.set.check_gold(&labelled, engine)?;
     let report = fit_calibration(engine, &labelled)?;
     if !args.dry_run {
         IndexMeta::set_calibration(&args.set.index, &report.fitted).map_err(|e| Problem::Index.because(e))?;

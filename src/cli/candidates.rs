@@ -26,10 +26,11 @@ pub(crate) struct Args {
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let labelled = args.set.load()?;
     let engine = open_until_exit(global, &args.set.index, None)?;
+    args.set.check_gold(&labelled, engine)?;
     let out = &args.out;
     let file = std::fs::File::create(out).map_err(|e| Problem::Io.because(format!("{}: {e}", out.display())))?;
     let mut w = std::io::BufWriter::new(file);
     dump_candidates(engine, &labelled, args.depth.into(), &mut w).map_err(|e| Problem::Io.because(e))?;
-    say_err!("wrote candidates of {} queries to {}", labelled.len(), out.display());
+    say_err!("wrote candidates of {} to {}", super::render::count(labelled.len(), "query", "queries"), out.display());
     Ok(())
 }

@@ -209,7 +209,7 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
         return out;
     };
     let ks: Vec<String> = first.recall.iter().map(|(k, _)| format!("R@{k}")).collect();
-    let _ = writeln!(out, "{} queries", first.queries);
+    let _ = writeln!(out, "{}", count(first.queries, "query", "queries"));
     let _ = writeln!(
         out,
         "{:<7} {} {:>7} {:>7} {:>6} {:>6} | {:>8} {:>8} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>9}",

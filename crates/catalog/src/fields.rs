@@ -4,11 +4,15 @@
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_path_to_error::Segment;
+
 use crate::error::CatalogError;
 use crate::json::Json;
 use crate::limits::*;
 use crate::path::{CategoryPath, PathSpec};
-use crate::schema::shape;
+use crate::schema::{escape, shape};
 
 /// Where a raw record came from, to locate errors about it.
 #[derive(Debug, Clone)]
@@ -34,6 +38,18 @@ impl Origin {
         }
     }
 
+    /// Deserialises the record `value` found here. A field of the wrong type is named by its
+    /// path: `tags[0]` on a line, `/tools/3/tags/0` in a document.
+    pub(crate) fn record<T: DeserializeOwned>(&self, file: &Path, value: &Value) -> Result<T, CatalogError> {
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = match self {
+                Origin::Pointer(_) => e.path().iter().map(pointer_part).collect::<Vec<_>>().join("/"),
+                Origin::Line(_) => e.path().to_string(),
+            };
+            self.error(file, if field == "." { "" } else { &field }, e.inner().to_string())
+        })
+    }
+
     pub(crate) fn describe(&self) -> String {
         match self {
             Origin::Pointer(p) => p.clone(),
@@ -47,6 +63,16 @@ impl Origin {
             Origin::Pointer(p) => format!("{} at {p}/{field}", file.display()),
             Origin::Line(l) => format!("{}:{l} ({field})", file.display()),
         }
+    }
+}
+
+/// One step of a path into a record, as a JSON pointer writes it.
+fn pointer_part(step: &Segment) -> String {
+    match step {
+        Segment::Seq { index } => index.to_string(),
+        Segment::Map { key } => escape(key),
+        Segment::Enum { variant } => escape(variant),
+        Segment::Unknown => "?".into(),
     }
 }
 

@@ -181,8 +181,11 @@ pub(crate) fn import(
                         raw.warnings.push(duplicate(file, &pointer, name.to_owned(), "the file"));
                         continue;
                     }
-                    let def_at = if format == Foreign::OpenAi { format!("{pointer}/function") } else { pointer };
-                    raw.tools.push((Origin::Pointer(def_at), foreign_tool(t, shape_of(t).unwrap_or(format))));
+                    let shape = shape_of(t).unwrap_or(format);
+                    // An OpenAI tool's fields are in its `function` (a bare one's in itself).
+                    let wrapped = shape == Foreign::OpenAi && t.get("function").is_some();
+                    let def_at = if wrapped { format!("{pointer}/function") } else { pointer };
+                    raw.tools.push((Origin::Pointer(def_at), foreign_tool(t, shape)));
                 }
             }
         }
@@ -268,6 +271,8 @@ fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
         tags,
         args_schema: def.get(schema_key).map(Json::new),
         result_schema: result_key.and_then(|k| def.get(k)).map(Json::new),
+        args_field: Some(schema_key),
+        result_field: result_key,
         meta: extras(def, &known).map(Json::from),
         ..RawTool::default()
     }

@@ -134,9 +134,10 @@ fn parse_line(file: &Path, n: usize, line: &str, out: &mut Normalizer) -> Result
     if !value.is_object() {
         return Err(CatalogError::line(file, n, 0, None, "each line must be a JSON object describing one tool"));
     }
-    let tool: RawTool =
-        serde_json::from_value(value).map_err(|e| CatalogError::line(file, n, 0, None, e.to_string()))?;
-    out.tool(Origin::Line(n), tool).map(Some)
+    let origin = Origin::Line(n);
+    let mut tool: RawTool = origin.record(file, &value)?;
+    tool.note_schema_names(&value);
+    out.tool(origin, tool).map(Some)
 }
 
 fn finish(file: &Path, out: Normalizer, tools: Vec<Tool>) -> Result<Catalog, CatalogError> {

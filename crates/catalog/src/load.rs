@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::error::CatalogError;
 use crate::import::{self, Foreign};
 use crate::limits::MAX_FILE_BYTES;
-use crate::manifest::{unknown_field, GROUP_FIELDS, MANIFEST_FIELDS, NODE_FIELDS, TOOL_FIELDS};
+use crate::manifest::{unknown_field, RawTool, GROUP_FIELDS, MANIFEST_FIELDS, NODE_FIELDS, TOOL_FIELDS};
 use crate::model::Catalog;
 use crate::normalize::{normalize, Origin, RawCatalog};
 use crate::{jsonl, schema::escape};
@@ -173,7 +173,7 @@ fn parse(
     let raw = match format.unwrap_or_else(|| Format::detect(file, text)) {
         Format::Jsonl => return jsonl::parse(file, text),
         document => {
-            let value: Value = serde_json::from_str(text).map_err(|e| CatalogError::from_json(file, &e))?;
+            let value: Value = serde_json::from_str(text).map_err(|e| json_error(file, text, &e))?;
             let foreign = match (format, document) {
                 (None, _) => import::detect(&value),
                 (_, Format::Mcp) => Some(Foreign::Mcp),
@@ -188,6 +188,21 @@ fn parse(
         }
     };
     normalize(file, raw, lenient)
+}
+
+/// A JSON syntax error, said plainly when the text is no JSON at all (YAML, TOML, CSV).
+fn json_error(file: &Path, text: &str, e: &serde_json::Error) -> CatalogError {
+    let mut error = CatalogError::from_json(file, e);
+    if !text.trim_start().starts_with(['{', '[']) {
+        let ext = file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        let yaml = matches!(ext.as_deref(), Some("yaml" | "yml"));
+        error.message = format!(
+            "not JSON: a catalogue is a JSON manifest, an MCP, OpenAI or Anthropic tool list in JSON, or \
+             JSON Lines (one tool a line){}",
+            if yaml { "; YAML is not read: convert it to JSON" } else { "" }
+        );
+    }
+    error
 }
 
 fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError> {
@@ -214,8 +229,14 @@ fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError>
             format!("unknown field; expected one of {MANIFEST_FIELDS:?}"),
         ));
     }
+    let mut tools: Vec<(Origin, RawTool)> = records(file, &top, "tools", TOOL_FIELDS)?;
+    if let Some(Value::Array(items)) = top.get("tools") {
+        for ((_, tool), item) in tools.iter_mut().zip(items) {
+            tool.note_schema_names(item);
+        }
+    }
     let raw = RawCatalog {
-        tools: records(file, &top, "tools", TOOL_FIELDS)?,
+        tools,
         nodes: records(file, &top, "nodes", NODE_FIELDS)?,
         groups: records(file, &top, "groups", GROUP_FIELDS)?,
         warnings: Vec::new(),
@@ -253,9 +274,9 @@ fn records<T: DeserializeOwned>(
                 format!("unknown field; expected one of {fields:?}"),
             ));
         }
-        let rec: T =
-            serde_json::from_value(item.clone()).map_err(|e| CatalogError::at(file, &at, None, e.to_string()))?;
-        out.push((Origin::Pointer(at), rec));
+        let origin = Origin::Pointer(at);
+        let rec: T = origin.record(file, item)?;
+        out.push((origin, rec));
     }
     Ok(out)
 }

@@ -31,6 +31,22 @@ pub(crate) struct RawTool {
     pub group: Option<String>,
     pub version: Option<String>,
     pub meta: Option<Json>,
+    /// The name the input gave `args_schema` (`parameters`, `inputSchema`, ...), for messages.
+    #[serde(skip)]
+    pub args_field: Option<&'static str>,
+    /// The name the input gave `result_schema`, for messages.
+    #[serde(skip)]
+    pub result_field: Option<&'static str>,
+}
+
+impl RawTool {
+    /// Notes which names of the schema fields `record` (the tool as written) used, so that a
+    /// message about a schema names the key the user wrote.
+    pub(crate) fn note_schema_names(&mut self, record: &Value) {
+        let written = |names: &[&'static str]| names.iter().copied().find(|k| record.get(k).is_some());
+        self.args_field = written(&["args_schema", "parameters", "input_schema"]);
+        self.result_field = written(&["result_schema", "output_schema"]);
+    }
 }
 
 /// Fields a native manifest tool may carry (aliases included).

@@ -281,20 +281,22 @@ fn normalize_tool(
         Some(s) => s,
         None => first_sentence(&description).unwrap_or_else(|| name.clone()),
     };
+    let (args_field, result_field) =
+        (rt.args_field.unwrap_or("args_schema"), rt.result_field.unwrap_or("result_schema"));
     let args_schema = match rt.args_schema {
-        Some(s) if !s.is_null() => checked_schema(file, origin, "args_schema", s)?,
+        Some(s) if !s.is_null() => checked_schema(file, origin, args_field, s)?,
         _ => Json::new(&json!({"type": "object", "properties": {}})),
     };
     if let Validation::Off { at, reason } = SchemaValidator::new(&args_schema.value()).validation() {
         warnings.push(CatalogWarning {
             kind: WarningKind::Unvalidated,
             tool: Some(id.clone()),
-            at: origin.place(file, &format!("args_schema{at}")),
+            at: origin.place(file, &format!("{args_field}{at}")),
             message: format!("{reason}; its calls are passed on without local validation"),
         });
     }
     let result_schema = match rt.result_schema {
-        Some(s) if !s.is_null() => Some(checked_schema(file, origin, "result_schema", s)?),
+        Some(s) if !s.is_null() => Some(checked_schema(file, origin, result_field, s)?),
         _ => None,
     };
     let group = rt.group.filter(|g| !g.trim().is_empty());

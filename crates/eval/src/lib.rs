@@ -41,7 +41,7 @@ pub use metrics::{
     auroc, dcg_ndcg, expected_calibration_error, first_relevant_rank, recall_at, reliability, roc_curve, Percentiles,
     ReliabilityBin,
 };
-pub use queries::{load_queries, EvalError, LabelledQuery};
+pub use queries::{load_queries, unknown_gold, EvalError, LabelledQuery};
 pub use report::{report_html, write_report, ReportMeta};
 pub use run::{dump_candidates, run_bench, BenchOptions, BenchReport, Plots, StageLatency, RECALL_CURVE_K};
 pub use tokens::{token_report, TokenReport};

@@ -72,6 +72,9 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
                 gold.push(vec![g]);
             }
         }
+        if raw.query.trim().is_empty() {
+            return Err(EvalError::Record(path.to_path_buf(), i + 1, "field `query` is empty".into()));
+        }
         gold.retain(|g| !g.is_empty());
         if gold.is_empty() {
             return Err(EvalError::Record(
@@ -106,6 +109,17 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         });
     }
     Ok(out)
+}
+
+/// Each query with a gold group of which `known` holds no id, and that group's first id: such
+/// a query can never reach full recall, whatever the ranking.
+pub fn unknown_gold<'a>(
+    queries: &'a [LabelledQuery],
+    known: impl Fn(&str) -> bool,
+) -> Vec<(&'a LabelledQuery, &'a str)> {
+    let unknown =
+        |q: &'a LabelledQuery| q.gold.iter().find(|g| !g.iter().any(|id| known(id))).map(|g| (q, g[0].as_str()));
+    queries.iter().filter_map(unknown).collect()
 }
 
 #[cfg(test)]
@@ -146,5 +160,29 @@ mod tests {
             "{error}"
         );
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn an_empty_query_is_refused_naming_its_line() {
+        let path = std::env::temp_dir().join(format!("toolsearch-empty-{}.jsonl", std::process::id()));
+        std::fs::write(&path, "{\"id\": \"a\", \"query\": \"q\", \"gold\": [\"t\"]}\n{\"id\": \"b\", \"query\": \" \", \"gold\": [\"t\"]}\n")
+            .unwrap();
+        let error = load_queries(&path, None, None).unwrap_err().to_string();
+        assert!(error.ends_with(":2: field `query` is empty"), "{error}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_gold_group_with_no_known_id_is_reported_once_per_query() {
+        let q = |id: &str, gold: &[&[&str]]| LabelledQuery {
+            id: id.into(),
+            text: "t".into(),
+            gold: gold.iter().map(|g| g.iter().map(|s| s.to_string()).collect()).collect(),
+            tags: Vec::new(),
+        };
+        let queries = [q("a", &[&["x"]]), q("b", &[&["nope", "x"]]), q("c", &[&["x"], &["gone", "lost"]])];
+        let found: Vec<(&str, &str)> =
+            unknown_gold(&queries, |id| id == "x").into_iter().map(|(q, id)| (q.id.as_str(), id)).collect();
+        assert_eq!(found, [("c", "gone")]);
     }
 }
