@@ -180,3 +180,37 @@ fn check_names_an_example_for_a_tool_the_server_does_not_offer() {
     assert!(text.contains(r#"toolsearch.examples."memory.remember": memory offers no such tool"#), "{text}");
     assert!(!text.contains("memory.create_entities\": memory offers no such tool"), "{text}");
 }
+
+/// A Cline or Roo Code file as it is: their names for the gateway's fields are read as those
+/// (`transportType`, `disabledTools`), their own settings are left alone with a note, and a
+/// misspelt field of the gateway's is still refused.
+#[test]
+fn a_cline_or_roo_code_file_checks_clean_and_a_tool_they_turned_off_stays_off() {
+    let dir = common::scratch().join("gateway-cline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("cline_mcp_settings.json");
+    let memory = reference_server("memory");
+    let entry = json!({
+        "command": "node", "args": [memory], "transportType": "stdio", "disabled": false,
+        "autoApprove": ["read_graph"], "alwaysAllow": [], "timeout": 300, "disabledTools": ["delete_entities"]
+    });
+    std::fs::write(&config, json!({"mcpServers": {"memory": entry}}).to_string()).unwrap();
+    let (ok, out, err) = check(&config, true, &[]);
+    assert!(ok, "{out}\n{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report["notes"],
+        json!(["mcpServers.memory: `autoApprove`, `alwaysAllow`, `timeout`: another client's settings, left alone \
+                (approval is your client's; the gateway's call timeout is `toolsearch.call_timeout_secs`)"])
+    );
+    let server = &report["servers"][0];
+    assert_eq!(server["filtered_out"], json!(["delete_entities"]), "{report}");
+    let tools: Vec<&str> = server["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"read_graph") && !tools.contains(&"delete_entities"), "{tools:?}");
+    // A field neither the gateway's nor a known client's is refused, by name.
+    let mut typo = entry.clone();
+    typo["trsut"] = json!("auto");
+    std::fs::write(&config, json!({"mcpServers": {"memory": typo}}).to_string()).unwrap();
+    let (ok, _, err) = check(&config, false, &[]);
+    assert!(!ok && err.contains("mcpServers.memory.trsut: unknown field `trsut`"), "{err}");
+}

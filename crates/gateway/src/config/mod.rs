@@ -15,6 +15,7 @@ mod env;
 mod examples;
 mod itself;
 mod jsonc;
+mod other_clients;
 mod rate;
 mod servers;
 mod settings;
@@ -259,6 +260,8 @@ impl GatewayConfig {
         let mut servers = BTreeMap::new();
         let mut policies = BTreeMap::new();
         for (name, entry) in sections.servers {
+            let (entry, note) = other_clients::read(&format!("{}.{name}", sections.at), entry).map_err(bad)?;
+            notes.extend(note);
             match servers::read(sections.at, &name, entry, &sections.vars, settings.lazy, path).map_err(bad)? {
                 servers::Entry::Server(spec, policy, always_load) => {
                     settings.toolset.always_load.extend(always_load);
