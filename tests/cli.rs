@@ -385,3 +385,13 @@ fn bench_refuses_queries_labelled_with_another_catalogues_ids_and_warns_of_each_
     let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "bm25"]);
     assert!(out.status.success() && !stderr(&out).contains("warning"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_catalogue_given_where_an_index_goes_is_said_to_be_a_file_with_the_command_that_builds_one() {
+    let catalogue = common::sample_catalog();
+    let out = toolsearch(&["search", catalogue.to_str().unwrap(), "send an email"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let build = format!("`toolsearch index {} --out DIR`", catalogue.display());
+    assert!(err.contains("a file, not an index directory") && err.contains(&build), "{err}");
+}

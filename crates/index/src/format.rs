@@ -167,6 +167,13 @@ impl IndexMeta {
     /// Reads and checks the metadata of the index in `dir`.
     pub fn read(dir: &Path) -> Result<IndexMeta, IndexError> {
         let path = dir.join(META_FILE);
+        if dir.is_file() {
+            let hint = format!(
+                "a file, not an index directory (a catalogue? build its index with `toolsearch index {} --out DIR`)",
+                dir.display()
+            );
+            return Err(IndexError::NotAnIndex(dir.to_path_buf(), hint));
+        }
         if !dir.is_dir() {
             return Err(IndexError::NotAnIndex(dir.to_path_buf(), "no such index directory".into()));
         }
