@@ -302,7 +302,7 @@ fn a_bad_line_in_a_streamed_catalogue_is_named_and_leaves_nothing_behind() {
     let err = toolsearch::build_index_jsonl(&file, common::embedder().as_ref(), &out, &Default::default()).unwrap_err();
     let toolsearch::index::IndexError::Catalog(e) = &err else { panic!("not a catalogue error: {err}") };
     assert_eq!(e.location, toolsearch::catalog::Location::Line { line: 3, column: 0 }, "{e}");
-    assert!(e.to_string().contains("args_schema"), "{e}");
+    assert!(e.to_string().contains("field `parameters`"), "{e}");
     // Nothing was written: no index, no staging directory beside it.
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("tools.jsonl")]);
