@@ -214,3 +214,53 @@ fn a_cline_or_roo_code_file_checks_clean_and_a_tool_they_turned_off_stays_off() 
     let (ok, _, err) = check(&config, false, &[]);
     assert!(!ok && err.contains("mcpServers.memory.trsut: unknown field `trsut`"), "{err}");
 }
+
+/// Gemini CLI's `settings.json` as it is: its `$NAME` variables, `includeTools` and
+/// `excludeTools`, boolean `trust` and `mcp.excluded` are read as Gemini CLI reads them, and
+/// its Google credentials are refused with the header that sends them instead.
+#[test]
+fn a_gemini_cli_settings_file_checks_clean_with_its_variables_tool_lists_and_excluded_servers() {
+    let dir = common::scratch().join("gateway-gemini").join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("settings.json");
+    let memory = reference_server("memory");
+    let entry = json!({
+        "command": "node", "args": ["$TOOLSEARCH_TEST_MEMORY_SERVER"], "trust": true, "timeout": 30000,
+        "description": "a knowledge graph", "includeTools": ["read_graph", "search_*", "delete_entities"],
+        "excludeTools": ["delete_entities"]
+    });
+    let file = |entry: &Value| {
+        let broken = json!({"command": "/nonexistent/server"});
+        json!({"theme": "Dracula", "mcp": {"excluded": ["broken"]}, "mcpServers": {"memory": entry, "broken": broken}})
+    };
+    std::fs::write(&config, file(&entry).to_string()).unwrap();
+    let env = [("TOOLSEARCH_TEST_MEMORY_SERVER", memory.to_str().unwrap())];
+    let (ok, out, err) = check(&config, true, &env);
+    assert!(ok, "{out}\n{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let notes: Vec<&str> = report["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(notes.contains(&"not started: broken (left out by `mcp.allowed` or `mcp.excluded`)"), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("left alone: theme")), "{notes:?}");
+    let own = "mcpServers.memory: `timeout`, `description`, `trust`: another client's settings, left alone";
+    assert!(notes.iter().any(|n| n.starts_with(own)), "{notes:?}");
+    let servers = report["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{report}");
+    let tools: Vec<&str> = servers[0]["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(tools, ["read_graph", "search_nodes"], "{report}");
+    assert!(servers[0]["filtered_out"].as_array().unwrap().contains(&json!("delete_entities")), "{report}");
+    // Its `$NAME` is read: unset, it is named.
+    let (ok, _, err) = check(&config, false, &[]);
+    assert!(
+        !ok && err.contains(
+            "mcpServers.memory.args[0]: the environment variable \"TOOLSEARCH_TEST_MEMORY_SERVER\" is not set"
+        ),
+        "{err}"
+    );
+    // Google's own credentials are not read; the error says what to send instead.
+    let mut google = entry.clone();
+    google["authProviderType"] = json!("google_credentials");
+    std::fs::write(&config, file(&google).to_string()).unwrap();
+    let (ok, _, err) = check(&config, false, &env);
+    assert!(!ok && err.contains("mcpServers.memory.authProviderType: \"google_credentials\""), "{err}");
+    assert!(err.contains("\"print-access-token\"], \"prefix\": \"Bearer \""), "{err}");
+}

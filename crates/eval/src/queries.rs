@@ -60,6 +60,7 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
     let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.to_path_buf(), e))?;
     let mut out = Vec::new();
     let mut total = 0;
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -74,6 +75,13 @@ pub fn load_queries(path: &Path, split: Option<&str>, sample: Option<usize>) -> 
         }
         if raw.query.trim().is_empty() {
             return Err(EvalError::Record(path.to_path_buf(), i + 1, "field `query` is empty".into()));
+        }
+        if raw.id.trim().is_empty() {
+            return Err(EvalError::Record(path.to_path_buf(), i + 1, "field `id` is empty".into()));
+        }
+        if let Some(first) = seen.insert(raw.id.clone(), i + 1) {
+            let message = format!("id {:?} is also the id of line {first}: each query needs its own", raw.id);
+            return Err(EvalError::Record(path.to_path_buf(), i + 1, message));
         }
         gold.retain(|g| !g.is_empty());
         if gold.is_empty() {
@@ -160,6 +168,21 @@ mod tests {
             "{error}"
         );
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn an_empty_or_repeated_id_is_refused_naming_its_line() {
+        let dir = std::env::temp_dir().join(format!("toolsearch-eval-ids-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("q.jsonl");
+        let line = |id: &str| format!(r#"{{"id": "{id}", "query": "x", "gold": ["t"]}}"#);
+        std::fs::write(&path, [line("a"), line("b"), String::new(), line("a")].join("\n")).unwrap();
+        let error = load_queries(&path, None, None).unwrap_err().to_string();
+        assert!(error.ends_with(r#":4: id "a" is also the id of line 1: each query needs its own"#), "{error}");
+        std::fs::write(&path, line(" ")).unwrap();
+        let error = load_queries(&path, None, None).unwrap_err().to_string();
+        assert!(error.ends_with(":1: field `id` is empty"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

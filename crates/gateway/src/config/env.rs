@@ -1,7 +1,8 @@
 //! `${...}` in a config's values, so secrets need not be written in the file: `${NAME}` and
 //! `${NAME:-default}` (Claude Code's forms) and `${env:NAME}` (VS Code's and Cursor's) read the
 //! environment; VS Code's `${input:ID}`, `${workspaceFolder}` and `${userHome}` are read as
-//! [`Vars`] says. `$${` is a literal `${`.
+//! [`Vars`] says. `$${` is a literal `${`. In a file Gemini CLI reads, its `$NAME` reads the
+//! environment too.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,27 +23,38 @@ pub(crate) struct Vars {
     /// `${workspaceFolder}`: the folder holding `.vscode/` for a `.vscode/mcp.json`, else the
     /// config's own folder.
     pub workspace: Option<PathBuf>,
+    /// Whether `$NAME`, without braces, reads the environment too (Gemini CLI's files).
+    pub bare: bool,
 }
 
 impl Vars {
-    /// `text` with each `${...}` replaced; an unset variable or unknown input is an error
-    /// naming it.
+    /// `text` with each `${...}` (and, if [`Vars::bare`], `$NAME`) replaced; an unset
+    /// variable or unknown input is an error naming it.
     pub(crate) fn expand(&self, text: &str) -> Result<String, String> {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
-        while let Some(i) = rest.find("${") {
-            if rest[..i].ends_with('$') {
-                out.push_str(&rest[..i - 1]);
-                out.push_str("${");
-                rest = &rest[i + 2..];
-                continue;
-            }
+        while let Some(i) = rest.find('$') {
             out.push_str(&rest[..i]);
-            let Some(end) = rest[i + 2..].find('}') else {
-                return Err("`${` without a closing `}`".into());
-            };
-            out.push_str(&self.value(&rest[i + 2..i + 2 + end])?);
-            rest = &rest[i + 3 + end..];
+            let after = &rest[i + 1..];
+            if let Some(tail) = after.strip_prefix("${") {
+                out.push_str("${");
+                rest = tail;
+            } else if let Some(inner) = after.strip_prefix('{') {
+                let Some(end) = inner.find('}') else {
+                    return Err("`${` without a closing `}`".into());
+                };
+                out.push_str(&self.value(&inner[..end])?);
+                rest = &inner[end + 1..];
+            } else if let Some(name) = self.bare.then(|| bare_name(after)).flatten() {
+                let value = std::env::var(name).map_err(|_| {
+                    format!("the environment variable {name:?} is not set (`${name}` reads the environment in Gemini CLI's files)")
+                })?;
+                out.push_str(&value);
+                rest = &after[name.len()..];
+            } else {
+                out.push('$');
+                rest = after;
+            }
         }
         out.push_str(rest);
         Ok(out)
@@ -78,6 +90,12 @@ impl Vars {
     }
 }
 
+/// The variable name `text` starts with (a letter or `_`, then letters, digits and `_`).
+fn bare_name(text: &str) -> Option<&str> {
+    let end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
+    (end > 0 && !text.starts_with(|c: char| c.is_ascii_digit())).then(|| &text[..end])
+}
+
 /// `text` with each `${NAME}` (and `${env:NAME}`, `${NAME:-default}`) replaced from the
 /// environment; see [`Vars::expand`].
 pub(crate) fn expand_env(text: &str) -> Result<String, String> {
@@ -106,6 +124,7 @@ mod tests {
         let vars = Vars {
             inputs: [("gh-token".to_owned(), None), ("region".to_owned(), Some("eu".to_owned()))].into(),
             workspace: Some(PathBuf::from("/w")),
+            bare: false,
         };
         assert_eq!(input_variable("gh-token"), "TOOLSEARCH_INPUT_GH_TOKEN");
         let e = vars.expand("Bearer ${input:gh-token}").unwrap_err();
@@ -116,5 +135,17 @@ mod tests {
         assert!(vars.expand("${input:nope}").unwrap_err().contains("no input \"nope\""));
         assert_eq!(vars.expand("${workspaceFolder}/data").unwrap(), "/w/data");
         assert!(expand_env("${workspaceFolder}").is_err());
+    }
+
+    #[test]
+    fn a_bare_name_reads_the_environment_only_in_gemini_clis_files() {
+        std::env::set_var("TOOLSEARCH_TEST_BARE", "b4re");
+        assert_eq!(expand_env("$TOOLSEARCH_TEST_BARE and $5").unwrap(), "$TOOLSEARCH_TEST_BARE and $5");
+        let gemini = Vars { bare: true, ..Vars::default() };
+        assert_eq!(gemini.expand("Bearer $TOOLSEARCH_TEST_BARE.").unwrap(), "Bearer b4re.");
+        assert_eq!(gemini.expand("${TOOLSEARCH_TEST_BARE}/$TOOLSEARCH_TEST_BARE").unwrap(), "b4re/b4re");
+        assert_eq!(gemini.expand("costs $5, $ and $${x}").unwrap(), "costs $5, $ and ${x}");
+        let e = gemini.expand("$TOOLSEARCH_TEST_UNSET_BARE").unwrap_err();
+        assert!(e.contains("\"TOOLSEARCH_TEST_UNSET_BARE\" is not set") && e.contains("Gemini CLI"), "{e}");
     }
 }

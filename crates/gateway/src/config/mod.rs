@@ -13,6 +13,7 @@ pub use crate::filter::ToolFilter;
 
 mod env;
 mod examples;
+mod gemini;
 mod itself;
 mod jsonc;
 mod other_clients;

@@ -1,10 +1,12 @@
-//! What other clients (Cline, Roo Code, Windsurf) write in a server entry beside the fields
-//! the gateway reads, so that their files work as they are. Their names for the gateway's own
-//! fields are read as those: Windsurf's `serverUrl` as `url`, Cline's `transportType` as
-//! `type`, and Roo Code's `disabledTools` as `tools.deny` (a tool the user turned off stays
-//! off). Their own settings, which mean something to that client alone (which calls it asks
-//! the user about, how long it waits), are left alone and named in a note. Any other unknown
-//! field is still refused, so a misspelt field of the gateway's is never ignored.
+//! What other clients (Cline, Roo Code, Windsurf, Gemini CLI) write in a server entry beside
+//! the fields the gateway reads, so that their files work as they are. Their names for the
+//! gateway's own fields are read as those: Windsurf's `serverUrl` and Gemini CLI's `httpUrl` as
+//! `url`, Cline's `transportType` as `type`, Roo Code's `disabledTools` and Gemini CLI's
+//! `excludeTools` as `tools.deny` (a tool the user turned off stays off), Gemini CLI's
+//! `includeTools` as `tools.allow`, and its `oauth` (`clientId`, `clientSecret`, `scopes`) as
+//! the gateway's. Their own settings, which mean something to that client alone (which calls it
+//! asks the user about, how long it waits), are left alone and named in a note. Any other
+//! unknown field is still refused, so a misspelt field of the gateway's is never ignored.
 
 use serde_json::{Map, Value};
 
@@ -14,10 +16,18 @@ const THEIRS: &[(&str, &str)] = &[
     ("alwaysAllow", "approval is your client's"),
     ("timeout", "the gateway's call timeout is `toolsearch.call_timeout_secs`"),
     ("watchPaths", "restart the gateway to restart a server"),
+    ("description", "a server describes itself to the gateway"),
 ];
 
+/// What Gemini CLI's boolean `trust` (ask before each call, or not) is to the gateway.
+const TRUST: &str = "approval is your client's; the gateway's `trust` is \"pin\" or \"auto\"";
+
+/// Lists of tool names that other clients keep beside an entry: (their field, the gateway's
+/// `tools` list they join).
+const TOOL_LISTS: &[(&str, &str)] = &[("disabledTools", "deny"), ("excludeTools", "deny"), ("includeTools", "allow")];
+
 /// Fields that other clients name differently: (their name, the gateway's).
-const RENAMED: &[(&str, &str)] = &[("serverUrl", "url"), ("transportType", "type")];
+const RENAMED: &[(&str, &str)] = &[("serverUrl", "url"), ("httpUrl", "url"), ("transportType", "type")];
 
 /// Reads other clients' fields of the entry at `at` (`mcpServers.NAME`) into the gateway's,
 /// and removes their own settings: the entry to read, and a note naming what was left alone.
@@ -31,31 +41,57 @@ pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>)
             fields.insert(ours.to_owned(), value);
         }
     }
-    if let Some(disabled) = fields.remove("disabledTools") {
-        deny(at, fields, disabled)?;
+    for &(theirs, list) in TOOL_LISTS {
+        if let Some(names) = fields.remove(theirs) {
+            add_names(&format!("{at}.{theirs}"), fields, list, names)?;
+        }
     }
-    let left: Vec<&(&str, &str)> = THEIRS.iter().filter(|(field, _)| fields.remove(*field).is_some()).collect();
-    if left.is_empty() {
+    auth_provider(at, fields)?;
+    let mut left: Vec<&(&str, &str)> = THEIRS.iter().filter(|(field, _)| fields.remove(*field).is_some()).collect();
+    if matches!(fields.get("trust"), Some(Value::Bool(_))) {
+        fields.remove("trust");
+        left.push(&("trust", TRUST));
+    }
+    let oauth = super::gemini::oauth(at, fields)?;
+    let mut names: Vec<String> = left.iter().map(|(field, _)| format!("`{field}`")).collect();
+    let mut instead: Vec<&str> = left.iter().map(|(_, instead)| *instead).collect();
+    if !oauth.is_empty() {
+        names.extend(oauth.iter().map(|field| format!("`oauth.{field}`")));
+        instead.push(super::gemini::OAUTH_FOUND);
+    }
+    if names.is_empty() {
         return Ok((entry, None));
     }
-    let names: Vec<String> = left.iter().map(|(field, _)| format!("`{field}`")).collect();
-    let mut instead: Vec<&str> = left.iter().map(|(_, instead)| *instead).collect();
     instead.dedup();
     let note = format!("{at}: {}: another client's settings, left alone ({})", names.join(", "), instead.join("; "));
     Ok((entry, Some(note)))
 }
 
-/// Adds the tool names of `disabled` (Roo Code's `disabledTools`) to the entry's `tools.deny`.
-fn deny(at: &str, fields: &mut Map<String, Value>, disabled: Value) -> Result<(), String> {
-    let names = match disabled {
+/// Gemini CLI's `authProviderType`: `dynamic_discovery` is what the gateway does; Google's
+/// own credentials it does not read, and says how to send them instead.
+fn auth_provider(at: &str, fields: &mut Map<String, Value>) -> Result<(), String> {
+    match fields.remove("authProviderType") {
+        None => Ok(()),
+        Some(Value::String(kind)) if kind == "dynamic_discovery" => Ok(()),
+        Some(kind) => Err(format!(
+            "{at}.authProviderType: {kind}: the gateway does not read Google credentials; send a token as a header \
+             command instead: \"headers\": {{\"Authorization\": {{\"command\": [\"gcloud\", \"auth\", \
+             \"print-access-token\"], \"prefix\": \"Bearer \"}}}}"
+        )),
+    }
+}
+
+/// Adds the tool names of `names` (the field at `at`) to the entry's `tools.LIST`.
+fn add_names(at: &str, fields: &mut Map<String, Value>, list: &str, names: Value) -> Result<(), String> {
+    let names = match names {
         Value::Array(names) if names.iter().all(Value::is_string) => names,
-        _ => return Err(format!("{at}.disabledTools: must be a list of tool names")),
+        _ => return Err(format!("{at}: must be a list of tool names")),
     };
     let tools = fields.entry("tools").or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(tools) = tools else { return Err(format!("{at}.tools: must be an object")) };
-    match tools.entry("deny").or_insert_with(|| Value::Array(Vec::new())) {
-        Value::Array(deny) => deny.extend(names),
-        _ => return Err(format!("{at}.tools.deny: must be a list of globs")),
+    let Value::Object(tools) = tools else { return Err(format!("{at}: the entry's `tools` must be an object")) };
+    match tools.entry(list).or_insert_with(|| Value::Array(Vec::new())) {
+        Value::Array(globs) => globs.extend(names),
+        _ => return Err(format!("{at}: the entry's `tools.{list}` must be a list of globs")),
     }
     Ok(())
 }
@@ -88,5 +124,23 @@ mod tests {
         assert_eq!(both, "m.x: give `url` or `serverUrl`, not both");
         let bad = read("m.x", json!({"disabledTools": "rm"})).unwrap_err();
         assert_eq!(bad, "m.x.disabledTools: must be a list of tool names");
+    }
+
+    #[test]
+    fn gemini_clis_entry_is_read_as_ours_and_its_google_credentials_refused() {
+        let entry = json!({
+            "httpUrl": "https://h/mcp", "trust": true, "includeTools": ["a", "b"], "excludeTools": ["b"],
+            "authProviderType": "dynamic_discovery", "oauth": {"clientId": "c", "redirectUri": "http://localhost:7777"}
+        });
+        let (got, note) = read("mcpServers.g", entry).unwrap();
+        let tools = json!({"allow": ["a", "b"], "deny": ["b"]});
+        assert_eq!(got, json!({"url": "https://h/mcp", "tools": tools, "oauth": {"client_id": "c"}}));
+        let note = note.unwrap();
+        assert!(note.starts_with("mcpServers.g: `trust`, `oauth.redirectUri`: another client's settings"), "{note}");
+        // The gateway's own `trust` is read by the gateway.
+        let (got, note) = read("m.g", json!({"command": "x", "trust": "auto"})).unwrap();
+        assert_eq!((got, note), (json!({"command": "x", "trust": "auto"}), None));
+        let google = read("m.g", json!({"url": "u", "authProviderType": "service_account_impersonation"})).unwrap_err();
+        assert!(google.starts_with("m.g.authProviderType: \"service_account_impersonation\": the gateway"), "{google}");
     }
 }

@@ -2,7 +2,8 @@
 //! `mcpServers` (Claude Desktop, Cursor, Claude Code, and the gateway's own files), `servers`
 //! (VS Code's `.vscode/mcp.json`) or `mcp.servers` (VS Code's user `settings.json`); VS Code's
 //! `inputs` answer its `${input:ID}` forms ([`super::env::Vars`]); `toolsearch` holds the
-//! gateway's settings. Every other key (`globalShortcut`, Claude Code's `projects`, ...) is
+//! gateway's settings; Gemini CLI's `mcp.allowed` and `mcp.excluded` leave servers out
+//! ([`super::gemini`]). Every other key (`globalShortcut`, Claude Code's `projects`, ...) is
 //! left alone, with a note, so an existing file works as it is.
 
 use std::collections::BTreeMap;
@@ -59,16 +60,17 @@ pub(super) fn sections(path: &Path, text: &str) -> Result<Sections, String> {
             return Err(format!("both {}: keep one map of servers", keys.join(" and ")));
         }
     };
-    let Value::Object(servers) = servers else {
+    let Value::Object(mut servers) = servers else {
         return Err(format!("{at}: expected a map of server names to entries"));
     };
     let toolsearch = top.remove("toolsearch");
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = super::gemini::server_lists(&mut top, &mut servers)?.into_iter().collect();
     if !top.is_empty() {
         let keys: Vec<&str> = top.keys().map(String::as_str).collect();
         notes.push(format!("left alone: {} (not the gateway's: it reads {at} and toolsearch)", keys.join(", ")));
     }
-    let vars = Vars { inputs: read_inputs(inputs)?, workspace: workspace(path) };
+    let vars =
+        Vars { inputs: read_inputs(inputs)?, workspace: workspace(path), bare: super::gemini::is_settings(path) };
     Ok(Sections { at, servers, toolsearch, vars, notes })
 }
 

@@ -1,0 +1,137 @@
+//! What Gemini CLI's `settings.json` holds beyond the entries other clients write
+//! ([`super::other_clients`]): its `oauth` section in its own names, and the top-level
+//! `mcp.allowed` and `mcp.excluded` lists of servers to start. Its `$NAME` form of a variable
+//! is read by [`super::env::Vars`] in a file Gemini CLI reads ([`is_settings`]).
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// What the gateway does instead of the `oauth` fields of Gemini CLI's it leaves alone.
+pub(super) const OAUTH_FOUND: &str =
+    "the gateway finds the authorization server in the server's metadata and is redirected to itself";
+
+/// The fields of Gemini CLI's `oauth` section, by which it is told from the gateway's.
+const OAUTH_FIELDS: &[&str] = &[
+    "enabled",
+    "clientId",
+    "clientSecret",
+    "authorizationUrl",
+    "tokenUrl",
+    "redirectUri",
+    "tokenParamName",
+    "audiences",
+];
+
+/// The fields of its `oauth` section that the gateway finds for itself, left alone.
+const OAUTH_LEFT: &[&str] = &["authorizationUrl", "tokenUrl", "redirectUri", "tokenParamName", "audiences"];
+
+/// Whether `path` is a file Gemini CLI reads: `settings.json` in a `.gemini` folder (a user's or
+/// a project's) or in `gemini-cli` (the system's, `/etc/gemini-cli/settings.json`).
+pub(super) fn is_settings(path: &Path) -> bool {
+    let folder = path.parent().and_then(Path::file_name);
+    path.file_name().is_some_and(|n| n == "settings.json")
+        && folder.is_some_and(|f| f == ".gemini" || f == "gemini-cli")
+}
+
+/// Reads Gemini CLI's `oauth` section of the entry at `at` as the gateway's: `clientId` and
+/// `clientSecret` as `client_id` and `client_secret`, `scopes` as they are, and `enabled:
+/// false` as no section. Returns the fields it left alone; a section of the gateway's own is
+/// untouched.
+pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'static str>, String> {
+    let Some(Value::Object(oauth)) = fields.get_mut("oauth") else { return Ok(Vec::new()) };
+    if !oauth.keys().any(|k| OAUTH_FIELDS.contains(&k.as_str())) {
+        return Ok(Vec::new());
+    }
+    match oauth.remove("enabled") {
+        None | Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => {
+            fields.remove("oauth");
+            return Ok(Vec::new());
+        }
+        Some(_) => return Err(format!("{at}.oauth.enabled: must be true or false")),
+    }
+    for (theirs, ours) in [("clientId", "client_id"), ("clientSecret", "client_secret")] {
+        if let Some(value) = oauth.remove(theirs) {
+            if oauth.contains_key(ours) {
+                return Err(format!("{at}.oauth: give `{ours}` or `{theirs}`, not both"));
+            }
+            oauth.insert(ours.to_owned(), value);
+        }
+    }
+    Ok(OAUTH_LEFT.iter().copied().filter(|field| oauth.remove(*field).is_some()).collect())
+}
+
+/// Applies Gemini CLI's `mcp.allowed` (only these servers) and `mcp.excluded` (not these) of
+/// the file's top level `top` to `servers`, and removes them from `top`: a note naming the
+/// servers left out, if any.
+pub(super) fn server_lists(
+    top: &mut Map<String, Value>,
+    servers: &mut Map<String, Value>,
+) -> Result<Option<String>, String> {
+    let Some(Value::Object(mcp)) = top.get_mut("mcp") else { return Ok(None) };
+    let (allowed, excluded) = (mcp.remove("allowed"), mcp.remove("excluded"));
+    if mcp.is_empty() {
+        top.remove("mcp");
+    }
+    let names = |at: &str, list: Value| match list {
+        Value::Array(names) if names.iter().all(Value::is_string) => {
+            Ok(names.into_iter().filter_map(|n| n.as_str().map(str::to_owned)).collect::<Vec<String>>())
+        }
+        _ => Err(format!("{at}: must be a list of server names")),
+    };
+    let allowed = allowed.map(|list| names("mcp.allowed", list)).transpose()?;
+    let excluded = excluded.map(|list| names("mcp.excluded", list)).transpose()?.unwrap_or_default();
+    let mut out = Vec::new();
+    servers.retain(|name, _| {
+        let keep = allowed.as_ref().is_none_or(|a| a.contains(name)) && !excluded.contains(name);
+        if !keep {
+            out.push(name.clone());
+        }
+        keep
+    });
+    Ok((!out.is_empty())
+        .then(|| format!("not started: {} (left out by `mcp.allowed` or `mcp.excluded`)", out.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn gemini_clis_oauth_and_server_lists_are_read_as_the_gateways() {
+        let mut entry = json!({"oauth": {"enabled": true, "clientId": "c", "scopes": ["s"], "tokenUrl": "https://t"}});
+        let left = oauth("m.x", entry.as_object_mut().unwrap()).unwrap();
+        assert_eq!((entry, left), (json!({"oauth": {"client_id": "c", "scopes": ["s"]}}), vec!["tokenUrl"]));
+        let mut off = json!({"url": "u", "oauth": {"enabled": false, "clientId": "c"}});
+        assert!(oauth("m.x", off.as_object_mut().unwrap()).unwrap().is_empty());
+        assert_eq!(off, json!({"url": "u"}));
+        // The gateway's own section is not touched; a mix of names for one field is refused.
+        let mut ours = json!({"oauth": {"client_id": "c", "grant": "client_credentials"}});
+        let before = ours.clone();
+        assert!(oauth("m.x", ours.as_object_mut().unwrap()).unwrap().is_empty());
+        assert_eq!(ours, before);
+        let mut both = json!({"oauth": {"client_id": "c", "clientId": "d"}});
+        assert_eq!(
+            oauth("m.x", both.as_object_mut().unwrap()).unwrap_err(),
+            "m.x.oauth: give `client_id` or `clientId`, not both"
+        );
+
+        let mut top = json!({"mcp": {"excluded": ["b"], "serverCommand": "x"}}).as_object().unwrap().clone();
+        let mut servers = json!({"a": {}, "b": {}, "c": {}}).as_object().unwrap().clone();
+        let note = server_lists(&mut top, &mut servers).unwrap();
+        assert_eq!(servers.keys().collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(note.as_deref(), Some("not started: b (left out by `mcp.allowed` or `mcp.excluded`)"));
+        assert_eq!(Value::Object(top), json!({"mcp": {"serverCommand": "x"}}));
+        let mut top = json!({"mcp": {"allowed": ["a", "c"], "excluded": ["c"]}}).as_object().unwrap().clone();
+        server_lists(&mut top, &mut servers).unwrap();
+        assert_eq!((servers.keys().map(String::as_str).collect::<Vec<_>>(), top.len()), (vec!["a"], 0));
+        let mut top = json!({"mcp": {"allowed": "a"}}).as_object().unwrap().clone();
+        assert_eq!(server_lists(&mut top, &mut servers).unwrap_err(), "mcp.allowed: must be a list of server names");
+
+        assert!(is_settings(Path::new("/home/u/.gemini/settings.json")));
+        assert!(is_settings(Path::new("/etc/gemini-cli/settings.json")));
+        assert!(!is_settings(Path::new("/repo/.vscode/settings.json")));
+    }
+}
