@@ -67,17 +67,25 @@ pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>)
     Ok((entry, Some(note)))
 }
 
+/// Gemini CLI's `authProviderType`s that send Google's own credentials.
+const GOOGLE: &[&str] = &["google_credentials", "service_account_impersonation"];
+
 /// Gemini CLI's `authProviderType`: `dynamic_discovery` is what the gateway does; Google's
 /// own credentials it does not read, and says how to send them instead.
 fn auth_provider(at: &str, fields: &mut Map<String, Value>) -> Result<(), String> {
     match fields.remove("authProviderType") {
         None => Ok(()),
         Some(Value::String(kind)) if kind == "dynamic_discovery" => Ok(()),
-        Some(kind) => Err(format!(
-            "{at}.authProviderType: {kind}: the gateway does not read Google credentials; send a token as a header \
+        Some(Value::String(kind)) if !GOOGLE.contains(&kind.as_str()) => Err(format!(
+            "{at}.authProviderType: {kind:?}: not a kind Gemini CLI knows (`dynamic_discovery`, `{}`)",
+            GOOGLE.join("`, `")
+        )),
+        Some(Value::String(kind)) => Err(format!(
+            "{at}.authProviderType: {kind:?}: the gateway does not read Google credentials; send a token as a header \
              command instead: \"headers\": {{\"Authorization\": {{\"command\": [\"gcloud\", \"auth\", \
              \"print-access-token\"], \"prefix\": \"Bearer \"}}}}"
         )),
+        Some(_) => Err(format!("{at}.authProviderType: must be a string")),
     }
 }
 
@@ -142,5 +150,7 @@ mod tests {
         assert_eq!((got, note), (json!({"command": "x", "trust": "auto"}), None));
         let google = read("m.g", json!({"url": "u", "authProviderType": "service_account_impersonation"})).unwrap_err();
         assert!(google.starts_with("m.g.authProviderType: \"service_account_impersonation\": the gateway"), "{google}");
+        let other = read("m.g", json!({"url": "u", "authProviderType": "sso"})).unwrap_err();
+        assert!(other.starts_with("m.g.authProviderType: \"sso\": not a kind Gemini CLI knows"), "{other}");
     }
 }
