@@ -52,12 +52,7 @@ pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'s
         Some(_) => return Err(format!("{at}.oauth.enabled: must be true or false")),
     }
     for (theirs, ours) in [("clientId", "client_id"), ("clientSecret", "client_secret")] {
-        if let Some(value) = oauth.remove(theirs) {
-            if oauth.contains_key(ours) {
-                return Err(format!("{at}.oauth: give `{ours}` or `{theirs}`, not both"));
-            }
-            oauth.insert(ours.to_owned(), value);
-        }
+        super::other_clients::rename(&format!("{at}.oauth"), oauth, theirs, ours)?;
     }
     Ok(OAUTH_LEFT.iter().copied().filter(|field| oauth.remove(*field).is_some()).collect())
 }

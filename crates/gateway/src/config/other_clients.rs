@@ -34,12 +34,7 @@ const RENAMED: &[(&str, &str)] = &[("serverUrl", "url"), ("httpUrl", "url"), ("t
 pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>), String> {
     let Value::Object(fields) = &mut entry else { return Ok((entry, None)) };
     for &(theirs, ours) in RENAMED {
-        if let Some(value) = fields.remove(theirs) {
-            if fields.contains_key(ours) {
-                return Err(format!("{at}: give `{ours}` or `{theirs}`, not both"));
-            }
-            fields.insert(ours.to_owned(), value);
-        }
+        rename(at, fields, theirs, ours)?;
     }
     for &(theirs, list) in TOOL_LISTS {
         if let Some(names) = fields.remove(theirs) {
@@ -65,6 +60,17 @@ pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>)
     instead.dedup();
     let note = format!("{at}: {}: another client's settings, left alone ({})", names.join(", "), instead.join("; "));
     Ok((entry, Some(note)))
+}
+
+/// Moves the field `theirs` of the object at `at` to `ours`; both at once are refused.
+pub(super) fn rename(at: &str, fields: &mut Map<String, Value>, theirs: &str, ours: &str) -> Result<(), String> {
+    if let Some(value) = fields.remove(theirs) {
+        if fields.contains_key(ours) {
+            return Err(format!("{at}: give `{ours}` or `{theirs}`, not both"));
+        }
+        fields.insert(ours.to_owned(), value);
+    }
+    Ok(())
 }
 
 /// Gemini CLI's `authProviderType`s that send Google's own credentials.
