@@ -290,6 +290,10 @@ pub fn log_in_with(
         }
         None => Value::Null,
     };
+    if page.get("error").is_some() {
+        // The browser got stuck: the login would poll until its grant expires (minutes).
+        let _ = child.kill();
+    }
     let done = child.wait_with_output().unwrap();
     printed.push_str(&String::from_utf8_lossy(&done.stdout));
     printed.push_str(&String::from_utf8_lossy(&done.stderr));

@@ -11,6 +11,9 @@ and clicks would (any password passes its development login), and follows wherev
         to write its result. Prints {"start": ..., "end": ...}, the two things the page wrote.
 
 Either prints {"error": ..., "last": ...}, with what the browser last showed, if it gets stuck.
+A page acted on that has not moved in 10 s is acted on once more, as a person would click again.
+The browser resolves no host but 127.0.0.1 and localhost: the provider's pages ask for a web
+font, and nothing here may wait on the internet (which may answer at once, late or never).
 The browser is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON
 messages ending in a NUL byte on file descriptors 3 and 4), so nothing else is installed.
 """
@@ -64,6 +67,7 @@ class Browser:
 
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
                  "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
         self.process = subprocess.Popen(["chromium", *flags], pass_fds=(3, 4), preexec_fn=descriptors,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -123,11 +127,21 @@ def drive(browser):
     browser.call("Page.navigate", {"url": START}, browser.session)
     provider = origin(START) if MODE == "address" else None
     start, last, deadline = None, None, time.monotonic() + 60
+    acted_at, again = None, 0  # when the page shown was acted on; how often acted on again
     while time.monotonic() < deadline:
         time.sleep(0.1)
         seen = browser.run(LOOK)  # None while a page is being left: act on no stale view
         last = seen or last
-        if not seen or seen["acted"] or seen["url"] == "about:blank" or seen["ready"] != "complete":
+        if seen and seen["acted"]:
+            acted_at = acted_at or time.monotonic()
+            if time.monotonic() - acted_at < 10 or again >= 2:
+                continue
+            again += 1  # it stayed put: act on it once more, as a person would
+            browser.run("window.__acted = false")
+            acted_at = None
+            continue
+        acted_at = None
+        if not seen or seen["url"] == "about:blank" or seen["ready"] != "complete":
             continue
         if provider and origin(last["url"]) == provider and last["form"]:
             browser.run(SUBMIT.replace("LOGIN", json.dumps(LOGIN)))
@@ -143,7 +157,7 @@ def drive(browser):
             return {"start": start, "end": json.loads(last["out"])}
         else:
             return {"error": "the flow did not go on", "start": start, "last": last}
-    return {"error": "no end in 60 s", "start": start, "last": last}
+    return {"error": "no end in 60 s", "acted_again": again, "start": start, "last": last}
 
 
 def main():
