@@ -45,6 +45,7 @@ mod gateway_rate;
 mod gateway_replicas;
 mod gateway_revisions;
 mod gateway_search;
+mod gateway_sse;
 mod gateway_store;
 mod gateway_strikes;
 mod gateway_tls;

@@ -142,7 +142,7 @@ fn bad_vs_code_forms_are_named() {
             json!({"inputs": [{"id": "k"}], "servers": {"a": {"command": "x", "env": {"K": "${input:k}"}}}}),
             "TOOLSEARCH_INPUT_K",
         ),
-        (json!({"servers": {"a": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}}), "servers.a.type: \"sse\""),
+        (json!({"servers": {"a": {"type": "sse", "command": "x"}}}), "servers.a.type: \"sse\" does not fit the entry"),
         (json!({"servers": {"a": {"command": "x", "envFile": "/nonexistent/.env"}}}), "servers.a.envFile"),
         (json!({"mcpServers": {"a": {"command": "x"}}, "servers": {}}), "both mcpServers and servers"),
         (json!({"servers": {"a": {"command": "x", "nope": 1}}}), "servers.a.nope: unknown field `nope`"),

@@ -129,6 +129,23 @@ impl Credentials {
     }
 }
 
+impl Credentials {
+    /// The values for a transport other than rmcp's Streamable HTTP client (HTTP+SSE): their
+    /// generation, the bearer token, and the other headers; `refused`: the generation the
+    /// server just answered 401 to, which is fetched again (once for concurrent refusals).
+    pub(crate) async fn values(
+        &self,
+        refused: Option<u64>,
+    ) -> Result<(u64, Option<String>, HashMap<HeaderName, HeaderValue>), String> {
+        let fetched = match refused {
+            Some(seen) => self.refresh(seen, true).await,
+            None => self.get().await,
+        }
+        .map_err(|e| e.to_string())?;
+        Ok((fetched.generation, fetched.auth.clone(), fetched.headers.clone()))
+    }
+}
+
 /// Runs one header command; its trimmed output. Errors name the header and the exit status,
 /// never the command's output or stderr.
 async fn run(header: &str, spec: &HeaderCommand) -> Result<String, Error> {

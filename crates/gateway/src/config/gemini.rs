@@ -1,6 +1,7 @@
 //! What Gemini CLI's `settings.json` holds beyond the entries other clients write
 //! ([`super::other_clients`]): its `oauth` section in its own names, and the top-level
-//! `mcp.allowed` and `mcp.excluded` lists of servers to start. Its `$NAME` form of a variable
+//! `mcp.allowed` and `mcp.excluded` lists of servers to start, and `url` meaning an SSE
+//! endpoint ([`sse_urls`]). Its `$NAME` form of a variable
 //! is read by [`super::env::Vars`] in a file Gemini CLI reads ([`is_settings`]).
 
 use std::path::Path;
@@ -55,6 +56,18 @@ pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'s
         super::other_clients::rename(&format!("{at}.oauth"), oauth, theirs, ours)?;
     }
     Ok(OAUTH_LEFT.iter().copied().filter(|field| oauth.remove(*field).is_some()).collect())
+}
+
+/// Marks the entries of a Gemini CLI file whose `url` is, in its reading, an SSE endpoint
+/// (its Streamable HTTP one is `httpUrl`) with `"type": "sse"`, unless they say a type.
+pub(super) fn sse_urls(servers: &mut Map<String, Value>) {
+    for entry in servers.values_mut() {
+        if let Value::Object(fields) = entry {
+            if fields.contains_key("url") && !fields.contains_key("type") {
+                fields.insert("type".to_owned(), Value::from("sse"));
+            }
+        }
+    }
 }
 
 /// Applies Gemini CLI's `mcp.allowed` (only these servers) and `mcp.excluded` (not these) of
@@ -124,6 +137,12 @@ mod tests {
         assert_eq!((servers.keys().map(String::as_str).collect::<Vec<_>>(), top.len()), (vec!["a"], 0));
         let mut top = json!({"mcp": {"allowed": "a"}}).as_object().unwrap().clone();
         assert_eq!(server_lists(&mut top, &mut servers).unwrap_err(), "mcp.allowed: must be a list of server names");
+
+        // Its `url` is an SSE endpoint unless a type is said; `httpUrl` is left for the rename.
+        let mut servers = json!({"s": {"url": "u"}, "h": {"httpUrl": "u"}, "t": {"url": "u", "type": "http"}});
+        sse_urls(servers.as_object_mut().unwrap());
+        let want = json!({"s": {"url": "u", "type": "sse"}, "h": {"httpUrl": "u"}, "t": {"url": "u", "type": "http"}});
+        assert_eq!(servers, want);
 
         assert!(is_settings(Path::new("/home/u/.gemini/settings.json")));
         assert!(is_settings(Path::new("/etc/gemini-cli/settings.json")));

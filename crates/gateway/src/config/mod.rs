@@ -54,6 +54,9 @@ pub enum ServerSpec {
         header_commands: BTreeMap<String, crate::credentials::HeaderCommand>,
         /// How the gateway logs in to it with OAuth 2.1, if it must (`crate::login`).
         oauth: Option<Box<crate::login::UpstreamOAuth>>,
+        /// Reached over MCP 2024-11-05's HTTP+SSE transport (`"type": "sse"`): an event
+        /// stream from `url`, messages posted where its `endpoint` event says.
+        sse: bool,
     },
 }
 

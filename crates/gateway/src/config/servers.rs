@@ -182,6 +182,7 @@ pub(super) fn read(
                 headers: expand_map("headers", values)?,
                 header_commands,
                 oauth: oauth.map(Box::new),
+                sse: s.kind.as_deref() == Some("sse"),
             }
         }
         _ => return Err(format!("{at}.{name}: give either `command` (stdio) or `url` (Streamable HTTP)")),
@@ -190,15 +191,8 @@ pub(super) fn read(
         let fits = matches!(
             (kind, &spec),
             ("stdio", ServerSpec::Stdio { .. })
-                | ("http" | "streamable-http" | "streamableHttp", ServerSpec::Http { .. })
+                | ("http" | "streamable-http" | "streamableHttp" | "sse", ServerSpec::Http { .. })
         );
-        if kind == "sse" {
-            return Err(format!(
-                "{}: \"sse\": the gateway reaches servers over Streamable HTTP (`\"type\": \"http\"`); most servers \
-                 that offer SSE serve Streamable HTTP too, often at /mcp",
-                field("type")
-            ));
-        }
         if !fits {
             return Err(format!("{}: {kind:?} does not fit the entry", field("type")));
         }

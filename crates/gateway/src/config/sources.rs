@@ -69,8 +69,11 @@ pub(super) fn sections(path: &Path, text: &str) -> Result<Sections, String> {
         let keys: Vec<&str> = top.keys().map(String::as_str).collect();
         notes.push(format!("left alone: {} (not the gateway's: it reads {at} and toolsearch)", keys.join(", ")));
     }
-    let vars =
-        Vars { inputs: read_inputs(inputs)?, workspace: workspace(path), bare: super::gemini::is_settings(path) };
+    let gemini = super::gemini::is_settings(path);
+    if gemini {
+        super::gemini::sse_urls(&mut servers);
+    }
+    let vars = Vars { inputs: read_inputs(inputs)?, workspace: workspace(path), bare: gemini };
     Ok(Sections { at, servers, toolsearch, vars, notes })
 }
 

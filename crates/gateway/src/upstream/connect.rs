@@ -1,6 +1,6 @@
 //! Reaching an upstream: a stdio child started with its own environment and process group,
-//! or a Streamable HTTP endpoint with its headers (and credentials from commands), each
-//! behind the transport that routes progress by ownership.
+//! or a Streamable HTTP (or HTTP+SSE) endpoint with its headers (and credentials from
+//! commands), each behind the transport that routes progress by ownership.
 
 use std::sync::atomic::Ordering;
 
@@ -99,14 +99,16 @@ impl Upstream {
         credentials: Option<std::sync::Arc<crate::credentials::Credentials>>,
         router: std::sync::Arc<crate::progress::Router>,
     ) -> Result<RunningService<RoleClient, UpClient>, Failure> {
-        let ServerSpec::Http { url, headers, .. } = &self.spec else {
+        let ServerSpec::Http { url, headers, sse, .. } = &self.spec else {
             return Err(Failure::new("it is not an HTTP server", ""));
         };
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+        let mut all = http::HeaderMap::new();
         for (k, v) in headers {
             let bad = |e: String| Failure::new(format!("its configured header {k:?} is not valid"), e);
             let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(e.to_string()))?;
             let value = http::HeaderValue::from_str(v).map_err(|e| bad(e.to_string()))?;
+            all.insert(name.clone(), value.clone());
             if name == http::header::AUTHORIZATION {
                 config.auth_header = Some(v.trim_start_matches("Bearer ").to_owned());
             } else {
@@ -123,6 +125,16 @@ impl Upstream {
             .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
+        if *sse {
+            let (posts, messages) = super::sse::open(inner, url, all, credentials, self.limits.max_line())
+                .await
+                .map_err(|e| unreachable(std::io::Error::other(e)))?;
+            let transport = rmcp::transport::sink_stream::SinkStreamTransport::new(posts, messages);
+            return self
+                .open(handler, Routed::new(transport, router))
+                .await
+                .map_err(|e| unreachable(std::io::Error::other(e.to_string())));
+        }
         match credentials {
             Some(credentials) => {
                 let client = CredentialedClient { inner, credentials };

@@ -23,6 +23,7 @@ mod client;
 mod connect;
 pub(crate) mod lazy;
 mod per_user;
+mod sse;
 mod supervise;
 
 pub(crate) use asks::Asks;

@@ -1,0 +1,97 @@
+//! Servers that speak only MCP 2024-11-05's HTTP+SSE transport: the reference `everything`
+//! server in its `sse` mode is reached from a Claude Code style entry (`"type": "sse"`) and
+//! from Gemini CLI's `url` (its SSE field), its tools called with progress on the way; a
+//! server whose `endpoint` event names another origin is refused, and nothing (no message,
+//! no credential) is posted there.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::gateway::{client_steps, free_port, reference_server, wait_for_port, HttpGateway, Killed};
+use common::write_config;
+use serde_json::{json, Value};
+
+/// `toolsearch --json gateway --config CONFIG --check`: its success and report.
+fn check(config: &std::path::Path) -> (bool, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["--json", "gateway", "--config", config.to_str().unwrap(), "--check"])
+        .output()
+        .unwrap();
+    (out.status.success(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn an_sse_only_server_is_reached_from_a_claude_code_entry_and_from_gemini_clis_url() {
+    let dir = common::scratch().join("gateway-sse");
+    let port = free_port();
+    let everything = Command::new("node")
+        .args([reference_server("everything").to_str().unwrap(), "sse"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _everything = Killed(everything);
+    wait_for_port(port);
+    let url = format!("http://127.0.0.1:{port}/sse");
+
+    // `"type": "sse"`, as Claude Code's .mcp.json writes it: calls go through, a long one
+    // with its progress notifications on the same event stream.
+    let config = write_config(&dir, &json!({"mcpServers": {"everything": {"type": "sse", "url": url}}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let steps = json!([
+        ["call", "everything.echo", {"message": "over the event stream"}],
+        ["call", "everything.trigger-long-running-operation", {"duration": 1, "steps": 3}],
+        ["call", "everything.get-sum", {"a": 2, "b": 3}]
+    ]);
+    let out = client_steps(&gateway.url(), "-", &steps);
+    assert!(out.iter().all(|r| r["is_error"] == false), "{out:?}");
+    assert!(out[0]["text"].as_str().unwrap().contains("over the event stream"), "{out:?}");
+    assert!(out[1]["text"].as_str().unwrap().contains("completed"), "{out:?}");
+    assert!(out[2]["text"].as_str().unwrap().contains('5'), "{out:?}");
+    drop(gateway);
+
+    // Gemini CLI's `url` is its SSE field (`httpUrl` is Streamable HTTP): read as such.
+    let gemini = dir.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    let settings = gemini.join("settings.json");
+    std::fs::write(&settings, json!({"mcpServers": {"everything": {"url": url}}}).to_string()).unwrap();
+    let (ok, report) = check(&settings);
+    assert!(ok, "{report}");
+    assert!(report["servers"][0]["tools"].as_array().unwrap().contains(&json!("echo")), "{report}");
+    // The same entry said to be Streamable HTTP is not reached as SSE (the `sse` server has
+    // no Streamable HTTP endpoint there).
+    std::fs::write(&settings, json!({"mcpServers": {"everything": {"url": url, "type": "http"}}}).to_string()).unwrap();
+    let (ok, report) = check(&settings);
+    assert!(!ok && report["servers"][0]["up"] == false, "{report}");
+}
+
+#[test]
+fn an_endpoint_on_another_origin_is_refused_and_nothing_is_posted_there() {
+    let dir = common::scratch().join("gateway-sse-elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (port, other) = (free_port(), free_port());
+    let requests = dir.join("requests");
+    let _ = std::fs::remove_file(&requests);
+    let hostile = Command::new(common::python())
+        .arg(common::repo().join("tests/mcp/sse_elsewhere.py"))
+        .args([&port.to_string(), &other.to_string(), requests.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _hostile = Killed(hostile);
+    wait_for_port(port);
+    wait_for_port(other);
+    let entry = json!({"type": "sse", "url": format!("http://127.0.0.1:{port}/sse"),
+                       "headers": {"Authorization": "Bearer secret-for-the-server"}});
+    let config = write_config(&dir, &json!({"mcpServers": {"hostile": entry}}));
+    let (ok, report) = check(&config);
+    let reason = report["servers"][0]["reason"].as_str().unwrap_or_default();
+    assert!(!ok, "{report}");
+    let named = format!("its endpoint event names another origin (http://127.0.0.1:{other}): refused");
+    assert!(reason.contains(&named), "{report}");
+    assert!(!report.to_string().contains("secret-for-the-server"), "{report}");
+    assert!(!requests.exists(), "posted elsewhere: {:?}", std::fs::read_to_string(&requests));
+}
