@@ -1,15 +1,20 @@
 //! Servers that speak only MCP 2024-11-05's HTTP+SSE transport: the reference `everything`
 //! server in its `sse` mode is reached from a Claude Code style entry (`"type": "sse"`) and
-//! from Gemini CLI's `url` (its SSE field), its tools called with progress on the way; a
-//! server whose `endpoint` event names another origin is refused, and nothing (no message,
-//! no credential) is posted there.
+//! from Gemini CLI's `url` (its SSE field), its tools called with progress on the way; an
+//! OAuth-protected one (the official Python SDK's server auth, oidc-provider's tokens) is
+//! logged in to and called with the grant, refreshed after a 401; a server whose `endpoint`
+//! event names another origin is refused, and nothing (no message, no credential) is posted
+//! there.
 
 #[path = "common/mod.rs"]
 mod common;
 
 use std::process::{Command, Stdio};
 
+use std::time::Duration;
+
 use common::gateway::{client_steps, free_port, reference_server, wait_for_port, HttpGateway, Killed};
+use common::oauth::{log_in, protected_over, Idp};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -94,4 +99,33 @@ fn an_endpoint_on_another_origin_is_refused_and_nothing_is_posted_there() {
     assert!(reason.contains(&named), "{report}");
     assert!(!report.to_string().contains("secret-for-the-server"), "{report}");
     assert!(!requests.exists(), "posted elsewhere: {:?}", std::fs::read_to_string(&requests));
+}
+
+#[test]
+fn an_oauth_protected_sse_server_is_logged_in_to_and_called_with_its_grant_refreshed_after_a_401() {
+    let dir = common::scratch().join("gateway-sse-oauth");
+    let port = free_port();
+    let idp = Idp::start(&format!("http://127.0.0.1:{port}/sse"), 60);
+    let (_server, url) = protected_over(&idp, port, "sse");
+    let config = write_config(&dir, &json!({"mcpServers": {"vault": {"type": "sse", "url": url, "oauth": {}}}}));
+    let state = dir.join("state");
+    let (ok, printed, page) = log_in(&config, &state, "vault", "dana", None);
+    assert!(ok, "{printed} {page}");
+    let gateway = HttpGateway::start(&config, &state, &[]);
+    gateway.wait_for_status("vault is up", Duration::from_secs(20));
+    let whoami = || client_steps(&gateway.url(), "-", &json!([["call", "vault.whoami", {}]])).remove(0);
+    let r = whoami();
+    assert_eq!(r["is_error"], false, "{r}");
+    let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
+    assert_eq!(said["subject"], "dana", "{r}");
+
+    // An access token the server refuses (401) is refreshed once, and the call goes through.
+    let grant_file = state.join("oauth/vault.grant.json");
+    let mut grant: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    grant["access_token"] = json!("not-a-token-the-server-takes");
+    std::fs::write(&grant_file, grant.to_string()).unwrap();
+    let r = whoami();
+    assert_eq!(r["is_error"], false, "{r}");
+    let now: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    assert_ne!(now["access_token"], json!("not-a-token-the-server-takes"), "refreshed: {now}");
 }

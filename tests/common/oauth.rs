@@ -224,15 +224,21 @@ fn encode64(bytes: &[u8], alphabet: &[u8], pad: bool) -> String {
 
 /// The protected server on a free port, its tokens from `idp`: the process and its URL.
 pub fn protected(idp: &Idp, port: u16) -> (super::gateway::Killed, String) {
+    protected_over(idp, port, "mcp")
+}
+
+/// [`protected`] over `transport`: `mcp` (Streamable HTTP at /mcp) or `sse` (MCP
+/// 2024-11-05's HTTP+SSE at /sse).
+pub fn protected_over(idp: &Idp, port: u16, transport: &str) -> (super::gateway::Killed, String) {
     let child = Command::new(super::python())
         .arg(super::repo().join("tests/oauth/protected_server.py"))
-        .args([&port.to_string(), &idp.issuer])
+        .args([&port.to_string(), &idp.issuer, transport])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     super::gateway::wait_for_port(port);
-    (super::gateway::Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+    (super::gateway::Killed(child), format!("http://127.0.0.1:{port}/{transport}"))
 }
 
 /// Runs `toolsearch gateway login SERVER --no-browser` and opens the address it prints in the

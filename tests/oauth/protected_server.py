@@ -1,9 +1,9 @@
 """An OAuth-protected MCP server built with the official Python SDK's server auth, over
-Streamable HTTP: the SDK's bearer middleware answers 401 with `WWW-Authenticate: Bearer
+Streamable HTTP at /mcp (or, given `sse`, MCP 2024-11-05's HTTP+SSE transport at /sse): the SDK's bearer middleware answers 401 with `WWW-Authenticate: Bearer
 resource_metadata=...` and serves the RFC 9728 metadata naming ISSUER; tokens are checked
 here with PyJWT against the issuer's published keys, for this server's URL as audience.
 
-    python protected_server.py PORT ISSUER
+    python protected_server.py PORT ISSUER [sse]
 
 Tools: `whoami` (the subject and scopes of the token that called) and `counter` (how many
 calls each subject made). Logs each refused token to stderr.
@@ -20,7 +20,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 PORT, ISSUER = int(sys.argv[1]), sys.argv[2]
-URL = f"http://127.0.0.1:{PORT}/mcp"
+SSE = sys.argv[3:] == ["sse"]
+URL = f"http://127.0.0.1:{PORT}/{'sse' if SSE else 'mcp'}"
 KEYS = jwt.PyJWKClient(f"{ISSUER}/jwks")
 CALLS: dict = {}
 
@@ -55,4 +56,5 @@ def whoami() -> dict:
 
 
 if __name__ == "__main__":
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=PORT, log_level="warning")
+    app = server.sse_app() if SSE else server.streamable_http_app()
+    uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")

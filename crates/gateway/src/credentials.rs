@@ -127,9 +127,7 @@ impl Credentials {
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(fetched.clone());
         Ok(fetched)
     }
-}
 
-impl Credentials {
     /// The values for a transport other than rmcp's Streamable HTTP client (HTTP+SSE): their
     /// generation, the bearer token, and the other headers; `refused`: the generation the
     /// server just answered 401 to, which is fetched again (once for concurrent refusals).

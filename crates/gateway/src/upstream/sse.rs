@@ -23,6 +23,10 @@ use crate::credentials::Credentials;
 /// How long the server has to name its endpoint once the stream is open.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a post may take (servers take a message and answer 202 at once; the answer
+/// comes on the stream): one that hangs would hold every later message behind it.
+const POST_WAIT: Duration = Duration::from_secs(30);
+
 /// What the gateway posts through.
 pub(super) type Posts = Pin<Box<dyn Sink<ClientJsonRpcMessage, Error = std::io::Error> + Send>>;
 /// What the server sends back.
@@ -65,7 +69,9 @@ pub(super) async fn open(
     let posts = futures::sink::unfold((requests, post), |(requests, post), message: ClientJsonRpcMessage| async move {
         let body = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
         let response = requests
-            .send(|c| c.post(post.clone()).header(CONTENT_TYPE, "application/json").body(body.clone()))
+            .send(|c| {
+                c.post(post.clone()).timeout(POST_WAIT).header(CONTENT_TYPE, "application/json").body(body.clone())
+            })
             .await
             .map_err(std::io::Error::other)?;
         if !response.status().is_success() {
