@@ -107,6 +107,11 @@ fn an_oauth_protected_sse_server_is_logged_in_to_and_called_with_its_grant_refre
     let port = free_port();
     let idp = Idp::start(&format!("http://127.0.0.1:{port}/sse"), 60);
     let (_server, url) = protected_over(&idp, port, "sse");
+    // With no credentials at all, its 401 is said as such.
+    let bare = write_config(&dir.join("bare"), &json!({"mcpServers": {"vault": {"type": "sse", "url": url}}}));
+    let (ok, report) = check(&bare);
+    let reason = report["servers"][0]["reason"].as_str().unwrap_or_default();
+    assert!(!ok && reason.contains("401 Unauthorized: give it credentials"), "{report}");
     let config = write_config(&dir, &json!({"mcpServers": {"vault": {"type": "sse", "url": url, "oauth": {}}}}));
     let state = dir.join("state");
     let (ok, printed, page) = log_in(&config, &state, "vault", "dana", None);

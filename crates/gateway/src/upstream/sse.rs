@@ -135,7 +135,11 @@ impl Requests {
                     refused = Some(generation);
                     continue;
                 }
-                return Err("it answered 401 Unauthorized to the credentials configured for it".to_owned());
+                return Err(match self.credentials.is_some() || self.headers.contains_key(AUTHORIZATION) {
+                    true => "it answered 401 Unauthorized to the credentials configured for it",
+                    false => "it answered 401 Unauthorized: give it credentials (`headers`, or `oauth` to log in)",
+                }
+                .to_owned());
             }
             return Ok(response);
         }
