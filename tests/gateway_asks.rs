@@ -7,10 +7,9 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::gateway::{client_mode_steps, free_port, reference_server, step_json, wait_for_port, HttpGateway, Killed};
+use common::gateway::{client_mode_steps, everything_over, free_port, step_json, HttpGateway};
 use common::write_config;
 use serde_json::json;
 
@@ -18,15 +17,7 @@ use serde_json::json;
 fn an_http_upstreams_question_goes_to_its_callers_client_at_once_while_another_call_is_open() {
     let dir = common::scratch().join("gateway-asks-http");
     let port = free_port();
-    let everything = Command::new("node")
-        .args([reference_server("everything").to_str().unwrap(), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _everything = Killed(everything);
-    wait_for_port(port);
+    let _everything = everything_over("streamableHttp", port);
     let config = write_config(
         &dir,
         &json!({

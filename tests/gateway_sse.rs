@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use std::time::Duration;
 
-use common::gateway::{client_steps, free_port, reference_server, wait_for_port, HttpGateway, Killed};
+use common::gateway::{client_steps, everything_over, free_port, wait_for_port, HttpGateway, Killed};
 use common::oauth::{log_in, protected_over, Idp};
 use common::write_config;
 use serde_json::{json, Value};
@@ -31,15 +31,7 @@ fn check(config: &std::path::Path) -> (bool, Value) {
 fn an_sse_only_server_is_reached_from_a_claude_code_entry_and_from_gemini_clis_url() {
     let dir = common::scratch().join("gateway-sse");
     let port = free_port();
-    let everything = Command::new("node")
-        .args([reference_server("everything").to_str().unwrap(), "sse"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _everything = Killed(everything);
-    wait_for_port(port);
+    let _everything = everything_over("sse", port);
     let url = format!("http://127.0.0.1:{port}/sse");
 
     // `"type": "sse"`, as Claude Code's .mcp.json writes it: calls go through, a long one

@@ -43,6 +43,21 @@ impl Drop for Killed {
     }
 }
 
+/// The npm reference `everything` server in `mode` (`sse`, `streamableHttp`) on loopback
+/// `port`, once it listens.
+pub fn everything_over(mode: &str, port: u16) -> Killed {
+    let everything = Command::new("node")
+        .args([reference_server("everything").to_str().unwrap(), mode])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let everything = Killed(everything);
+    wait_for_port(port);
+    everything
+}
+
 /// `tests/mcp/notes_server.py` serving Streamable HTTP on loopback `port` (`/mcp`), once it
 /// listens.
 pub fn notes_over_http(port: u16) -> Killed {
