@@ -182,8 +182,8 @@ fn check_names_an_example_for_a_tool_the_server_does_not_offer() {
 }
 
 /// A Cline or Roo Code file as it is: their names for the gateway's fields are read as those
-/// (`transportType`, `disabledTools`), their own settings are left alone with a note, and a
-/// misspelt field of the gateway's is still refused.
+/// (`transportType`, `disabledTools`, `timeout`), their own settings are left alone with a
+/// note, and a misspelt field of the gateway's is still refused.
 #[test]
 fn a_cline_or_roo_code_file_checks_clean_and_a_tool_they_turned_off_stays_off() {
     let dir = common::scratch().join("gateway-cline");
@@ -200,8 +200,8 @@ fn a_cline_or_roo_code_file_checks_clean_and_a_tool_they_turned_off_stays_off() 
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         report["notes"],
-        json!(["mcpServers.memory: `autoApprove`, `alwaysAllow`, `timeout`: another client's settings, left alone \
-                (approval is your client's; the gateway's call timeout is `toolsearch.call_timeout_secs`)"])
+        json!(["mcpServers.memory: `autoApprove`, `alwaysAllow`: another client's settings, left alone (approval \
+                is your client's)"])
     );
     let server = &report["servers"][0];
     assert_eq!(server["filtered_out"], json!(["delete_entities"]), "{report}");
@@ -216,8 +216,9 @@ fn a_cline_or_roo_code_file_checks_clean_and_a_tool_they_turned_off_stays_off() 
 }
 
 /// Gemini CLI's `settings.json` as it is: its `$NAME` variables, `includeTools` and
-/// `excludeTools`, boolean `trust` and `mcp.excluded` are read as Gemini CLI reads them, and
-/// its Google credentials are refused with the header that sends them instead.
+/// `excludeTools`, boolean `trust`, `timeout` in milliseconds and `mcp.excluded` are read as
+/// Gemini CLI reads them, and its Google credentials are refused with the header that sends
+/// them instead.
 #[test]
 fn a_gemini_cli_settings_file_checks_clean_with_its_variables_tool_lists_and_excluded_servers() {
     let dir = common::scratch().join("gateway-gemini").join(".gemini");
@@ -225,7 +226,7 @@ fn a_gemini_cli_settings_file_checks_clean_with_its_variables_tool_lists_and_exc
     let config = dir.join("settings.json");
     let memory = reference_server("memory");
     let entry = json!({
-        "command": "node", "args": ["$TOOLSEARCH_TEST_MEMORY_SERVER"], "trust": true, "timeout": 30000,
+        "command": "node", "args": ["$TOOLSEARCH_TEST_MEMORY_SERVER"], "trust": true, "timeout": 600000,
         "description": "a knowledge graph", "includeTools": ["read_graph", "search_*", "delete_entities"],
         "excludeTools": ["delete_entities"]
     });
@@ -241,13 +242,21 @@ fn a_gemini_cli_settings_file_checks_clean_with_its_variables_tool_lists_and_exc
     let notes: Vec<&str> = report["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(notes.contains(&"not started: broken (left out by `mcp.allowed` or `mcp.excluded`)"), "{notes:?}");
     assert!(notes.iter().any(|n| n.starts_with("left alone: theme")), "{notes:?}");
-    let own = "mcpServers.memory: `timeout`, `description`, `trust`: another client's settings, left alone";
+    let own = "mcpServers.memory: `description`, `trust`: another client's settings, left alone";
     assert!(notes.iter().any(|n| n.starts_with(own)), "{notes:?}");
     let servers = report["servers"].as_array().unwrap();
     assert_eq!(servers.len(), 1, "{report}");
     let tools: Vec<&str> = servers[0]["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(tools, ["read_graph", "search_nodes"], "{report}");
     assert!(servers[0]["filtered_out"].as_array().unwrap().contains(&json!("delete_entities")), "{report}");
+    // Its `timeout` is in milliseconds (600000, its default, would be out of range as seconds):
+    // one that is not is named in that unit.
+    let mut odd = entry.clone();
+    odd["timeout"] = json!(0.5);
+    std::fs::write(&config, file(&odd).to_string()).unwrap();
+    let (ok, _, err) = check(&config, false, &env);
+    assert!(!ok && err.contains("mcpServers.memory.timeout: 0.5 is not a call timeout: use milliseconds"), "{err}");
+    std::fs::write(&config, file(&entry).to_string()).unwrap();
     // Its `$NAME` is read: unset, it is named.
     let (ok, _, err) = check(&config, false, &[]);
     assert!(

@@ -1,7 +1,7 @@
 //! The gateway's config applied live: a server added to the config file while a client
 //! session stays open becomes searchable and callable in that session (told `list_changed`),
 //! a config that does not load is refused with the running one kept, a server removed is
-//! stopped, and SIGHUP reloads. The official Python MCP client and the npm reference servers.
+//! stopped, one whose call timeout changed is restarted, and SIGHUP reloads. The official Python MCP client and the npm reference servers.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -89,6 +89,13 @@ fn a_server_added_to_the_config_becomes_searchable_in_an_open_session() {
     std::process::Command::new("kill").args(["-HUP", &gateway.pid().to_string()]).status().unwrap();
     wait_until("reloaded on SIGHUP", || count(&gateway, "\"signal\":true") >= 1);
     assert_eq!(count(&gateway, "\"event\":\"config_reloaded\""), reloads + 1);
+
+    // How a server is kept (its own call timeout, `lazy`) is fixed when it starts: an edit to
+    // either restarts it.
+    let mut brisk = memory.clone();
+    brisk["call_timeout_secs"] = json!(5);
+    write_config(&dir, &json!({"mcpServers": {"memory": brisk}}));
+    wait_until("memory restarted", || count(&gateway, "\"changed\":[\"memory\"]") >= 1);
 }
 
 #[test]

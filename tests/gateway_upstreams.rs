@@ -215,6 +215,30 @@ fn an_answer_over_the_result_limit_is_cut_with_a_notice_or_refused_at_once() {
     assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
 }
 
+/// A server's own call timeout (`call_timeout_secs` in its entry, or the `timeout` Cline and Roo
+/// Code write, in seconds) bounds its calls alone: a 4 s job times out after 2 s on the server
+/// given 2, and finishes on one that keeps the gateway's 60.
+#[test]
+fn a_servers_own_call_timeout_bounds_its_calls_alone() {
+    let dir = common::scratch().join("gw-own-timeout");
+    let notes = json!({"command": python(), "args": [common::repo().join("tests/mcp/notes_server.py")]});
+    let (mut hasty, mut brisk) = (notes.clone(), notes.clone());
+    hasty["timeout"] = json!(2);
+    brisk["call_timeout_secs"] = json!(2);
+    let job = |server: &str| json!({"call": format!("{server}.slow_job"), "arguments": {"seconds": 4}});
+    let steps = json!([job("hasty"), job("brisk"), job("patient")]);
+    let servers = json!({"hasty": hasty, "brisk": brisk, "patient": notes});
+    let p = probe(&dir, servers, json!({"call_timeout_secs": 60}), steps);
+    for cut in [p.step(0), p.step(1)] {
+        assert!(cut["is_error"].as_bool().unwrap(), "{cut}");
+        assert!(text(cut).contains("TIMEOUT") && text(cut).contains("within 2 s"), "{cut}");
+        let took = cut["seconds"].as_f64().unwrap();
+        assert!((1.9..3.9).contains(&took), "{took} s");
+    }
+    let done = p.step(2);
+    assert!(!done["is_error"].as_bool().unwrap() && text(done).contains("job done after 4"), "{done}");
+}
+
 #[test]
 fn a_server_whose_command_does_not_exist_does_not_hold_startup_and_leaks_nothing_to_clients() {
     let dir = common::scratch().join("gw-typo");

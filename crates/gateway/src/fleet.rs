@@ -54,8 +54,9 @@ impl Fleet {
         }
     }
 
-    /// Starts server `name` (lazy: on demand, see `crate::upstream::lazy`); one of that name
-    /// must have been stopped first ([`Fleet::stop`]).
+    /// Starts server `name` (lazy: on demand, see `crate::upstream::lazy`; its requests
+    /// forwarded within `call_timeout` if given); one of that name must have been stopped first
+    /// ([`Fleet::stop`]).
     pub(crate) fn add(
         &self,
         name: &str,
@@ -63,9 +64,10 @@ impl Fleet {
         limits: GatewayLimits,
         connect: Duration,
         lazy: Option<LazySettings>,
+        call_timeout: Option<Duration>,
     ) {
         self.remove(name);
-        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy, &self.state);
+        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy, call_timeout, &self.state);
         let task = up.supervise(self.events.clone(), connect);
         let (flag, why) = (up.flag(), up.clone());
         self.availability.register_with_reason(

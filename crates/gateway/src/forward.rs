@@ -178,7 +178,7 @@ impl Upstream {
 pub struct UpstreamRunner {
     /// The upstreams.
     pub fleet: Arc<crate::fleet::Fleet>,
-    /// Per-call timeout.
+    /// Per-call timeout, where a server's entry gives none of its own.
     pub timeout: Duration,
     /// What the pins passed: a tool is called only in the definition they passed.
     pub(crate) vetted: Arc<crate::vetted::Vetted>,
@@ -199,16 +199,17 @@ impl ToolRunner for UpstreamRunner {
             };
             let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or_default();
             let name = meta["upstream_name"].as_str().map_or_else(|| tool.name.clone(), str::to_owned);
+            let timeout = up.call_timeout(this.timeout);
             if meta["kind"] == "prompt" {
-                return up.prompt(name, arguments, cx, this.timeout).await;
+                return up.prompt(name, arguments, cx, timeout).await;
             }
             // The session first (a lazy server started, its fresh listing read), then its
             // definition against the pins, then the call, the session held throughout.
-            let Some((_, _session)) = up.ready_peer(this.timeout).await else {
+            let Some((_, _session)) = up.ready_peer(timeout).await else {
                 return Err(up.down_error());
             };
-            this.vetted.check(&up, &tool.id, &name, this.timeout).await?;
-            let mut result = up.call(name, arguments, cx, this.timeout).await?;
+            this.vetted.check(&up, &tool.id, &name, timeout).await?;
+            let mut result = up.call(name, arguments, cx, timeout).await?;
             // Resource links and embedded resources point at URIs a client reads through us.
             let points = |c: &rmcp::model::ContentBlock| {
                 matches!(c, rmcp::model::ContentBlock::Resource(_) | rmcp::model::ContentBlock::ResourceLink(_))

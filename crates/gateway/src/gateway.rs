@@ -123,7 +123,7 @@ pub async fn start(
     let fleet = Arc::new(Fleet::new(events_tx, availability.clone(), state));
     for (name, spec) in &config.servers {
         let lazy = lazy_settings(&config, name, state, replica);
-        fleet.add(name, spec, config.settings.limits, connect, lazy);
+        fleet.add(name, spec, config.settings.limits, connect, lazy, call_timeout(&config, name));
     }
     // Wait for each upstream's first attempt (up or down), within the connect timeout.
     let deadline = Instant::now() + connect;
@@ -328,6 +328,11 @@ pub(crate) fn lazy_settings(
         state: state.to_path_buf(),
         idle: Duration::from_secs(config.settings.idle_stop_secs.max(1)),
     })
+}
+
+/// Server `name`'s own longest forwarded call, if its entry gives one (`call_timeout_secs`).
+pub(crate) fn call_timeout(config: &GatewayConfig, name: &str) -> Option<Duration> {
+    config.policies.get(name).and_then(|p| p.call_timeout_secs).map(Duration::from_secs)
 }
 
 /// The gateway's operations: its audit trail under `state/audit` (unless disabled), request

@@ -318,6 +318,8 @@ impl Keeper {
                 Some(old) if old != spec || self.config.settings.limits.list != new.settings.limits.list => {
                     changed.push(name.clone())
                 }
+                // How it is kept (lazy or not, its call timeout) is fixed when it starts.
+                Some(_) if keeping(&self.config, name) != keeping(&new, name) => changed.push(name.clone()),
                 Some(_) => continue,
             }
         }
@@ -328,7 +330,8 @@ impl Keeper {
         }
         for name in added.iter().chain(&changed) {
             let lazy = crate::gateway::lazy_settings(&new, name, &self.state, self.replica.is_some());
-            self.fleet.add(name, &new.servers[name], new.settings.limits, connect, lazy);
+            let call_timeout = crate::gateway::call_timeout(&new, name);
+            self.fleet.add(name, &new.servers[name], new.settings.limits, connect, lazy, call_timeout);
         }
         let restart = restart_needed(&self.config, &new);
         if !restart.is_empty() {
@@ -345,6 +348,12 @@ impl Keeper {
         );
         true
     }
+}
+
+/// How server `name` of `config` is kept once started: whether it is lazy, and its own call
+/// timeout (a change to either restarts it, as a change to how it is reached does).
+fn keeping(config: &GatewayConfig, name: &str) -> (bool, Option<Duration>) {
+    (config.policies.get(name).is_some_and(|p| p.lazy), crate::gateway::call_timeout(config, name))
 }
 
 /// The settings a running gateway cannot change (its HTTP listener, its sessions' tool sets,

@@ -61,7 +61,7 @@ pub async fn check(config: &GatewayConfig, state: &std::path::Path) -> Vec<Serve
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let fleet = Fleet::new(events_tx, Arc::new(Availability::default()), state);
     for (name, spec) in &config.servers {
-        fleet.add(name, spec, config.settings.limits, connect, None);
+        fleet.add(name, spec, config.settings.limits, connect, None, None);
     }
     let deadline = Instant::now() + connect;
     let mut settled = BTreeMap::new();

@@ -1,7 +1,7 @@
 //! What Gemini CLI's `settings.json` holds beyond the entries other clients write
 //! ([`super::other_clients`]): its `oauth` section in its own names, and the top-level
 //! `mcp.allowed` and `mcp.excluded` lists of servers to start, and `url` meaning an SSE
-//! endpoint ([`sse_urls`]). Its `$NAME` form of a variable
+//! endpoint ([`sse_urls`]), and `timeout` in milliseconds ([`timeouts_in_ms`]). Its `$NAME` form of a variable
 //! is read by [`super::env::Vars`] in a file Gemini CLI reads ([`is_settings`]).
 
 use std::path::Path;
@@ -68,6 +68,21 @@ pub(super) fn sse_urls(servers: &mut Map<String, Value>) {
             }
         }
     }
+}
+
+/// Makes the `timeout` of each entry of a Gemini CLI file, in milliseconds there, whole
+/// seconds (rounded up), as Cline and Roo Code write it: [`super::other_clients`] reads that as
+/// the entry's `call_timeout_secs`. The map is at `at` (`mcpServers`) in errors.
+pub(super) fn timeouts_in_ms(at: &str, servers: &mut Map<String, Value>) -> Result<(), String> {
+    for (name, entry) in servers.iter_mut() {
+        let Some(ms) = entry.get_mut("timeout") else { continue };
+        let max = toolsearch_exec::MAX_TIMEOUT_SECS * 1000;
+        let Some(whole) = ms.as_u64().filter(|ms| (1..=max).contains(ms)) else {
+            return Err(format!("{at}.{name}.timeout: {ms} is not a call timeout: use milliseconds, 1 to {max}"));
+        };
+        *ms = Value::from(whole.div_ceil(1000));
+    }
+    Ok(())
 }
 
 /// Applies Gemini CLI's `mcp.allowed` (only these servers) and `mcp.excluded` (not these) of
@@ -143,6 +158,14 @@ mod tests {
         sse_urls(servers.as_object_mut().unwrap());
         let want = json!({"s": {"url": "u", "type": "sse"}, "h": {"httpUrl": "u"}, "t": {"url": "u", "type": "http"}});
         assert_eq!(servers, want);
+
+        // Its `timeout` is in milliseconds: made whole seconds, rounded up.
+        let mut servers = json!({"a": {"timeout": 600_000}, "b": {"timeout": 1}, "c": {"url": "u"}});
+        timeouts_in_ms("mcpServers", servers.as_object_mut().unwrap()).unwrap();
+        assert_eq!(servers, json!({"a": {"timeout": 600}, "b": {"timeout": 1}, "c": {"url": "u"}}));
+        let mut bad = json!({"a": {"timeout": -5}});
+        let e = timeouts_in_ms("mcpServers", bad.as_object_mut().unwrap()).unwrap_err();
+        assert_eq!(e, "mcpServers.a.timeout: -5 is not a call timeout: use milliseconds, 1 to 86400000");
 
         assert!(is_settings(Path::new("/home/u/.gemini/settings.json")));
         assert!(is_settings(Path::new("/etc/gemini-cli/settings.json")));

@@ -84,6 +84,9 @@ pub struct ServerPolicy {
     pub tools: ToolFilter,
     /// Started on demand and stopped when idle (`lazy`, `crate::upstream::lazy`).
     pub lazy: bool,
+    /// Its own longest forwarded call, in seconds (`call_timeout_secs` in its entry; absent:
+    /// `toolsearch.call_timeout_secs`).
+    pub call_timeout_secs: Option<u64>,
 }
 
 /// The `toolsearch` section of a gateway config.

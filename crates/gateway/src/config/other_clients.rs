@@ -3,9 +3,11 @@
 //! gateway's own fields are read as those: Windsurf's `serverUrl` and Gemini CLI's `httpUrl` as
 //! `url`, Cline's `transportType` as `type`, Roo Code's `disabledTools` and Gemini CLI's
 //! `excludeTools` as `tools.deny` (a tool the user turned off stays off), Gemini CLI's
-//! `includeTools` as `tools.allow`, and its `oauth` (`clientId`, `clientSecret`, `scopes`) as
-//! the gateway's. Their own settings, which mean something to that client alone (which calls it
-//! asks the user about, how long it waits), are left alone and named in a note. Any other
+//! `includeTools` as `tools.allow`, its `oauth` (`clientId`, `clientSecret`, `scopes`) as the
+//! gateway's, and Cline's and Roo Code's `timeout` (seconds; Gemini CLI's milliseconds are
+//! made seconds first, `super::gemini::timeouts_in_ms`) as the entry's `call_timeout_secs`.
+//! Their own settings, which mean something to that client alone (which calls it asks the user
+//! about), are left alone and named in a note. Any other
 //! unknown field is still refused, so a misspelt field of the gateway's is never ignored.
 
 use serde_json::{Map, Value};
@@ -14,7 +16,6 @@ use serde_json::{Map, Value};
 const THEIRS: &[(&str, &str)] = &[
     ("autoApprove", "approval is your client's"),
     ("alwaysAllow", "approval is your client's"),
-    ("timeout", "the gateway's call timeout is `toolsearch.call_timeout_secs`"),
     ("watchPaths", "restart the gateway to restart a server"),
     ("description", "a server describes itself to the gateway"),
 ];
@@ -42,6 +43,15 @@ pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>)
         }
     }
     auth_provider(at, fields)?;
+    if let Some(t) = fields.get("timeout") {
+        if !t.as_u64().is_some_and(|t| (1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(&t)) {
+            return Err(format!(
+                "{at}.timeout: {t} is not a call timeout: use whole seconds, 1 to {}",
+                toolsearch_exec::MAX_TIMEOUT_SECS
+            ));
+        }
+        rename(at, fields, "timeout", "call_timeout_secs")?;
+    }
     let mut left: Vec<&(&str, &str)> = THEIRS.iter().filter(|(field, _)| fields.remove(*field).is_some()).collect();
     if matches!(fields.get("trust"), Some(Value::Bool(_))) {
         fields.remove("trust");
@@ -117,16 +127,20 @@ mod tests {
 
     #[test]
     fn other_clients_names_are_read_as_ours_and_their_settings_noted() {
-        let entry = json!({"serverUrl": "http://h/mcp", "autoApprove": ["a"], "timeout": 60, "disabledTools": ["rm"]});
+        let entry = json!({"serverUrl": "http://h/mcp", "autoApprove": ["a"], "timeout": 90, "disabledTools": ["rm"]});
         let (got, note) = read("mcpServers.w", entry).unwrap();
-        assert_eq!(got, json!({"url": "http://h/mcp", "tools": {"deny": ["rm"]}}));
+        assert_eq!(got, json!({"url": "http://h/mcp", "tools": {"deny": ["rm"]}, "call_timeout_secs": 90}));
         assert_eq!(
             note.as_deref(),
-            Some(
-                "mcpServers.w: `autoApprove`, `timeout`: another client's settings, left alone (approval is your \
-                 client's; the gateway's call timeout is `toolsearch.call_timeout_secs`)"
-            )
+            Some("mcpServers.w: `autoApprove`: another client's settings, left alone (approval is your client's)")
         );
+        // A timeout that is not whole seconds in range is named as written.
+        for bad in [json!(0), json!(1.5), json!("60"), json!(86_401)] {
+            let e = read("m.w", json!({"url": "u", "timeout": bad})).unwrap_err();
+            assert!(e.starts_with(&format!("m.w.timeout: {bad} is not a call timeout: use whole seconds")), "{e}");
+        }
+        let both = read("m.w", json!({"url": "u", "timeout": 5, "call_timeout_secs": 6})).unwrap_err();
+        assert_eq!(both, "m.w: give `call_timeout_secs` or `timeout`, not both");
         // `disabledTools` adds to a deny list of the gateway's own.
         let entry =
             json!({"command": "x", "tools": {"deny": ["a*"]}, "disabledTools": ["b"], "transportType": "stdio"});

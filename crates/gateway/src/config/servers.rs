@@ -53,6 +53,8 @@ struct RawServer {
     lazy: Option<bool>,
     /// OAuth 2.1 login to an HTTP server (`crate::login`).
     oauth: Option<crate::login::UpstreamOAuth>,
+    /// Its longest forwarded call, in seconds (default: `toolsearch.call_timeout_secs`).
+    call_timeout_secs: Option<u64>,
 }
 
 /// `always_load` as written: the whole server, or globs on its tool names.
@@ -214,8 +216,20 @@ pub(super) fn read(
         }
     }
     let _ = s.dev; // VS Code's own business.
-    let policy =
-        ServerPolicy { trust_changes, hold_flagged: s.hold_flagged, tools: s.tools, lazy: s.lazy.unwrap_or(lazy) };
+    if let Some(t) = s.call_timeout_secs.filter(|t| !(1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(t)) {
+        return Err(format!(
+            "{}: {t} is out of range: use 1 to {}",
+            field("call_timeout_secs"),
+            toolsearch_exec::MAX_TIMEOUT_SECS
+        ));
+    }
+    let policy = ServerPolicy {
+        trust_changes,
+        hold_flagged: s.hold_flagged,
+        tools: s.tools,
+        lazy: s.lazy.unwrap_or(lazy),
+        call_timeout_secs: s.call_timeout_secs,
+    };
     Ok(Entry::Server(spec, policy, always_load))
 }
 

@@ -72,6 +72,7 @@ pub(super) fn sections(path: &Path, text: &str) -> Result<Sections, String> {
     let gemini = super::gemini::is_settings(path);
     if gemini {
         super::gemini::sse_urls(&mut servers);
+        super::gemini::timeouts_in_ms(at, &mut servers)?;
     }
     let vars = Vars { inputs: read_inputs(inputs)?, workspace: workspace(path), bare: gemini };
     Ok(Sections { at, servers, toolsearch, vars, notes })

@@ -320,11 +320,12 @@ impl Passthrough {
         cancel: Option<&tokio_util::sync::CancellationToken>,
         own: Option<&crate::upstream::Line>,
     ) -> Result<ServerResult, ErrorData> {
+        let timeout = up.call_timeout(self.timeout);
         let (peer, _held) =
-            up.ready_peer(self.timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
+            up.ready_peer(timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
         let peer = own.map_or(&peer, |l| &l.peer);
         let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(self.timeout);
+        options.timeout = Some(timeout);
         let mut meta = rmcp::model::RequestMetaObject::new();
         meta.insert(crate::upstream::REQUEST_ID_META.to_owned(), json!(request_id));
         options.meta = Some(meta);
@@ -347,7 +348,7 @@ impl Passthrough {
             Ok(answer) => Ok(answer),
             Err(rmcp::service::ServiceError::McpError(e)) => Err(e),
             Err(rmcp::service::ServiceError::Timeout { .. }) => Err(ErrorData::internal_error(
-                format!("MCP server {:?} did not answer within {} s", up.name, self.timeout.as_secs()),
+                format!("MCP server {:?} did not answer within {} s", up.name, timeout.as_secs()),
                 None,
             )),
             Err(e) => Err(failed(&e)),

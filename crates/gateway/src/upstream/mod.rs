@@ -95,6 +95,8 @@ pub struct Upstream {
     state: std::path::PathBuf,
     /// Its callers' own sessions, when every caller logs in for itself (`per_user`).
     pub(crate) users: Option<per_user::UserSessions>,
+    /// Its own longest forwarded request, if its entry gives one ([`Upstream::call_timeout`]).
+    call_timeout: Option<Duration>,
 }
 
 /// A request's hold on an upstream's session: a lazy server is not stopped while one is held.
@@ -147,13 +149,15 @@ impl std::fmt::Debug for Upstream {
 
 impl Upstream {
     /// An upstream not started yet, whose tool lists and answers are read within `limits`;
-    /// lazy (started on demand, stopped when idle) with `lazy`.
-    /// An OAuth-protected server keeps its grant under `state` (`crate::login`).
+    /// lazy (started on demand, stopped when idle) with `lazy`, its requests forwarded within
+    /// `call_timeout` if given (else the gateway's). An OAuth-protected server keeps its grant
+    /// under `state` (`crate::login`).
     pub fn new(
         name: String,
         spec: ServerSpec,
         limits: GatewayLimits,
         lazy: Option<LazySettings>,
+        call_timeout: Option<Duration>,
         state: &std::path::Path,
     ) -> Arc<Upstream> {
         let lazy = lazy.map(|settings| Lazy::new(settings, &name, &spec));
@@ -187,7 +191,14 @@ impl Upstream {
             lazy,
             modern: AtomicBool::new(false),
             asks: Arc::default(),
+            call_timeout,
         })
+    }
+
+    /// How long a request forwarded to it may take: its entry's `call_timeout_secs`, else
+    /// `default` (the gateway's).
+    pub(crate) fn call_timeout(&self, default: Duration) -> Duration {
+        self.call_timeout.unwrap_or(default)
     }
 
     /// What a client is told of `e`, a request to this server that failed on the way; the
