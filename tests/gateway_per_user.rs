@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::gateway::{client_mode_steps, free_port, HttpGateway};
-use common::oauth::{log_in, protected, Idp};
+use common::oauth::{log_in, protected, protected_over, Idp};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -34,19 +34,30 @@ fn subjects(results: &[Value]) -> (Vec<Option<String>>, Vec<Value>) {
     (said, asked)
 }
 
-#[test]
-fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation() {
-    let dir = common::scratch().join("gateway-per-user");
+/// A gateway on a free port in front of `vault`, the protected server over `transport` (`mcp`
+/// or `sse`) with `per_user` grants, whose callers are alice, eve and dan (static tokens) and
+/// the principals of the identity provider that also guards the server; the gateway's own
+/// login done. The provider, the server, the gateway, the config file and the state directory.
+struct PerUser {
+    idp: Idp,
+    _server: common::gateway::Killed,
+    gateway: HttpGateway,
+    config: std::path::PathBuf,
+    state: std::path::PathBuf,
+}
+
+fn per_user_gateway(dir: &std::path::Path, transport: &str) -> PerUser {
     let (port, gateway_port) = (free_port(), free_port());
     // One identity provider for both sides: it guards the upstream, and it is the team's,
     // whose principals call the gateway (bob below) beside static tokens (alice, eve, dan).
     let resource = format!("http://127.0.0.1:{gateway_port}/mcp");
     let idp = Idp::start(&resource, 60);
-    let (_server, url) = protected(&idp, port);
+    let (server, url) = protected_over(&idp, port, transport);
     let callback = format!("http://127.0.0.1:{gateway_port}/oauth/callback");
+    let kind = if transport == "sse" { "sse" } else { "http" };
     let config = write_config(
-        &dir,
-        &json!({"mcpServers": {"vault": {"url": url, "oauth": {"per_user": true}}},
+        dir,
+        &json!({"mcpServers": {"vault": {"url": url, "type": kind, "oauth": {"per_user": true}}},
                 "toolsearch": {"tokens": {"alice-token": {"name": "alice", "scopes": []},
                                           "eve-token": {"name": "eve", "scopes": []},
                                           "dan-token": {"name": "dan", "scopes": []}},
@@ -59,6 +70,13 @@ fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation
     assert!(ok, "{printed}");
     let gateway = HttpGateway::start_on(&format!("127.0.0.1:{gateway_port}"), &config, &state, &[], &[]);
     gateway.wait_for_status("vault is up", Duration::from_secs(20));
+    PerUser { idp, _server: server, gateway, config, state }
+}
+
+#[test]
+fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation() {
+    let dir = common::scratch().join("gateway-per-user");
+    let PerUser { idp, _server, gateway, config, state } = per_user_gateway(&dir, "mcp");
 
     // Alice's first call asks her to log in (a URL elicitation her client follows); the call
     // then runs as alice, and her second call asks nothing.
@@ -141,6 +159,28 @@ fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation
     let (status, body) = common::gateway::http_get(&gateway.addr, "/oauth/callback?state=forged&code=stolen-code", &[]);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("No login is waiting"), "{body}");
+}
+
+/// A per-user server that speaks only HTTP+SSE (MCP 2024-11-05) is reached, for each caller,
+/// on that caller's own event stream with its own grant, as over Streamable HTTP.
+#[test]
+fn a_per_user_server_over_http_sse_sees_each_caller_as_itself() {
+    let dir = common::scratch().join("gateway-per-user-sse");
+    // Held whole: the provider and the server live as long as it does.
+    let vault = per_user_gateway(&dir, "sse");
+    let gateway = &vault.gateway;
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["call", "vault.whoami", {}], ["asked"]]);
+    let alice = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&alice);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned()); 2], 1), "{alice:?}");
+    let steps = json!([["login_as", "dan"], ["call", "vault.whoami", {}], ["asked"]]);
+    let dan = client_mode_steps("legacy", &gateway.url(), "dan-token", &steps);
+    let (said, asked) = subjects(&dan);
+    assert_eq!((said, asked.len()), (vec![Some("dan".to_owned())], 1), "{dan:?}");
+    let steps = json!([["login_as", "decline"], ["call", "vault.whoami", {}]]);
+    let eve = client_mode_steps("legacy", &gateway.url(), "eve-token", &steps);
+    let text = eve[1]["text"].as_str().unwrap_or_default();
+    assert!(eve[1]["is_error"] == true && text.contains("UPSTREAM_LOGIN_REQUIRED"), "{eve:?}");
 }
 
 #[test]
