@@ -65,6 +65,22 @@ fn an_sse_only_server_is_reached_from_a_claude_code_entry_and_from_gemini_clis_u
     assert!(!ok && report["servers"][0]["up"] == false, "{report}");
 }
 
+/// A server whose event stream breaks (it died mid-stream) is down, and the operator's log says
+/// why: the stream, and the error that broke it.
+#[test]
+fn a_broken_event_stream_is_named_in_the_operators_log() {
+    let dir = common::scratch().join("gateway-sse-broken");
+    let port = free_port();
+    let everything = everything_over("sse", port);
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let config = write_config(&dir, &json!({"mcpServers": {"everything": {"type": "sse", "url": url}}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    gateway.wait_for_status("everything is up", Duration::from_secs(30));
+    drop(everything);
+    let said = gateway.wait_for_status("its event stream broke", Duration::from_secs(30));
+    assert!(said.contains("everything"), "{said}");
+}
+
 #[test]
 fn an_endpoint_on_another_origin_is_refused_and_nothing_is_posted_there() {
     let dir = common::scratch().join("gateway-sse-elsewhere");

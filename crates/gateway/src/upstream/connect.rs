@@ -126,7 +126,13 @@ impl Upstream {
             .build()
             .map_err(|e| Failure::new("no HTTP client could be made for it", e.to_string()))?;
         if *sse {
-            let (posts, messages) = super::sse::open(inner, url, all, credentials, self.limits.max_line())
+            let (events, name) = (self.events.lock().unwrap_or_else(|p| p.into_inner()).clone(), self.name.clone());
+            let report = move |detail: String| {
+                if let Some(events) = &events {
+                    let _ = events.send(super::UpEvent::RequestFailed(name.clone(), detail));
+                }
+            };
+            let (posts, messages) = super::sse::open(inner, url, all, credentials, self.limits.max_line(), report)
                 .await
                 .map_err(|e| unreachable(std::io::Error::other(e)))?;
             let transport = rmcp::transport::sink_stream::SinkStreamTransport::new(posts, messages);

@@ -59,8 +59,9 @@ pub enum UpEvent {
     /// servers of the older revisions).
     #[allow(deprecated)]
     Logged(String, rmcp::model::LoggingMessageNotificationParam),
-    /// A request to it failed on the way: the server, and the detail for the operator's log
-    /// (clients get only the server's name and a reason code, `crate::reasons`).
+    /// A request to it (or its event stream, over HTTP+SSE) failed on the way: the server,
+    /// and the detail for the operator's log (clients get only the server's name and a
+    /// reason code, `crate::reasons`).
     RequestFailed(String, String),
 }
 

@@ -33,13 +33,16 @@ pub(super) type Posts = Pin<Box<dyn Sink<ClientJsonRpcMessage, Error = std::io::
 pub(super) type Messages = Pin<Box<dyn Stream<Item = ServerJsonRpcMessage> + Send>>;
 
 /// Opens the event stream at `url` and waits for its endpoint; the two halves of the session.
-/// Errors say what went wrong in words a status line can show (never a credential).
+/// Errors say what went wrong in words a status line can show (never a credential); what
+/// goes wrong once the session runs (a message that is not JSON-RPC, skipped; the stream
+/// breaking, which ends the session) is said to `report`, for the operator's log.
 pub(super) async fn open(
     client: reqwest::Client,
     url: &str,
     headers: HeaderMap,
     credentials: Option<Arc<Credentials>>,
     max_event: usize,
+    report: impl Fn(String) + Send + Sync + 'static,
 ) -> Result<(Posts, Messages), String> {
     let base = reqwest::Url::parse(url).map_err(|e| format!("its URL is not valid: {e}"))?;
     let requests = Requests { client, headers, credentials };
@@ -79,18 +82,25 @@ pub(super) async fn open(
         }
         Ok((requests, post))
     });
-    let messages = futures::stream::unfold(events, |mut events| async move {
-        loop {
-            match events.next().await {
-                // A message that is not JSON-RPC is skipped, as on stdio; a failed or
-                // oversized stream ends the session, which the supervisor reports and reopens.
-                Ok(Some(e)) if e.name == "message" => {
-                    if let Ok(message) = serde_json::from_str::<ServerJsonRpcMessage>(&e.data) {
-                        return Some((message, events));
+    let report = Arc::new(report);
+    let messages = futures::stream::unfold(events, move |mut events| {
+        let report = report.clone();
+        async move {
+            loop {
+                match events.next().await {
+                    // A message that is not JSON-RPC is skipped, as on stdio, and said; a failed
+                    // or oversized stream ends the session, which the supervisor reopens.
+                    Ok(Some(e)) if e.name == "message" => match serde_json::from_str::<ServerJsonRpcMessage>(&e.data) {
+                        Ok(message) => return Some((message, events)),
+                        Err(why) => report(format!("it sent a message that is not JSON-RPC, skipped: {why}")),
+                    },
+                    Ok(Some(_)) => {}
+                    Ok(None) => return None,
+                    Err(why) => {
+                        report(format!("its event stream broke: {why}"));
+                        return None;
                     }
                 }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => return None,
             }
         }
     });
@@ -153,6 +163,17 @@ struct Event {
     data: String,
 }
 
+/// `e` with the errors that caused it (`error decoding response body: unexpected EOF ...`).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
 /// The events of a response body, read as the EventSource rules say (lines end in `\n` or
 /// `\r\n`; `:` starts a comment; an event without data is not dispatched).
 struct Events {
@@ -167,7 +188,7 @@ struct Events {
 
 impl Events {
     fn new(response: reqwest::Response, max: usize) -> Events {
-        let body = response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec()).map_err(|e| e.to_string()));
+        let body = response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec()).map_err(|e| with_causes(&e)));
         Events::from_chunks(Box::pin(body), max)
     }
 
