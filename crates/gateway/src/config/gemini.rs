@@ -1,8 +1,8 @@
 //! What Gemini CLI's `settings.json` holds beyond the entries other clients write
-//! ([`super::other_clients`]): its `oauth` section in its own names, and the top-level
-//! `mcp.allowed` and `mcp.excluded` lists of servers to start, and `url` meaning an SSE
-//! endpoint ([`sse_urls`]), and `timeout` in milliseconds ([`timeouts_in_ms`]). Its `$NAME` form of a variable
-//! is read by [`super::env::Vars`] in a file Gemini CLI reads ([`is_settings`]).
+//! ([`super::other_clients`]): its `oauth` section in its own names, the top-level
+//! `mcp.allowed` and `mcp.excluded` lists of servers to start, `url` meaning an SSE endpoint
+//! ([`sse_urls`]), and `timeout` in milliseconds ([`timeouts_in_ms`]). Its `$NAME` form of a
+//! variable is read by [`super::env::Vars`] in a file Gemini CLI reads ([`is_settings`]).
 
 use std::path::Path;
 

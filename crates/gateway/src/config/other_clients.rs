@@ -1,14 +1,14 @@
-//! What other clients (Cline, Roo Code, Windsurf, Gemini CLI) write in a server entry beside
-//! the fields the gateway reads, so that their files work as they are. Their names for the
-//! gateway's own fields are read as those: Windsurf's `serverUrl` and Gemini CLI's `httpUrl` as
-//! `url`, Cline's `transportType` as `type`, Roo Code's `disabledTools` and Gemini CLI's
-//! `excludeTools` as `tools.deny` (a tool the user turned off stays off), Gemini CLI's
-//! `includeTools` as `tools.allow`, its `oauth` (`clientId`, `clientSecret`, `scopes`) as the
-//! gateway's, and Cline's and Roo Code's `timeout` (seconds; Gemini CLI's milliseconds are
-//! made seconds first, `super::gemini::timeouts_in_ms`) as the entry's `call_timeout_secs`.
-//! Their own settings, which mean something to that client alone (which calls it asks the user
-//! about), are left alone and named in a note. Any other
-//! unknown field is still refused, so a misspelt field of the gateway's is never ignored.
+//! What other clients (Cline, Roo Code, Windsurf, Gemini CLI) write in a server entry beside the
+//! fields the gateway reads, so that their files work as they are. Their names for the gateway's
+//! own fields are read as those: Windsurf's `serverUrl` and Gemini CLI's `httpUrl` as `url`,
+//! Cline's `transportType` as `type`, Roo Code's `disabledTools` and Gemini CLI's `excludeTools` as
+//! `tools.deny` (a tool the user turned off stays off), Gemini CLI's `includeTools` as
+//! `tools.allow`, its `oauth` (`clientId`, `clientSecret`, `scopes`) as the gateway's, and Cline's
+//! and Roo Code's `timeout` (seconds; Gemini CLI's milliseconds are made seconds first,
+//! `super::gemini::timeouts_in_ms`) as the entry's `call_timeout_secs`. Their own settings, which
+//! mean something to that client alone (which calls it asks the user about), are left alone and
+//! named in a note. Any other unknown field is still refused, so a misspelt field of the gateway's
+//! is never ignored.
 
 use serde_json::{Map, Value};
 
