@@ -41,9 +41,11 @@ pub(crate) fn repair(path: &Path, vectors: &Vectors, tools: usize) -> Result<usi
 
 /// The layer-0 links (host to points) that make every point of `graph` (`n` points, entry
 /// `entry`, `levels` layers) reachable from the entry: each point a walk misses is linked
-/// from the nearest point a search finds (a search walks only what the entry reaches), and
-/// what it reaches in turn counts as reached. Returns the number of points missed, and the
-/// links.
+/// from the nearest reached point a search finds, and what it reaches in turn counts as
+/// reached. The search's descent through the upper layers may land in the very part that
+/// layer 0 cuts off, so a host is taken only among reached points, and the search starts
+/// again on layer 0 from the entry when it found none. Returns the number of points missed,
+/// and the links.
 pub(crate) fn reconnect(
     graph: &impl Layers,
     n: usize,
@@ -69,7 +71,12 @@ pub(crate) fn reconnect(
         let q = vectors.to_f32(u);
         let mut score = |o: u32| vectors.score(o, &q);
         let start = descend(graph, &mut score, entry, levels.saturating_sub(1), 0);
-        let found = search_layer(graph, &mut score, start, EF_REPAIR, 0, &mut visited, |o| o != u, |_| {});
+        let reached = |o: u32| o != u && reachable[o as usize];
+        let mut found = search_layer(graph, &mut score, start, EF_REPAIR, 0, &mut visited, reached, |_| {});
+        if found.is_empty() {
+            let start = crate::graph_walk::Scored(score(entry), entry);
+            found = search_layer(graph, &mut score, start, EF_REPAIR, 0, &mut visited, reached, |_| {});
+        }
         let host = found.iter().max().map_or(entry, |s| s.1);
         added.entry(host).or_default().push(u);
         let mut queue = vec![u];
@@ -158,5 +165,28 @@ mod tests {
             assert_eq!(graph.search(&vectors, &rows[o as usize], 1, 64, None)[0].ord, o, "point {o}");
         }
         assert!(!d.join("g.repair").exists(), "no scratch file left");
+    }
+
+    /// Lists per layer per point.
+    struct Fixed(Vec<Vec<Vec<u32>>>);
+
+    impl Layers for Fixed {
+        fn with_neighbours<R>(&self, layer: usize, ord: u32, f: impl FnOnce(&[u32]) -> R) -> R {
+            f(self.0[layer].get(ord as usize).map_or(&[][..], Vec::as_slice))
+        }
+    }
+
+    #[test]
+    fn a_lost_point_is_never_linked_from_another_lost_point() {
+        // Layer 0: 0 <-> 1 (the entry's part) and 2 <-> 3 (cut off). Layer 1 links 0 and 2, so
+        // the descent for 2 or 3 lands in the part that is cut off.
+        let dir = tempfile::tempdir().unwrap();
+        let rows = vec![vec![1.0, 0.0], vec![0.9, 0.1], vec![0.0, 1.0], vec![0.1, 0.99]];
+        let vectors = mapped(&dir.path().join("v"), &rows);
+        let graph = Fixed(vec![vec![vec![1], vec![0], vec![3], vec![2]], vec![vec![2], vec![], vec![0], vec![]]]);
+        let (lost, added) = reconnect(&graph, 4, 0, 2, &vectors);
+        assert_eq!(lost, 2);
+        // 2 hangs from 1 (its nearest reached point), and 3 is reached through 2.
+        assert_eq!(added, BTreeMap::from([(1, vec![2])]));
     }
 }
