@@ -4,7 +4,7 @@
 //! OAuth-protected one (the official Python SDK's server auth, oidc-provider's tokens) is
 //! logged in to and called with the grant, refreshed after a 401; a server whose `endpoint`
 //! event names another origin is refused, and nothing (no message, no credential) is posted
-//! there.
+//! there; a broken stream and a message that is not JSON-RPC are said in the operator's log.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -79,6 +79,30 @@ fn a_broken_event_stream_is_named_in_the_operators_log() {
     drop(everything);
     let said = gateway.wait_for_status("its event stream broke", Duration::from_secs(30));
     assert!(said.contains("everything"), "{said}");
+}
+
+/// A `message` event that is not JSON-RPC is skipped and said in the operator's log; the session
+/// goes on (the server is still called).
+#[test]
+fn a_message_that_is_not_json_rpc_is_skipped_and_named_in_the_operators_log() {
+    let dir = common::scratch().join("gateway-sse-garbled");
+    let port = free_port();
+    let garbled = Command::new(common::python())
+        .arg(common::repo().join("tests/mcp/sse_garbled.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _garbled = Killed(garbled);
+    wait_for_port(port);
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let config = write_config(&dir, &json!({"mcpServers": {"garbled": {"type": "sse", "url": url}}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let said = gateway.wait_for_status("not JSON-RPC, skipped", Duration::from_secs(30));
+    assert!(said.contains("garbled"), "{said}");
+    let r = client_steps(&gateway.url(), "-", &json!([["call", "garbled.noop", {}]])).remove(0);
+    assert_eq!(r["is_error"], false, "{r}");
+    assert_eq!(r["text"], "still here", "{r}");
 }
 
 #[test]
