@@ -300,3 +300,61 @@ fn where_the_authorization_server_takes_metadata_documents_the_gateway_names_its
         );
     }
 }
+
+/// An authorization server that publishes no metadata (oidc-provider with its well-known
+/// documents hidden) is a clear error to find, and is logged in to through the endpoints given
+/// by hand, as Gemini CLI's `authorizationUrl` and `tokenUrl` write them, with a client
+/// registered there beforehand.
+#[test]
+fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_given_by_hand() {
+    let dir = common::scratch().join("gateway-login-by-hand");
+    let port = free_port();
+    let idp = Idp::start_env(&format!("http://127.0.0.1:{port}/mcp"), 60, &[("IDP_NO_METADATA", "1")]);
+    let (_server, url) = protected(&idp, port);
+    let state = dir.join("state");
+    let config = write_config(&dir, &json!({"mcpServers": {"vault": {"url": url, "oauth": {}}}}));
+    let (ok, printed, _) = log_in(&config, &state, "vault", "carol", None);
+    assert!(!ok && printed.contains("no authorization-server metadata for"), "{printed}");
+
+    let gemini = dir.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    let settings = gemini.join("settings.json");
+    let oauth = json!({"enabled": true, "clientId": "native-cli", "authorizationUrl": format!("{}/auth", idp.issuer),
+                       "tokenUrl": format!("{}/token", idp.issuer), "scopes": ["memory", "offline_access"]});
+    std::fs::write(&settings, json!({"mcpServers": {"vault": {"httpUrl": url, "oauth": oauth}}}).to_string()).unwrap();
+    let (ok, printed, page) = log_in(&settings, &state, "vault", "carol", None);
+    assert!(ok, "{printed} {page}");
+    let gateway = HttpGateway::start(&settings, &state, &[]);
+    let r = whoami(&gateway);
+    assert_eq!(r["is_error"], false, "{r}");
+    let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
+    assert_eq!(said["subject"], "carol", "{r}");
+    // An access token the server refuses is refreshed at the token endpoint given by hand.
+    let grant_file = state.join("oauth/vault.grant.json");
+    let mut grant: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    grant["access_token"] = json!("not-a-token-the-server-takes");
+    std::fs::write(&grant_file, grant.to_string()).unwrap();
+    assert_eq!(whoami(&gateway)["is_error"], false);
+    let now: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
+    assert_ne!(now["access_token"], json!("not-a-token-the-server-takes"), "refreshed: {now}");
+    drop(gateway);
+
+    // Endpoints by halves, without a client registered there, or over plain http: named.
+    let bad = |oauth: Value, says: &[&str]| {
+        let entry = json!({"mcpServers": {"vault": {"httpUrl": url, "oauth": oauth}}});
+        std::fs::write(&settings, entry.to_string()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", "login", "vault", "--no-browser", "--config", settings.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && says.iter().all(|s| stderr.contains(s)), "{stderr}");
+    };
+    let token_url = format!("{}/token", idp.issuer);
+    bad(
+        json!({"clientId": "native-cli", "authorizationUrl": format!("{}/auth", idp.issuer)}),
+        &["mcpServers.vault.oauth.authorization_endpoint: give oauth.token_endpoint with it"],
+    );
+    bad(json!({"tokenUrl": token_url}), &["mcpServers.vault.oauth.token_endpoint: give oauth.client_id with it"]);
+    bad(json!({"clientId": "c", "tokenUrl": "http://idp.example/token"}), &["oauth.token_endpoint", "must be https"]);
+}

@@ -10,6 +10,7 @@
 //   eng-bot  no scope; its tokens carry a `groups: ["eng"]` claim (JWT)
 //   opaque   "read-only memory", opaque tokens (for introspection)
 //   gateway  no grant: the gateway's credentials at the introspection endpoint
+//   native-cli  a public native client of the authorization-code grant (loopback redirect)
 // Dynamic registration (RFC 7591) is open, and the authorization-code grant signs anyone in
 // (oidc-provider's development login and consent pages): the subject is the login typed.
 // IDP_SPA_REDIRECT=URL adds `spa`, a public client (no secret, PKCE) of the authorization-code
@@ -19,6 +20,8 @@
 // fetched from it), trusting the test authority in NODE_EXTRA_CA_CERTS and, as tests serve
 // the documents on loopback, fetching them without the library's guard against loopback
 // addresses (in production that guard stays).
+// IDP_NO_METADATA=1 answers 404 for every /.well-known/ document: an authorization server
+// that publishes no metadata.
 // Prints {"issuer": ...} on stdout once listening; writes its private signing key (a JWK)
 // to KEYS_OUT, so a test can sign tokens with claims the provider would never issue.
 import { writeFileSync } from 'node:fs';
@@ -65,6 +68,16 @@ const provider = new Provider(issuer, {
           token_endpoint_auth_method: 'none',
         }]
       : []),
+    // A client registered by hand, as one is where the server publishes no metadata: a native
+    // app, so its loopback redirect may come on any port (RFC 8252 section 7.3).
+    {
+      client_id: 'native-cli',
+      application_type: 'native',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/callback'],
+      token_endpoint_auth_method: 'none',
+    },
   ],
   jwks: { keys: [jwk] },
   scopes: ['read-only', 'memory', 'admin', 'mcp', 'offline_access'],
@@ -95,6 +108,18 @@ const provider = new Provider(issuer, {
   extraTokenClaims: async (ctx, token) => (token.clientId === 'eng-bot' ? { groups: ['eng'] } : undefined),
 });
 provider.proxy = false;
+// IDP_NO_METADATA=1: an authorization server that publishes no metadata (its endpoints are
+// given by hand).
+if (process.env.IDP_NO_METADATA) {
+  provider.use(async (ctx, next) => {
+    if (ctx.path.startsWith('/.well-known/')) {
+      ctx.status = 404;
+      ctx.body = 'no metadata here';
+      return;
+    }
+    await next();
+  });
+}
 provider.listen(Number(port), '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ issuer }) + '\n');
 });

@@ -9,8 +9,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 /// What the gateway does instead of the `oauth` fields of Gemini CLI's it leaves alone.
-pub(super) const OAUTH_FOUND: &str =
-    "the gateway finds the authorization server in the server's metadata and is redirected to itself";
+pub(super) const OAUTH_FOUND: &str = "the gateway is redirected to itself and asks for tokens for the server's own URL";
 
 /// The fields of Gemini CLI's `oauth` section, by which it is told from the gateway's.
 const OAUTH_FIELDS: &[&str] = &[
@@ -25,7 +24,7 @@ const OAUTH_FIELDS: &[&str] = &[
 ];
 
 /// The fields of its `oauth` section that the gateway finds for itself, left alone.
-const OAUTH_LEFT: &[&str] = &["authorizationUrl", "tokenUrl", "redirectUri", "tokenParamName", "audiences"];
+const OAUTH_LEFT: &[&str] = &["redirectUri", "tokenParamName", "audiences"];
 
 /// Whether `path` is a file Gemini CLI reads: `settings.json` in a `.gemini` folder (a user's or
 /// a project's) or in `gemini-cli` (the system's, `/etc/gemini-cli/settings.json`).
@@ -35,9 +34,10 @@ pub(super) fn is_settings(path: &Path) -> bool {
         && folder.is_some_and(|f| f == ".gemini" || f == "gemini-cli")
 }
 
-/// Reads Gemini CLI's `oauth` section of the entry at `at` as the gateway's: `clientId` and
-/// `clientSecret` as `client_id` and `client_secret`, `scopes` as they are, and `enabled:
-/// false` as no section. Returns the fields it left alone; a section of the gateway's own is
+/// Reads Gemini CLI's `oauth` section of the entry at `at` as the gateway's: `clientId`,
+/// `clientSecret`, `authorizationUrl` and `tokenUrl` as `client_id`, `client_secret`,
+/// `authorization_endpoint` and `token_endpoint`, `scopes` as they are, and `enabled: false` as
+/// no section. Returns the fields it left alone; a section of the gateway's own is
 /// untouched.
 pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'static str>, String> {
     let Some(Value::Object(oauth)) = fields.get_mut("oauth") else { return Ok(Vec::new()) };
@@ -52,7 +52,12 @@ pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'s
         }
         Some(_) => return Err(format!("{at}.oauth.enabled: must be true or false")),
     }
-    for (theirs, ours) in [("clientId", "client_id"), ("clientSecret", "client_secret")] {
+    for (theirs, ours) in [
+        ("clientId", "client_id"),
+        ("clientSecret", "client_secret"),
+        ("authorizationUrl", "authorization_endpoint"),
+        ("tokenUrl", "token_endpoint"),
+    ] {
         super::other_clients::rename(&format!("{at}.oauth"), oauth, theirs, ours)?;
     }
     Ok(OAUTH_LEFT.iter().copied().filter(|field| oauth.remove(*field).is_some()).collect())
@@ -124,9 +129,11 @@ mod tests {
 
     #[test]
     fn gemini_clis_oauth_and_server_lists_are_read_as_the_gateways() {
-        let mut entry = json!({"oauth": {"enabled": true, "clientId": "c", "scopes": ["s"], "tokenUrl": "https://t"}});
+        let mut entry = json!({"oauth": {"enabled": true, "clientId": "c", "scopes": ["s"], "tokenUrl": "https://t",
+                                         "audiences": ["a"]}});
         let left = oauth("m.x", entry.as_object_mut().unwrap()).unwrap();
-        assert_eq!((entry, left), (json!({"oauth": {"client_id": "c", "scopes": ["s"]}}), vec!["tokenUrl"]));
+        let read = json!({"oauth": {"client_id": "c", "scopes": ["s"], "token_endpoint": "https://t"}});
+        assert_eq!((entry, left), (read, vec!["audiences"]));
         let mut off = json!({"url": "u", "oauth": {"enabled": false, "clientId": "c"}});
         assert!(oauth("m.x", off.as_object_mut().unwrap()).unwrap().is_empty());
         assert_eq!(off, json!({"url": "u"}));

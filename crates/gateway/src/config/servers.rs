@@ -175,9 +175,8 @@ pub(super) fn read(
             if let Some(crate::login::SecretForm::Value(v)) = oauth.as_mut().and_then(|o| o.client_secret.as_mut()) {
                 *v = expand("oauth.client_secret", v)?;
             }
-            if let Some(a) = oauth.as_ref().and_then(|o| o.authorization_server.as_ref()) {
-                toolsearch_mcp::oauth::fetch::secure_url(a)
-                    .map_err(|e| format!("{}: {e}", field("oauth.authorization_server")))?;
+            if let Some(o) = oauth.as_ref() {
+                endpoints(o, &field)?;
             }
             ServerSpec::Http {
                 url,
@@ -231,6 +230,32 @@ pub(super) fn read(
         call_timeout_secs: s.call_timeout_secs,
     };
     Ok(Entry::Server(spec, policy, always_load))
+}
+
+/// Checks an entry's `oauth` addresses (`field` names one in errors): each `https` (or
+/// loopback); endpoints given by hand come as a pair with a client registered beforehand, for
+/// without the authorization server's metadata the gateway cannot register itself.
+fn endpoints(o: &crate::login::UpstreamOAuth, field: &dyn Fn(&str) -> String) -> Result<(), String> {
+    for (name, url) in [
+        ("oauth.authorization_server", &o.authorization_server),
+        ("oauth.authorization_endpoint", &o.authorization_endpoint),
+        ("oauth.token_endpoint", &o.token_endpoint),
+    ] {
+        if let Some(url) = url {
+            toolsearch_mcp::oauth::fetch::secure_url(url).map_err(|e| format!("{}: {e}", field(name)))?;
+        }
+    }
+    if o.authorization_endpoint.is_some() && o.token_endpoint.is_none() {
+        return Err(format!("{}: give oauth.token_endpoint with it", field("oauth.authorization_endpoint")));
+    }
+    if o.token_endpoint.is_some() && o.client_id.is_none() {
+        return Err(format!(
+            "{}: give oauth.client_id with it (a client registered there): without the authorization \
+             server's metadata the gateway cannot register itself",
+            field("oauth.token_endpoint")
+        ));
+    }
+    Ok(())
 }
 
 /// The variables of a `NAME=value` file (VS Code's `envFile`): blank lines and `#` comments

@@ -1,7 +1,8 @@
 //! From an upstream's URL to the authorization server that guards it: the `401` challenge's
 //! `resource_metadata` (else the RFC 9728 well-known URLs), the protected-resource metadata's
 //! `resource` and `authorization_servers`, then that server's metadata (`issuer` checked by
-//! [`toolsearch_mcp::oauth::fetch::server_metadata`]). Every URL must be HTTPS except on
+//! [`toolsearch_mcp::oauth::fetch::server_metadata`]), or the endpoints an entry gives by hand
+//! for an authorization server that publishes no metadata. Every URL must be HTTPS except on
 //! loopback.
 
 use serde_json::Value;
@@ -35,76 +36,40 @@ fn challenge_param(challenge: &str, name: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_owned())
 }
 
-/// Discovers the authorization server of the server at `url`.
+/// Discovers the authorization server of the server at `url`. Endpoints given by hand
+/// (`token_endpoint`) stand for its metadata, which is then not read; the issuer is then the
+/// one `authorization_server` or the server's protected-resource metadata names, else the
+/// token endpoint's origin.
 pub(crate) async fn discover(
     client: &reqwest::Client,
     url: &str,
     settings: &UpstreamOAuth,
 ) -> Result<Discovered, String> {
-    let server = secure_url(url)?;
-    let mut resource = url.to_owned();
+    secure_url(url)?;
     let mut scope = settings.scopes.as_ref().map(|s| s.join(" "));
-    let issuer = match &settings.authorization_server {
-        Some(issuer) => issuer.clone(),
-        None => {
-            // The challenge names the metadata; a server that gives none is asked at the
-            // well-known URLs, path-suffixed first.
-            let probe = client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
-                .send();
-            let challenge = match tokio::time::timeout(fetch::FETCH_TIMEOUT, probe).await {
-                Ok(Ok(r)) => r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned),
-                Ok(Err(e)) => return Err(format!("{url} could not be reached: {}", e.without_url())),
-                Err(_) => return Err(format!("{url} did not answer within {} s", fetch::FETCH_TIMEOUT.as_secs())),
-            };
-            if scope.is_none() {
-                scope = challenge.as_deref().and_then(|c| challenge_param(c, "scope"));
-            }
-            let origin = server.origin().ascii_serialization();
-            let path = server.path().trim_end_matches('/');
-            let mut candidates: Vec<String> =
-                challenge.as_deref().and_then(|c| challenge_param(c, "resource_metadata")).into_iter().collect();
-            candidates.push(format!("{origin}/.well-known/oauth-protected-resource{path}"));
-            candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
-            let mut last = String::new();
-            let mut found = None;
-            for candidate in candidates {
-                match fetch::fetch_json(client, &candidate).await {
-                    Ok(doc) => {
-                        found = Some(doc);
-                        break;
-                    }
-                    Err(e) => last = e,
-                }
-            }
-            let doc = found.ok_or_else(|| {
-                format!("{url} publishes no protected-resource metadata ({last}); set oauth.authorization_server")
-            })?;
-            if let Some(r) = doc.get("resource").and_then(Value::as_str) {
-                // The metadata must be about this server (RFC 9728 section 3.3).
-                let named = secure_url(r)?;
-                if named.origin() != server.origin() || !server.path().starts_with(named.path().trim_end_matches('/')) {
-                    return Err(format!("the protected-resource metadata of {url} is for {r}: refused"));
-                }
-                resource = r.to_owned();
-            }
-            if scope.is_none() {
-                scope = doc
-                    .get("scopes_supported")
-                    .and_then(Value::as_array)
-                    .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "));
-            }
-            doc.get("authorization_servers")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("the protected-resource metadata of {url} names no authorization server"))?
-                .to_owned()
-        }
+    let (issuer, resource) = match (&settings.authorization_server, &settings.token_endpoint) {
+        (Some(issuer), _) => (issuer.clone(), url.to_owned()),
+        (None, None) => protected_resource(client, url, &mut scope).await?,
+        // A server that says nothing of its authorization server is asked for tokens for its
+        // own URL.
+        (None, Some(token)) => match protected_resource(client, url, &mut scope).await {
+            Ok(found) => found,
+            Err(_) => (secure_url(token)?.origin().ascii_serialization(), url.to_owned()),
+        },
     };
+    if let Some(token_endpoint) = &settings.token_endpoint {
+        return Ok(Discovered {
+            issuer,
+            authorization_endpoint: settings.authorization_endpoint.clone(),
+            token_endpoint: token_endpoint.clone(),
+            registration_endpoint: None,
+            device_endpoint: None,
+            resource,
+            scope: scope.unwrap_or_default(),
+            iss_in_redirect: false,
+            metadata_documents: false,
+        });
+    }
     let meta = fetch::server_metadata(client, &issuer).await?;
     let endpoint = |k: &str| -> Result<Option<String>, String> {
         match meta.get(k).and_then(Value::as_str) {
@@ -135,6 +100,73 @@ pub(crate) async fn discover(
         resource,
         scope,
     })
+}
+
+/// The issuer and RFC 8707 resource the protected-resource metadata of the server at `url`
+/// names: the `401` challenge's `resource_metadata`, else the well-known URLs, path-suffixed
+/// first. `scope`, if not set, is taken from the challenge or the metadata.
+async fn protected_resource(
+    client: &reqwest::Client,
+    url: &str,
+    scope: &mut Option<String>,
+) -> Result<(String, String), String> {
+    let server = secure_url(url)?;
+    let mut resource = url.to_owned();
+    let probe = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)
+        .send();
+    let challenge = match tokio::time::timeout(fetch::FETCH_TIMEOUT, probe).await {
+        Ok(Ok(r)) => r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned),
+        Ok(Err(e)) => return Err(format!("{url} could not be reached: {}", e.without_url())),
+        Err(_) => return Err(format!("{url} did not answer within {} s", fetch::FETCH_TIMEOUT.as_secs())),
+    };
+    if scope.is_none() {
+        *scope = challenge.as_deref().and_then(|c| challenge_param(c, "scope"));
+    }
+    let origin = server.origin().ascii_serialization();
+    let path = server.path().trim_end_matches('/');
+    let mut candidates: Vec<String> =
+        challenge.as_deref().and_then(|c| challenge_param(c, "resource_metadata")).into_iter().collect();
+    candidates.push(format!("{origin}/.well-known/oauth-protected-resource{path}"));
+    candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    let mut last = String::new();
+    let mut found = None;
+    for candidate in candidates {
+        match fetch::fetch_json(client, &candidate).await {
+            Ok(doc) => {
+                found = Some(doc);
+                break;
+            }
+            Err(e) => last = e,
+        }
+    }
+    let doc = found.ok_or_else(|| {
+        format!("{url} publishes no protected-resource metadata ({last}); set oauth.authorization_server")
+    })?;
+    if let Some(r) = doc.get("resource").and_then(Value::as_str) {
+        // The metadata must be about this server (RFC 9728 section 3.3).
+        let named = secure_url(r)?;
+        if named.origin() != server.origin() || !server.path().starts_with(named.path().trim_end_matches('/')) {
+            return Err(format!("the protected-resource metadata of {url} is for {r}: refused"));
+        }
+        resource = r.to_owned();
+    }
+    if scope.is_none() {
+        *scope = doc
+            .get("scopes_supported")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "));
+    }
+    let issuer = doc
+        .get("authorization_servers")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("the protected-resource metadata of {url} names no authorization server"))?;
+    Ok((issuer.to_owned(), resource))
 }
 
 #[cfg(test)]

@@ -120,10 +120,10 @@ pub async fn login(
             super::device::device_login(&client, server, settings, &found, &endpoint, state, say).await?;
         return keep(server, state, &found, tokens, client_id, secret, say).await;
     }
-    let authorize = found
-        .authorization_endpoint
-        .clone()
-        .ok_or_else(|| format!("{}'s metadata has no authorization_endpoint", found.issuer))?;
+    let authorize = found.authorization_endpoint.clone().ok_or_else(|| match settings.token_endpoint {
+        Some(_) => "a login in a browser starts at oauth.authorization_endpoint: give it".to_owned(),
+        None => format!("{}'s metadata has no authorization_endpoint", found.issuer),
+    })?;
     let kept = store::registrations(state).get(&found.issuer).cloned();
     // The redirect listener: the port a kept registration names, if free, else any.
     let kept_port = kept.as_ref().and_then(|r| reqwest::Url::parse(&r.redirect_uri).ok()).and_then(|u| u.port());

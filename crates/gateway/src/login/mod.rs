@@ -63,6 +63,14 @@ pub struct UpstreamOAuth {
     /// The authorization server, for a server that publishes no protected-resource metadata.
     #[serde(default)]
     pub authorization_server: Option<String>,
+    /// Where a person logs in, for an authorization server that publishes no metadata (given
+    /// with `token_endpoint`; Gemini CLI's `authorizationUrl`).
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    /// Where tokens are asked for, for an authorization server that publishes no metadata
+    /// (Gemini CLI's `tokenUrl`): given, its metadata is not read, and `client_id` is needed.
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
     /// `authorization_code` (the default: a person logs in with `gateway login`) or
     /// `client_credentials` (the gateway gets tokens with its own client credentials).
     #[serde(default)]
