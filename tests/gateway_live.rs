@@ -1,7 +1,9 @@
 //! The gateway's config applied live: a server added to the config file while a client
 //! session stays open becomes searchable and callable in that session (told `list_changed`),
 //! a config that does not load is refused with the running one kept, a server removed is
-//! stopped, one whose call timeout changed is restarted, and SIGHUP reloads. The official Python MCP client and the npm reference servers.
+//! stopped, one whose call timeout changed is restarted, the gateway's own call timeout bounds
+//! the next call without a restart, and SIGHUP reloads. The official Python MCP client and the
+//! npm reference servers.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -143,4 +145,26 @@ fn check_starts_every_server_once_and_reports_what_is_wrong_with_an_exit_status(
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("everything: up"));
+}
+
+/// The gateway's own `call_timeout_secs` applies to the next call once the edit is read: no
+/// server restarts, no restart of the gateway is asked for.
+#[test]
+fn the_gateways_call_timeout_bounds_the_next_call_without_a_restart() {
+    let dir = common::scratch().join("gateway-live-timeout");
+    let notes = json!({"command": common::python(), "args": [common::repo().join("tests/mcp/notes_server.py")]});
+    let file = |secs: u64| json!({"mcpServers": {"notes": notes}, "toolsearch": {"call_timeout_secs": secs}});
+    let config = write_config(&dir, &file(60));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let job = json!([["call", "notes.slow_job", {"seconds": 3}]]);
+    let done = client_steps(&gateway.url(), "-", &job).remove(0);
+    assert!(!done["is_error"].as_bool().unwrap() && done["text"].as_str().unwrap().contains("job done"), "{done}");
+
+    write_config(&dir, &file(1));
+    wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= 1);
+    let cut = client_steps(&gateway.url(), "-", &job).remove(0);
+    assert!(cut["is_error"].as_bool().unwrap(), "{cut}");
+    assert!(cut["text"].as_str().unwrap().contains("within 1 s"), "{cut}");
+    assert_eq!(count(&gateway, "config_restart_needed"), 0);
+    assert_eq!(count(&gateway, "\"changed\":[\"notes\"]"), 0);
 }

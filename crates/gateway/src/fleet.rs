@@ -3,6 +3,7 @@
 //! ended, its child process killed with it); one changed is both.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -21,6 +22,9 @@ pub struct Fleet {
     availability: Arc<Availability>,
     /// The state directory (OAuth grants live under it).
     state: std::path::PathBuf,
+    /// How long a forwarded request may take where a server's entry says nothing, in
+    /// milliseconds: the config's, changed by a reload for the next request.
+    call_timeout_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -51,7 +55,20 @@ impl Fleet {
             events,
             availability,
             state: state.to_path_buf(),
+            call_timeout_ms: AtomicU64::new(60_000),
         }
+    }
+
+    /// Sets how long a request forwarded to a server whose entry gives no `call_timeout_secs`
+    /// may take, from the next request on.
+    pub(crate) fn set_call_timeout(&self, timeout: Duration) {
+        self.call_timeout_ms.store(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// How long a request forwarded to `up` may take: its entry's own timeout, else the
+    /// fleet's ([`Fleet::set_call_timeout`]).
+    pub(crate) fn call_timeout(&self, up: &Upstream) -> Duration {
+        up.call_timeout(Duration::from_millis(self.call_timeout_ms.load(Ordering::Relaxed)))
     }
 
     /// Starts server `name` (lazy: on demand, see `crate::upstream::lazy`; its requests

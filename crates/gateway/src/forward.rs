@@ -178,8 +178,6 @@ impl Upstream {
 pub struct UpstreamRunner {
     /// The upstreams.
     pub fleet: Arc<crate::fleet::Fleet>,
-    /// Per-call timeout, where a server's entry gives none of its own.
-    pub timeout: Duration,
     /// What the pins passed: a tool is called only in the definition they passed.
     pub(crate) vetted: Arc<crate::vetted::Vetted>,
 }
@@ -191,7 +189,7 @@ impl ToolRunner for UpstreamRunner {
         arguments: Value,
         cx: RunContext,
     ) -> BoxFuture<Result<rmcp::model::CallToolResult, RunError>> {
-        let this = UpstreamRunner { fleet: self.fleet.clone(), timeout: self.timeout, vetted: self.vetted.clone() };
+        let this = UpstreamRunner { fleet: self.fleet.clone(), vetted: self.vetted.clone() };
         Box::pin(async move {
             let server = tool.group.clone().unwrap_or_default();
             let Some(up) = this.fleet.get(&server) else {
@@ -199,7 +197,7 @@ impl ToolRunner for UpstreamRunner {
             };
             let meta = tool.details.meta.as_ref().map(|m| m.value()).unwrap_or_default();
             let name = meta["upstream_name"].as_str().map_or_else(|| tool.name.clone(), str::to_owned);
-            let timeout = up.call_timeout(this.timeout);
+            let timeout = this.fleet.call_timeout(&up);
             if meta["kind"] == "prompt" {
                 return up.prompt(name, arguments, cx, timeout).await;
             }

@@ -120,14 +120,16 @@ pub async fn start(
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let availability = Arc::new(Availability::default());
-    let fleet = Arc::new(Fleet::new(events_tx, availability.clone(), state));
+    let fleet = Arc::new(Fleet::new(events_tx.clone(), availability.clone(), state));
     for (name, spec) in &config.servers {
         let lazy = lazy_settings(&config, name, state, replica);
         fleet.add(name, spec, config.settings.limits, connect, lazy, call_timeout(&config, name));
     }
-    // Wait for each upstream's first attempt (up or down), within the connect timeout.
+    // Wait for each upstream's first attempt (up or down), within the connect timeout. What
+    // else comes meanwhile (a failed request, a changed list) is the keeper's, given it after.
     let deadline = Instant::now() + connect;
     let mut settled: BTreeMap<String, bool> = BTreeMap::new();
+    let mut later = Vec::new();
     let upstreams = fleet.all();
     while settled.len() < upstreams.len() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -143,11 +145,15 @@ pub async fn start(
                     status.event("upstream_down", json!({"server": n, "reason": upstreams[n].operator_reason()}));
                     settled.entry(n.clone()).or_insert(false);
                 }
-                _ => {}
+                _ => later.push(e),
             },
             _ => break,
         }
     }
+    for e in later {
+        let _ = events_tx.send(e);
+    }
+    drop(events_tx);
     for (n, up) in &upstreams {
         if !settled.contains_key(n) {
             status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}));
@@ -203,20 +209,11 @@ pub async fn start(
         (None, Access::Open) => Principal::trusted(),
     };
     vetted.reload(state);
-    let runner = UpstreamRunner {
-        fleet: fleet.clone(),
-        timeout: Duration::from_secs(s.call_timeout_secs),
-        vetted: vetted.clone(),
-    };
+    fleet.set_call_timeout(Duration::from_secs(s.call_timeout_secs));
+    let runner = UpstreamRunner { fleet: fleet.clone(), vetted: vetted.clone() };
     let mut toolset = s.toolset.clone();
     toolset.discovery.kinds = true;
-    let passthrough = Arc::new(Passthrough::new(
-        fleet.clone(),
-        held.clone(),
-        s.requires.clone(),
-        Duration::from_secs(s.call_timeout_secs),
-        s.limits.list.page,
-    ));
+    let passthrough = Arc::new(Passthrough::new(fleet.clone(), held.clone(), s.requires.clone(), s.limits.list.page));
     let hub = Hub::new(live.clone(), availability, toolset, principal, Arc::new(runner)).with_instructions(
         "This server is a gateway to several MCP servers: their tools are found by search \
              (search_tool_by_category), then expanded (expand_tool) and called by name, or called \

@@ -340,6 +340,8 @@ impl Keeper {
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }
+        // The gateway's call timeout bounds the next request on (one running keeps its own).
+        self.fleet.set_call_timeout(Duration::from_secs(new.settings.call_timeout_secs));
         self.config = new;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         self.status.event(
@@ -369,7 +371,6 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("access", &a.access, &b.access),
         ("allowed_origins", &a.allowed_origins, &b.allowed_origins),
         ("trusted_proxies", &a.trusted_proxies, &b.trusted_proxies),
-        ("call_timeout_secs", &a.call_timeout_secs, &b.call_timeout_secs),
         ("limits.http", &a.limits.http, &b.limits.http),
         ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
         ("audit", &a.audit, &b.audit),

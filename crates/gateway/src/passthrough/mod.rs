@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, GetPromptRequest, GetPromptRequestParams, InputResponses,
@@ -45,7 +44,6 @@ pub struct Passthrough {
     held: crate::pins::HeldNow,
     /// The scopes each server requires (from the config; replaced when it is reloaded).
     requires: RwLock<BTreeMap<String, Vec<String>>>,
-    timeout: Duration,
     page: usize,
     /// Who watches what: (server, its own URI) to the sessions subscribed.
     watchers: Mutex<HashMap<(String, String), Vec<Subscriber>>>,
@@ -68,20 +66,18 @@ fn may(who: &Principal, requires: &[String]) -> bool {
 }
 
 impl Passthrough {
-    /// Offers of `fleet`'s servers, each request forwarded within `timeout`, lists paged by
-    /// `page` items.
+    /// Offers of `fleet`'s servers, each request forwarded within the fleet's call timeout
+    /// ([`Fleet::call_timeout`]), lists paged by `page` items.
     pub(crate) fn new(
         fleet: Arc<Fleet>,
         held: crate::pins::HeldNow,
         requires: BTreeMap<String, Vec<String>>,
-        timeout: Duration,
         page: usize,
     ) -> Self {
         Passthrough {
             fleet,
             held,
             requires: RwLock::new(requires),
-            timeout,
             page: page.max(1),
             watchers: Mutex::default(),
             seen: Mutex::default(),
@@ -320,7 +316,7 @@ impl Passthrough {
         cancel: Option<&tokio_util::sync::CancellationToken>,
         own: Option<&crate::upstream::Line>,
     ) -> Result<ServerResult, ErrorData> {
-        let timeout = up.call_timeout(self.timeout);
+        let timeout = self.fleet.call_timeout(up);
         let (peer, _held) =
             up.ready_peer(timeout).await.ok_or_else(|| ErrorData::internal_error(up.client_reason(), None))?;
         let peer = own.map_or(&peer, |l| &l.peer);
