@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::gateway::{client_steps, free_port, wait_for_port, HttpGateway, Killed};
-use common::oauth::{log_in, log_in_with, protected, Idp};
+use common::oauth::{assert_refreshed, log_in, log_in_with, protected, spoil_access_token, Idp};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -330,13 +330,9 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
     let said: Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
     assert_eq!(said["subject"], "carol", "{r}");
     // An access token the server refuses is refreshed at the token endpoint given by hand.
-    let grant_file = state.join("oauth/vault.grant.json");
-    let mut grant: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
-    grant["access_token"] = json!("not-a-token-the-server-takes");
-    std::fs::write(&grant_file, grant.to_string()).unwrap();
+    spoil_access_token(&state, "vault");
     assert_eq!(whoami(&gateway)["is_error"], false);
-    let now: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
-    assert_ne!(now["access_token"], json!("not-a-token-the-server-takes"), "refreshed: {now}");
+    assert_refreshed(&state, "vault");
     drop(gateway);
 
     // Endpoints by halves, without a client registered there, or over plain http: named.

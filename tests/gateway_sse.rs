@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::gateway::{client_steps, everything_over, free_port, wait_for_port, HttpGateway, Killed};
-use common::oauth::{log_in, protected_over, Idp};
+use common::oauth::{assert_refreshed, log_in, protected_over, spoil_access_token, Idp};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -157,12 +157,8 @@ fn an_oauth_protected_sse_server_is_logged_in_to_and_called_with_its_grant_refre
     assert_eq!(said["subject"], "dana", "{r}");
 
     // An access token the server refuses (401) is refreshed once, and the call goes through.
-    let grant_file = state.join("oauth/vault.grant.json");
-    let mut grant: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
-    grant["access_token"] = json!("not-a-token-the-server-takes");
-    std::fs::write(&grant_file, grant.to_string()).unwrap();
+    spoil_access_token(&state, "vault");
     let r = whoami();
     assert_eq!(r["is_error"], false, "{r}");
-    let now: Value = serde_json::from_slice(&std::fs::read(&grant_file).unwrap()).unwrap();
-    assert_ne!(now["access_token"], json!("not-a-token-the-server-takes"), "refreshed: {now}");
+    assert_refreshed(&state, "vault");
 }

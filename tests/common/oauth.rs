@@ -305,3 +305,22 @@ pub fn log_in_with(
     printed.push_str(&String::from_utf8_lossy(&done.stderr));
     (done.status.success(), printed, page)
 }
+
+/// An access token no server takes, put in a kept grant by [`spoil_access_token`].
+const SPOILT: &str = "not-a-token-the-server-takes";
+
+/// Replaces the access token of `server`'s grant kept under `state` with one no server takes,
+/// so that the next call must refresh it.
+pub fn spoil_access_token(state: &Path, server: &str) {
+    let file = state.join(format!("oauth/{server}.grant.json"));
+    let mut grant: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    grant["access_token"] = Value::from(SPOILT);
+    std::fs::write(&file, grant.to_string()).unwrap();
+}
+
+/// Asserts that `server`'s grant kept under `state` was refreshed since [`spoil_access_token`].
+pub fn assert_refreshed(state: &Path, server: &str) {
+    let file = state.join(format!("oauth/{server}.grant.json"));
+    let now: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_ne!(now["access_token"], Value::from(SPOILT), "not refreshed: {now}");
+}
