@@ -92,11 +92,10 @@ fn a_server_added_to_the_config_becomes_searchable_in_an_open_session() {
     wait_until("reloaded on SIGHUP", || count(&gateway, "\"signal\":true") >= 1);
     assert_eq!(count(&gateway, "\"event\":\"config_reloaded\""), reloads + 1);
 
-    // How a server is kept (its own call timeout, `lazy`) is fixed when it starts: an edit to
-    // either restarts it.
-    let mut brisk = memory.clone();
-    brisk["call_timeout_secs"] = json!(5);
-    write_config(&dir, &json!({"mcpServers": {"memory": brisk}}));
+    // Whether a server is lazy is fixed when it starts: an edit to it restarts the server.
+    let mut lazy = memory.clone();
+    lazy["lazy"] = json!(true);
+    write_config(&dir, &json!({"mcpServers": {"memory": lazy}}));
     wait_until("memory restarted", || count(&gateway, "\"changed\":[\"memory\"]") >= 1);
 }
 
@@ -147,24 +146,56 @@ fn check_starts_every_server_once_and_reports_what_is_wrong_with_an_exit_status(
     assert!(String::from_utf8_lossy(&out.stdout).contains("everything: up"));
 }
 
-/// The gateway's own `call_timeout_secs` applies to the next call once the edit is read: no
-/// server restarts, no restart of the gateway is asked for.
+/// Call timeouts, the gateway's own `call_timeout_secs` and a server's, apply to the next call
+/// once the edit is read: the server keeps running (its notes and process with it), and no
+/// restart of the gateway is asked for.
 #[test]
-fn the_gateways_call_timeout_bounds_the_next_call_without_a_restart() {
+fn call_timeouts_bound_the_next_call_without_a_restart() {
     let dir = common::scratch().join("gateway-live-timeout");
     let notes = json!({"command": common::python(), "args": [common::repo().join("tests/mcp/notes_server.py")]});
-    let file = |secs: u64| json!({"mcpServers": {"notes": notes}, "toolsearch": {"call_timeout_secs": secs}});
-    let config = write_config(&dir, &file(60));
+    let file = |gateway: u64, own: Option<u64>| {
+        let mut notes = notes.clone();
+        if let Some(own) = own {
+            notes["call_timeout_secs"] = json!(own);
+        }
+        json!({"mcpServers": {"notes": notes}, "toolsearch": {"call_timeout_secs": gateway}})
+    };
+    let config = write_config(&dir, &file(60, None));
     let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
     let job = json!([["call", "notes.slow_job", {"seconds": 3}]]);
-    let done = client_steps(&gateway.url(), "-", &job).remove(0);
-    assert!(!done["is_error"].as_bool().unwrap() && done["text"].as_str().unwrap().contains("job done"), "{done}");
+    let finishes = || {
+        let done = client_steps(&gateway.url(), "-", &job).remove(0);
+        assert!(!done["is_error"].as_bool().unwrap() && done["text"].as_str().unwrap().contains("job done"), "{done}");
+    };
+    let cut_within = |secs: u64| {
+        let cut = client_steps(&gateway.url(), "-", &job).remove(0);
+        assert!(cut["is_error"].as_bool().unwrap(), "{cut}");
+        assert!(cut["text"].as_str().unwrap().contains(&format!("within {secs} s")), "{cut}");
+    };
+    let mut reloads = 0;
+    let mut edit = |gateway_secs: u64, own: Option<u64>| {
+        write_config(&dir, &file(gateway_secs, own));
+        reloads += 1;
+        wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= reloads);
+    };
+    let remember =
+        json!([["call", "notes.remember", {"key": "k", "text": "kept"}], ["call", "notes.recall", {"key": "k"}]]);
+    let before = client_steps(&gateway.url(), "-", &remember).remove(1);
+    finishes();
 
-    write_config(&dir, &file(1));
-    wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= 1);
-    let cut = client_steps(&gateway.url(), "-", &job).remove(0);
-    assert!(cut["is_error"].as_bool().unwrap(), "{cut}");
-    assert!(cut["text"].as_str().unwrap().contains("within 1 s"), "{cut}");
+    edit(1, None);
+    cut_within(1);
+    edit(60, Some(2));
+    cut_within(2);
+    edit(60, None);
+    finishes();
+
+    let after = client_steps(&gateway.url(), "-", &json!([["call", "notes.recall", {"key": "k"}]])).remove(0);
+    let held = |r: &Value| serde_json::from_str::<Value>(r["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (held(&after)["text"].clone(), held(&after)["pid"].clone()),
+        (json!("kept"), held(&before)["pid"].clone())
+    );
     assert_eq!(count(&gateway, "config_restart_needed"), 0);
     assert_eq!(count(&gateway, "\"changed\":[\"notes\"]"), 0);
 }

@@ -43,20 +43,24 @@ impl Drop for Fleet {
 
 impl Fleet {
     /// An empty fleet whose upstreams report to `events` and register their availability in
-    /// `availability` (as group `upstream:NAME`), with `state` as the state directory.
+    /// `availability` (as group `upstream:NAME`), with `state` as the state directory; a
+    /// request forwarded to a server whose entry gives no timeout may take `call_timeout`.
     pub(crate) fn new(
         events: mpsc::UnboundedSender<UpEvent>,
         availability: Arc<Availability>,
         state: &std::path::Path,
+        call_timeout: Duration,
     ) -> Fleet {
-        Fleet {
+        let fleet = Fleet {
             upstreams: RwLock::default(),
             tasks: Mutex::default(),
             events,
             availability,
             state: state.to_path_buf(),
-            call_timeout_ms: AtomicU64::new(60_000),
-        }
+            call_timeout_ms: AtomicU64::new(0),
+        };
+        fleet.set_call_timeout(call_timeout);
+        fleet
     }
 
     /// Sets how long a request forwarded to a server whose entry gives no `call_timeout_secs`

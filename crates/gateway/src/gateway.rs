@@ -120,7 +120,12 @@ pub async fn start(
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let availability = Arc::new(Availability::default());
-    let fleet = Arc::new(Fleet::new(events_tx.clone(), availability.clone(), state));
+    let fleet = Arc::new(Fleet::new(
+        events_tx.clone(),
+        availability.clone(),
+        state,
+        Duration::from_secs(config.settings.call_timeout_secs),
+    ));
     for (name, spec) in &config.servers {
         let lazy = lazy_settings(&config, name, state, replica);
         fleet.add(name, spec, config.settings.limits, connect, lazy, call_timeout(&config, name));
@@ -209,7 +214,6 @@ pub async fn start(
         (None, Access::Open) => Principal::trusted(),
     };
     vetted.reload(state);
-    fleet.set_call_timeout(Duration::from_secs(s.call_timeout_secs));
     let runner = UpstreamRunner { fleet: fleet.clone(), vetted: vetted.clone() };
     let mut toolset = s.toolset.clone();
     toolset.discovery.kinds = true;

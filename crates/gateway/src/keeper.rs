@@ -318,8 +318,8 @@ impl Keeper {
                 Some(old) if old != spec || self.config.settings.limits.list != new.settings.limits.list => {
                     changed.push(name.clone())
                 }
-                // How it is kept (lazy or not, its call timeout) is fixed when it starts.
-                Some(_) if keeping(&self.config, name) != keeping(&new, name) => changed.push(name.clone()),
+                // Whether it is lazy is fixed when it starts.
+                Some(_) if lazy(&self.config, name) != lazy(&new, name) => changed.push(name.clone()),
                 Some(_) => continue,
             }
         }
@@ -340,8 +340,14 @@ impl Keeper {
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }
-        // The gateway's call timeout bounds the next request on (one running keeps its own).
+        // Call timeouts, the gateway's and a server's own, bound the next request on (one
+        // running keeps its own): the server keeps running, and what it holds.
         self.fleet.set_call_timeout(Duration::from_secs(new.settings.call_timeout_secs));
+        for name in new.servers.keys().filter(|n| !added.contains(n) && !changed.contains(n)) {
+            if let Some(up) = self.fleet.get(name) {
+                up.set_call_timeout(crate::gateway::call_timeout(&new, name));
+            }
+        }
         self.config = new;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         self.status.event(
@@ -352,10 +358,10 @@ impl Keeper {
     }
 }
 
-/// How server `name` of `config` is kept once started: whether it is lazy, and its own call
-/// timeout (a change to either restarts it, as a change to how it is reached does).
-fn keeping(config: &GatewayConfig, name: &str) -> (bool, Option<Duration>) {
-    (config.policies.get(name).is_some_and(|p| p.lazy), crate::gateway::call_timeout(config, name))
+/// Whether server `name` of `config` is lazy (a change restarts it, as a change to how it is
+/// reached does).
+fn lazy(config: &GatewayConfig, name: &str) -> bool {
+    config.policies.get(name).is_some_and(|p| p.lazy)
 }
 
 /// The settings a running gateway cannot change (its HTTP listener, its sessions' tool sets,

@@ -59,9 +59,14 @@ impl Status for Collect {
 pub async fn check(config: &GatewayConfig, state: &std::path::Path) -> Vec<ServerCheck> {
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
-    let fleet = Fleet::new(events_tx, Arc::new(Availability::default()), state);
+    let fleet = Fleet::new(
+        events_tx,
+        Arc::new(Availability::default()),
+        state,
+        Duration::from_secs(config.settings.call_timeout_secs),
+    );
     for (name, spec) in &config.servers {
-        fleet.add(name, spec, config.settings.limits, connect, None, None);
+        fleet.add(name, spec, config.settings.limits, connect, None, crate::gateway::call_timeout(config, name));
     }
     let deadline = Instant::now() + connect;
     let mut settled = BTreeMap::new();

@@ -4,7 +4,7 @@
 //! Calls are forwarded to the owning session with cancellation and progress.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,12 +21,14 @@ use toolsearch_mcp::RunError;
 mod asks;
 mod client;
 mod connect;
+mod failure;
 pub(crate) mod lazy;
 mod per_user;
 mod sse;
 mod supervise;
 
 pub(crate) use asks::Asks;
+pub use failure::Failure;
 pub(crate) use per_user::Line;
 
 use lazy::Lazy;
@@ -96,8 +98,9 @@ pub struct Upstream {
     state: std::path::PathBuf,
     /// Its callers' own sessions, when every caller logs in for itself (`per_user`).
     pub(crate) users: Option<per_user::UserSessions>,
-    /// Its own longest forwarded request, if its entry gives one ([`Upstream::call_timeout`]).
-    call_timeout: Option<Duration>,
+    /// Its own longest forwarded request in milliseconds, if its entry gives one (0: none; see
+    /// [`Upstream::call_timeout`]): a reload changes it for the next request.
+    call_timeout_ms: AtomicU64,
 }
 
 /// A request's hold on an upstream's session: a lazy server is not stopped while one is held.
@@ -107,37 +110,6 @@ impl Drop for InUse<'_> {
     fn drop(&mut self) {
         if let Some(lazy) = &self.0.lazy {
             lazy.leave();
-        }
-    }
-}
-
-/// Why an upstream is down: what a client may be told (the kind of failure, in words), and
-/// what only the operator sees (the details, which may quote its command line or output).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    /// For clients: `its command was not found`, `it did not answer initialize within 30 s`.
-    pub kind: String,
-    /// For the operator's log and status (masked before it is shown).
-    pub detail: String,
-}
-
-impl Failure {
-    fn new(kind: impl Into<String>, detail: impl Into<String>) -> Failure {
-        Failure { kind: kind.into(), detail: without_type_names(&detail.into()) }
-    }
-
-    /// `kind`, unless `detail` says server `server` needs an OAuth login: then that, with the
-    /// command its operator must run (`crate::login`).
-    fn or_login(kind: impl Into<String>, detail: String, server: &str) -> Failure {
-        match detail.contains(crate::login::LOGIN_REQUIRED) {
-            true => Failure::new(
-                format!(
-                    "it needs a login ({}): its operator must run `toolsearch gateway login {server}`",
-                    crate::login::LOGIN_REQUIRED
-                ),
-                detail,
-            ),
-            false => Failure::new(kind, detail),
         }
     }
 }
@@ -192,14 +164,23 @@ impl Upstream {
             lazy,
             modern: AtomicBool::new(false),
             asks: Arc::default(),
-            call_timeout,
+            call_timeout_ms: AtomicU64::new(millis(call_timeout)),
         })
+    }
+
+    /// Sets its own longest forwarded request (`None`: the gateway's), from the next request
+    /// on: a reload that changes only this keeps the server running.
+    pub(crate) fn set_call_timeout(&self, timeout: Option<Duration>) {
+        self.call_timeout_ms.store(millis(timeout), Ordering::Relaxed);
     }
 
     /// How long a request forwarded to it may take: its entry's `call_timeout_secs`, else
     /// `default` (the gateway's).
     pub(crate) fn call_timeout(&self, default: Duration) -> Duration {
-        self.call_timeout.unwrap_or(default)
+        match self.call_timeout_ms.load(Ordering::Relaxed) {
+            0 => default,
+            ms => Duration::from_millis(ms),
+        }
     }
 
     /// What a client is told of `e`, a request to this server that failed on the way; the
@@ -399,44 +380,7 @@ impl Upstream {
 /// logs can be joined with the gateway's.
 pub const REQUEST_ID_META: &str = "io.toolsearch/requestId";
 
-/// `detail` without the Rust type names an error's text quotes in brackets (rmcp's transport
-/// errors name their transport: `Transport [toolsearch_gateway::progress::Routed<..>] error`):
-/// they tell an operator nothing the rest of the message does not.
-fn without_type_names(detail: &str) -> String {
-    let mut out = String::with_capacity(detail.len());
-    let mut rest = detail;
-    while let Some(open) = rest.find(" [") {
-        let inner = &rest[open + 2..];
-        // The bracket's end, nested brackets counted.
-        let mut depth = 1;
-        let close = inner.char_indices().find_map(|(i, c)| {
-            depth += (c == '[') as i32 - (c == ']') as i32;
-            (depth == 0).then_some(i)
-        });
-        match close {
-            Some(close) if inner[..close].contains("::") => {
-                out.push_str(&rest[..open]);
-                rest = &inner[close + 1..];
-            }
-            _ => {
-                out.push_str(&rest[..open + 2]);
-                rest = inner;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_type_names;
-
-    #[test]
-    fn type_names_in_brackets_are_dropped_and_other_brackets_kept() {
-        let rmcp = "Send message error Transport [toolsearch_gateway::progress::Routed<toolsearch_gateway::child::ChildTransport>] error: Broken pipe (os error 32)";
-        assert_eq!(without_type_names(rmcp), "Send message error Transport error: Broken pipe (os error 32)");
-        assert_eq!(without_type_names("a [b::C<[u8; 2]>] d [e] f ["), "a d [e] f [");
-        assert_eq!(without_type_names("stderr: [ERROR] bad [x::y"), "stderr: [ERROR] bad [x::y");
-    }
+/// `timeout` in milliseconds, at least 1 (0 stands for none).
+fn millis(timeout: Option<Duration>) -> u64 {
+    timeout.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1))
 }
