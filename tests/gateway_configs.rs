@@ -265,6 +265,19 @@ fn a_gemini_cli_settings_file_checks_clean_with_its_variables_tool_lists_and_exc
         ),
         "{err}"
     );
+    // An error names a field as the file wrote it, in Gemini CLI's names.
+    let hand = json!({"authorizationUrl": "https://as.example/authorize", "tokenUrl": "https://as.example/token"});
+    for (entry, said) in [
+        (json!({"httpUrl": "ftp://h/mcp"}), "mcpServers.memory.httpUrl: \"ftp://h/mcp\" is not an http(s) URL"),
+        (
+            json!({"httpUrl": "https://h/mcp", "oauth": hand}),
+            "mcpServers.memory.oauth.tokenUrl: give oauth.clientId with it",
+        ),
+    ] {
+        std::fs::write(&config, file(&entry).to_string()).unwrap();
+        let (ok, _, err) = check(&config, false, &env);
+        assert!(!ok && err.contains(said), "{err}");
+    }
     // Google's own credentials are not read; the error says what to send instead.
     let mut google = entry.clone();
     google["authProviderType"] = json!("google_credentials");

@@ -23,6 +23,19 @@ const OAUTH_FIELDS: &[&str] = &[
     "audiences",
 ];
 
+/// The fields of its `oauth` section read as the gateway's: (its name, the gateway's).
+pub(super) const OAUTH_RENAMED: &[(&str, &str)] = &[
+    ("clientId", "client_id"),
+    ("clientSecret", "client_secret"),
+    ("authorizationUrl", "authorization_endpoint"),
+    ("tokenUrl", "token_endpoint"),
+];
+
+/// Whether the `oauth` section `oauth` is written in Gemini CLI's names.
+pub(super) fn is_its_oauth(oauth: &Value) -> bool {
+    oauth.as_object().is_some_and(|o| o.keys().any(|k| OAUTH_FIELDS.contains(&k.as_str())))
+}
+
 /// The fields of its `oauth` section that the gateway finds for itself, left alone.
 const OAUTH_LEFT: &[&str] = &["redirectUri", "tokenParamName", "audiences"];
 
@@ -40,10 +53,8 @@ pub(super) fn is_settings(path: &Path) -> bool {
 /// no section. Returns the fields it left alone; a section of the gateway's own is
 /// untouched.
 pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'static str>, String> {
-    let Some(Value::Object(oauth)) = fields.get_mut("oauth") else { return Ok(Vec::new()) };
-    if !oauth.keys().any(|k| OAUTH_FIELDS.contains(&k.as_str())) {
-        return Ok(Vec::new());
-    }
+    let Some(section) = fields.get_mut("oauth").filter(|o| is_its_oauth(o)) else { return Ok(Vec::new()) };
+    let Value::Object(oauth) = section else { return Ok(Vec::new()) };
     match oauth.remove("enabled") {
         None | Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => {
@@ -52,12 +63,7 @@ pub(super) fn oauth(at: &str, fields: &mut Map<String, Value>) -> Result<Vec<&'s
         }
         Some(_) => return Err(format!("{at}.oauth.enabled: must be true or false")),
     }
-    for (theirs, ours) in [
-        ("clientId", "client_id"),
-        ("clientSecret", "client_secret"),
-        ("authorizationUrl", "authorization_endpoint"),
-        ("tokenUrl", "token_endpoint"),
-    ] {
+    for &(theirs, ours) in OAUTH_RENAMED {
         super::other_clients::rename(&format!("{at}.oauth"), oauth, theirs, ours)?;
     }
     Ok(OAUTH_LEFT.iter().copied().filter(|field| oauth.remove(*field).is_some()).collect())

@@ -267,9 +267,13 @@ impl GatewayConfig {
         let mut servers = BTreeMap::new();
         let mut policies = BTreeMap::new();
         for (name, entry) in sections.servers {
-            let (entry, note) = other_clients::read(&format!("{}.{name}", sections.at), entry).map_err(bad)?;
+            let at = format!("{}.{name}", sections.at);
+            let their_names = other_clients::their_names(&entry);
+            let (entry, note) = other_clients::read(&at, entry).map_err(bad)?;
             notes.extend(note);
-            match servers::read(sections.at, &name, entry, &sections.vars, settings.lazy, path).map_err(bad)? {
+            let entry = servers::read(sections.at, &name, entry, &sections.vars, settings.lazy, path)
+                .map_err(|e| bad(other_clients::in_their_words(&at, e, &their_names)))?;
+            match entry {
                 servers::Entry::Server(spec, policy, always_load) => {
                     settings.toolset.always_load.extend(always_load);
                     policies.insert(name.clone(), policy);

@@ -72,6 +72,40 @@ pub(super) fn read(at: &str, mut entry: Value) -> Result<(Value, Option<String>)
     Ok((entry, Some(note)))
 }
 
+/// The fields of `entry` (an entry as written, before [`read`]) that another client names
+/// differently: (the gateway's path, the entry's), for errors to name what the user wrote
+/// ([`in_their_words`]). An `oauth` section in Gemini CLI's names has all its fields named so,
+/// given or not.
+pub(super) fn their_names(entry: &Value) -> Vec<(String, String)> {
+    let timeout = [("timeout", "call_timeout_secs")];
+    let mut names: Vec<(String, String)> = (RENAMED.iter().chain(&timeout))
+        .filter(|(theirs, _)| entry.get(theirs).is_some())
+        .map(|(theirs, ours)| (ours.to_string(), theirs.to_string()))
+        .collect();
+    if entry.get("oauth").is_some_and(super::gemini::is_its_oauth) {
+        let oauth = super::gemini::OAUTH_RENAMED.iter();
+        names.extend(oauth.map(|(theirs, ours)| (format!("oauth.{ours}"), format!("oauth.{theirs}"))));
+    }
+    names
+}
+
+/// `error`, about the entry at `at` (`mcpServers.NAME`), with its fields named as the entry
+/// names them (`names`, from [`their_names`]): the path it leads with, and an `oauth.` field it
+/// mentions.
+pub(super) fn in_their_words(at: &str, mut error: String, names: &[(String, String)]) -> String {
+    for (ours, theirs) in names {
+        let lead = format!("{at}.{ours}");
+        if error.strip_prefix(&lead).is_some_and(|rest| rest.starts_with([':', '.', '['])) {
+            error.replace_range(..lead.len(), &format!("{at}.{theirs}"));
+        }
+        if ours.starts_with("oauth.") {
+            error = error.replace(&format!("{at}.{ours}"), &format!("{at}.{theirs}"));
+            error = error.replace(&format!(" {ours} "), &format!(" {theirs} "));
+        }
+    }
+    error
+}
+
 /// Moves the field `theirs` of the object at `at` to `ours`; both at once are refused.
 pub(super) fn rename(at: &str, fields: &mut Map<String, Value>, theirs: &str, ours: &str) -> Result<(), String> {
     if let Some(value) = fields.remove(theirs) {
@@ -122,8 +156,34 @@ fn add_names(at: &str, fields: &mut Map<String, Value>, list: &str, names: Value
 
 #[cfg(test)]
 mod tests {
-    use super::read;
+    use super::{in_their_words, read, their_names};
     use serde_json::json;
+
+    #[test]
+    fn errors_name_the_fields_as_the_entry_wrote_them() {
+        let gemini = json!({"httpUrl": "ftp://h", "oauth": {"tokenUrl": "https://as/token"}});
+        let names = their_names(&gemini);
+        let said = |e: &str| in_their_words("m.g", e.to_owned(), &names);
+        assert_eq!(
+            said("m.g.url: \"ftp://h\" is not an http(s) URL"),
+            "m.g.httpUrl: \"ftp://h\" is not an http(s) URL"
+        );
+        assert_eq!(
+            said("m.g.oauth.token_endpoint: give oauth.client_id with it (a client registered there)"),
+            "m.g.oauth.tokenUrl: give oauth.clientId with it (a client registered there)"
+        );
+        // Another field that begins the same, or another entry's, is left as it is.
+        for same in ["m.g.urls: x", "m.gg.url: x", "m.h.oauth.token_endpoint: x"] {
+            assert_eq!(said(same), same);
+        }
+        // An entry in the gateway's own names is named in them.
+        assert!(their_names(&json!({"url": "u", "oauth": {"client_id": "c"}})).is_empty());
+        let cline = their_names(&json!({"command": "x", "timeout": 9, "transportType": "stdio"}));
+        assert_eq!(
+            in_their_words("m.c", "m.c.type: \"x\" does not fit".into(), &cline),
+            "m.c.transportType: \"x\" does not fit"
+        );
+    }
 
     #[test]
     fn other_clients_names_are_read_as_ours_and_their_settings_noted() {
