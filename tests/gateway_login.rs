@@ -319,11 +319,25 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
     let gemini = dir.join(".gemini");
     std::fs::create_dir_all(&gemini).unwrap();
     let settings = gemini.join("settings.json");
-    let oauth = json!({"enabled": true, "clientId": "native-cli", "authorizationUrl": format!("{}/auth", idp.issuer),
-                       "tokenUrl": format!("{}/token", idp.issuer), "scopes": ["memory", "offline_access"]});
-    std::fs::write(&settings, json!({"mcpServers": {"vault": {"httpUrl": url, "oauth": oauth}}}).to_string()).unwrap();
+    let oauth = |scopes: &[&str]| {
+        let (auth, token) = (format!("{}/auth", idp.issuer), format!("{}/token", idp.issuer));
+        json!({"enabled": true, "clientId": "native-cli", "authorizationUrl": auth, "tokenUrl": token, "scopes": scopes})
+    };
+    let write = |oauth: Value| {
+        std::fs::write(&settings, json!({"mcpServers": {"vault": {"httpUrl": url, "oauth": oauth}}}).to_string())
+    };
+    // Without offline_access no refresh token is issued: the operator is told the login lasts
+    // only as long as its access token.
+    write(oauth(&["memory"])).unwrap();
     let (ok, printed, page) = log_in(&settings, &state, "vault", "carol", None);
     assert!(ok, "{printed} {page}");
+    let short = "no refresh token was issued: the login to vault lasts until its access token expires (in 1 min); \
+                 then run `toolsearch gateway login vault` again (or add \"offline_access\" to oauth.scopes";
+    assert!(printed.contains(short), "{printed}");
+    write(oauth(&["memory", "offline_access"])).unwrap();
+    let (ok, printed, page) = log_in(&settings, &state, "vault", "carol", None);
+    assert!(ok, "{printed} {page}");
+    assert!(!printed.contains("no refresh token"), "{printed}");
     let gateway = HttpGateway::start(&settings, &state, &[]);
     let r = whoami(&gateway);
     assert_eq!(r["is_error"], false, "{r}");
@@ -335,7 +349,8 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
     assert_refreshed(&state, "vault");
     drop(gateway);
 
-    // Endpoints by halves, without a client registered there, or over plain http: named.
+    // Endpoints by halves, without a client registered there, or over plain http: named, in
+    // Gemini CLI's names as the file writes them.
     let bad = |oauth: Value, says: &[&str]| {
         let entry = json!({"mcpServers": {"vault": {"httpUrl": url, "oauth": oauth}}});
         std::fs::write(&settings, entry.to_string()).unwrap();
@@ -349,8 +364,11 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
     let token_url = format!("{}/token", idp.issuer);
     bad(
         json!({"clientId": "native-cli", "authorizationUrl": format!("{}/auth", idp.issuer)}),
-        &["mcpServers.vault.oauth.authorization_endpoint: give oauth.token_endpoint with it"],
+        &["mcpServers.vault.oauth.authorizationUrl: give oauth.tokenUrl with it"],
     );
-    bad(json!({"tokenUrl": token_url}), &["mcpServers.vault.oauth.token_endpoint: give oauth.client_id with it"]);
-    bad(json!({"clientId": "c", "tokenUrl": "http://idp.example/token"}), &["oauth.token_endpoint", "must be https"]);
+    bad(json!({"tokenUrl": token_url}), &["mcpServers.vault.oauth.tokenUrl: give oauth.clientId with it"]);
+    bad(
+        json!({"clientId": "c", "tokenUrl": "http://idp.example/token"}),
+        &["mcpServers.vault.oauth.tokenUrl: ", "must be https"],
+    );
 }

@@ -300,8 +300,9 @@ pub fn log_in_with(
         // The browser got stuck: the login would poll until its grant expires (minutes).
         let _ = child.kill();
     }
+    // What it says after the address (its stdout was taken above), then its stderr.
+    out.read_to_string(&mut printed).unwrap();
     let done = child.wait_with_output().unwrap();
-    printed.push_str(&String::from_utf8_lossy(&done.stdout));
     printed.push_str(&String::from_utf8_lossy(&done.stderr));
     (done.status.success(), printed, page)
 }

@@ -213,7 +213,28 @@ async fn keep(
     let _grant = store::lock(state, server).await?;
     store::save_grant(state, server, &grant)?;
     say(&format!("logged in to {server} at {}; a running gateway uses the grant within seconds", found.issuer));
+    if let Some(warning) = short_lived(server, &grant, &found.scope) {
+        say(&warning);
+    }
     Ok(())
+}
+
+/// What to tell the operator of a grant for `server` (asked for with `asked`, the scopes) that
+/// holds no refresh token and expires: the gateway cannot renew it, so the server is down again
+/// once it does.
+fn short_lived(server: &str, grant: &Grant, asked: &str) -> Option<String> {
+    let expires = grant.expires_at.filter(|_| grant.refresh_token.is_none())?;
+    let minutes = expires.saturating_sub(super::tokens::now()).div_ceil(60);
+    let hint = match asked.split(' ').any(|s| s == "offline_access") {
+        true => "",
+        false => {
+            " (or add \"offline_access\" to oauth.scopes, if its authorization server grants refresh tokens for it)"
+        }
+    };
+    Some(format!(
+        "no refresh token was issued: the login to {server} lasts until its access token expires (in {minutes} min); \
+         then run `toolsearch gateway login {server}` again{hint}"
+    ))
 }
 
 /// The client a login runs as, in the MCP specification's order: the configured one, the
