@@ -1,7 +1,8 @@
 //! Rate limits (issue #62, item 5, with the local backend): a caller over its budget of calls
 //! of a tool gets a JSON-RPC error carrying `retryAfterSeconds`, one over its HTTP request
 //! budget gets 429 with `Retry-After`; each caller (token) has its own budget, and opening a
-//! new session does not reset it.
+//! new session does not reset it. An edit to the limits applies to the next call, without a
+//! restart.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -91,4 +92,30 @@ fn a_caller_over_its_request_budget_gets_429_with_retry_after() {
     assert!((1..=10).contains(&retry), "{head}");
     let (status, _) = http_post(&gateway.addr, INIT, &[("Authorization", "Bearer token-b")]);
     assert_eq!(status, 200, "another token is not limited by a's requests");
+}
+
+#[test]
+fn limits_changed_in_the_config_apply_to_the_next_call_without_a_restart() {
+    let dir = common::scratch().join("gateway-rate-reload");
+    let echo_at =
+        |per_minute: u32, burst: u32| json!({"tools": {"everything.echo": {"per_minute": per_minute, "burst": burst}}});
+    let path = config(&dir, echo_at(1, 1));
+    let gateway = HttpGateway::start(&path, &dir.join("state"), &["--json"]);
+    let calls = |n: usize| (0..n).map(|_| echo(&gateway.addr, "token-a")["error"]["code"].clone()).collect::<Vec<_>>();
+    assert_eq!(calls(2), [Value::Null, json!(-32029)], "one call a minute: the second is refused");
+    let mut reloads = 0;
+    let mut edit = |limits: Value| {
+        config(&dir, limits);
+        reloads += 1;
+        gateway.wait_for_statuses("\"event\":\"config_reloaded\"", reloads, std::time::Duration::from_secs(60));
+    };
+    // Raised: the caller passes at once (its budget starts afresh) and for the new burst.
+    edit(echo_at(6, 3));
+    assert_eq!(calls(4), [Value::Null, Value::Null, Value::Null, json!(-32029)]);
+    // Taken away: no limit.
+    edit(json!({}));
+    assert!(calls(5).iter().all(Value::is_null));
+    let asked: Vec<String> =
+        gateway.status.lock().unwrap().iter().filter(|l| l.contains("config_restart_needed")).cloned().collect();
+    assert!(asked.is_empty(), "no restart asked: {asked:?}");
 }

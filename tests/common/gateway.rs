@@ -149,6 +149,19 @@ impl HttpGateway {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// Waits, at most `within`, until `n` status lines contain `text` (the `n`th config reload).
+    pub fn wait_for_statuses(&self, text: &str, n: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.status.lock().unwrap().iter().filter(|l| l.contains(text)).count() < n {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {n} status lines with {text:?}: {:?}",
+                self.status.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for HttpGateway {

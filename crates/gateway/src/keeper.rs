@@ -297,7 +297,11 @@ impl Keeper {
     /// Applies the config file as it is now; whether the index must be rebuilt.
     async fn reload(&mut self, signalled: bool) -> bool {
         let started = Instant::now();
-        let new = match GatewayConfig::load(&self.config.path) {
+        // Its unnamed tokens are named as the running config's were, so that an edit elsewhere
+        // is not taken for a change of tokens.
+        let loaded =
+            GatewayConfig::load(&self.config.path).and_then(|mut c| c.settings.name_tokens(&self.state).map(|()| c));
+        let new = match loaded {
             Ok(c) => c,
             Err(e) => {
                 // The running config stays; the operator sees why the new one was refused.
@@ -343,6 +347,8 @@ impl Keeper {
         // Call timeouts, the gateway's and a server's own, bound the next request on (one
         // running keeps its own): the server keeps running, and what it holds.
         self.fleet.set_call_timeout(Duration::from_secs(new.settings.call_timeout_secs));
+        // Rate limits too: the next request and call meet the new ones.
+        self.hub.set_rate_limits(new.settings.rate_limits.clone());
         for name in new.servers.keys().filter(|n| !added.contains(n) && !changed.contains(n)) {
             if let Some(up) = self.fleet.get(name) {
                 up.set_call_timeout(crate::gateway::call_timeout(&new, name));
@@ -381,7 +387,6 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
         ("audit", &a.audit, &b.audit),
         ("auth", &a.auth, &b.auth),
-        ("rate_limits", &a.rate_limits, &b.rate_limits),
         ("telemetry", &a.telemetry, &b.telemetry),
         ("state", &a.state, &b.state),
     ] {

@@ -158,9 +158,14 @@ impl Hub {
     pub fn with_shared_rate_limits(self: Arc<Hub>, shared: Arc<dyn crate::rate::SharedBuckets>) -> Arc<Hub> {
         let mut hub =
             Arc::try_unwrap(self).unwrap_or_else(|_| panic!("with_shared_rate_limits before the hub is shared"));
-        let limits = hub.limiter.limits().clone();
+        let limits = crate::rate::RateLimits::clone(&hub.limiter.limits());
         hub.limiter = Arc::new(crate::rate::Limiter::new(limits).sharing(shared));
         Arc::new(hub)
+    }
+
+    /// Applies `limits` to its callers' next requests and calls (a reloaded config's).
+    pub fn set_rate_limits(&self, limits: crate::rate::RateLimits) {
+        self.limiter.set_limits(limits);
     }
 
     /// The rate limiter of its callers.

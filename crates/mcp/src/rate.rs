@@ -13,7 +13,7 @@
 //! dropped, and if all are in use the oldest half goes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -157,7 +157,8 @@ struct Bucket {
 /// The buckets of one set of [`RateLimits`].
 #[derive(Debug, Default)]
 pub struct Limiter {
-    limits: RateLimits,
+    /// The limits it applies, replaced whole by a reload ([`Limiter::set_limits`]).
+    limits: RwLock<Arc<RateLimits>>,
     buckets: Mutex<HashMap<String, Bucket>>,
     /// The fleet's buckets, when they are shared (HTTP requests' and calls').
     shared: Option<Arc<dyn SharedBuckets>>,
@@ -166,12 +167,24 @@ pub struct Limiter {
 impl Limiter {
     /// A limiter for `limits`.
     pub fn new(limits: RateLimits) -> Limiter {
-        Limiter { limits, buckets: Mutex::default(), shared: None }
+        Limiter { limits: RwLock::new(Arc::new(limits)), buckets: Mutex::default(), shared: None }
     }
 
     /// The limits it applies.
-    pub fn limits(&self) -> &RateLimits {
-        &self.limits
+    pub fn limits(&self) -> Arc<RateLimits> {
+        self.limits.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Applies `limits` from the next request and call on (a reloaded config's). If they
+    /// differ, every budget of this process starts afresh (a rule's bucket is known by its place
+    /// in the list, which an edit may change); a fleet's shared buckets carry over, capped at
+    /// the new bursts.
+    pub fn set_limits(&self, limits: RateLimits) {
+        let mut held = self.limits.write().unwrap_or_else(|p| p.into_inner());
+        if **held != limits {
+            *held = Arc::new(limits);
+            self.buckets.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
     }
 
     /// This limiter, its calls' buckets kept in `shared`.
@@ -188,7 +201,7 @@ impl Limiter {
     /// Takes one HTTP request of `principal`; how long to wait when it is over its limit.
     /// Shared buckets are asked when there are some, as for [`Limiter::call`].
     pub async fn request(&self, principal: &str) -> Result<(), Duration> {
-        match self.limits.requests_per_principal {
+        match self.limits().requests_per_principal {
             Some(rate) => self.take_anywhere(&[(format!("r\0{principal}"), rate)]).await,
             None => Ok(()),
         }
@@ -212,13 +225,13 @@ impl Limiter {
         match shared.take(&takes).await {
             Ok(None) => Ok(()),
             Ok(Some(wait)) => Err(wait),
-            Err(_) if self.limits.when_store_down == WhenDown::Open => Ok(()),
+            Err(_) if self.limits().when_store_down == WhenDown::Open => Ok(()),
             Err(_) => Err(STORE_DOWN_RETRY),
         }
     }
 
     fn call_keys(&self, principal: &str, name: &str, server: &str, tool: &str) -> Vec<(String, Rate)> {
-        let l = &self.limits;
+        let l = self.limits();
         let mut keys = Vec::with_capacity(3);
         if let Some(rate) = l.calls_per_principal {
             keys.push((format!("p\0{principal}"), rate));
@@ -269,19 +282,16 @@ impl Limiter {
 
     /// Drops buckets that have refilled; if none has, the older half.
     fn trim(&self, buckets: &mut HashMap<String, Bucket>, now: Instant) {
-        let all = [
-            self.limits.requests_per_principal,
-            self.limits.calls_per_principal,
-            self.limits.calls_per_tool,
-            self.limits.calls_per_server,
-        ];
+        let limits = self.limits();
+        let all =
+            [limits.requests_per_principal, limits.calls_per_principal, limits.calls_per_tool, limits.calls_per_server];
         // The slowest refill of any limit bounds how long a bucket can take to fill.
         let slowest = all
             .iter()
             .flatten()
-            .chain(self.limits.tools.values())
+            .chain(limits.tools.values())
             .copied()
-            .chain(self.limits.rules.iter().map(RateRule::rate))
+            .chain(limits.rules.iter().map(RateRule::rate))
             .map(|r| r.capacity() / (r.per_minute / 60.0))
             .fold(0.0, f64::max);
         buckets.retain(|_, b| now.duration_since(b.at).as_secs_f64() < slowest);
@@ -354,6 +364,20 @@ mod tests {
         assert!(call(&l, "b", "s", "s.other").is_err(), "`*` spans all tools: b's one token is spent");
         assert!(call(&l, "ci", "s", "s.fast").is_ok());
         assert!(call(&l, "ci", "s", "s.fast").unwrap_err() > Duration::from_secs(50), "the named principal's rule");
+    }
+
+    #[test]
+    fn new_limits_start_every_budget_afresh_and_the_same_ones_keep_it() {
+        let limits = |per_minute| RateLimits { calls_per_principal: rate(per_minute, 1), ..RateLimits::default() };
+        let l = Limiter::new(limits(1.0));
+        assert!(call(&l, "a", "s", "s.t").is_ok());
+        l.set_limits(limits(1.0));
+        assert!(call(&l, "a", "s", "s.t").is_err(), "the same limits: the spent budget stays spent");
+        l.set_limits(limits(2.0));
+        assert!(call(&l, "a", "s", "s.t").is_ok(), "new limits: a fresh budget");
+        assert!(call(&l, "a", "s", "s.t").unwrap_err() > Duration::from_secs(25), "at the new rate");
+        l.set_limits(RateLimits::default());
+        assert!((0..5).all(|_| call(&l, "a", "s", "s.t").is_ok()), "no limit");
     }
 
     #[test]
