@@ -180,9 +180,17 @@ impl Limiter {
     /// in the list, which an edit may change); a fleet's shared buckets carry over, capped at
     /// the new bursts.
     pub fn set_limits(&self, limits: RateLimits) {
-        let mut held = self.limits.write().unwrap_or_else(|p| p.into_inner());
-        if **held != limits {
-            *held = Arc::new(limits);
+        // The limits' lock is let go before the buckets' is taken: a take holds the buckets'
+        // and reads the limits (to trim), so holding both here could deadlock with it.
+        let changed = {
+            let mut held = self.limits.write().unwrap_or_else(|p| p.into_inner());
+            let changed = **held != limits;
+            if changed {
+                *held = Arc::new(limits);
+            }
+            changed
+        };
+        if changed {
             self.buckets.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
     }
