@@ -347,13 +347,13 @@ impl Keeper {
         // Call timeouts, the gateway's and a server's own, bound the next request on (one
         // running keeps its own): the server keeps running, and what it holds.
         self.fleet.set_call_timeout(Duration::from_secs(new.settings.call_timeout_secs));
-        // Rate limits too: the next request and call meet the new ones.
-        self.hub.set_rate_limits(new.settings.rate_limits.clone());
         for name in new.servers.keys().filter(|n| !added.contains(n) && !changed.contains(n)) {
             if let Some(up) = self.fleet.get(name) {
                 up.set_call_timeout(crate::gateway::call_timeout(&new, name));
             }
         }
+        // Rate limits too: the next request and call meet the new ones.
+        self.hub.set_rate_limits(new.settings.rate_limits.clone());
         self.config = new;
         let ms = started.elapsed().as_secs_f64() * 1e3;
         self.status.event(

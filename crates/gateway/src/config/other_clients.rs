@@ -95,12 +95,11 @@ pub(super) fn their_names(entry: &Value) -> Vec<(String, String)> {
 pub(super) fn in_their_words(at: &str, mut error: String, names: &[(String, String)]) -> String {
     for (ours, theirs) in names {
         let lead = format!("{at}.{ours}");
-        if error.strip_prefix(&lead).is_some_and(|rest| rest.starts_with([':', '.', '['])) {
-            error.replace_range(..lead.len(), &format!("{at}.{theirs}"));
-        }
         if ours.starts_with("oauth.") {
-            error = error.replace(&format!("{at}.{ours}"), &format!("{at}.{theirs}"));
+            error = error.replace(&lead, &format!("{at}.{theirs}"));
             error = error.replace(&format!(" {ours} "), &format!(" {theirs} "));
+        } else if error.strip_prefix(&lead).is_some_and(|rest| rest.starts_with([':', '.', '['])) {
+            error.replace_range(..lead.len(), &format!("{at}.{theirs}"));
         }
     }
     error
