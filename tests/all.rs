@@ -50,6 +50,7 @@ mod gateway_store;
 mod gateway_strikes;
 mod gateway_tls;
 mod gateway_tokens;
+mod gateway_tokens_live;
 mod gateway_traces;
 mod gateway_trust;
 mod gateway_upstreams;

@@ -162,8 +162,9 @@ async def http_scenario(url, token):
 async def calls_scenario(url, token, steps):
     """Runs each step in one session and records its result: `["call", TOOL_ID, ARGS]`
     goes through call_tool, `[DISCOVERY_TOOL, ARGS]` calls that tool, `["wait_for_file", PATH]`
-    holds the session open until PATH exists, `["list_changed"]` counts the list_changed
-    notifications so far."""
+    holds the session open until PATH exists, `["touch", PATH]` creates PATH, `["try_call",
+    TOOL_ID, ARGS]` records an error raised as its text, `["list_changed"]` counts the
+    list_changed notifications so far."""
     headers = {} if token == "-" else {"Authorization": f"Bearer {token}"}
     results = []
     notes = Notes()
@@ -182,6 +183,20 @@ async def calls_scenario(url, token, steps):
                         continue
                     if step[0] == "list_changed":
                         results.append({"text": str(notes.list_changed), "is_error": False})
+                        continue
+                    if step[0] == "touch":
+                        # Tells the test that the session is open (and every step before done).
+                        open(step[1], "w").close()
+                        results.append({"text": "", "is_error": False})
+                        continue
+                    if step[0] == "try_call":
+                        # ["try_call", TOOL_ID, ARGS]: a call whose JSON-RPC error (or a
+                        # transport's) is the observation, as its text.
+                        try:
+                            r = await call(session, step[1], step[2])
+                            results.append({"text": text_of(r), "is_error": bool(dump(r).get("isError"))})
+                        except Exception as e:
+                            results.append({"text": "raised: " + str(e), "is_error": True})
                         continue
                     if step[0] == "until":
                         # ["until", TOOL_ID, ARGS, TEXT, SECONDS]: call_tool every 50 ms until

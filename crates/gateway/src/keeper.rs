@@ -32,7 +32,7 @@ use crate::pins;
 use crate::pins::HeldNow;
 use crate::upstream::{UpEvent, Upstream};
 use toolsearch_mcp::ops::Status;
-use toolsearch_mcp::{Hub, ServeError};
+use toolsearch_mcp::{Grant, Hub, ServeError};
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -309,6 +309,21 @@ impl Keeper {
                 return false;
             }
         };
+        // Tokens first: a set the endpoint may not take refuses the whole config.
+        if new.settings.tokens != self.config.settings.tokens {
+            match self.hub.set_tokens(new.settings.tokens.clone()).await {
+                Ok(ended) => {
+                    let mut event = token_changes(&self.config.settings.tokens, &new.settings.tokens);
+                    event["sessions_ended"] = json!(ended);
+                    self.status.event("tokens_changed", event);
+                }
+                Err(e) => {
+                    let error = format!("{}: toolsearch.tokens: {e}; the running tokens are kept", new.path.display());
+                    self.status.event("config_error", json!({"error": error}));
+                    return false;
+                }
+            }
+        }
         let connect = Duration::from_secs(new.settings.connect_timeout_secs);
         let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
         for name in self.config.servers.keys() {
@@ -377,8 +392,7 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
     let mut out = Vec::new();
     let differs = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
     for (name, x, y) in [
-        ("tokens", &a.tokens as &dyn std::fmt::Debug, &b.tokens as &dyn std::fmt::Debug),
-        ("toolset", &a.toolset, &b.toolset),
+        ("toolset", &a.toolset as &dyn std::fmt::Debug, &b.toolset as &dyn std::fmt::Debug),
         ("scopes", &a.scopes, &b.scopes),
         ("access", &a.access, &b.access),
         ("allowed_origins", &a.allowed_origins, &b.allowed_origins),
@@ -395,6 +409,18 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         }
     }
     out
+}
+
+/// The names (never the values) of the tokens `new` adds, removes and grants otherwise.
+fn token_changes(old: &BTreeMap<String, Grant>, new: &BTreeMap<String, Grant>) -> serde_json::Value {
+    let names = |from: &BTreeMap<String, Grant>, keep: &dyn Fn(&String, &Grant) -> bool| -> Vec<String> {
+        from.iter().filter(|(t, g)| keep(t, g)).map(|(_, g)| g.name.clone()).collect()
+    };
+    json!({
+        "added": names(new, &|t, _| !old.contains_key(t)),
+        "removed": names(old, &|t, _| !new.contains_key(t)),
+        "changed": names(new, &|t, g| old.get(t).is_some_and(|o| o != g)),
+    })
 }
 
 /// Whether two sets of listings index alike: the same servers, summaries, tools and prompts

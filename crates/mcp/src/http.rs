@@ -115,7 +115,8 @@ pub async fn serve_http(
     }
     let origins = Arc::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
-    let state = Arc::new(Guard::new(access, auth, sessions, hub.limiter().clone()));
+    let state = Arc::new(Guard::new(addr, access, auth, sessions, hub.limiter().clone()));
+    hub.attach_guard(&state);
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()
         .nest_service("/mcp", service)

@@ -139,28 +139,38 @@ impl HttpAccess {
         if let Some(oauth) = &self.oauth {
             oauth.check().map_err(|e| ServeError::Http(format!("auth.oauth.{e}")))?;
         }
-        if !addr.ip().is_loopback() && self.tokens.is_empty() && self.oauth.is_none() {
-            return Err(ServeError::Http(format!(
-                "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
-                 add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
-            )));
-        }
-        if !addr.ip().is_loopback() {
-            // Anyone who reaches the port may guess: a short or hand-made token falls to a
-            // guesser. Named by its name or its length, never its value.
-            for (token, grant) in &self.tokens {
-                let Some(weak) = weakness(token) else { continue };
-                let which =
-                    if grant.name.is_empty() { "a token".to_owned() } else { format!("token {:?}", grant.name) };
-                let which = format!("{which} ({} bytes)", token.len());
-                return Err(ServeError::Http(format!(
-                    "refusing to listen on {addr}: {which} {weak}, easy to guess over the network; use random \
-                     ones (`openssl rand -hex 32`), or bind 127.0.0.1"
-                )));
-            }
-        }
-        Ok(())
+        check_tokens(addr, &self.tokens, self.oauth.is_some()).map_err(ServeError::Http)
     }
+}
+
+/// Refuses static `tokens` that would leave `addr` open to anyone (none, without an identity
+/// provider: `oauth`), or, on a non-loopback address, one easy to guess (named by its name or
+/// its length, never its value).
+pub(crate) fn check_tokens(
+    addr: SocketAddr,
+    tokens: &BTreeMap<String, crate::config::Grant>,
+    oauth: bool,
+) -> Result<(), String> {
+    if addr.ip().is_loopback() {
+        return Ok(());
+    }
+    if tokens.is_empty() && !oauth {
+        return Err(format!(
+            "refusing to listen on {addr} without bearer tokens: anyone who can reach it could call every tool; \
+             add \"tokens\" to the toolsearch section, or bind 127.0.0.1"
+        ));
+    }
+    // Anyone who reaches the port may guess: a short or hand-made token falls to a guesser.
+    for (token, grant) in tokens {
+        let Some(weak) = weakness(token) else { continue };
+        let which = if grant.name.is_empty() { "a token".to_owned() } else { format!("token {:?}", grant.name) };
+        let which = format!("{which} ({} bytes)", token.len());
+        return Err(format!(
+            "refusing to listen on {addr}: {which} {weak}, easy to guess over the network; use random \
+             ones (`openssl rand -hex 32`), or bind 127.0.0.1"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

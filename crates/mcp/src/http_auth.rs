@@ -6,8 +6,14 @@
 //! nor an early exit tells how close a guess was. Either way the caller is known by a digest
 //! (its token's, or its principal's issuer and subject), and sessions and caps are bound to
 //! that digest.
+//!
+//! The static tokens can be replaced while the endpoint runs (a reloaded config's,
+//! [`Authenticator::replace`]): the next request meets the new ones, and the digests whose
+//! grant went or changed are named so that what they opened can be ended.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,20 +27,69 @@ use crate::session::Caller;
 /// A caller's digest: its token's SHA-256, or its principal's.
 pub(crate) type TokenDigest = [u8; 32];
 
-/// The static tokens and the OAuth verifier of one endpoint.
+/// The static tokens (as digests) and the OAuth verifier of one endpoint.
 pub(crate) struct Authenticator {
-    tokens: Vec<(TokenDigest, Grant)>,
+    tokens: RwLock<Arc<Vec<(TokenDigest, Grant)>>>,
     oauth: Option<Arc<Verifier>>,
+    /// How many replacements took something from a caller.
+    generation: AtomicU64,
 }
+
+/// The digest that callers are bound to when no token is required (anyone on loopback).
+pub(crate) const ANYONE: TokenDigest = [0u8; 32];
 
 impl Authenticator {
     pub(crate) fn new(tokens: impl IntoIterator<Item = (String, Grant)>, oauth: Option<Arc<Verifier>>) -> Self {
-        Authenticator { tokens: tokens.into_iter().map(|(t, grant)| (digest(&t), grant)).collect(), oauth }
+        Authenticator { tokens: RwLock::new(Arc::new(digests(tokens))), oauth, generation: AtomicU64::new(0) }
+    }
+
+    fn tokens(&self) -> Arc<Vec<(TokenDigest, Grant)>> {
+        self.tokens.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Whether callers must present a token (and so are told apart).
     pub(crate) fn required(&self) -> bool {
-        !self.tokens.is_empty() || self.oauth.is_some()
+        !self.tokens().is_empty() || self.oauth.is_some()
+    }
+
+    /// Whether `caller` is one of the static tokens (or anyone, when none is required): a
+    /// caller a replacement can take something from.
+    pub(crate) fn replaceable(&self, caller: &TokenDigest) -> bool {
+        let tokens = self.tokens();
+        match tokens.is_empty() && self.oauth.is_none() {
+            true => same(caller, &ANYONE),
+            false => tokens.iter().any(|(d, _)| same(d, caller)),
+        }
+    }
+
+    /// Whether an identity provider's tokens are accepted too.
+    pub(crate) fn has_oauth(&self) -> bool {
+        self.oauth.is_some()
+    }
+
+    /// Replaces the static tokens with `tokens`, for the next request on; the callers that lost
+    /// what they held: each token gone or granted otherwise, and [`ANYONE`] when a token
+    /// becomes required. A caller of the identity provider keeps what it holds.
+    pub(crate) fn replace(&self, tokens: impl IntoIterator<Item = (String, Grant)>) -> HashSet<TokenDigest> {
+        let new = digests(tokens);
+        let open_before = !self.required();
+        let old =
+            std::mem::replace(&mut *self.tokens.write().unwrap_or_else(|p| p.into_inner()), Arc::new(new.clone()));
+        let mut lost: HashSet<TokenDigest> =
+            old.iter().filter(|(d, g)| !new.iter().any(|(n, h)| same(d, n) && g == h)).map(|(d, _)| *d).collect();
+        if open_before && self.required() {
+            lost.insert(ANYONE);
+        }
+        if !lost.is_empty() {
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+        lost
+    }
+
+    /// Changes with every replacement that took something from a caller: what a request
+    /// authenticated before one opens is not kept.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// The caller `authorization` names and its digest; `None` when no token is required
@@ -52,11 +107,8 @@ impl Authenticator {
         let Some(token) = bearer(authorization) else { return Err(self.refuse(None)) };
         let found = if statics { self.static_grant(token) } else { None };
         if let Some((digest, grant)) = found {
-            let caller = Caller {
-                principal: Principal::with_scopes(grant.scopes.iter().cloned()),
-                name: grant.name.clone(),
-                identity: hex(&digest),
-            };
+            let caller =
+                Caller { principal: Principal::with_scopes(grant.scopes), name: grant.name, identity: hex(&digest) };
             return Ok(Some((digest, caller)));
         }
         let Some(verifier) = &self.oauth else { return Err(self.refuse(None)) };
@@ -71,12 +123,12 @@ impl Authenticator {
     }
 
     /// The configured static token `token` is, with its digest.
-    pub(crate) fn static_grant(&self, token: &str) -> Option<(TokenDigest, &Grant)> {
+    pub(crate) fn static_grant(&self, token: &str) -> Option<(TokenDigest, Grant)> {
         let presented = digest(token);
         let mut found = None;
-        for (known, grant) in &self.tokens {
+        for (known, grant) in self.tokens().iter() {
             if same(known, &presented) {
-                found = Some(grant);
+                found = Some(grant.clone());
             }
         }
         found.map(|g| (presented, g))
@@ -118,6 +170,10 @@ pub(crate) fn bearer(authorization: Option<&str>) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
+fn digests(tokens: impl IntoIterator<Item = (String, Grant)>) -> Vec<(TokenDigest, Grant)> {
+    tokens.into_iter().map(|(t, grant)| (digest(&t), grant)).collect()
+}
+
 /// A static token's digest (SHA-256), as callers are known by.
 pub(crate) fn digest(token: &str) -> TokenDigest {
     Sha256::digest(token.as_bytes()).into()
@@ -154,5 +210,33 @@ mod tests {
             assert!(bearer(Some(bad)).is_none(), "{bad}");
         }
         assert!(bearer(None).is_none());
+    }
+
+    #[test]
+    fn a_replacement_names_the_tokens_gone_or_granted_otherwise() {
+        let grant = |name: &str, scopes: &[&str]| Grant {
+            name: name.to_owned(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        };
+        let auth = Authenticator::new([], None);
+        assert!(!auth.required());
+        let before = auth.generation();
+        // Tokens where there were none: anyone who called without one loses it.
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("gone".to_owned(), grant("g", &[]))]);
+        assert_eq!(lost, HashSet::from([ANYONE]));
+        assert!(auth.required() && auth.generation() > before);
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("new".to_owned(), grant("n", &[]))]);
+        assert_eq!(lost, HashSet::from([digest("gone")]));
+        assert!(auth.static_grant("gone").is_none() && auth.static_grant("new").is_some());
+        // Same token, other scopes (or another name): its callers lose what they held.
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))]);
+        assert_eq!(lost, HashSet::from([digest("kept")]));
+        assert_eq!(auth.static_grant("kept").unwrap().1.scopes, ["b"]);
+        // Nothing taken: the generation stays.
+        let at = auth.generation();
+        assert!(auth
+            .replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))])
+            .is_empty());
+        assert_eq!(auth.generation(), at);
     }
 }

@@ -8,6 +8,10 @@
 //!
 //! Refused tokens are counted per client address (`crate::strikes`): past a burst, an
 //! address's tokens get 429 without being compared, except on a session they opened.
+//!
+//! The static tokens change with a reloaded config ([`Guard::set_tokens`]): the sessions and
+//! listen streams of a token removed, or granted otherwise, end (its client opens a new
+//! session, with what its token holds now, or is refused).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -21,11 +25,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::http_access::{HttpAccess, HttpLimits};
-use crate::http_auth::{same, Authenticator, TokenDigest};
+use crate::http_auth::{same, Authenticator, TokenDigest, ANYONE};
 use crate::session::Caller;
 use crate::session::SESSION_HEADER;
+
+mod tokens;
 
 /// The requests a session answers; any other method is "method not found: NAME". (Resources
 /// and prompts are answered by a gateway's sessions; a `serve` session answers those with
@@ -65,6 +72,10 @@ pub(crate) struct Guard {
     strikes: crate::strikes::Strikes,
     /// Proxies whose `X-Forwarded-For` names the client.
     trusted_proxies: Vec<crate::strikes::Block>,
+    /// The address listened on (whether tokens may be weak, or none).
+    addr: SocketAddr,
+    /// What ends the open listen streams of each caller (when its token goes).
+    cuts: Mutex<HashMap<TokenDigest, CancellationToken>>,
 }
 
 /// What a POST opens, beyond its own answer.
@@ -94,6 +105,7 @@ impl Drop for Listening {
 
 impl Guard {
     pub(crate) fn new(
+        addr: SocketAddr,
         access: HttpAccess,
         auth: Authenticator,
         sessions: Arc<LocalSessionManager>,
@@ -101,6 +113,8 @@ impl Guard {
     ) -> Guard {
         Guard {
             auth,
+            addr,
+            cuts: Mutex::default(),
             limiter: limiter.clone(),
             strikes: crate::strikes::Strikes::new(
                 access.limits.refused_tokens_per_minute,
@@ -175,7 +189,9 @@ impl Guard {
         self.owners.lock().unwrap_or_else(|p| p.into_inner()).get(session).copied()
     }
 
-    async fn bind(&self, session: String, owner: TokenDigest) {
+    /// Binds `session` to `owner`, authenticated at token `generation`; ends it instead if the
+    /// tokens changed since (its token may be gone).
+    async fn bind(&self, session: String, owner: TokenDigest, generation: u64) {
         // Sessions closed for idleness leave their binding behind: drop those now and then.
         let crowded =
             self.owners.lock().unwrap_or_else(|p| p.into_inner()).len() >= 2 * self.limits.max_sessions.max(1);
@@ -183,11 +199,21 @@ impl Guard {
             true => Some(self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect()),
             false => None,
         };
-        let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(live) = live {
-            owners.retain(|k, _| live.contains(k.as_str()));
+        let stale = {
+            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(live) = live {
+                owners.retain(|k, _| live.contains(k.as_str()));
+            }
+            // Checked under the lock `set_tokens` collects under, after it replaced the tokens.
+            let stale = self.auth.generation() != generation;
+            if !stale {
+                owners.insert(session.clone(), owner);
+            }
+            stale
+        };
+        if stale {
+            self.end(&session).await;
         }
-        owners.insert(session, owner);
     }
 }
 
@@ -199,8 +225,9 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
             return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
         }
     }
+    let generation = g.auth.generation();
     let (owner, caller) = match g.identify(request.headers(), peer(&request)).await {
-        Ok(None) => ([0u8; 32], None),
+        Ok(None) => (ANYONE, None),
         Ok(Some((digest, caller))) => (digest, Some(caller)),
         Err(answer) => return answer,
     };
@@ -250,7 +277,7 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     }
     if initialize && response.status().is_success() {
         if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-            g.bind(id.to_owned(), owner).await;
+            g.bind(id.to_owned(), owner, generation).await;
         }
     }
     if let (true, Some(s)) = (deleting && response.status().is_success(), session) {
@@ -259,7 +286,9 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if let Some(held) = listening.filter(|_| response.status().is_success()) {
         use futures_util::StreamExt;
         let (parts, body) = response.into_parts();
-        let stream = body.into_data_stream().map(move |chunk| {
+        // Ends with its caller's token, too.
+        let cut = g.cut(owner, generation);
+        let stream = body.into_data_stream().take_until(cut.cancelled_owned()).map(move |chunk| {
             let _held = &held;
             chunk
         });

@@ -37,6 +37,9 @@ pub struct Hub {
     /// The HTTP server's sessions, when it serves over HTTP: a session that must end (its
     /// client does not read its stream) is closed through them.
     http_sessions: std::sync::OnceLock<std::sync::Weak<HttpSessions>>,
+    /// The HTTP server's checks of each request, when it serves over HTTP: its static tokens
+    /// are replaced through them.
+    guard: std::sync::OnceLock<std::sync::Weak<crate::http_guard::Guard>>,
     /// Rate limits of callers' requests and calls (`crate::rate`).
     limiter: Arc<crate::rate::Limiter>,
 }
@@ -122,6 +125,7 @@ impl Hub {
             passthrough: None,
             digests: Arc::default(),
             http_sessions: std::sync::OnceLock::new(),
+            guard: std::sync::OnceLock::new(),
             limiter: Arc::default(),
         })
     }
@@ -190,6 +194,25 @@ impl Hub {
     /// Serves over HTTP with `sessions`.
     pub(crate) fn attach_http_sessions(&self, sessions: &Arc<HttpSessions>) {
         let _ = self.http_sessions.set(Arc::downgrade(sessions));
+    }
+
+    /// Serves over HTTP behind `guard`.
+    pub(crate) fn attach_guard(&self, guard: &Arc<crate::http_guard::Guard>) {
+        let _ = self.guard.set(Arc::downgrade(guard));
+    }
+
+    /// Replaces the HTTP endpoint's bearer tokens with `tokens` (a reloaded config's) for the
+    /// next request on, refused with the reason (the running ones kept) where they would not
+    /// be allowed at the start; the number of sessions ended, whose caller's token went or is
+    /// granted otherwise (nothing to do without an HTTP endpoint).
+    pub async fn set_tokens(
+        &self,
+        tokens: std::collections::BTreeMap<String, crate::config::Grant>,
+    ) -> Result<usize, String> {
+        match self.guard.get().and_then(|g| g.upgrade()) {
+            Some(guard) => guard.set_tokens(tokens).await,
+            None => Ok(0),
+        }
     }
 
     /// The HTTP server's sessions, when this hub serves over HTTP.

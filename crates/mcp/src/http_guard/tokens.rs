@@ -1,0 +1,66 @@
+//! Static tokens replaced while the endpoint runs (a reloaded config's): what the callers who
+//! lost their token, or what it granted, opened is ended.
+
+use std::collections::BTreeMap;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Guard;
+use crate::config::Grant;
+use crate::http_auth::TokenDigest;
+
+impl Guard {
+    /// Replaces the static tokens with `tokens` (a reloaded config's), refused as at the start
+    /// when they would leave a non-loopback address open or easy to guess; the number of
+    /// sessions ended, of the callers whose token went or is granted otherwise.
+    pub(crate) async fn set_tokens(&self, tokens: BTreeMap<String, Grant>) -> Result<usize, String> {
+        crate::http_access::check_tokens(self.addr, &tokens, self.auth.has_oauth())?;
+        // Replaced first: a session bound, or a stream begun, after the ends below was
+        // authenticated before, and is ended where it is made (`guard`).
+        let lost = self.auth.replace(tokens);
+        if lost.is_empty() {
+            return Ok(0);
+        }
+        {
+            let mut cuts = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
+            for caller in &lost {
+                if let Some(cut) = cuts.remove(caller) {
+                    cut.cancel();
+                }
+            }
+        }
+        let ended: Vec<String> = {
+            let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+            let ended: Vec<String> = owners.iter().filter(|(_, o)| lost.contains(*o)).map(|(s, _)| s.clone()).collect();
+            owners.retain(|_, o| !lost.contains(o));
+            ended
+        };
+        for id in &ended {
+            self.end(id).await;
+        }
+        Ok(ended.len())
+    }
+
+    pub(super) async fn end(&self, session: &str) {
+        use rmcp::transport::streamable_http_server::SessionManager;
+        let _ = self.sessions.close_session(&session.into()).await;
+    }
+
+    /// What ends `caller`'s listen streams: one kept per static token (a bounded number), so
+    /// that a replacement finds it, and one already ended if the tokens changed since
+    /// `generation` (the stream was authenticated before the change).
+    pub(super) fn cut(&self, caller: TokenDigest, generation: u64) -> CancellationToken {
+        let mut cuts = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the lock `set_tokens` takes after it replaced the tokens.
+        if self.auth.generation() != generation {
+            let cut = CancellationToken::new();
+            cut.cancel();
+            return cut;
+        }
+        match self.auth.replaceable(&caller) {
+            true => cuts.entry(caller).or_default().clone(),
+            // An identity provider's caller: no replacement takes anything from it.
+            false => CancellationToken::new(),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Bearer tokens edited in the config apply to the next request without a restart, proven
+//! with the official Python MCP client: a token removed is refused at once and what it opened
+//! ends, a token granted other scopes loses its session (its client's next one holds what the
+//! token holds now), a token added is let in, and an unchanged token's session goes on. A set
+//! of tokens the listener may not take is refused and the running one kept.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::gateway::{client_steps, http_open, http_post, message, reference_server, HttpGateway};
+use common::write_config;
+use serde_json::{json, Value};
+
+const MODERN: &str = "2026-07-28";
+
+fn config(dir: &Path, tokens: Value) -> PathBuf {
+    write_config(
+        dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                "toolsearch": {"requires": {"everything": ["ops"]}, "tokens": tokens}}),
+    )
+}
+
+/// A session-free `call_tool` of `everything.echo` by `token`: the HTTP status and the text
+/// of its answer.
+fn echo(addr: &str, token: &str) -> (u16, String) {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "call_tool", "arguments": {"tool_id": "everything.echo", "arguments": {"message": "hi"}},
+                                 "_meta": meta}});
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Mcp-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "call_tool"),
+        ("Authorization", &bearer),
+    ];
+    let (status, text) = http_post(addr, &body.to_string(), &headers);
+    match status {
+        200 => (status, message(&text)["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()),
+        _ => (status, text),
+    }
+}
+
+/// A session-free `subscriptions/listen` stream of `token`, on a connection that closes when
+/// the stream ends: the HTTP status and the connection.
+fn listen(addr: &str, token: &str) -> (u16, std::net::TcpStream) {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                      "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}})
+    .to_string();
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Protocol-Version", MODERN),
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Connection", "close"),
+    ];
+    let (head, s) = http_open(addr, "POST", &body, &headers, Duration::from_secs(5));
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), s)
+}
+
+/// Whether the connection ends (the server closes it) within `within`.
+fn ends_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).is_ok()
+}
+
+#[test]
+fn tokens_edited_in_the_config_apply_to_the_next_request_and_end_what_a_removed_token_opened() {
+    let dir = common::scratch().join("gateway-tokens-live");
+    let go = dir.join("go");
+    let _ = std::fs::remove_file(&go);
+    let grant = |name: &str, scope: &str| json!({"name": name, "scopes": [scope]});
+    let path = config(
+        &dir,
+        json!({"tok-alice": grant("alice", "ops"), "tok-bob": grant("bob", "ops"), "tok-dave": grant("dave", "ops")}),
+    );
+    let gateway = HttpGateway::start(&path, &dir.join("state"), &["--json"]);
+    // A session of the official client per token, held open across the edit.
+    let clients: Vec<_> = ["tok-alice", "tok-bob", "tok-dave"]
+        .into_iter()
+        .map(|token| {
+            let opened = dir.join(format!("open-{token}"));
+            let _ = std::fs::remove_file(&opened);
+            let steps = json!([["call", "everything.echo", {"message": "before"}], ["touch", opened],
+                               ["wait_for_file", go], ["try_call", "everything.echo", {"message": "after"}]]);
+            let url = gateway.url();
+            (opened, std::thread::spawn(move || client_steps(&url, token, &steps)))
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !clients.iter().all(|(opened, _)| opened.exists()) {
+        assert!(Instant::now() < deadline, "the clients did not open their sessions");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, mut bobs_stream) = listen(&gateway.addr, "tok-bob");
+    assert_eq!(status, 200);
+    let (status, mut daves_stream) = listen(&gateway.addr, "tok-dave");
+    assert_eq!(status, 200);
+    assert!(!ends_within(&mut bobs_stream, Duration::from_millis(500)), "a stream stays open until its token goes");
+
+    // Bob's token goes, Alice's loses the scope, Carol's comes, Dave's stays.
+    config(
+        &dir,
+        json!({"tok-alice": grant("alice", "other"), "tok-carol": grant("carol", "ops"), "tok-dave": grant("dave", "ops")}),
+    );
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    let changed: Value = serde_json::from_str(&gateway.wait_for_status("tokens_changed", Duration::ZERO)).unwrap();
+    assert_eq!(
+        (&changed["added"], &changed["removed"], &changed["changed"], &changed["sessions_ended"]),
+        (&json!(["carol"]), &json!(["bob"]), &json!(["alice"]), &json!(2)),
+        "{changed}"
+    );
+    assert!(ends_within(&mut bobs_stream, Duration::from_secs(10)), "the removed token's stream ends");
+    assert!(!ends_within(&mut daves_stream, Duration::from_millis(500)), "an unchanged token's stream goes on");
+
+    std::fs::write(&go, "").unwrap();
+    let results: Vec<Vec<Value>> = clients.into_iter().map(|(_, c)| c.join().unwrap()).collect();
+    for (who, steps) in ["alice", "bob", "dave"].iter().zip(&results) {
+        assert_eq!(steps[0]["text"], "Echo: before", "{who}: {steps:?}");
+    }
+    let after = |i: usize| (results[i][3]["is_error"].as_bool().unwrap(), results[i][3]["text"].as_str().unwrap());
+    // Alice's and Bob's sessions ended (Bob's token is refused before its session is looked up).
+    assert!(after(0).0 && after(0).1.contains("Session terminated"), "{:?}", results[0]);
+    assert!(after(1).0 && !after(1).1.contains("Echo"), "{:?}", results[1]);
+    assert_eq!(after(2), (false, "Echo: after"), "Dave's session goes on");
+
+    // The next request of each meets the new tokens.
+    assert_eq!(echo(&gateway.addr, "tok-bob").0, 401);
+    let (status, text) = echo(&gateway.addr, "tok-alice");
+    assert!(status == 200 && !text.contains("Echo"), "Alice no longer holds `ops`: {text}");
+    assert_eq!(echo(&gateway.addr, "tok-carol"), (200, "Echo: hi".to_owned()));
+    let fresh = client_steps(&gateway.url(), "tok-alice", &json!([["try_call", "everything.echo", {"message": "x"}]]));
+    assert!(!fresh[0]["text"].as_str().unwrap().contains("Echo"), "a new session holds the new scopes: {fresh:?}");
+
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed"), "{status}");
+    assert!(!status.contains("tok-"), "no token reaches the status: {status}");
+}
+
+/// On an address others can reach, a reload that would leave no token, or a weak one, is
+/// refused as a start would be, naming the setting; the running tokens are kept.
+#[test]
+fn tokens_a_reachable_listener_may_not_take_are_refused_and_the_running_ones_kept() {
+    let dir = common::scratch().join("gateway-tokens-refused");
+    let strong = "5f0c2a9e7d3b41c8a6e2f9b0d4c7a1e3";
+    let path = config(&dir, json!({strong: {"name": "ops-bot", "scopes": ["ops"]}}));
+    let port = common::gateway::free_port();
+    let gateway = HttpGateway::start_on(&format!("0.0.0.0:{port}"), &path, &dir.join("state"), &["--json"], &[]);
+    let addr = format!("127.0.0.1:{port}");
+    assert_eq!(echo(&addr, strong), (200, "Echo: hi".to_owned()));
+    let mut errors = 0;
+    for (tokens, says) in [(json!({}), "without bearer tokens"), (json!({"hunter2hunter2": ["ops"]}), "easy to guess")]
+    {
+        config(&dir, tokens);
+        errors += 1;
+        gateway.wait_for_statuses("\"event\":\"config_error\"", errors, Duration::from_secs(60));
+        let status = gateway.status.lock().unwrap().clone();
+        let line = status.iter().filter(|l| l.contains("config_error")).nth(errors - 1).unwrap();
+        assert!(
+            line.contains("toolsearch.tokens") && line.contains(says) && line.contains("running tokens are kept"),
+            "{line}"
+        );
+        assert!(!line.contains("hunter2"), "the token's value is not shown: {line}");
+        assert_eq!(echo(&addr, strong), (200, "Echo: hi".to_owned()), "the running token still works");
+        assert_eq!(echo(&addr, "hunter2hunter2").0, 401);
+    }
+}
