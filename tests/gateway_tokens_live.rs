@@ -2,7 +2,8 @@
 //! with the official Python MCP client: a token removed is refused at once and what it opened
 //! ends, a token granted other scopes loses its session (its client's next one holds what the
 //! token holds now), a token added is let in, and an unchanged token's session goes on. A set
-//! of tokens the listener may not take is refused and the running one kept.
+//! of tokens the listener may not take is refused and the running one kept. Allowed origins and
+//! trusted proxies apply to the next request too.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -149,7 +150,7 @@ fn tokens_edited_in_the_config_apply_to_the_next_request_and_end_what_a_removed_
 }
 
 /// On an address others can reach, a reload that would leave no token, or a weak one, is
-/// refused as a start would be, naming the setting; the running tokens are kept.
+/// refused as a start would be, naming the setting; the running ones are kept.
 #[test]
 fn tokens_a_reachable_listener_may_not_take_are_refused_and_the_running_ones_kept() {
     let dir = common::scratch().join("gateway-tokens-refused");
@@ -168,11 +169,68 @@ fn tokens_a_reachable_listener_may_not_take_are_refused_and_the_running_ones_kep
         let status = gateway.status.lock().unwrap().clone();
         let line = status.iter().filter(|l| l.contains("config_error")).nth(errors - 1).unwrap();
         assert!(
-            line.contains("toolsearch.tokens") && line.contains(says) && line.contains("running tokens are kept"),
+            line.contains("toolsearch.tokens") && line.contains(says) && line.contains("running ones are kept"),
             "{line}"
         );
         assert!(!line.contains("hunter2"), "the token's value is not shown: {line}");
         assert_eq!(echo(&addr, strong), (200, "Echo: hi".to_owned()), "the running token still works");
         assert_eq!(echo(&addr, "hunter2hunter2").0, 401);
     }
+}
+
+/// `allowed_origins` and `trusted_proxies` edited in the config apply to the next request, as
+/// tokens do: a page's origin refused before is let in (with CORS), and refused tokens that
+/// came through a proxy count against the proxy until it is trusted, then against each client.
+#[test]
+fn allowed_origins_and_trusted_proxies_edited_in_the_config_apply_to_the_next_request() {
+    use common::gateway::http_from;
+    use std::net::Ipv4Addr;
+    let dir = common::scratch().join("gateway-access-live");
+    let write = |origins: Value, proxies: Value| {
+        write_config(
+            &dir,
+            &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                    "toolsearch": {"tokens": {"tok-a": []}, "allowed_origins": origins, "trusted_proxies": proxies,
+                                   "limits": {"http": {"refused_tokens_burst": 2, "refused_tokens_per_minute": 1}}}}),
+        )
+    };
+    let path = write(json!([]), json!([]));
+    let gateway = HttpGateway::start(&path, &dir.join("state"), &["--json"]);
+    let addr = gateway.addr.as_str();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let page = "http://app.example";
+    let from_page = || {
+        http_from(
+            Ipv4Addr::LOCALHOST,
+            addr,
+            "POST",
+            "/mcp",
+            &init,
+            &[("Authorization", "Bearer tok-a"), ("Origin", page)],
+        )
+    };
+    let proxy = Ipv4Addr::new(127, 0, 0, 2);
+    let via_proxy = |client: &str, token: &str| {
+        let auth = format!("Bearer {token}");
+        http_from(proxy, addr, "POST", "/mcp", &init, &[("Authorization", &auth), ("X-Forwarded-For", client)]).0
+    };
+    assert_eq!(from_page().0, 403, "an origin not listed is refused");
+    // Not trusted yet: two clients' refused tokens count against the proxy, which is locked out.
+    assert_eq!([via_proxy("198.51.100.1", "wrong-1"), via_proxy("198.51.100.1", "wrong-2")], [401, 401]);
+    assert_eq!(via_proxy("198.51.100.2", "tok-a"), 429, "the proxy's budget is spent");
+
+    write(json!([page]), json!(["127.0.0.2"]));
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    let (status, answer) = from_page();
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("access-control-allow-origin: http://app.example"), "{answer}");
+    // Trusted now: each client behind the proxy has its own budget.
+    assert_eq!(via_proxy("198.51.100.2", "tok-a"), 200);
+    assert_eq!([via_proxy("198.51.100.1", "wrong-3"), via_proxy("198.51.100.1", "wrong-4")], [401, 401]);
+    assert_eq!(via_proxy("198.51.100.1", "wrong-5"), 429);
+    assert_eq!(via_proxy("198.51.100.3", "tok-a"), 200, "another client is not locked out with it");
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("tokens_changed"), "{status}");
 }

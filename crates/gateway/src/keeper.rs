@@ -309,16 +309,18 @@ impl Keeper {
                 return false;
             }
         };
-        // Tokens first: a set the endpoint may not take refuses the whole config.
-        if new.settings.tokens != self.config.settings.tokens {
-            match self.hub.set_tokens(new.settings.tokens.clone()).await {
-                Ok(ended) => {
-                    let mut event = token_changes(&self.config.settings.tokens, &new.settings.tokens);
+        // Who may call first: a set the endpoint may not take refuses the whole config.
+        let (a, b) = (&self.config.settings, &new.settings);
+        if (&a.tokens, &a.allowed_origins, &a.trusted_proxies) != (&b.tokens, &b.allowed_origins, &b.trusted_proxies) {
+            match self.hub.set_http_access(b.tokens.clone(), b.allowed_origins.clone(), &b.trusted_proxies).await {
+                Ok(ended) if a.tokens != b.tokens => {
+                    let mut event = token_changes(&a.tokens, &b.tokens);
                     event["sessions_ended"] = json!(ended);
                     self.status.event("tokens_changed", event);
                 }
+                Ok(_) => {}
                 Err(e) => {
-                    let error = format!("{}: toolsearch.tokens: {e}; the running tokens are kept", new.path.display());
+                    let error = format!("{}: {e}; the running ones are kept", new.path.display());
                     self.status.event("config_error", json!({"error": error}));
                     return false;
                 }
@@ -395,8 +397,6 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("toolset", &a.toolset as &dyn std::fmt::Debug, &b.toolset as &dyn std::fmt::Debug),
         ("scopes", &a.scopes, &b.scopes),
         ("access", &a.access, &b.access),
-        ("allowed_origins", &a.allowed_origins, &b.allowed_origins),
-        ("trusted_proxies", &a.trusted_proxies, &b.trusted_proxies),
         ("limits.http", &a.limits.http, &b.limits.http),
         ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
         ("audit", &a.audit, &b.audit),

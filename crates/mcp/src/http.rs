@@ -113,9 +113,9 @@ pub async fn serve_http(
         };
         well_known = well_known.route(&path, get(answer));
     }
-    let origins = Arc::new(access.allowed_origins.clone());
+    let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
-    let state = Arc::new(Guard::new(addr, access, auth, sessions, hub.limiter().clone()));
+    let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
     hub.attach_guard(&state);
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()

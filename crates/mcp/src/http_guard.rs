@@ -32,7 +32,7 @@ use crate::http_auth::{same, Authenticator, TokenDigest, ANYONE};
 use crate::session::Caller;
 use crate::session::SESSION_HEADER;
 
-mod tokens;
+mod reload;
 
 /// The requests a session answers; any other method is "method not found: NAME". (Resources
 /// and prompts are answered by a gateway's sessions; a `serve` session answers those with
@@ -59,7 +59,7 @@ const METHODS: &[&str] = &[
 /// allowed origins, the limits, and which caller opened each session.
 pub(crate) struct Guard {
     pub(crate) auth: Authenticator,
-    allowed_origins: Vec<String>,
+    allowed_origins: crate::http_origin::Origins,
     limits: HttpLimits,
     owners: Mutex<HashMap<String, TokenDigest>>,
     sessions: Arc<LocalSessionManager>,
@@ -71,7 +71,7 @@ pub(crate) struct Guard {
     /// Refused tokens per client address (`crate::strikes`).
     strikes: crate::strikes::Strikes,
     /// Proxies whose `X-Forwarded-For` names the client.
-    trusted_proxies: Vec<crate::strikes::Block>,
+    trusted_proxies: std::sync::RwLock<Arc<Vec<crate::strikes::Block>>>,
     /// The address listened on (whether tokens may be weak, or none).
     addr: SocketAddr,
     /// What ends the open listen streams of each caller (when its token goes).
@@ -107,6 +107,7 @@ impl Guard {
     pub(crate) fn new(
         addr: SocketAddr,
         access: HttpAccess,
+        origins: crate::http_origin::Origins,
         auth: Authenticator,
         sessions: Arc<LocalSessionManager>,
         limiter: Arc<crate::rate::Limiter>,
@@ -122,8 +123,10 @@ impl Guard {
             )
             .sharing(limiter.shared()),
             // Checked before anything starts (`HttpAccess::check`).
-            trusted_proxies: crate::strikes::parse_blocks(&access.trusted_proxies).unwrap_or_default(),
-            allowed_origins: access.allowed_origins,
+            trusted_proxies: std::sync::RwLock::new(Arc::new(
+                crate::strikes::parse_blocks(&access.trusted_proxies).unwrap_or_default(),
+            )),
+            allowed_origins: origins,
             limits: access.limits,
             owners: Mutex::new(HashMap::new()),
             sessions,
@@ -143,7 +146,8 @@ impl Guard {
     ) -> Result<Option<(TokenDigest, Caller)>, Response> {
         let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let token = crate::http_auth::bearer(authorization);
-        let client = peer.map(|p| crate::strikes::client_address(p, headers, &self.trusted_proxies));
+        let proxies = self.trusted_proxies.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let client = peer.map(|p| crate::strikes::client_address(p, headers, &proxies));
         let locked = match (client, token) {
             (Some(c), Some(_)) if self.auth.required() => self.strikes.locked(c),
             _ => None,
@@ -221,7 +225,7 @@ impl Guard {
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if !crate::http_origin::origin_allowed(origin, &g.allowed_origins) {
+        if !crate::http_origin::origin_allowed(origin, &g.allowed_origins.now()) {
             return (StatusCode::FORBIDDEN, format!("origin {origin:?} is not allowed")).into_response();
         }
     }

@@ -32,9 +32,29 @@ fn wrong_host(request: &Request, hosts: Option<&[String]>) -> Option<Response> {
     })
 }
 
-/// The configured origins a page may call `/mcp` from (`allowed_origins`) and the hosts the
-/// listener answers to (`None`: any).
-pub(crate) type CorsState = (Arc<Vec<String>>, Option<Arc<Vec<String>>>);
+/// The configured origins a page may call `/mcp` from (`allowed_origins`), replaced whole when
+/// a reloaded config changes them.
+#[derive(Clone, Default)]
+pub(crate) struct Origins(Arc<std::sync::RwLock<Arc<Vec<String>>>>);
+
+impl Origins {
+    pub(crate) fn new(origins: Vec<String>) -> Origins {
+        Origins(Arc::new(std::sync::RwLock::new(Arc::new(origins))))
+    }
+
+    /// The origins as they are now.
+    pub(crate) fn now(&self) -> Arc<Vec<String>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces them, for the next request on.
+    pub(crate) fn set(&self, origins: Vec<String>) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(origins);
+    }
+}
+
+/// The configured origins and the hosts the listener answers to (`None`: any).
+pub(crate) type CorsState = (Origins, Option<Arc<Vec<String>>>);
 
 /// CORS for a page at a configured origin (`allowed_origins`, exactly; a loopback origin passes
 /// `guard`'s check but gets no CORS unless listed, so no local page can call a gateway that did
@@ -44,6 +64,7 @@ pub(crate) type CorsState = (Arc<Vec<String>>, Option<Arc<Vec<String>>>);
 /// origin gets no CORS header.
 pub(crate) async fn cors(State((origins, hosts)): State<CorsState>, request: Request, next: Next) -> Response {
     let origin = request.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok());
+    let origins = origins.now();
     let listed = |o: &&str| origins.iter().any(|a| a == o);
     let Some(origin) = origin.filter(listed).and_then(|o| HeaderValue::from_str(o).ok()) else {
         return next.run(request).await;

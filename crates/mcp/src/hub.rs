@@ -201,16 +201,18 @@ impl Hub {
         let _ = self.guard.set(Arc::downgrade(guard));
     }
 
-    /// Replaces the HTTP endpoint's bearer tokens with `tokens` (a reloaded config's) for the
-    /// next request on, refused with the reason (the running ones kept) where they would not
-    /// be allowed at the start; the number of sessions ended, whose caller's token went or is
-    /// granted otherwise (nothing to do without an HTTP endpoint).
-    pub async fn set_tokens(
+    /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`
+    /// and `trusted_proxies`) for the next request on; refused with the reason, the running
+    /// ones kept, where a start would refuse them. The number of sessions ended, whose
+    /// caller's token went or is granted otherwise (nothing to do without an HTTP endpoint).
+    pub async fn set_http_access(
         &self,
         tokens: std::collections::BTreeMap<String, crate::config::Grant>,
+        allowed_origins: Vec<String>,
+        trusted_proxies: &[String],
     ) -> Result<usize, String> {
         match self.guard.get().and_then(|g| g.upgrade()) {
-            Some(guard) => guard.set_tokens(tokens).await,
+            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies).await,
             None => Ok(0),
         }
     }

@@ -1,5 +1,6 @@
-//! Static tokens replaced while the endpoint runs (a reloaded config's): what the callers who
-//! lost their token, or what it granted, opened is ended.
+//! Who may call, replaced while the endpoint runs (a reloaded config's): the static tokens
+//! (what the callers who lost their token, or what it granted, opened is ended), the allowed
+//! origins and the trusted proxies.
 
 use std::collections::BTreeMap;
 
@@ -10,11 +11,22 @@ use crate::config::Grant;
 use crate::http_auth::TokenDigest;
 
 impl Guard {
-    /// Replaces the static tokens with `tokens` (a reloaded config's), refused as at the start
-    /// when they would leave a non-loopback address open or easy to guess; the number of
-    /// sessions ended, of the callers whose token went or is granted otherwise.
-    pub(crate) async fn set_tokens(&self, tokens: BTreeMap<String, Grant>) -> Result<usize, String> {
-        crate::http_access::check_tokens(self.addr, &tokens, self.auth.has_oauth())?;
+    /// Replaces the static tokens, the allowed origins and the trusted proxies with a reloaded
+    /// config's, for the next request on; refused, with nothing replaced, as a start would
+    /// refuse them (tokens that leave a non-loopback address open or easy to guess, a proxy
+    /// that is no address or block). The number of sessions ended, of the callers whose token
+    /// went or is granted otherwise.
+    pub(crate) async fn reload(
+        &self,
+        tokens: BTreeMap<String, Grant>,
+        allowed_origins: Vec<String>,
+        trusted_proxies: &[String],
+    ) -> Result<usize, String> {
+        crate::http_access::check_tokens(self.addr, &tokens, self.auth.has_oauth())
+            .map_err(|e| format!("toolsearch.tokens: {e}"))?;
+        let proxies = crate::strikes::parse_blocks(trusted_proxies).map_err(|e| format!("toolsearch.{e}"))?;
+        *self.trusted_proxies.write().unwrap_or_else(|p| p.into_inner()) = std::sync::Arc::new(proxies);
+        self.allowed_origins.set(allowed_origins);
         // Replaced first: a session bound, or a stream begun, after the ends below was
         // authenticated before, and is ended where it is made (`guard`).
         let lost = self.auth.replace(tokens);
