@@ -199,3 +199,33 @@ fn call_timeouts_bound_the_next_call_without_a_restart() {
     assert_eq!(count(&gateway, "config_restart_needed"), 0);
     assert_eq!(count(&gateway, "\"changed\":[\"notes\"]"), 0);
 }
+
+/// A new `limits.max_result_bytes` applies to the next call: every server restarts with it (the
+/// bounds on what a server may send are fixed when it starts), and no restart of the gateway is
+/// asked for.
+#[test]
+fn a_new_result_limit_applies_to_the_next_call_without_a_restart() {
+    let dir = common::scratch().join("gateway-live-result-limit");
+    let file = |limit: u64| {
+        json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+               "toolsearch": {"limits": {"max_result_bytes": limit}}})
+    };
+    let config = write_config(&dir, &file(1 << 20));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let long = "x".repeat(4000);
+    let echo = || {
+        let step =
+            client_steps(&gateway.url(), "-", &json!([["call", "everything.echo", {"message": long}]])).remove(0);
+        step["text"].as_str().unwrap().to_owned()
+    };
+    assert!(echo().contains(&long), "the whole result within 1 MiB");
+    write_config(&dir, &file(1000));
+    wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= 1);
+    let cut = echo();
+    assert!(!cut.contains(&long) && cut.contains("over the limit of 1000 bytes"), "{}", &cut[..cut.len().min(300)]);
+    write_config(&dir, &file(1 << 20));
+    wait_until("config_reloaded", || count(&gateway, "\"event\":\"config_reloaded\"") >= 2);
+    assert!(echo().contains(&long), "the whole result again");
+    assert_eq!(count(&gateway, "\"changed\":[\"everything\"]"), 2, "the server restarted with each limit");
+    assert_eq!(count(&gateway, "config_restart_needed"), 0);
+}

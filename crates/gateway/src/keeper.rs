@@ -336,9 +336,8 @@ impl Keeper {
         for (name, spec) in &new.servers {
             match self.config.servers.get(name) {
                 None => added.push(name.clone()),
-                Some(old) if old != spec || self.config.settings.limits.list != new.settings.limits.list => {
-                    changed.push(name.clone())
-                }
+                // The bounds on what it may send are fixed when it starts.
+                Some(old) if old != spec || bounds(&self.config) != bounds(&new) => changed.push(name.clone()),
                 // Whether it is lazy is fixed when it starts.
                 Some(_) if lazy(&self.config, name) != lazy(&new, name) => changed.push(name.clone()),
                 Some(_) => continue,
@@ -381,6 +380,12 @@ impl Keeper {
     }
 }
 
+/// The bounds on what a server may send (its tool list, a result), fixed when it starts: a
+/// change restarts every server.
+fn bounds(config: &GatewayConfig) -> (crate::listing::ListLimits, usize) {
+    (config.settings.limits.list, config.settings.limits.max_result_bytes)
+}
+
 /// Whether server `name` of `config` is lazy (a change restarts it, as a change to how it is
 /// reached does).
 fn lazy(config: &GatewayConfig, name: &str) -> bool {
@@ -398,7 +403,6 @@ fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str>
         ("scopes", &a.scopes, &b.scopes),
         ("access", &a.access, &b.access),
         ("limits.http", &a.limits.http, &b.limits.http),
-        ("limits.max_result_bytes", &a.limits.max_result_bytes, &b.limits.max_result_bytes),
         ("audit", &a.audit, &b.audit),
         ("auth", &a.auth, &b.auth),
         ("telemetry", &a.telemetry, &b.telemetry),
