@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::gateway::{http_post, reference_server, HttpGateway};
+use common::gateway::{http_post, listen_session_free, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -76,23 +76,6 @@ fn huge_unknown_ids_are_refused_at_once_with_a_short_answer() {
     assert!(answer["result"]["isError"] != json!(true) && answer.to_string().contains("hi"), "{answer}");
 }
 
-/// Opens a session-free `subscriptions/listen` stream with `token` and keeps it open: the HTTP
-/// status, and the connection (the stream lasts as long as it does).
-fn listen(addr: &str, token: &str) -> (u16, std::net::TcpStream) {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}});
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-                      "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}})
-    .to_string();
-    let auth = format!("Bearer {token}");
-    let headers =
-        [("Authorization", auth.as_str()), ("Mcp-Protocol-Version", MODERN), ("Mcp-Method", "subscriptions/listen")];
-    let (head, s) = common::gateway::http_open(addr, "POST", &body, &headers, Duration::from_secs(5));
-    let status = head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, s)
-}
-
 /// #60 T11: `subscriptions/listen` streams count in the per-token and total caps, as sessions
 /// do: one token cannot open streams without end (each a task and a file descriptor).
 #[test]
@@ -104,11 +87,11 @@ fn listen_streams_count_in_the_per_token_cap() {
                 "toolsearch": {"tokens": {"a": [], "b": []}, "limits": {"http": {"max_sessions_per_token": 3}}}}),
     );
     let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
-    let held: Vec<(u16, std::net::TcpStream)> = (0..3).map(|_| listen(&gateway.addr, "a")).collect();
+    let held: Vec<(u16, std::net::TcpStream)> = (0..3).map(|_| listen_session_free(&gateway.addr, "a", &[])).collect();
     assert_eq!(held.iter().map(|h| h.0).collect::<Vec<_>>(), [200, 200, 200]);
-    assert_eq!(listen(&gateway.addr, "a").0, 429, "a fourth stream of one token is refused");
+    assert_eq!(listen_session_free(&gateway.addr, "a", &[]).0, 429, "a fourth stream of one token is refused");
     assert_eq!(http_post(&gateway.addr, INIT, &[("Authorization", "Bearer a")]).0, 429, "and so is a session");
-    assert_eq!(listen(&gateway.addr, "b").0, 200, "another token still gets in");
+    assert_eq!(listen_session_free(&gateway.addr, "b", &[]).0, 200, "another token still gets in");
 }
 
 /// #61: one token never holds more than half of `max_sessions`, whatever its own cap says:

@@ -7,32 +7,15 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::gateway::{http_post, message, reference_server, HttpGateway};
+use common::gateway::{echo_session_free, http_post, message, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
-const MODERN: &str = "2026-07-28";
 const INIT: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
 
 /// A session-free `call_tool` of `everything.echo` by `token`: the JSON-RPC answer.
 fn echo(addr: &str, token: &str) -> Value {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}});
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "call_tool", "arguments": {"tool_id": "everything.echo", "arguments": {"message": "hi"}},
-                                 "_meta": meta}});
-    let bearer = format!("Bearer {token}");
-    let (status, text) = http_post(
-        addr,
-        &body.to_string(),
-        &[
-            ("Mcp-Protocol-Version", MODERN),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "call_tool"),
-            ("Authorization", &bearer),
-        ],
-    );
+    let (status, text) = echo_session_free(addr, token);
     assert_eq!(status, 200, "{text}");
     message(&text)
 }

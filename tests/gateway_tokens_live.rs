@@ -12,11 +12,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::gateway::{client_steps, http_open, http_post, message, reference_server, HttpGateway};
+use common::gateway::{client_steps, echo_session_free, listen_session_free, message, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
-
-const MODERN: &str = "2026-07-28";
 
 fn config(dir: &Path, tokens: Value) -> PathBuf {
     write_config(
@@ -29,20 +27,7 @@ fn config(dir: &Path, tokens: Value) -> PathBuf {
 /// A session-free `call_tool` of `everything.echo` by `token`: the HTTP status and the text
 /// of its answer.
 fn echo(addr: &str, token: &str) -> (u16, String) {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}});
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "call_tool", "arguments": {"tool_id": "everything.echo", "arguments": {"message": "hi"}},
-                                 "_meta": meta}});
-    let bearer = format!("Bearer {token}");
-    let headers = [
-        ("Mcp-Protocol-Version", MODERN),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "call_tool"),
-        ("Authorization", &bearer),
-    ];
-    let (status, text) = http_post(addr, &body.to_string(), &headers);
+    let (status, text) = echo_session_free(addr, token);
     match status {
         200 => (status, message(&text)["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()),
         _ => (status, text),
@@ -52,21 +37,7 @@ fn echo(addr: &str, token: &str) -> (u16, String) {
 /// A session-free `subscriptions/listen` stream of `token`, on a connection that closes when
 /// the stream ends: the HTTP status and the connection.
 fn listen(addr: &str, token: &str) -> (u16, std::net::TcpStream) {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}});
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-                      "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}})
-    .to_string();
-    let auth = format!("Bearer {token}");
-    let headers = [
-        ("Authorization", auth.as_str()),
-        ("Mcp-Protocol-Version", MODERN),
-        ("Mcp-Method", "subscriptions/listen"),
-        ("Connection", "close"),
-    ];
-    let (head, s) = http_open(addr, "POST", &body, &headers, Duration::from_secs(5));
-    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), s)
+    listen_session_free(addr, token, &[("Connection", "close")])
 }
 
 /// Whether the connection ends (the server closes it) within `within`.

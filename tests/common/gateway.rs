@@ -404,3 +404,45 @@ fn request_text(method: &str, path: &str, addr: &str, body: &str, headers: &[(&s
     req.push_str(body);
     req
 }
+
+/// The `_meta` of a raw session-free (2026-07-28) request.
+fn session_free_meta() -> serde_json::Value {
+    serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                       "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A raw session-free `call_tool` of `everything.echo` ("hi") at `addr` with bearer `token`:
+/// the HTTP status and the body.
+pub fn echo_session_free(addr: &str, token: &str) -> (u16, String) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                  "params": {"name": "call_tool",
+                                             "arguments": {"tool_id": "everything.echo", "arguments": {"message": "hi"}},
+                                             "_meta": session_free_meta()}});
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "call_tool"),
+        ("Authorization", bearer.as_str()),
+    ];
+    http_post(addr, &body.to_string(), &headers)
+}
+
+/// Opens a raw session-free `subscriptions/listen` stream (tools/list_changed) at `addr` with
+/// bearer `token` and `extra` headers, and keeps it open: the HTTP status, and the connection
+/// (the stream lasts as long as it does).
+pub fn listen_session_free(addr: &str, token: &str, extra: &[(&str, &str)]) -> (u16, std::net::TcpStream) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                                  "params": {"notifications": {"toolsListChanged": true}, "_meta": session_free_meta()}})
+    .to_string();
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Authorization", auth.as_str()),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+    ];
+    headers.extend_from_slice(extra);
+    let (head, s) = http_open(addr, "POST", &body, &headers, Duration::from_secs(5));
+    (head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), s)
+}
