@@ -116,7 +116,8 @@ pub async fn serve_http(
     let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
-    hub.attach_guard(&state);
+    let reload: Arc<dyn crate::access_reload::AccessReload> = state.clone();
+    hub.attach_guard(Arc::downgrade(&reload));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
     let app = axum::Router::new()
         .nest_service("/mcp", service)

@@ -39,7 +39,7 @@ pub struct Hub {
     http_sessions: std::sync::OnceLock<std::sync::Weak<HttpSessions>>,
     /// The HTTP server's checks of each request, when it serves over HTTP: its static tokens
     /// are replaced through them.
-    guard: std::sync::OnceLock<std::sync::Weak<crate::http_guard::Guard>>,
+    guard: std::sync::OnceLock<std::sync::Weak<dyn crate::access_reload::AccessReload>>,
     /// Rate limits of callers' requests and calls (`crate::rate`).
     limiter: Arc<crate::rate::Limiter>,
 }
@@ -197,8 +197,8 @@ impl Hub {
     }
 
     /// Serves over HTTP behind `guard`.
-    pub(crate) fn attach_guard(&self, guard: &Arc<crate::http_guard::Guard>) {
-        let _ = self.guard.set(Arc::downgrade(guard));
+    pub(crate) fn attach_guard(&self, guard: std::sync::Weak<dyn crate::access_reload::AccessReload>) {
+        let _ = self.guard.set(guard);
     }
 
     /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`

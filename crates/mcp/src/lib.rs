@@ -38,6 +38,7 @@
 //!   by annotations are `toolsearch_query::effects`.
 #![deny(missing_docs)]
 
+mod access_reload;
 mod checks;
 mod config;
 pub mod fleet_rounds;

@@ -76,3 +76,14 @@ impl Guard {
         }
     }
 }
+
+impl crate::access_reload::AccessReload for Guard {
+    fn reload<'a>(
+        &'a self,
+        tokens: BTreeMap<String, Grant>,
+        allowed_origins: Vec<String>,
+        trusted_proxies: &'a [String],
+    ) -> crate::offer_source::BoxFutureRef<'a, Result<usize, String>> {
+        Box::pin(Guard::reload(self, tokens, allowed_origins, trusted_proxies))
+    }
+}
