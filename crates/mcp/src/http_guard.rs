@@ -9,7 +9,7 @@
 //! Refused tokens are counted per client address (`crate::strikes`): past a burst, an
 //! address's tokens get 429 without being compared, except on a session they opened.
 //!
-//! The static tokens change with a reloaded config ([`Guard::set_tokens`]): the sessions and
+//! The static tokens change with a reloaded config ([`Guard::reload`]): the sessions and
 //! listen streams of a token removed, or granted otherwise, end (its client opens a new
 //! session, with what its token holds now, or is refused).
 
@@ -208,7 +208,7 @@ impl Guard {
             if let Some(live) = live {
                 owners.retain(|k, _| live.contains(k.as_str()));
             }
-            // Checked under the lock `set_tokens` collects under, after it replaced the tokens.
+            // Checked under the lock `reload` collects under, after it replaced the tokens.
             let stale = self.auth.generation() != generation;
             if !stale {
                 owners.insert(session.clone(), owner);

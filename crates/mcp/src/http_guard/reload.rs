@@ -43,9 +43,7 @@ impl Guard {
         }
         let ended: Vec<String> = {
             let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            let ended: Vec<String> = owners.iter().filter(|(_, o)| lost.contains(*o)).map(|(s, _)| s.clone()).collect();
-            owners.retain(|_, o| !lost.contains(o));
-            ended
+            owners.extract_if(|_, o| lost.contains(o)).map(|(s, _)| s).collect()
         };
         for id in &ended {
             self.end(id).await;
@@ -53,6 +51,7 @@ impl Guard {
         Ok(ended.len())
     }
 
+    /// Closes HTTP session `session` (its streams end; its client's next request gets 404).
     pub(super) async fn end(&self, session: &str) {
         use rmcp::transport::streamable_http_server::SessionManager;
         let _ = self.sessions.close_session(&session.into()).await;
@@ -63,7 +62,7 @@ impl Guard {
     /// `generation` (the stream was authenticated before the change).
     pub(super) fn cut(&self, caller: TokenDigest, generation: u64) -> CancellationToken {
         let mut cuts = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
-        // Under the lock `set_tokens` takes after it replaced the tokens.
+        // Under the lock `reload` takes after it replaced the tokens.
         if self.auth.generation() != generation {
             let cut = CancellationToken::new();
             cut.cancel();
