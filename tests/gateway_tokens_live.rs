@@ -12,7 +12,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::gateway::{client_steps, echo_session_free, listen_session_free, message, reference_server, HttpGateway};
+use common::gateway::{
+    ask_session_free, client_steps, echo_session_free, listen_session_free, message, reference_server, HttpGateway,
+};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -204,4 +206,28 @@ fn allowed_origins_and_trusted_proxies_edited_in_the_config_apply_to_the_next_re
     assert_eq!(via_proxy("198.51.100.3", "tok-a"), 200, "another client is not locked out with it");
     let status = gateway.status.lock().unwrap().join("\n");
     assert!(!status.contains("config_restart_needed") && !status.contains("tokens_changed"), "{status}");
+}
+
+/// A session-free call waiting for input (`input_required`) whose token is then granted other
+/// scopes is not finished under the old ones: the retry with its answer is told the caller's
+/// scopes changed, and the answer reaches no upstream.
+#[test]
+fn a_call_waiting_for_input_is_not_finished_after_its_tokens_scopes_change() {
+    let dir = common::scratch().join("gateway-tokens-live-round");
+    let grant = |scopes: Value| json!({"tok-alice": {"name": "alice", "scopes": scopes}});
+    let path = config(&dir, grant(json!(["ops"])));
+    let gateway = HttpGateway::start(&path, &dir.join("state"), &["--json"]);
+    let asked = ask_session_free(&gateway.addr, "tok-alice", json!({}));
+    let state = asked["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{asked}")).to_owned();
+    let key = asked["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+
+    config(&dir, grant(json!(["ops", "other"])));
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}});
+    let retry = ask_session_free(&gateway.addr, "tok-alice", json!({"requestState": state, "inputResponses": answer}));
+    let said = retry.to_string();
+    assert!(said.contains("scopes changed") && !said.contains("Ada Lovelace"), "{retry}");
+    // A new call under the new scopes is asked afresh.
+    let again = ask_session_free(&gateway.addr, "tok-alice", json!({}));
+    assert!(again["result"]["requestState"].is_string(), "{again}");
 }

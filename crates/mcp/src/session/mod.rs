@@ -63,6 +63,11 @@ pub(crate) fn name_of(context: &RequestContext<RoleServer>) -> String {
     parts.and_then(|p| p.extensions.get::<Caller>()).map_or_else(|| LOCAL.to_owned(), |c| c.name.clone())
 }
 
+/// The refusal of a request whose caller began the session (or the call waiting for input)
+/// under other scopes than it has now.
+const SCOPES_CHANGED: &str =
+    "this caller's scopes changed since this session began: start a new session (or call the tool again)";
+
 /// How long a session-free client may keep a list (`ttlMs`) before asking again; a
 /// `subscriptions/listen` stream tells it sooner when the list changes.
 const LIST_TTL_MS: u64 = 60_000;
@@ -171,7 +176,9 @@ impl Session {
         self.note_http_session(context);
         let held = self.state.principal.get_or_init(|| principal.clone());
         if held != &principal {
-            return Err(ErrorData::invalid_request("this session belongs to another caller", None));
+            // The same caller, under other scopes: its grant changed (a reload, or an OAuth token
+            // with other scopes). What began under the old scopes does not go on under the new.
+            return Err(ErrorData::invalid_request(SCOPES_CHANGED, None));
         }
         if let Some(set) = self.state.set.get() {
             return Ok(set);
