@@ -68,6 +68,7 @@ mod quality;
 mod report;
 mod security;
 mod serve;
+mod shipping;
 mod transcripts;
 mod unmatched;
 

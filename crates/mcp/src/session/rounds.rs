@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-// Tokio's clock, so that a test may let time pass.
 use tokio::time::Instant;
 
 use rmcp::model::CallToolResult;
@@ -167,16 +166,18 @@ impl Waiting for Round {
     }
 }
 
-/// The rounds waiting for their client's retry, by token; and, in a fleet, this replica's
-/// seal on the tokens it gives (`crate::fleet_rounds`).
+/// The rounds waiting for their client's retry, by token; in a fleet, this replica's seal on
+/// the tokens it gives (`crate::fleet_rounds`); and how long a round waits ([`ROUND_TTL`], shorter
+/// in tests).
 pub(crate) struct Rounds<R: Waiting = Round>(
     Arc<Mutex<HashMap<String, R>>>,
     std::sync::OnceLock<Arc<crate::fleet_rounds::FleetRounds>>,
+    Duration,
 );
 
 impl<R: Waiting> Default for Rounds<R> {
     fn default() -> Self {
-        Rounds(Arc::default(), std::sync::OnceLock::new())
+        Rounds(Arc::default(), std::sync::OnceLock::new(), ROUND_TTL)
     }
 }
 
@@ -196,7 +197,8 @@ impl<R: Waiting> Rounds<R> {
             token.push_str(&fleet.suffix());
         }
         let mut rounds = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        rounds.retain(|_, r| r.kept().elapsed() < ROUND_TTL);
+        let ttl = self.2;
+        rounds.retain(|_, r| r.kept().elapsed() < ttl);
         let owner = round.owner();
         if rounds.len() >= MAX_ROUNDS || rounds.values().filter(|r| r.owner() == owner).count() >= MAX_ROUNDS_PER_CALLER
         {
@@ -207,7 +209,7 @@ impl<R: Waiting> Rounds<R> {
         // Given up when not taken in time (dropping it cancels its call).
         let (kept, expired) = (Arc::downgrade(&self.0), token.clone());
         tokio::spawn(async move {
-            tokio::time::sleep(ROUND_TTL).await;
+            tokio::time::sleep(ttl).await;
             let gone = kept.upgrade().and_then(|k| k.lock().unwrap_or_else(|p| p.into_inner()).remove(&expired));
             drop(gone);
         });
@@ -222,7 +224,7 @@ impl<R: Waiting> Rounds<R> {
         if !rounds.get(token).is_some_and(|r| r.fits(method, subject, who)) {
             return None;
         }
-        rounds.remove(token).filter(|r| r.kept().elapsed() < ROUND_TTL)
+        rounds.remove(token).filter(|r| r.kept().elapsed() < self.2)
     }
 }
 
@@ -266,7 +268,7 @@ mod tests {
         Probe { kept: Instant::now(), dropped: dropped.clone(), who: who.to_owned() }
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn one_caller_cannot_take_every_place_nor_anothers_round() {
         let rounds: Rounds<Probe> = Rounds::default();
         let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -280,9 +282,11 @@ mod tests {
         assert!(rounds.take(&mine[0], "prompts/get", "p", "owner").is_none());
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn at_most_so_many_wait_and_each_is_given_up_after_its_time() {
-        let rounds: Rounds<Probe> = Rounds::default();
+        // Real time, with rounds that wait 3 s (the steps before the wait take microseconds).
+        let ttl = Duration::from_secs(3);
+        let rounds: Rounds<Probe> = Rounds(Arc::default(), std::sync::OnceLock::new(), ttl);
         let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tokens: Vec<String> =
             (0..MAX_ROUNDS).map(|i| rounds.keep(probe_of(&dropped, &format!("c{}", i % 16))).unwrap()).collect();
@@ -296,7 +300,7 @@ mod tests {
         assert!(rounds.take(&tokens[0], "prompts/get", "p", "c0").is_none(), "taken once");
         assert!(rounds.keep(probe_of(&dropped, "c0")).is_some(), "a taken round frees its place");
         // Past their time, unanswered rounds are given up: dropped (their calls cancelled).
-        tokio::time::sleep(ROUND_TTL + Duration::from_secs(1)).await;
+        tokio::time::sleep(ttl + Duration::from_secs(1)).await;
         tokio::task::yield_now().await;
         assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), MAX_ROUNDS + 2);
         assert!(rounds.take(&tokens[1], "prompts/get", "p", "c1").is_none());
