@@ -51,6 +51,7 @@ mod gateway_strikes;
 mod gateway_tls;
 mod gateway_tokens;
 mod gateway_tokens_live;
+mod gateway_tool_sets_live;
 mod gateway_traces;
 mod gateway_trust;
 mod gateway_upstreams;

@@ -252,7 +252,8 @@ async def client_scenario(mode, target, token, steps):
     logging/setLevel, `["logs", SECONDS]` the log messages received by SECONDS from now, `["raw_tools"]` the whole
     tools/list result (resultType, ttlMs, cacheScope included), `["listen_tools", SECONDS,
     "call", TOOL, ARGS]` opens a subscriptions/listen stream for tools/list_changed, makes
-    that call, and counts the events seen within SECONDS."""
+    that call, and counts the events seen within SECONDS; `["touch", PATH]` creates PATH,
+    `["wait_list_changed", SECONDS]` waits for a tools/list_changed."""
     notes = Notes()
     results = []
     if target.startswith("stdio:"):
@@ -317,6 +318,16 @@ async def answer_sampling(context, params):
 
 
 async def client_step(client, session, notes, step):
+    if step[0] == "touch":
+        # Tells the test that every step before is done.
+        open(step[1], "w").close()
+        return {"text": "", "is_error": False}
+    if step[0] == "wait_list_changed":
+        # ["wait_list_changed", SECONDS]: waits for a tools list_changed; how many came.
+        deadline = time.monotonic() + step[1]
+        while notes.list_changed == 0 and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        return {"text": str(notes.list_changed), "is_error": notes.list_changed == 0}
     if step[0] == "login_as":
         LOGIN.append(step[1])
         return {"text": "", "is_error": False}

@@ -186,6 +186,17 @@ impl AuditTrail {
         step
     }
 
+    /// Numbers the next entry after `step`: a trail that takes over from another (a set
+    /// remade for a session that goes on) keeps its step numbers rising.
+    pub(crate) fn continue_after(&mut self, step: usize) {
+        self.steps = self.steps.max(step);
+    }
+
+    /// The number of the last step taken (0 before the first), kept or dropped.
+    pub fn last_step(&self) -> usize {
+        self.steps
+    }
+
     /// The bytes the trail holds now (its JSON size).
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -267,6 +278,18 @@ fn bounded(event: AuditEvent) -> AuditEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trail_that_takes_over_numbers_its_steps_on() {
+        let step = |trail: &mut AuditTrail| trail.push(AuditEvent::Rejected { name: "x".into(), reason: "y".into() });
+        let mut earlier = AuditTrail::default();
+        assert_eq!((step(&mut earlier), step(&mut earlier), earlier.last_step()), (1, 2, 2));
+        let mut later = AuditTrail::default();
+        later.continue_after(earlier.last_step());
+        assert_eq!(step(&mut later), 3);
+        later.continue_after(1);
+        assert_eq!(step(&mut later), 4, "never back");
+    }
 
     #[test]
     fn the_trail_is_bounded_by_bytes_whatever_the_queries() {

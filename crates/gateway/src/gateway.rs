@@ -208,15 +208,9 @@ pub async fn start(
     let s_state = s.state.clone();
     let last_learned: LastRun = Arc::default();
     let writer: IndexWriter = Arc::default();
-    let principal = match (&s.scopes, s.access) {
-        (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
-        (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
-        (None, Access::Open) => Principal::trusted(),
-    };
+    let (toolset, principal) = tool_sets(s);
     vetted.reload(state);
     let runner = UpstreamRunner { fleet: fleet.clone(), vetted: vetted.clone() };
-    let mut toolset = s.toolset.clone();
-    toolset.discovery.kinds = true;
     let passthrough = Arc::new(Passthrough::new(fleet.clone(), held.clone(), s.requires.clone(), s.limits.list.page));
     let hub = Hub::new(live.clone(), availability, toolset, principal, Arc::new(runner)).with_instructions(
         "This server is a gateway to several MCP servers: their tools are found by search \
@@ -304,6 +298,7 @@ pub async fn start(
         store_seen: store.as_ref().map_or(0, |s| s.generation()),
         store,
         untrusted: !trusted,
+        tool_sets_refused: None,
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
@@ -378,4 +373,18 @@ fn operations(
         (states, more)
     });
     Ok(Operations::new(trail, Some(status), Some(details)))
+}
+
+/// How the settings make sessions' tool sets: the tool set configuration (with its kinds of
+/// discovery), and the principal of a caller the transport does not identify (`scopes`, or
+/// what `access` gives a caller without them).
+pub(crate) fn tool_sets(s: &crate::config::GatewaySettings) -> (toolsearch_disclosure::ToolSetConfig, Principal) {
+    let principal = match (&s.scopes, s.access) {
+        (Some(scopes), _) => Principal::with_scopes(scopes.iter().cloned()),
+        (None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, Access::Open) => Principal::trusted(),
+    };
+    let mut toolset = s.toolset.clone();
+    toolset.discovery.kinds = true;
+    (toolset, principal)
 }

@@ -4,9 +4,10 @@
 //!   rebuilt (changes that arrive together cost one rebuild);
 //! - the config file is edited (or the process gets SIGHUP): servers added, removed or changed
 //!   are started, stopped or restarted, filters, trust, scopes and facades applied at the
-//!   rebuild that follows; a config that does not load is refused with its error and the
-//!   running one kept; settings that only a restart can apply (tokens, limits, the tool set)
-//!   are named in the status;
+//!   rebuild that follows, and the tool set settings (`toolset`, `scopes`, `access`) after it,
+//!   each session's set made again; a config that does not load is refused with its error and
+//!   the running one kept; settings that only a restart can apply (the HTTP listener's limits,
+//!   audit, auth, telemetry, state) are named in the status;
 //! - an operator approves a held tool (the pins file changes): rebuilt;
 //! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
 //!   change to them rebuilds); a watched resource's update goes to its watchers at once.
@@ -26,13 +27,14 @@ use toolsearch_embed::Embedder;
 
 use crate::catalogue::{rebuild, PinsStamp};
 use crate::config::GatewayConfig;
+use crate::config_changes::{bounds, lazy, restart_needed, same_listings, token_changes};
 use crate::fleet::Fleet;
 use crate::listing::Listing;
 use crate::pins;
 use crate::pins::HeldNow;
 use crate::upstream::{UpEvent, Upstream};
 use toolsearch_mcp::ops::Status;
-use toolsearch_mcp::{Grant, Hub, ServeError};
+use toolsearch_mcp::{Hub, ServeError};
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -78,6 +80,9 @@ pub(crate) struct Keeper {
     /// Whether the last guard pass ran without the store (nothing new trusted): the next one
     /// that can reach it runs as soon as it is back.
     pub(crate) untrusted: bool,
+    /// The last refusal of the config's tool set settings reported (said once, not at every
+    /// turn that tries them again).
+    pub(crate) tool_sets_refused: Option<String>,
 }
 
 impl Keeper {
@@ -148,6 +153,7 @@ impl Keeper {
             }
             if let Some(stamp) = index_now {
                 self.follow(moved, stamp).await;
+                self.apply_tool_sets().await;
                 continue;
             }
             let now = self.fleet.listings();
@@ -157,6 +163,30 @@ impl Keeper {
                 self.hub.announce_changes().await;
             }
             self.hub.announce_offers().await;
+            self.apply_tool_sets().await;
+        }
+    }
+
+    /// Applies the config's tool set settings (`toolset`, `scopes`, `access`) to every session
+    /// they change, once the index holds what they name (a pinned tool of a server just added).
+    /// Settings no tool set can be made from are refused (said once, with the reason), the
+    /// running ones kept, and tried again after each change.
+    async fn apply_tool_sets(&mut self) {
+        let (toolset, principal) = crate::gateway::tool_sets(&self.config.settings);
+        match self.hub.reconfigure(toolset, principal).await {
+            Ok(changed) => {
+                self.tool_sets_refused = None;
+                if let Some(sessions) = changed {
+                    self.status.event("tool_sets_changed", json!({"sessions_remade": sessions}));
+                }
+            }
+            Err(e) => {
+                let error = format!("{}: toolset: {e}; the running tool sets are kept", self.config.path.display());
+                if self.tool_sets_refused.as_deref() != Some(error.as_str()) {
+                    self.status.event("config_error", json!({"error": crate::secrets::mask(&error)}));
+                    self.tool_sets_refused = Some(error);
+                }
+            }
         }
     }
 
@@ -378,67 +408,6 @@ impl Keeper {
         );
         true
     }
-}
-
-/// The bounds on what a server may send (its tool list, a result), fixed when it starts: a
-/// change restarts every server.
-fn bounds(config: &GatewayConfig) -> (crate::listing::ListLimits, usize) {
-    (config.settings.limits.list, config.settings.limits.max_result_bytes)
-}
-
-/// Whether server `name` of `config` is lazy (a change restarts it, as a change to how it is
-/// reached does).
-fn lazy(config: &GatewayConfig, name: &str) -> bool {
-    config.policies.get(name).is_some_and(|p| p.lazy)
-}
-
-/// The settings a running gateway cannot change (its HTTP listener, its sessions' tool sets,
-/// its runner are made once): named so the operator knows to restart.
-fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
-    let (a, b) = (&old.settings, &new.settings);
-    let mut out = Vec::new();
-    let differs = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
-    for (name, x, y) in [
-        ("toolset", &a.toolset as &dyn std::fmt::Debug, &b.toolset as &dyn std::fmt::Debug),
-        ("scopes", &a.scopes, &b.scopes),
-        ("access", &a.access, &b.access),
-        ("limits.http", &a.limits.http, &b.limits.http),
-        ("audit", &a.audit, &b.audit),
-        ("auth", &a.auth, &b.auth),
-        ("telemetry", &a.telemetry, &b.telemetry),
-        ("state", &a.state, &b.state),
-    ] {
-        if differs(x, y) {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// The names (never the values) of the tokens `new` adds, removes and grants otherwise.
-fn token_changes(old: &BTreeMap<String, Grant>, new: &BTreeMap<String, Grant>) -> serde_json::Value {
-    let names = |from: &BTreeMap<String, Grant>, keep: &dyn Fn(&String, &Grant) -> bool| -> Vec<String> {
-        from.iter().filter(|(t, g)| keep(t, g)).map(|(_, g)| g.name.clone()).collect()
-    };
-    json!({
-        "added": names(new, &|t, _| !old.contains_key(t)),
-        "removed": names(old, &|t, _| !new.contains_key(t)),
-        "changed": names(new, &|t, g| old.get(t).is_some_and(|o| o != g)),
-    })
-}
-
-/// Whether two sets of listings index alike: the same servers, summaries, tools and prompts
-/// (resources are passed through, not indexed).
-fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|((na, la), (nb, lb))| {
-            na == nb
-                && la.summary == lb.summary
-                && la.tools == lb.tools
-                && la.offers.prompts == lb.offers.prompts
-                && la.offers.prompt_texts == lb.offers.prompt_texts
-                && la.offers.templates == lb.offers.templates
-        })
 }
 
 /// Reports each of `server`'s resource, template or prompt lists left out, and why (the server

@@ -32,7 +32,8 @@
 //!   `vetted.rs` (no call forwarded before the pins passed its definition), `scan.rs` (the
 //!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
-//!   (starting it), `keeper.rs` (following changes and the config file), `learner.rs` (learning
+//!   (starting it), `keeper.rs` (following changes and the config file; `config_changes.rs`: what a reload
+//!   changed), `learner.rs` (learning
 //!   from its own traffic; `teachers.rs`: who teaches and who judges), `preflight.rs` (`--check`).
 #![deny(missing_docs)]
 
@@ -40,6 +41,7 @@ pub mod approve;
 mod catalogue;
 mod child;
 mod config;
+mod config_changes;
 mod credentials;
 mod cut;
 mod filter;

@@ -32,6 +32,14 @@ struct Listener {
     level: LoggingLevel,
 }
 
+impl Listener {
+    /// Its caller's principal now: its session's (a reload may have given a local caller
+    /// other scopes since it set its level), or the one it set its level with.
+    fn who(&self) -> Principal {
+        self.session.upgrade().and_then(|s| s.principal()).unwrap_or_else(|| self.who.clone())
+    }
+}
+
 /// Who listens to upstream logs, and at what level each server was asked to send them.
 #[derive(Default)]
 pub(crate) struct Logs {
@@ -54,7 +62,7 @@ impl Logs {
         let wanted = {
             let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
             listeners.retain(|l| l.session.strong_count() > 0);
-            listeners.iter().filter(|l| may(&l.who)).map(|l| l.level).min_by_key(|l| *l as u8)?
+            listeners.iter().filter(|l| may(&l.who())).map(|l| l.level).min_by_key(|l| *l as u8)?
         };
         let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         (asked.insert(server.to_owned(), wanted) != Some(wanted)).then_some(wanted)
@@ -76,7 +84,7 @@ impl Logs {
         listeners.retain(|l| l.session.strong_count() > 0);
         listeners
             .iter()
-            .filter(|l| level as u8 >= l.level as u8 && may(&l.who))
+            .filter(|l| level as u8 >= l.level as u8 && may(&l.who()))
             .map(|l| (l.session.clone(), l.notifier.clone()))
             .collect()
     }

@@ -1,9 +1,7 @@
 //! What every session of one server shares: the live catalogue, group availability, the tool
 //! set configuration, how tools run, and the list of sessions to tell when something changes.
 
-use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use toolsearch_disclosure::{Availability, DisclosureError, LiveCatalog, ToolSet, ToolSetConfig};
@@ -15,20 +13,22 @@ use crate::offer_source::OfferSource;
 use crate::ops::Operations;
 use crate::runner::ToolRunner;
 use crate::session_view::{refresh, SessionHandle};
+use crate::visible::{visible_digest, Digests};
 
 /// The shared state of a server: one per `toolsearch serve` or `toolsearch gateway` process.
 pub struct Hub {
     live: Arc<LiveCatalog>,
     availability: Arc<Availability>,
-    toolset: ToolSetConfig,
-    principal: Principal,
+    /// How tool sets are made, and for whom when the transport does not say: replaced whole by
+    /// [`Hub::reconfigure`].
+    made: RwLock<Making>,
     runner: Arc<dyn ToolRunner>,
     instructions: Option<String>,
     ops: Operations,
     sessions: Mutex<Vec<(Notifier, SessionHandle)>>,
-    /// The tool sets new session-free requests start from, by catalogue generation and caller
-    /// (at most [`crate::fresh_sets::KEPT`]).
-    fresh: Mutex<FreshSets<Principal, ToolSet>>,
+    /// The tool sets new session-free requests start from, by catalogue generation, caller and
+    /// [`Making::generation`] (at most [`crate::fresh_sets::KEPT`]).
+    fresh: Mutex<FreshSets<(Principal, u64), ToolSet>>,
     /// Session-free calls waiting for their client's answer (`session::rounds`).
     rounds: crate::session::Rounds,
     fleet_rounds: Option<Arc<crate::fleet_rounds::FleetRounds>>,
@@ -44,55 +44,17 @@ pub struct Hub {
     limiter: Arc<crate::rate::Limiter>,
 }
 
+/// How a hub makes tool sets: its configuration, the principal of a caller the transport does
+/// not identify, and which of the hub's configurations this is (0 first, then one more per
+/// [`Hub::reconfigure`] that changed it).
+struct Making {
+    toolset: ToolSetConfig,
+    principal: Principal,
+    generation: u64,
+}
+
 /// The HTTP server's session manager.
 pub(crate) type HttpSessions = rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-
-/// What callers may see of the catalogue, as one digest per set of scopes, for one index
-/// generation: a rebuild that changes only tools a caller may not see leaves its digest as it
-/// was, so the caller is not told that anything changed.
-#[derive(Default)]
-struct Digests {
-    generation: Option<u64>,
-    /// Each tool's digest (its whole record: description and schemas too), by ordinal.
-    tools: Vec<u64>,
-    /// The sum of the digests of the tools each set of scopes may see (`None`: every tool).
-    by_scopes: HashMap<Option<BTreeSet<String>>, u64>,
-}
-
-/// The digest of what `who` may see of `live`'s catalogue now (computed once per index
-/// generation and set of scopes; the first call after a rebuild reads every tool record).
-fn visible_digest(live: &LiveCatalog, digests: &Mutex<Digests>, who: &Principal) -> u64 {
-    let engine = live.engine();
-    let mut d = digests.lock().unwrap_or_else(|p| p.into_inner());
-    let generation = engine.index().meta().generation;
-    if d.generation != Some(generation) {
-        let tools = (0..engine.catalog().tools.len() as u32)
-            .map(|o| {
-                let mut h = std::hash::DefaultHasher::new();
-                match engine.index().tool_record_bytes(o) {
-                    Ok(bytes) => bytes.hash(&mut h),
-                    Err(_) => o.hash(&mut h),
-                }
-                h.finish()
-            })
-            .collect();
-        *d = Digests { generation: Some(generation), tools, by_scopes: HashMap::new() };
-    }
-    let key = who.scopes().cloned();
-    if let Some(&v) = d.by_scopes.get(&key) {
-        return v;
-    }
-    // A sum, not a chain: the order of tools in the index is not part of what a caller sees.
-    let v = engine
-        .catalog()
-        .tools
-        .iter()
-        .zip(&d.tools)
-        .filter(|(t, _)| who.may_use(t))
-        .fold(0u64, |acc, (_, h)| acc.wrapping_add(*h));
-    d.by_scopes.insert(key, v);
-    v
-}
 
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,8 +75,7 @@ impl Hub {
         Arc::new(Hub {
             live,
             availability,
-            toolset,
-            principal,
+            made: RwLock::new(Making { toolset, principal, generation: 0 }),
             runner,
             instructions: None,
             ops: Operations::default(),
@@ -256,7 +217,11 @@ impl Hub {
 
     /// The principal of a caller the transport does not identify.
     pub fn default_principal(&self) -> Principal {
-        self.principal.clone()
+        self.making().principal.clone()
+    }
+
+    fn making(&self) -> std::sync::RwLockReadGuard<'_, Making> {
+        self.made.read().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn extra_instructions(&self) -> Option<String> {
@@ -265,8 +230,22 @@ impl Hub {
 
     /// A new tool set for a caller holding `principal`.
     pub fn tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
-        let config = ToolSetConfig { principal, ..self.toolset.clone() };
-        ToolSet::new(self.live.clone(), self.availability.clone(), config)
+        self.numbered_tool_set(principal).map(|(_, set)| set)
+    }
+
+    /// A new tool set for a caller holding `principal`, with the generation of the
+    /// configuration it was made from.
+    pub(crate) fn numbered_tool_set(&self, principal: Principal) -> Result<(u64, ToolSet), DisclosureError> {
+        let (generation, config) = {
+            let made = self.making();
+            (made.generation, ToolSetConfig { principal, ..made.toolset.clone() })
+        };
+        Ok((generation, ToolSet::new(self.live.clone(), self.availability.clone(), config)?))
+    }
+
+    /// The generation of the configuration tool sets are made from now.
+    pub(crate) fn generation(&self) -> u64 {
+        self.making().generation
     }
 
     /// A tool set as `principal`'s sessions start, for one request of a session-free client:
@@ -275,11 +254,14 @@ impl Hub {
     /// shares that).
     pub fn fresh_tool_set(&self, principal: Principal) -> Result<ToolSet, DisclosureError> {
         let generation = self.live.engine().index().meta().generation;
-        if let Some(set) = self.fresh.lock().unwrap_or_else(|p| p.into_inner()).get(generation, &principal) {
+        let key = (principal, self.generation());
+        if let Some(set) = self.fresh.lock().unwrap_or_else(|p| p.into_inner()).get(generation, &key) {
             return Ok(set);
         }
-        let set = self.tool_set(principal.clone())?;
-        self.fresh.lock().unwrap_or_else(|p| p.into_inner()).put(generation, principal, set.clone());
+        // Kept under the generation it was made from: one made from a configuration replaced
+        // meanwhile is never handed out for the new one.
+        let (made, set) = self.numbered_tool_set(key.0.clone())?;
+        self.fresh.lock().unwrap_or_else(|p| p.into_inner()).put(generation, (key.0, made), set.clone());
         Ok(set)
     }
 
@@ -290,7 +272,78 @@ impl Hub {
 
     /// Checks the configuration by building a tool set for the default caller.
     pub fn check(&self) -> Result<ToolSet, DisclosureError> {
-        self.tool_set(self.principal.clone())
+        self.tool_set(self.default_principal())
+    }
+
+    /// Replaces how tool sets are made (a config reload): `toolset`, and `principal` for the
+    /// callers the transport does not identify. A configuration no tool set can be made from
+    /// (a pinned tool the catalogue lacks) is refused, the running one kept. Each session it
+    /// changes (every one for a new `toolset`; those of callers the transport does not
+    /// identify for a new `principal`) has its tool set made again, as a new session's would
+    /// be (what it had unfolded is folded away, its audit steps numbered on), and is told
+    /// `list_changed`, and of resource and prompt lists its caller now sees otherwise. The
+    /// number of sessions remade (`None`: nothing changed).
+    pub async fn reconfigure(
+        &self,
+        toolset: ToolSetConfig,
+        principal: Principal,
+    ) -> Result<Option<usize>, DisclosureError> {
+        let unchanged = |made: &Making| {
+            // Compared as written out: a tool set configuration holds facades built in code.
+            (format!("{:?}", made.toolset) == format!("{toolset:?}"), made.principal == principal)
+        };
+        if unchanged(&self.making()) == (true, true) {
+            return Ok(None);
+        }
+        let check = ToolSetConfig { principal: principal.clone(), ..toolset.clone() };
+        ToolSet::new(self.live.clone(), self.availability.clone(), check)?;
+        let toolset_changed = {
+            let mut made = self.made.write().unwrap_or_else(|p| p.into_inner());
+            let (same_toolset, same_principal) = unchanged(&made);
+            if same_toolset && same_principal {
+                return Ok(None);
+            }
+            let toolset_changed = !same_toolset;
+            let generation = made.generation + u64::from(toolset_changed);
+            *made = Making { toolset, principal: principal.clone(), generation };
+            toolset_changed
+        };
+        let sessions: Vec<(Notifier, SessionHandle)> = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut remade = 0;
+        for (notifier, handle) in sessions {
+            let (live, digests, default, make) =
+                (self.live.clone(), self.digests.clone(), principal.clone(), self.maker());
+            let done = tokio::task::spawn_blocking(move || {
+                let state = handle.upgrade()?;
+                if !toolset_changed && !state.local() {
+                    return Some(false);
+                }
+                let current = state.remake(&default, &make);
+                if let (true, Some(who)) = (current, state.principal()) {
+                    state.saw_catalogue(visible_digest(&live, &digests, &who));
+                }
+                Some(current)
+            });
+            if done.await.ok().flatten() == Some(true) {
+                remade += 1;
+                notifier.tools_changed().await;
+            }
+        }
+        self.announce_offers().await;
+        Ok(Some(remade))
+    }
+
+    /// What makes a tool set as this hub does now, for a session to call without the hub.
+    fn maker(&self) -> impl Fn(Principal) -> Option<(u64, ToolSet)> + Send + 'static {
+        let (live, availability) = (self.live.clone(), self.availability.clone());
+        let (generation, toolset) = {
+            let made = self.making();
+            (made.generation, made.toolset.clone())
+        };
+        move |principal| {
+            let config = ToolSetConfig { principal, ..toolset.clone() };
+            Some((generation, ToolSet::new(live.clone(), availability.clone(), config).ok()?))
+        }
     }
 
     pub(crate) fn register(&self, notifier: Notifier, handle: SessionHandle) {

@@ -18,8 +18,9 @@
 //! - a client's session: `session/` (`mod.rs` its state and tool set, `handler.rs` the answer to
 //!   each MCP request, `offers.rs` what passes through besides tools, `rounds.rs` and
 //!   `driving.rs` a session-free client's multi-round requests, `record.rs` its trail, log and
-//!   metrics), `session_view.rs` (what outlives a session may hold of it), `notifier.rs`;
-//! - what sessions share: `hub.rs`, `fresh_sets.rs` (session-free starting sets), `checks.rs`
+//!   metrics, `remake.rs` its set made again when the hub's configuration changes), `session_view.rs` (what outlives a session may hold of it), `notifier.rs`;
+//! - what sessions share: `hub.rs`, `visible.rs` (what each set of scopes may see of the
+//!   catalogue, as digests), `fresh_sets.rs` (session-free starting sets), `checks.rs`
 //!   (availability checks off the message path);
 //! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
 //!   `http_guard.rs` (tokens, rates, session caps and ownership, message shape), `http_origin.rs`
@@ -66,6 +67,7 @@ pub mod tls;
 mod token_names;
 pub mod trace;
 pub mod trail;
+mod visible;
 
 pub use checks::spawn_command_checks;
 pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};

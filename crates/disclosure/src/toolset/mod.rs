@@ -259,6 +259,12 @@ impl ToolSet {
         &self.audit
     }
 
+    /// Takes over from `earlier`, a set this one replaces in the same session (its
+    /// configuration changed): its audit steps are numbered on from `earlier`'s.
+    pub fn continue_from(&mut self, earlier: &ToolSet) {
+        self.audit.continue_after(earlier.audit.last_step());
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ToolSetConfig {
         &self.config

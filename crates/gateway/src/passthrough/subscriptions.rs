@@ -86,13 +86,19 @@ impl Passthrough {
     }
 
     /// A watched resource changed upstream: each session watching it is told, with its
-    /// namespaced URI.
+    /// namespaced URI, if its caller may see the server now (the scopes a server requires, or
+    /// a local caller's, may have changed by a reload since it subscribed).
     pub(crate) async fn updated(&self, server: &str, uri: &str) {
         let notifiers: Vec<Notifier> = {
             let mut watchers = self.watchers.lock().unwrap_or_else(|p| p.into_inner());
             let Some(list) = watchers.get_mut(&(server.to_owned(), uri.to_owned())) else { return };
             list.retain(|s| s.session.strong_count() > 0);
-            list.iter().map(|s| s.notifier.clone()).collect()
+            list.iter()
+                .filter(|s| {
+                    s.session.upgrade().and_then(|v| v.principal()).is_some_and(|who| self.permitted(&who, server))
+                })
+                .map(|s| s.notifier.clone())
+                .collect()
         };
         let namespaced = crate::offers::namespace_uri(server, uri);
         for notifier in notifiers {

@@ -24,6 +24,7 @@ use crate::metrics::OWN;
 use crate::notifier::Notifier;
 use crate::offer_source::Offer;
 use crate::runner::{ProgressSink, RunContext};
+use crate::session_view::SessionView;
 
 /// The JSON-RPC error code of a call over its rate limit (`crate::rate`): in the range the
 /// specification leaves to servers, 429 in its last digits.
@@ -209,7 +210,7 @@ impl ServerHandler for Session {
     ) -> Result<(), ErrorData> {
         let Some(pass) = self.hub.passthrough().cloned().filter(|_| !session_free(&context)) else { return Ok(()) };
         self.set(&context)?;
-        let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        let who = self.state.principal().unwrap_or_else(|| self.hub.default_principal());
         pass.set_level(&who, request.level, Notifier::Session(context.peer.clone()), self.handle()).await;
         Ok(())
     }
@@ -247,7 +248,7 @@ impl ServerHandler for Session {
         let listener = Session::with_state(self.hub.clone(), false);
         let _ = listener.state.notifier.set(Notifier::Listen(subscription.sink().clone()));
         listener.set(&context)?;
-        let who = listener.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        let who = listener.state.principal().unwrap_or_else(|| self.hub.default_principal());
         let uris = subscription.accepted().resource_subscriptions.clone().unwrap_or_default();
         let pass = self.hub.passthrough().cloned();
         let mut watched = Vec::new();
@@ -318,7 +319,7 @@ impl ServerHandler for Session {
         };
         let upstream = tool.group.clone().unwrap_or_else(|| OWN.to_owned());
         let tool_id = tool.id.clone();
-        let who = this.state.principal.get().cloned().unwrap_or_else(|| this.hub.default_principal());
+        let who = this.state.principal().unwrap_or_else(|| this.hub.default_principal());
         if let Some(error) = toolsearch_query::effects::refusal(&who, &tool) {
             let done = note(&id, Some(started.elapsed()));
             let outcome =

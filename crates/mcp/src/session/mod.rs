@@ -7,7 +7,7 @@
 //! delays neither a `ping` nor a search of the same client, nor any other client.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock as Content};
 use rmcp::service::{Peer, RequestContext};
@@ -19,7 +19,7 @@ use toolsearch_query::{Principal, ToolFailure};
 use crate::hub::Hub;
 use crate::notifier::Notifier;
 use crate::runner::{result_text, RunError};
-use crate::session_view::{SessionHandle, SessionView};
+use crate::session_view::{MakeSet, SessionHandle, SessionView};
 
 /// The header that names a client's HTTP session (Streamable HTTP's `Mcp-Session-Id`).
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
@@ -28,6 +28,7 @@ mod driving;
 mod handler;
 mod offers;
 mod record;
+mod remake;
 mod rounds;
 use record::{is_search, note, write_trail};
 use rounds::CallNote;
@@ -83,7 +84,14 @@ pub struct Session {
 
 pub(crate) struct SessionState {
     set: OnceLock<Mutex<ToolSet>>,
-    principal: OnceLock<Principal>,
+    /// The caller's principal, set by its first request; replaced only when its set is made
+    /// again under a new default ([`SessionView::remake`]).
+    principal: RwLock<Option<Principal>>,
+    /// The generation of the hub's configuration its tool set was made from.
+    made: AtomicU64,
+    /// Whether its caller is one the transport does not identify (it holds the hub's default
+    /// principal), set by its first request.
+    local: OnceLock<bool>,
     /// The caller's name (its token's), for logs and the audit trail.
     caller: OnceLock<String>,
     /// Who the caller is ([`Caller::identity`]), set by its first request.
@@ -118,7 +126,9 @@ impl Session {
             notifier: OnceLock::new(),
             http: OnceLock::new(),
             set: OnceLock::new(),
-            principal: OnceLock::new(),
+            principal: RwLock::new(None),
+            made: AtomicU64::new(0),
+            local: OnceLock::new(),
             caller: OnceLock::new(),
             identity: OnceLock::new(),
             id,
@@ -173,22 +183,20 @@ impl Session {
             return Err(ErrorData::invalid_request("this session belongs to another caller", None));
         }
         self.state.caller.get_or_init(|| name.to_owned());
+        self.state.local.get_or_init(|| asked.is_none());
         self.note_http_session(context);
-        let held = self.state.principal.get_or_init(|| principal.clone());
-        if held != &principal {
-            // The same caller, under other scopes: its grant changed (a reload, or an OAuth token
-            // with other scopes). What began under the old scopes does not go on under the new.
-            return Err(ErrorData::invalid_request(SCOPES_CHANGED, None));
-        }
+        self.current(&principal)?;
         if let Some(set) = self.state.set.get() {
             return Ok(set);
         }
         let set = match self.request_only() {
-            true => self.hub.fresh_tool_set(principal),
-            false => self.hub.tool_set(principal),
+            true => self.hub.fresh_tool_set(principal).map(|set| (0, set)),
+            false => self.hub.numbered_tool_set(principal),
         };
-        let set = set.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let _ = self.state.set.set(Mutex::new(set));
+        let (made, set) = set.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if self.state.set.set(Mutex::new(set)).is_ok() {
+            self.state.made.store(made, Ordering::Relaxed);
+        }
         if !self.request_only() {
             let notifier =
                 self.state.notifier.get().cloned().unwrap_or_else(|| Notifier::Session(context.peer.clone()));
@@ -292,11 +300,19 @@ fn complete(mut result: CallToolResult) -> CallToolResult {
 
 impl SessionView for SessionState {
     fn principal(&self) -> Option<Principal> {
-        self.principal.get().cloned()
+        self.principal.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn saw_catalogue(&self, digest: u64) -> bool {
         self.catalogue.swap(digest, Ordering::Relaxed) != digest
+    }
+
+    fn local(&self) -> bool {
+        self.local.get() == Some(&true) && !self.request_only
+    }
+
+    fn remake(&self, default: &Principal, make: MakeSet<'_>) -> bool {
+        self.made_again(default, make)
     }
 
     fn close(&self) {

@@ -13,6 +13,7 @@ use toolsearch_query::Principal;
 use super::{Session, LOCAL};
 use crate::metrics::OWN;
 use crate::offer_source::{Offer, OfferSource};
+use crate::session_view::SessionView;
 
 /// A JSON answer as the SDK's type, marked a complete result when it says nothing else (the
 /// 2026-07-28 revision requires `resultType`; the SDK drops it again for older clients).
@@ -39,7 +40,7 @@ impl Session {
             ));
         };
         self.set(context)?;
-        let who = self.state.principal.get().cloned().unwrap_or_else(|| self.hub.default_principal());
+        let who = self.state.principal().unwrap_or_else(|| self.hub.default_principal());
         Ok((pass, who))
     }
 

@@ -1,0 +1,70 @@
+//! What a reload of the gateway's config changed, as the keeper ([`crate::keeper`]) weighs
+//! it: the servers to restart, the settings only a restart applies, the tokens changed, and
+//! whether two sets of listings index alike.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use toolsearch_mcp::Grant;
+
+use crate::config::GatewayConfig;
+use crate::listing::Listing;
+
+/// The bounds on what a server may send (its tool list, a result), fixed when it starts: a
+/// change restarts every server.
+pub(crate) fn bounds(config: &GatewayConfig) -> (crate::listing::ListLimits, usize) {
+    (config.settings.limits.list, config.settings.limits.max_result_bytes)
+}
+
+/// Whether server `name` of `config` is lazy (a change restarts it, as a change to how it is
+/// reached does).
+pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> bool {
+    config.policies.get(name).is_some_and(|p| p.lazy)
+}
+
+/// The settings a running gateway cannot change (its HTTP listener, its audit trail, how it
+/// authenticates, reports and keeps state are made once): named so the operator knows to
+/// restart.
+pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
+    let (a, b) = (&old.settings, &new.settings);
+    let mut out = Vec::new();
+    let differs = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
+    for (name, x, y) in [
+        ("limits.http", &a.limits.http as &dyn std::fmt::Debug, &b.limits.http as &dyn std::fmt::Debug),
+        ("audit", &a.audit, &b.audit),
+        ("auth", &a.auth, &b.auth),
+        ("telemetry", &a.telemetry, &b.telemetry),
+        ("state", &a.state, &b.state),
+    ] {
+        if differs(x, y) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The names (never the values) of the tokens `new` adds, removes and grants otherwise.
+pub(crate) fn token_changes(old: &BTreeMap<String, Grant>, new: &BTreeMap<String, Grant>) -> serde_json::Value {
+    let names = |from: &BTreeMap<String, Grant>, keep: &dyn Fn(&String, &Grant) -> bool| -> Vec<String> {
+        from.iter().filter(|(t, g)| keep(t, g)).map(|(_, g)| g.name.clone()).collect()
+    };
+    json!({
+        "added": names(new, &|t, _| !old.contains_key(t)),
+        "removed": names(old, &|t, _| !new.contains_key(t)),
+        "changed": names(new, &|t, g| old.get(t).is_some_and(|o| o != g)),
+    })
+}
+
+/// Whether two sets of listings index alike: the same servers, summaries, tools and prompts
+/// (resources are passed through, not indexed).
+pub(crate) fn same_listings(a: &BTreeMap<String, Listing>, b: &BTreeMap<String, Listing>) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((na, la), (nb, lb))| {
+            na == nb
+                && la.summary == lb.summary
+                && la.tools == lb.tools
+                && la.offers.prompts == lb.offers.prompts
+                && la.offers.prompt_texts == lb.offers.prompt_texts
+                && la.offers.templates == lb.offers.templates
+        })
+}
