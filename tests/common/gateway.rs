@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use super::ports::{free_port, wait_for_port};
 use super::{python, repo};
 
 /// An npm reference server's entry point (`everything`, `memory`).
@@ -17,20 +18,6 @@ pub fn reference_server(name: &str) -> PathBuf {
     let p = repo().join(format!("target/npm/node_modules/@modelcontextprotocol/server-{name}/dist/index.js"));
     assert!(p.exists(), "{} is missing: run scripts/test-deps (scripts/test does)", p.display());
     p
-}
-
-/// A free loopback port (bound, then released).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Waits up to 30 s until something listens on loopback `port`.
-pub fn wait_for_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// A process killed (SIGKILL) when dropped: an upstream that goes away at once.

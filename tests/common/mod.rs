@@ -98,4 +98,5 @@ pub mod gateway;
 pub mod haproxy;
 pub mod oauth;
 pub mod oauth_mock;
+pub mod ports;
 pub mod postgres;

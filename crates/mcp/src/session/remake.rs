@@ -26,9 +26,12 @@ impl Session {
     /// does not identify is made again under a new default, and any session whose set was made
     /// from a configuration replaced since (missed by the hub's round) is made again.
     pub(super) fn current(&self, principal: &Principal) -> Result<(), ErrorData> {
-        let held = {
-            let mut held = self.state.principal.write().unwrap_or_else(|p| p.into_inner());
-            held.get_or_insert_with(|| principal.clone()).clone()
+        let held = match self.state.principal() {
+            Some(held) => held,
+            None => {
+                let mut held = self.state.principal.write().unwrap_or_else(|p| p.into_inner());
+                held.get_or_insert_with(|| principal.clone()).clone()
+            }
         };
         let local = self.state.local.get() == Some(&true) && !self.request_only();
         let make = |p: Principal| self.hub.numbered_tool_set(p).ok();
