@@ -2,9 +2,10 @@
 //! transport does not identify (the stdio client, HTTP without tokens), edited in the config
 //! while a session stays open. The session's set is made again under them (told
 //! `list_changed`), it stops seeing, searching, calling and hearing of a server its new scopes
-//! hide (no more `resources/updated` of a resource it subscribed to), and settings no tool set
-//! can be made from are refused with the running ones kept. The official Python MCP client and
-//! the npm reference servers.
+//! hide (no more `resources/updated` of a resource it subscribed to, no more of its log
+//! messages), and settings no tool set can be made from are refused with the running ones kept.
+//! The official Python MCP client, the npm reference servers, and a server written by hand
+//! (tests/mcp/hostile_server.py) that sends log messages without pause.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -189,4 +190,34 @@ fn a_token_callers_session_takes_a_new_toolset_under_its_own_scopes() {
     assert!(names(&out[4]).iter().any(|n| n.contains("read_graph")), "pinned now: {:?}", out[4]);
     assert!(out[5]["text"].as_str().unwrap().contains("everything.echo"), "its scopes kept: {:?}", out[5]);
     assert_eq!(out[6]["text"], "Echo: still mine", "{out:?}");
+}
+
+/// The log messages of a server the stdio client's new scopes hide stop coming: each is judged
+/// by the caller's scopes when it is relayed, not by those it set its level with.
+#[test]
+fn a_hidden_servers_log_messages_stop_when_the_scopes_change() {
+    let dir = common::scratch().join("gateway-tool-sets-logs");
+    let chatty = json!({"command": common::python(),
+                        "args": [common::repo().join("tests/mcp/hostile_server.py"), "chatty"]});
+    let settings = |scopes: Value| json!({"mcpServers": {"chatty": chatty}, "toolsearch": {"requires": {"chatty": ["ops"]}, "scopes": scopes}});
+    let config = write_config(&dir, &settings(json!(["ops"])));
+    let ready = dir.join("ready");
+    let steps = json!([
+        ["set_level", "debug"],
+        ["logs", 2],
+        ["touch", ready],
+        ["wait_list_changed", 60],
+        ["logs", 1],
+        ["logs", 3]
+    ]);
+    let target = format!("stdio:{}:{}", config.display(), dir.join("state").display());
+    let client = std::thread::spawn(move || client_mode_steps("legacy", &target, "-", &steps));
+    wait_for(&ready);
+    write_config(&dir, &settings(json!([])));
+    let out = client.join().unwrap();
+    let seen = |i: usize| step_json(&out[i]).as_array().unwrap().len();
+
+    assert!(seen(1) > 0, "the server's messages came while it was visible: {:?}", out[1]);
+    assert!(!out[3]["is_error"].as_bool().unwrap(), "told list_changed: {:?}", out[3]);
+    assert_eq!(seen(5), seen(4), "messages of a hidden server: {} then {}", seen(4), seen(5));
 }

@@ -47,10 +47,23 @@ pub struct Hub {
 /// How a hub makes tool sets: its configuration, the principal of a caller the transport does
 /// not identify, and which of the hub's configurations this is (0 first, then one more per
 /// [`Hub::reconfigure`] that changed it).
+#[derive(Clone)]
 struct Making {
     toolset: ToolSetConfig,
     principal: Principal,
     generation: u64,
+}
+
+impl Making {
+    /// A tool set made from this configuration for a caller holding `principal`.
+    fn tool_set(
+        &self,
+        live: &Arc<LiveCatalog>,
+        availability: &Arc<Availability>,
+        principal: Principal,
+    ) -> Result<ToolSet, DisclosureError> {
+        ToolSet::new(live.clone(), availability.clone(), ToolSetConfig { principal, ..self.toolset.clone() })
+    }
 }
 
 /// The HTTP server's session manager.
@@ -236,11 +249,9 @@ impl Hub {
     /// A new tool set for a caller holding `principal`, with the generation of the
     /// configuration it was made from.
     pub(crate) fn numbered_tool_set(&self, principal: Principal) -> Result<(u64, ToolSet), DisclosureError> {
-        let (generation, config) = {
-            let made = self.making();
-            (made.generation, ToolSetConfig { principal, ..made.toolset.clone() })
-        };
-        Ok((generation, ToolSet::new(self.live.clone(), self.availability.clone(), config)?))
+        // Built outside the lock: a reload waits for no tool set being made.
+        let made = self.making().clone();
+        Ok((made.generation, made.tool_set(&self.live, &self.availability, principal)?))
     }
 
     /// The generation of the configuration tool sets are made from now.
@@ -288,37 +299,41 @@ impl Hub {
         toolset: ToolSetConfig,
         principal: Principal,
     ) -> Result<Option<usize>, DisclosureError> {
-        let unchanged = |made: &Making| {
-            // Compared as written out: a tool set configuration holds facades built in code.
-            (format!("{:?}", made.toolset) == format!("{toolset:?}"), made.principal == principal)
-        };
+        let mut next = Making { toolset, principal, generation: 0 };
+        // Compared as written out: a tool set configuration holds facades built in code.
+        let written = format!("{:?}", next.toolset);
+        let unchanged = |made: &Making| (format!("{:?}", made.toolset) == written, made.principal == next.principal);
         if unchanged(&self.making()) == (true, true) {
             return Ok(None);
         }
-        let check = ToolSetConfig { principal: principal.clone(), ..toolset.clone() };
-        ToolSet::new(self.live.clone(), self.availability.clone(), check)?;
-        let toolset_changed = {
+        next.tool_set(&self.live, &self.availability, next.principal.clone())?;
+        let (toolset_changed, now) = {
             let mut made = self.made.write().unwrap_or_else(|p| p.into_inner());
             let (same_toolset, same_principal) = unchanged(&made);
             if same_toolset && same_principal {
                 return Ok(None);
             }
-            let toolset_changed = !same_toolset;
-            let generation = made.generation + u64::from(toolset_changed);
-            *made = Making { toolset, principal: principal.clone(), generation };
-            toolset_changed
+            next.generation = made.generation + u64::from(!same_toolset);
+            *made = next.clone();
+            (!same_toolset, next)
+        };
+        // What makes a tool set as the hub does now, for each session to call without the hub.
+        let make = {
+            let (live, availability, generation) = (self.live.clone(), self.availability.clone(), now.generation);
+            let now = now.clone();
+            Arc::new(move |who: Principal| Some((generation, now.tool_set(&live, &availability, who).ok()?)))
         };
         let sessions: Vec<(Notifier, SessionHandle)> = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut remade = 0;
         for (notifier, handle) in sessions {
             let (live, digests, default, make) =
-                (self.live.clone(), self.digests.clone(), principal.clone(), self.maker());
+                (self.live.clone(), self.digests.clone(), now.principal.clone(), make.clone());
             let done = tokio::task::spawn_blocking(move || {
                 let state = handle.upgrade()?;
                 if !toolset_changed && !state.local() {
                     return Some(false);
                 }
-                let current = state.remake(&default, &make);
+                let current = state.remake(&default, &*make);
                 if let (true, Some(who)) = (current, state.principal()) {
                     state.saw_catalogue(visible_digest(&live, &digests, &who));
                 }
@@ -331,19 +346,6 @@ impl Hub {
         }
         self.announce_offers().await;
         Ok(Some(remade))
-    }
-
-    /// What makes a tool set as this hub does now, for a session to call without the hub.
-    fn maker(&self) -> impl Fn(Principal) -> Option<(u64, ToolSet)> + Send + 'static {
-        let (live, availability) = (self.live.clone(), self.availability.clone());
-        let (generation, toolset) = {
-            let made = self.making();
-            (made.generation, made.toolset.clone())
-        };
-        move |principal| {
-            let config = ToolSetConfig { principal, ..toolset.clone() };
-            Some((generation, ToolSet::new(live.clone(), availability.clone(), config).ok()?))
-        }
     }
 
     pub(crate) fn register(&self, notifier: Notifier, handle: SessionHandle) {

@@ -33,7 +33,7 @@ impl Session {
                 held.get_or_insert_with(|| principal.clone()).clone()
             }
         };
-        let local = self.state.local.get() == Some(&true) && !self.request_only();
+        let local = SessionView::local(&*self.state);
         let make = |p: Principal| self.hub.numbered_tool_set(p).ok();
         if &held != principal {
             if local {
