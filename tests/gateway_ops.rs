@@ -9,7 +9,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::gateway::{client_steps, http_get, reference_server, sample, scrape, HttpGateway};
+use common::gateway::{client_steps, echo_session_free, http_get, reference_server, sample, scrape, HttpGateway};
 use common::{python, write_config};
 use serde_json::{json, Value};
 
@@ -197,4 +197,46 @@ fn toolsearch_learn_learns_from_the_gateway_trail() {
     assert_eq!(report["labels"].as_u64(), Some(all.len() as u64), "every search-expand-call is a label: {report}");
     assert!(out.status.success(), "learn stored an adapter: {report} {}", String::from_utf8_lossy(&out.stderr));
     assert!(report["ndcg_after"].as_f64() > report["ndcg_before"].as_f64(), "{report}");
+}
+
+/// The trail's `arguments` edited in a running gateway's config applies to the next call
+/// written, without a restart: argument names only before, values after.
+#[test]
+fn the_trails_settings_edited_in_the_config_apply_to_the_next_call() {
+    let dir = common::scratch().join("gateway-trail-reload");
+    let settings = |arguments: bool| {
+        json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+               "toolsearch": {"tokens": {"token-a": []}, "audit": {"arguments": arguments}}})
+    };
+    let config = write_config(&dir, &settings(false));
+    let state = dir.join("state");
+    let gateway = HttpGateway::start(&config, &state, &["--json"]);
+    let calls = |n: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let trail = std::fs::read_to_string(state.join("audit/trail.jsonl")).unwrap_or_default();
+            let calls: Vec<Value> = trail
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .filter(|l| l["event"] == "call")
+                .collect();
+            if calls.len() >= n || std::time::Instant::now() > deadline {
+                return calls;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
+    let before = calls(1);
+    assert!(before[0]["arguments"].is_null() && before[0]["argument_names"] == json!(["message"]), "{before:?}");
+
+    write_config(&dir, &settings(true));
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
+    let after = calls(2);
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after[1]["arguments"], json!({"message": "hi"}), "{after:?}");
+    let asked: Vec<String> =
+        gateway.status.lock().unwrap().iter().filter(|l| l.contains("config_restart_needed")).cloned().collect();
+    assert!(asked.is_empty(), "no restart asked: {asked:?}");
 }

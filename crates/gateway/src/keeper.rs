@@ -387,6 +387,11 @@ impl Keeper {
         if !restart.is_empty() {
             self.status.event("config_restart_needed", json!({"settings": restart}));
         }
+        // The audit trail's settings but `enabled` (whether to write argument values, the
+        // bounds of its files) apply to its next record.
+        if let Some(trail) = self.hub.ops().trail.as_ref() {
+            trail.set_settings(new.settings.audit);
+        }
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }

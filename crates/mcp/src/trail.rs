@@ -45,7 +45,8 @@ pub const CURRENT: &str = "trail.jsonl";
 #[derive(Debug)]
 pub struct Trail {
     dir: PathBuf,
-    settings: AuditSettings,
+    /// Its settings, replaced by a reloaded config's ([`Trail::set_settings`]).
+    settings: std::sync::RwLock<AuditSettings>,
     file: Mutex<Option<(File, u64)>>,
 }
 
@@ -54,12 +55,24 @@ impl Trail {
     pub fn open(dir: &Path, settings: AuditSettings) -> std::io::Result<Trail> {
         std::fs::create_dir_all(dir)?;
         toolsearch_catalog::platform::make_private(dir, true)?;
-        Ok(Trail { dir: dir.to_path_buf(), settings, file: Mutex::new(None) })
+        Ok(Trail { dir: dir.to_path_buf(), settings: std::sync::RwLock::new(settings), file: Mutex::new(None) })
+    }
+
+    fn settings(&self) -> AuditSettings {
+        *self.settings.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether argument values are written.
     pub fn arguments(&self) -> bool {
-        self.settings.arguments
+        self.settings().arguments
+    }
+
+    /// Applies `settings` (a reloaded config's) from the next record on: whether argument
+    /// values are written, and the bounds of the files (the current one is rotated at its next
+    /// write if it is past the new `max_bytes`; rotated files past the new `keep` go at the
+    /// next rotation). `enabled` is not read here: a trail turned on or off takes a restart.
+    pub fn set_settings(&self, settings: AuditSettings) {
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
     }
 
     /// Appends one record (an object), rotating first when it would pass `max_bytes`. A write
@@ -73,18 +86,19 @@ impl Trail {
 
     fn append(&self, file: &mut Option<(File, u64)>, line: &[u8]) -> std::io::Result<()> {
         let current = self.dir.join(CURRENT);
-        if file.as_ref().is_some_and(|(_, len)| len + line.len() as u64 > self.settings.max_bytes && *len > 0) {
+        let AuditSettings { max_bytes, keep, .. } = self.settings();
+        if file.as_ref().is_some_and(|(_, len)| len + line.len() as u64 > max_bytes && *len > 0) {
             *file = None;
-            self.rotate()?;
+            self.rotate(keep)?;
         }
         if file.is_none() {
             let f = toolsearch_catalog::platform::private_file_options(OpenOptions::new().create(true).append(true))
                 .open(&current)?;
             let len = f.metadata()?.len();
             *file = Some((f, len));
-            if len > 0 && len + line.len() as u64 > self.settings.max_bytes {
+            if len > 0 && len + line.len() as u64 > max_bytes {
                 *file = None;
-                self.rotate()?;
+                self.rotate(keep)?;
                 return self.append(file, line);
             }
         }
@@ -95,13 +109,15 @@ impl Trail {
     }
 
     /// `trail.jsonl` -> `trail.1.jsonl`, each older file one up, the oldest past `keep` gone.
-    fn rotate(&self) -> std::io::Result<()> {
+    fn rotate(&self, keep: usize) -> std::io::Result<()> {
         let name = |k: usize| self.dir.join(if k == 0 { CURRENT.to_owned() } else { format!("trail.{k}.jsonl") });
-        if self.settings.keep == 0 {
-            return std::fs::remove_file(name(0));
+        // The files from `keep` on go: one, or more where a reload lowered `keep`.
+        let mut k = keep;
+        while k == keep || name(k).exists() {
+            let _ = std::fs::remove_file(name(k));
+            k += 1;
         }
-        let _ = std::fs::remove_file(name(self.settings.keep));
-        for k in (0..self.settings.keep).rev() {
+        for k in (0..keep).rev() {
             if name(k).exists() {
                 std::fs::rename(name(k), name(k + 1))?;
             }
@@ -159,5 +175,26 @@ mod tests {
         assert!(steps.windows(2).all(|w| w[1] == w[0] + 1) && *steps.last().unwrap() == 39, "{steps:?}");
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&files[2]).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn settings_set_while_it_runs_apply_to_the_next_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = AuditSettings { max_bytes: 100, keep: 4, ..AuditSettings::default() };
+        let trail = Trail::open(dir.path(), settings).unwrap();
+        let line =
+            |i: u64| Map::from_iter([("step".to_owned(), Value::from(i)), ("pad".into(), "x".repeat(40).into())]);
+        for i in 0..12 {
+            trail.write(line(i));
+        }
+        assert_eq!(files(dir.path()).unwrap().len(), 5);
+        assert!(!trail.arguments());
+        trail.set_settings(AuditSettings { arguments: true, keep: 1, ..settings });
+        assert!(trail.arguments());
+        trail.write(line(12));
+        trail.write(line(13));
+        let names: Vec<String> =
+            files(dir.path()).unwrap().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["trail.1.jsonl", "trail.jsonl"], "the files past the new `keep` are gone");
     }
 }
