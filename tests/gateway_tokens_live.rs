@@ -231,3 +231,44 @@ fn a_call_waiting_for_input_is_not_finished_after_its_tokens_scopes_change() {
     let again = ask_session_free(&gateway.addr, "tok-alice", json!({}));
     assert!(again["result"]["requestState"].is_string(), "{again}");
 }
+
+/// A gateway served over stdio takes no tokens: an edit of `tokens` in its config changes
+/// nothing for its one client, and is reported as no change of tokens. The edit comes as the
+/// gateway says it is ready, and is reloaded: the watch compares with the file as it was read
+/// at the start, not as it was when the watch began (an edit made while the gateway started
+/// was lost until the next one).
+#[test]
+fn a_stdio_gateway_reports_no_change_of_the_tokens_it_does_not_take() {
+    use std::io::BufRead;
+    let dir = common::scratch().join("gateway-tokens-stdio");
+    let path = config(&dir, json!({"tok-a-0123456789abcdef": ["ops"]}));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["--json", "gateway", "--config", path.to_str().unwrap(), "--state"])
+        .arg(dir.join("state"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        std::io::BufReader::new(stderr).lines().map_while(Result::ok).try_for_each(|l| tx.send(l))
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |event: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !seen.iter().any(|l: &String| l.contains(event)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("no {event}: {seen:?}"));
+            seen.push(line);
+        }
+        seen.join("\n")
+    };
+    wait_for("\"event\":\"ready\"");
+    config(&dir, json!({"tok-b-0123456789abcdef": ["ops"]}));
+    let status = wait_for("\"event\":\"config_reloaded\"");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!status.contains("tokens_changed"), "{status}");
+}

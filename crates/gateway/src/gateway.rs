@@ -116,7 +116,7 @@ pub async fn start(
             Err(e) => status.event("store_error", json!({"error": e})),
         }
     }
-    let index_stamp = crate::keeper::file_stamp(&index_dir.join("meta.bin"));
+    let index_stamp = crate::stamp::file_stamp(&index_dir.join("meta.bin"));
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let availability = Arc::new(Availability::default());

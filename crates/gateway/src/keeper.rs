@@ -7,7 +7,7 @@
 //!   rebuild that follows, and the tool set settings (`toolset`, `scopes`, `access`) after it,
 //!   each session's set made again; a config that does not load is refused with its error and
 //!   the running one kept; settings that only a restart can apply (the HTTP listener's limits,
-//!   audit, auth, telemetry, state) are named in the status;
+//!   whether an audit trail is kept, auth, telemetry, state) are named in the status;
 //! - an operator approves a held tool (the pins file changes): rebuilt;
 //! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
 //!   change to them rebuilds); a watched resource's update goes to its watchers at once.
@@ -17,7 +17,7 @@
 //! another process rebuilt it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,7 @@ use crate::fleet::Fleet;
 use crate::listing::Listing;
 use crate::pins;
 use crate::pins::HeldNow;
+use crate::stamp::{file_stamp, settled_stamp, FileStamp};
 use crate::upstream::{UpEvent, Upstream};
 use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{Hub, ServeError};
@@ -40,14 +41,6 @@ use toolsearch_mcp::{Hub, ServeError};
 const COALESCE: Duration = Duration::from_millis(250);
 /// How often the config and pins files are looked at.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
-
-/// What identifies a file's content for the watch: its inode, size and modification time.
-pub(crate) type FileStamp = (u64, u64, std::time::SystemTime);
-
-pub(crate) fn file_stamp(path: &Path) -> Option<FileStamp> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((toolsearch_catalog::platform::file_identity(&m), m.len(), m.modified().ok()?))
-}
 
 /// The keeper's state.
 pub(crate) struct Keeper {
@@ -94,7 +87,8 @@ impl Keeper {
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
         #[cfg(not(unix))]
         let mut hangup: Option<mpsc::Receiver<()>> = None;
-        let mut config_stamp = file_stamp(&self.config.path);
+        // As the config was when it was read: an edit made while the gateway started is applied.
+        let mut config_stamp = self.config.stamp;
         loop {
             let (first, hup) = tokio::select! {
                 e = events.recv() => match e {
@@ -131,7 +125,7 @@ impl Keeper {
             }
             let mut force = approved;
             if edited {
-                config_stamp = file_stamp(&self.config.path);
+                config_stamp = settled_stamp(&self.config.path).await;
                 force |= self.reload(hup).await;
             }
             // A server that churns its list is heard out for a moment, so a burst of changes
@@ -343,7 +337,8 @@ impl Keeper {
         let (a, b) = (&self.config.settings, &new.settings);
         if (&a.tokens, &a.allowed_origins, &a.trusted_proxies) != (&b.tokens, &b.allowed_origins, &b.trusted_proxies) {
             match self.hub.set_http_access(b.tokens.clone(), b.allowed_origins.clone(), &b.trusted_proxies).await {
-                Ok(ended) if a.tokens != b.tokens => {
+                // Served over stdio, a gateway takes no tokens: nothing changed for anyone.
+                Ok(Some(ended)) if a.tokens != b.tokens => {
                     let mut event = token_changes(&a.tokens, &b.tokens);
                     event["sessions_ended"] = json!(ended);
                     self.status.event("tokens_changed", event);

@@ -62,6 +62,7 @@ pub mod preflight;
 mod progress;
 mod reasons;
 mod scan;
+mod stamp;
 pub mod store;
 mod teachers;
 use toolsearch_mcp::secrets;

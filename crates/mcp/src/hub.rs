@@ -178,16 +178,16 @@ impl Hub {
     /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`
     /// and `trusted_proxies`) for the next request on; refused with the reason, the running
     /// ones kept, where a start would refuse them. The number of sessions ended, whose
-    /// caller's token went or is granted otherwise (nothing to do without an HTTP endpoint).
+    /// caller's token went or is granted otherwise (`None`: no HTTP endpoint, nothing to do).
     pub async fn set_http_access(
         &self,
         tokens: std::collections::BTreeMap<String, crate::config::Grant>,
         allowed_origins: Vec<String>,
         trusted_proxies: &[String],
-    ) -> Result<usize, String> {
+    ) -> Result<Option<usize>, String> {
         match self.guard.get().and_then(|g| g.upgrade()) {
-            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies).await,
-            None => Ok(0),
+            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies).await.map(Some),
+            None => Ok(None),
         }
     }
 

@@ -243,6 +243,9 @@ pub struct GatewayConfig {
     /// What the operator should know of how the file was read: keys left alone, entries
     /// skipped (one that starts this gateway itself).
     pub notes: Vec<String>,
+    /// The file as it was just before it was read: the watch compares with it, so an edit
+    /// made after (while the gateway starts) is reloaded.
+    pub(crate) stamp: Option<crate::stamp::FileStamp>,
 }
 
 impl GatewayConfig {
@@ -250,6 +253,7 @@ impl GatewayConfig {
     /// errors name the file and the server or field at fault.
     pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
         let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
+        let stamp = crate::stamp::file_stamp(path);
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let sections = sources::sections(path, &text).map_err(bad)?;
         let mut notes = sections.notes;
@@ -397,7 +401,7 @@ impl GatewayConfig {
                 )));
             }
         }
-        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings, notes })
+        Ok(GatewayConfig { path: path.to_path_buf(), servers, policies, settings, notes, stamp })
     }
 }
 
