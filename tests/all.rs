@@ -31,6 +31,7 @@ mod gateway_haproxy;
 mod gateway_http;
 mod gateway_lazy;
 mod gateway_learn;
+mod gateway_limits_live;
 mod gateway_live;
 mod gateway_login;
 mod gateway_names;

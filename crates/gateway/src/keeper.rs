@@ -335,8 +335,11 @@ impl Keeper {
         };
         // Who may call first: a set the endpoint may not take refuses the whole config.
         let (a, b) = (&self.config.settings, &new.settings);
-        if (&a.tokens, &a.allowed_origins, &a.trusted_proxies) != (&b.tokens, &b.allowed_origins, &b.trusted_proxies) {
-            match self.hub.set_http_access(b.tokens.clone(), b.allowed_origins.clone(), &b.trusted_proxies).await {
+        if (&a.tokens, &a.allowed_origins, &a.trusted_proxies, a.limits.http)
+            != (&b.tokens, &b.allowed_origins, &b.trusted_proxies, b.limits.http)
+        {
+            let (tokens, origins, limits) = (b.tokens.clone(), b.allowed_origins.clone(), b.limits.http);
+            match self.hub.set_http_access(tokens, origins, &b.trusted_proxies, limits).await {
                 // Served over stdio, a gateway takes no tokens: nothing changed for anyone.
                 Ok(Some(ended)) if a.tokens != b.tokens => {
                     let mut event = token_changes(&a.tokens, &b.tokens);

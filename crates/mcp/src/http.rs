@@ -76,9 +76,9 @@ pub async fn serve_http(
         // Reachable by name from elsewhere: tokens (required above) protect it.
         None => config.disable_allowed_hosts(),
     };
-    let limits = access.limits;
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(Duration::from_secs(limits.session_idle_secs.max(1)));
+    // Taken by each session as it opens: a reloaded config's applies after a restart.
+    sessions.session_config.keep_alive = Some(Duration::from_secs(access.limits.session_idle_secs.max(1)));
     let sessions = Arc::new(sessions);
     hub.attach_http_sessions(&sessions);
     let session_hub = hub.clone();
@@ -116,6 +116,7 @@ pub async fn serve_http(
     let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
+    let live = state.clone();
     let reload: Arc<dyn crate::access_reload::AccessReload> = state.clone();
     hub.attach_guard(Arc::downgrade(&reload));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });
@@ -136,7 +137,6 @@ pub async fn serve_http(
         )
         .layer(axum::middleware::from_fn(close_unread));
     ready(bound);
-    let read_timeout = Duration::from_secs(limits.read_timeout_secs.max(1));
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -159,6 +159,8 @@ pub async fn serve_http(
                 request
             },
         ));
+        // The limits as a reloaded config left them.
+        let read_timeout = Duration::from_secs(live.limits().read_timeout_secs.max(1));
         let mut builder = Builder::new(TokioExecutor::new());
         builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout).keep_alive(true);
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();

@@ -60,7 +60,8 @@ const METHODS: &[&str] = &[
 pub(crate) struct Guard {
     pub(crate) auth: Authenticator,
     allowed_origins: crate::http_origin::Origins,
-    limits: HttpLimits,
+    /// The limits, replaced by a reloaded config's ([`Guard::reload`]).
+    limits: std::sync::RwLock<HttpLimits>,
     owners: Mutex<HashMap<String, TokenDigest>>,
     sessions: Arc<LocalSessionManager>,
     /// Open `subscriptions/listen` streams of session-free callers, by token: counted with the
@@ -127,7 +128,7 @@ impl Guard {
                 crate::strikes::parse_blocks(&access.trusted_proxies).unwrap_or_default(),
             )),
             allowed_origins: origins,
-            limits: access.limits,
+            limits: std::sync::RwLock::new(access.limits),
             owners: Mutex::new(HashMap::new()),
             sessions,
             listens: Arc::default(),
@@ -179,6 +180,11 @@ impl Guard {
         }
     }
 
+    /// The limits as they are now.
+    pub(crate) fn limits(&self) -> HttpLimits {
+        *self.limits.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Refused tokens and throttled requests, since the start.
     pub(crate) fn strike_counts(&self) -> (u64, u64) {
         self.strikes.counts()
@@ -198,7 +204,7 @@ impl Guard {
     async fn bind(&self, session: String, owner: TokenDigest, generation: u64) {
         // Sessions closed for idleness leave their binding behind: drop those now and then.
         let crowded =
-            self.owners.lock().unwrap_or_else(|p| p.into_inner()).len() >= 2 * self.limits.max_sessions.max(1);
+            self.owners.lock().unwrap_or_else(|p| p.into_inner()).len() >= 2 * self.limits().max_sessions.max(1);
         let live: Option<std::collections::HashSet<String>> = match crowded {
             true => Some(self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect()),
             false => None,
@@ -316,7 +322,8 @@ async fn checked_body(
     owner: TokenDigest,
 ) -> Result<(Request, Opens), Response> {
     let (parts, body) = request.into_parts();
-    let limit = g.limits.max_body_bytes;
+    let limits = g.limits();
+    let limit = limits.max_body_bytes;
     let too_large = || {
         let text = format!("the request body is over the limit of {limit} bytes");
         (StatusCode::PAYLOAD_TOO_LARGE, text).into_response()
@@ -325,7 +332,7 @@ async fn checked_body(
     if body.size_hint().lower() > limit as u64 {
         return Err(too_large());
     }
-    let wait = Duration::from_secs(g.limits.read_timeout_secs.max(1));
+    let wait = Duration::from_secs(limits.read_timeout_secs.max(1));
     let bytes = match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
         Err(_) => return Err((StatusCode::REQUEST_TIMEOUT, "the request body was not sent in time").into_response()),
         Ok(Err(_)) => return Err(too_large()),
@@ -389,9 +396,9 @@ async fn checked_body(
             let listens = g.listens.lock().unwrap_or_else(|p| p.into_inner());
             (mine + listens.get(&owner).copied().unwrap_or(0), live.len() + listens.values().sum::<usize>())
         };
-        let refusal = if all >= g.limits.max_sessions {
+        let refusal = if all >= limits.max_sessions {
             Some((StatusCode::SERVICE_UNAVAILABLE, "too many open sessions; retry later, or close unused ones"))
-        } else if mine >= g.limits.per_token_cap(g.auth.required()) {
+        } else if mine >= limits.per_token_cap(g.auth.required()) {
             Some((
                 StatusCode::TOO_MANY_REQUESTS,
                 "this caller has as many sessions open as it may (limits.http.max_sessions_per_token); close unused ones",

@@ -176,17 +176,18 @@ impl Hub {
     }
 
     /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`
-    /// and `trusted_proxies`) for the next request on; refused with the reason, the running
-    /// ones kept, where a start would refuse them. The number of sessions ended, whose
+    /// and `trusted_proxies`) and its `limits` for the next request on; refused with the
+    /// reason, the running ones kept, where a start would refuse them. The number of sessions ended, whose
     /// caller's token went or is granted otherwise (`None`: no HTTP endpoint, nothing to do).
     pub async fn set_http_access(
         &self,
         tokens: std::collections::BTreeMap<String, crate::config::Grant>,
         allowed_origins: Vec<String>,
         trusted_proxies: &[String],
+        limits: crate::http_access::HttpLimits,
     ) -> Result<Option<usize>, String> {
         match self.guard.get().and_then(|g| g.upgrade()) {
-            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies).await.map(Some),
+            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies, limits).await.map(Some),
             None => Ok(None),
         }
     }

@@ -146,9 +146,8 @@ struct Bucket {
 /// Strikes per client address (see the module doc).
 #[derive(Debug)]
 pub struct Strikes {
-    /// Strikes given back per second; 0: refused tokens are not throttled.
-    per_sec: f64,
-    burst: f64,
+    /// How fast strikes come back, and how many an address holds (a reloaded config's).
+    rates: std::sync::RwLock<Rates>,
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
     refused: AtomicU64,
     throttled: AtomicU64,
@@ -159,12 +158,30 @@ pub struct Strikes {
     shared: Option<Arc<dyn SharedBuckets>>,
 }
 
+/// How fast strikes come back, and how many an address holds.
+#[derive(Debug, Clone, Copy)]
+struct Rates {
+    /// Strikes given back per second; 0: refused tokens are not throttled.
+    per_sec: f64,
+    burst: f64,
+}
+
+impl Rates {
+    fn new(per_minute: u32, burst: u32) -> Rates {
+        Rates { per_sec: f64::from(per_minute) / 60.0, burst: f64::from(burst.max(1)) }
+    }
+
+    /// What `b` holds at `now`, refilled since it was last set.
+    fn refilled(&self, b: &Bucket, now: Instant) -> f64 {
+        (b.strikes + now.duration_since(b.at).as_secs_f64() * self.per_sec).min(self.burst)
+    }
+}
+
 impl Strikes {
     /// Strikes refilled at `per_minute` (0: none counted), `burst` at most.
     pub fn new(per_minute: u32, burst: u32) -> Strikes {
         Strikes {
-            per_sec: f64::from(per_minute) / 60.0,
-            burst: f64::from(burst.max(1)),
+            rates: std::sync::RwLock::new(Rates::new(per_minute, burst)),
             buckets: Mutex::default(),
             refused: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
@@ -176,13 +193,25 @@ impl Strikes {
     /// How long `client` must wait before a token it presents is compared again; `None` when
     /// it has strikes left.
     pub fn locked(&self, client: IpAddr) -> Option<Duration> {
-        if self.per_sec <= 0.0 {
+        let r = self.rates();
+        if r.per_sec <= 0.0 {
             return None;
         }
         let now = Instant::now();
         let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let left = buckets.get(&key(client)).map_or(self.burst, |b| self.refilled(b, now));
-        (left < 1.0).then(|| Duration::from_secs_f64((1.0 - left) / self.per_sec))
+        let left = buckets.get(&key(client)).map_or(r.burst, |b| r.refilled(b, now));
+        (left < 1.0).then(|| Duration::from_secs_f64((1.0 - left) / r.per_sec))
+    }
+
+    /// Counts refusals at `per_minute` and `burst` from now on (a reloaded config's
+    /// `limits.http`): each address keeps the strikes it has left, at most the new burst; a
+    /// `per_minute` of 0 lifts every lock at once.
+    pub fn set_rates(&self, per_minute: u32, burst: u32) {
+        *self.rates.write().unwrap_or_else(|p| p.into_inner()) = Rates::new(per_minute, burst);
+    }
+
+    fn rates(&self) -> Rates {
+        *self.rates.read().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Records that `client` presented `token` and it was refused; a strike is taken unless
@@ -193,7 +222,8 @@ impl Strikes {
     /// store cannot answer, this replica's own count decides.
     pub async fn strike(&self, client: IpAddr, token: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
-        if self.per_sec <= 0.0 {
+        let r = self.rates();
+        if r.per_sec <= 0.0 {
             return;
         }
         let tag = self.tags.hash_one(token) | 1;
@@ -201,10 +231,10 @@ impl Strikes {
             return;
         }
         let Some(shared) = &self.shared else { return };
-        let takes = [(format!("x\0{}", key(client)), self.burst, self.per_sec)];
+        let takes = [(format!("x\0{}", key(client)), r.burst, r.per_sec)];
         if let Ok(Some(wait)) = shared.take(&takes).await {
             // Left such that the bucket holds a whole strike again when the fleet's does.
-            let fleet = 1.0 - wait.as_secs_f64() * self.per_sec;
+            let fleet = 1.0 - wait.as_secs_f64() * r.per_sec;
             self.settle(client, None, |left| left.min(fleet));
         }
     }
@@ -213,13 +243,13 @@ impl Strikes {
     /// refused token `tag`; nothing changes when `tag` is one of the address's recent ones
     /// (then `false`).
     fn settle(&self, client: IpAddr, tag: Option<u64>, to: impl FnOnce(f64) -> f64) -> bool {
-        let now = Instant::now();
+        let (now, r) = (Instant::now(), self.rates());
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_ADDRESSES {
-            self.trim(&mut buckets, now);
+            Self::trim(&mut buckets, now, r);
         }
         let held = buckets.get(&key(client));
-        let left = held.map_or(self.burst, |b| self.refilled(b, now));
+        let left = held.map_or(r.burst, |b| r.refilled(b, now));
         let mut recent = held.map_or([0; RECENT], |b| b.recent);
         if let Some(tag) = tag {
             if recent.contains(&tag) {
@@ -248,13 +278,9 @@ impl Strikes {
         (self.refused.load(Ordering::Relaxed), self.throttled.load(Ordering::Relaxed))
     }
 
-    fn refilled(&self, b: &Bucket, now: Instant) -> f64 {
-        (b.strikes + now.duration_since(b.at).as_secs_f64() * self.per_sec).min(self.burst)
-    }
-
     /// Drops buckets that have refilled; if none has, the older half.
-    fn trim(&self, buckets: &mut HashMap<IpAddr, Bucket>, now: Instant) {
-        buckets.retain(|_, b| self.refilled(b, now) < self.burst);
+    fn trim(buckets: &mut HashMap<IpAddr, Bucket>, now: Instant, r: Rates) {
+        buckets.retain(|_, b| r.refilled(b, now) < r.burst);
         if buckets.len() >= MAX_ADDRESSES {
             crate::rate::drop_older_half(buckets, |b| b.at);
         }
@@ -353,6 +379,21 @@ mod tests {
         // Another address's refusal of the same token is that address's strike.
         block(s.strike(ip("192.0.2.2"), "stale-token"));
         assert_eq!(s.locked(ip("192.0.2.2")), None);
+    }
+
+    #[test]
+    fn rates_set_while_it_runs_apply_to_the_next_request() {
+        let s = Strikes::new(6, 2);
+        let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        block(s.strike(a, &guess()));
+        block(s.strike(a, &guess()));
+        assert!(s.locked(a).is_some());
+        s.set_rates(0, 2);
+        assert!(s.locked(a).is_none(), "a per_minute of 0 lifts the lock at once");
+        s.set_rates(6, 1);
+        assert!(s.locked(a).is_some(), "the address kept what it had left");
+        block(s.strike(b, &guess()));
+        assert!(s.locked(b).is_some(), "a lowered burst locks after one refusal");
     }
 
     #[test]

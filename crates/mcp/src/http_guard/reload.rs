@@ -1,6 +1,7 @@
 //! Who may call, replaced while the endpoint runs (a reloaded config's): the static tokens
 //! (what the callers who lost their token, or what it granted, opened is ended), the allowed
-//! origins and the trusted proxies.
+//! origins, the trusted proxies and the limits (all but `session_idle_secs`, which each
+//! session takes when it opens).
 
 use std::collections::BTreeMap;
 
@@ -8,23 +9,28 @@ use tokio_util::sync::CancellationToken;
 
 use super::Guard;
 use crate::config::Grant;
+use crate::http_access::HttpLimits;
 use crate::http_auth::TokenDigest;
 
 impl Guard {
-    /// Replaces the static tokens, the allowed origins and the trusted proxies with a reloaded
-    /// config's, for the next request on; refused, with nothing replaced, as a start would
-    /// refuse them (tokens that leave a non-loopback address open or easy to guess, a proxy
-    /// that is no address or block). The number of sessions ended, of the callers whose token
-    /// went or is granted otherwise.
+    /// Replaces the static tokens, the allowed origins, the trusted proxies and the limits
+    /// with a reloaded config's, for the next request (or connection) on; refused, with nothing
+    /// replaced, as a start would refuse them (tokens that leave a non-loopback address open or
+    /// easy to guess, a proxy that is no address or block). Lowered limits end nothing open:
+    /// sessions past a lowered `max_sessions` stay until they close. The number of sessions
+    /// ended, of the callers whose token went or is granted otherwise.
     pub(crate) async fn reload(
         &self,
         tokens: BTreeMap<String, Grant>,
         allowed_origins: Vec<String>,
         trusted_proxies: &[String],
+        limits: HttpLimits,
     ) -> Result<usize, String> {
         crate::http_access::check_tokens(self.addr, &tokens, self.auth.has_oauth())
             .map_err(|e| format!("toolsearch.tokens: {e}"))?;
         let proxies = crate::strikes::parse_blocks(trusted_proxies).map_err(|e| format!("toolsearch.{e}"))?;
+        *self.limits.write().unwrap_or_else(|p| p.into_inner()) = limits;
+        self.strikes.set_rates(limits.refused_tokens_per_minute, limits.refused_tokens_burst);
         *self.trusted_proxies.write().unwrap_or_else(|p| p.into_inner()) = std::sync::Arc::new(proxies);
         self.allowed_origins.set(allowed_origins);
         // Replaced first: a session bound, or a stream begun, after the ends below was
@@ -82,7 +88,8 @@ impl crate::access_reload::AccessReload for Guard {
         tokens: BTreeMap<String, Grant>,
         allowed_origins: Vec<String>,
         trusted_proxies: &'a [String],
+        limits: HttpLimits,
     ) -> crate::offer_source::BoxFutureRef<'a, Result<usize, String>> {
-        Box::pin(Guard::reload(self, tokens, allowed_origins, trusted_proxies))
+        Box::pin(Guard::reload(self, tokens, allowed_origins, trusted_proxies, limits))
     }
 }
