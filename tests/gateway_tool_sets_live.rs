@@ -3,7 +3,8 @@
 //! while a session stays open. The session's set is made again under them (told
 //! `list_changed`), it stops seeing, searching, calling and hearing of a server its new scopes
 //! hide (no more `resources/updated` of a resource it subscribed to, no more of its log
-//! messages), and settings no tool set can be made from are refused with the running ones kept.
+//! messages), the audit trail records the remake, and settings no tool set can be made from are
+//! refused with the running ones kept.
 //! The official Python MCP client, the npm reference servers, and a server written by hand
 //! (tests/mcp/hostile_server.py) that sends log messages without pause.
 
@@ -97,6 +98,17 @@ fn a_local_callers_scopes_and_the_toolset_change_in_an_open_session_without_a_re
     assert!(!out[13]["is_error"].as_bool().unwrap(), "{:?}", out[13]);
     assert!(!out[14]["text"].as_str().unwrap().contains("toolsearch://everything/"), "{:?}", out[14]);
     assert_eq!(count(&gateway, "config_restart_needed"), 0);
+    // The audit trail records the remake between the session's two searches, with what changed.
+    let trail = std::fs::read_to_string(dir.join("state/audit/trail.jsonl")).unwrap();
+    let lines: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let at = |event: &str| -> Vec<usize> { (0..lines.len()).filter(|&i| lines[i]["event"] == event).collect() };
+    let (searches, remakes) = (at("search"), at("tool_set_remade"));
+    assert!(searches.len() == 2 && remakes.len() == 1, "{trail}");
+    let remade = &lines[remakes[0]];
+    assert!(searches[0] < remakes[0] && remakes[0] < searches[1], "{trail}");
+    assert_eq!((&remade["session"], &remade["scopes"]), (&lines[searches[0]]["session"], &json!([])), "{remade}");
+    let added = remade["tools_added"].as_array().unwrap();
+    assert!(added.iter().any(|n| n.as_str().unwrap().contains("read_graph")), "the pinned tool: {remade}");
 
     // A pinned tool no server has: refused once, naming the setting; the running set is kept.
     write_config(

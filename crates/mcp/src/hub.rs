@@ -329,12 +329,13 @@ impl Hub {
         for (notifier, handle) in sessions {
             let (live, digests, default, make) =
                 (self.live.clone(), self.digests.clone(), now.principal.clone(), make.clone());
+            let trail = self.ops.trail.clone();
             let done = tokio::task::spawn_blocking(move || {
                 let state = handle.upgrade()?;
                 if !toolset_changed && !state.local() {
                     return Some(false);
                 }
-                let current = state.remake(&default, &*make);
+                let current = state.remake(&default, &*make, trail.as_deref());
                 if let (true, Some(who)) = (current, state.principal()) {
                     state.saw_catalogue(visible_digest(&live, &digests, &who));
                 }

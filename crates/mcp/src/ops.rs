@@ -65,8 +65,8 @@ pub type Unready = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 pub struct Operations {
     /// Counters and histograms served at `/metrics`.
     pub metrics: Metrics,
-    /// The audit trail on disk, if one is kept.
-    pub trail: Option<Trail>,
+    /// The audit trail on disk, if one is kept (shared with what a session's remake writes).
+    pub trail: Option<Arc<Trail>>,
     /// Where request log events go, if anywhere: through a bounded queue to a thread of its
     /// own, so a reader that stops draining the log (a full stderr pipe) never blocks a call.
     log: Option<std::sync::mpsc::SyncSender<(String, Value)>>,
@@ -117,7 +117,7 @@ impl Operations {
         });
         Operations {
             metrics: Metrics::default(),
-            trail,
+            trail: trail.map(Arc::new),
             log,
             dropped,
             details,

@@ -29,8 +29,9 @@ pub trait SessionView: Send + Sync {
     /// under its caller's scopes, or under `default` for a caller the transport does not
     /// identify, unless it is made from that configuration for that principal already;
     /// whether its set is now so made (not for a session that has no set yet or serves one
-    /// request of a session-free client).
-    fn remake(&self, default: &Principal, make: MakeSet<'_>) -> bool;
+    /// request of a session-free client). A set made again is recorded on `trail`, if one is
+    /// kept (a `tool_set_remade` line).
+    fn remake(&self, default: &Principal, make: MakeSet<'_>, trail: Option<&crate::trail::Trail>) -> bool;
 
     /// Ends the session's connection: an HTTP session is closed, with its streams (its client
     /// must start a new one), and what was queued for it is dropped. A stdio session is left

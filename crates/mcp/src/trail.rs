@@ -5,6 +5,8 @@
 //! who and when: `time` (Unix milliseconds), `session`, `token` (the token's name, never its
 //! value), and for calls `request_id` and `latency_ms`. Argument values are written only when
 //! the config asks (`audit.arguments`); otherwise a call keeps its argument names only.
+//! A gateway also writes its forwarded reads and prompts (`resources/read`, `prompts/get`) and
+//! each session's tool set made again by a reload (`tool_set_remade`).
 //!
 //! `trail.jsonl` grows to `max_bytes`, then becomes `trail.1.jsonl` (the older files shift up
 //! to `trail.KEEP.jsonl`, the oldest dropped), so the trail never holds more than

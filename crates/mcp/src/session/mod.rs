@@ -311,8 +311,8 @@ impl SessionView for SessionState {
         self.local.get() == Some(&true) && !self.request_only
     }
 
-    fn remake(&self, default: &Principal, make: MakeSet<'_>) -> bool {
-        self.made_again(default, make)
+    fn remake(&self, default: &Principal, make: MakeSet<'_>, trail: Option<&crate::trail::Trail>) -> bool {
+        self.made_again(default, make, trail)
     }
 
     fn close(&self) {

@@ -1,14 +1,18 @@
 //! What a session records of each request: its audit entries on the hub's trail (with who,
 //! when and the request's id), its request log line, and its metrics.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use toolsearch_disclosure::ToolSet;
 
+use toolsearch_query::Principal;
+
 use super::{Session, SessionState, LOCAL};
 use crate::hub::Hub;
+use crate::trail::Trail;
 
 /// Writes the audit entries of `set` not yet written to the hub's trail on disk, if it keeps
 /// one, with who and when, and `note`. Called with the set locked, so entries go in order.
@@ -50,6 +54,32 @@ pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: 
         trail.write(record);
     }
     state.audited.store(newest, Ordering::Relaxed);
+}
+
+/// Most tool names a `tool_set_remade` line lists on each side; a count says how many more.
+const MAX_NAMES: usize = 100;
+
+/// Writes a `tool_set_remade` line for `state`, whose tool set showing `before` was made again
+/// under `who` (a reload changed the configuration or the default principal), showing `after`:
+/// the scopes it was made under (`null`: all), the tools it no longer shows and those it shows
+/// now.
+pub(super) fn write_remade(trail: &Trail, state: &SessionState, who: &Principal, before: &[String], after: &[String]) {
+    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let mut record = Map::new();
+    record.insert("event".into(), json!("tool_set_remade"));
+    record.insert("time".into(), json!(time));
+    record.insert("session".into(), json!(state.id));
+    record.insert("token".into(), json!(state.caller.get().map_or(LOCAL, String::as_str)));
+    record.insert("scopes".into(), json!(who.scopes()));
+    for (key, from, not_in) in [("tools_removed", before, after), ("tools_added", after, before)] {
+        let not_in: HashSet<&String> = not_in.iter().collect();
+        let names: Vec<&String> = from.iter().filter(|n| !not_in.contains(n)).collect();
+        if names.len() > MAX_NAMES {
+            record.insert(format!("{key}_more"), json!(names.len() - MAX_NAMES));
+        }
+        record.insert(key.into(), json!(names[..names.len().min(MAX_NAMES)]));
+    }
+    trail.write(record);
 }
 
 /// The longest id the trail keeps whole (the longest a catalogue holds).

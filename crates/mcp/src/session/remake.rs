@@ -8,9 +8,10 @@
 //! identify (the stdio client, HTTP without tokens) cannot start another session, and holds the
 //! hub's default principal, which a reload may replace: its session is then made again as a new
 //! session's would be, under the new principal, nothing of the old set carried over but the
-//! numbering of its audit steps. Either way a session never answers under scopes its caller
-//! no longer holds. One serving a single request of a session-free client is never remade:
-//! a call it holds waiting for input is refused, as for any caller.
+//! numbering of its audit steps, and the trail on disk records it (a `tool_set_remade` line:
+//! the tools it no longer shows, and those it shows now). Either way a session never answers
+//! under scopes its caller no longer holds. One serving a single request of a session-free
+//! client is never remade: a call it holds waiting for input is refused, as for any caller.
 
 use std::sync::atomic::Ordering;
 
@@ -19,6 +20,7 @@ use toolsearch_query::Principal;
 
 use super::{Session, SessionState, SCOPES_CHANGED};
 use crate::session_view::{MakeSet, SessionView};
+use crate::trail::Trail;
 
 impl Session {
     /// Checks that this session's set is the one its caller holding `principal` gets now: the
@@ -37,7 +39,7 @@ impl Session {
         let make = |p: Principal| self.hub.numbered_tool_set(p).ok();
         if &held != principal {
             if local {
-                self.state.made_again(principal, &make);
+                self.state.made_again(principal, &make, self.hub.ops().trail.as_deref());
             }
             if self.state.principal().as_ref() != Some(principal) {
                 // The same caller, under other scopes: its grant changed (a reload, or an OAuth
@@ -46,7 +48,7 @@ impl Session {
                 return Err(ErrorData::invalid_request(SCOPES_CHANGED, None));
             }
         } else if !self.request_only() && self.state.made.load(Ordering::Relaxed) < self.hub.generation() {
-            self.state.made_again(principal, &make);
+            self.state.made_again(principal, &make, self.hub.ops().trail.as_deref());
         }
         Ok(())
     }
@@ -54,7 +56,7 @@ impl Session {
 
 impl SessionState {
     /// See [`SessionView::remake`].
-    pub(super) fn made_again(&self, default: &Principal, make: MakeSet<'_>) -> bool {
+    pub(super) fn made_again(&self, default: &Principal, make: MakeSet<'_>, trail: Option<&Trail>) -> bool {
         if self.request_only {
             return false;
         }
@@ -81,8 +83,13 @@ impl SessionState {
         if generation < made || (generation == made && self.principal().as_ref() == Some(&who)) {
             return true;
         }
+        let before = guard.visible_names();
         fresh.continue_from(&guard);
         *guard = fresh;
+        // Written under the set's lock, so before any entry of the set made again.
+        if let Some(trail) = trail {
+            super::record::write_remade(trail, self, &who, &before, &guard.visible_names());
+        }
         *self.principal.write().unwrap_or_else(|p| p.into_inner()) = Some(who);
         self.made.store(generation, Ordering::Relaxed);
         true
