@@ -130,7 +130,7 @@ fn a_wrapped_gateway_on_its_own_file_stops_after_one_link_and_deeper_ones_refuse
 }
 
 #[test]
-fn bad_vs_code_forms_are_named() {
+fn bad_vs_code_forms_and_settings_are_named() {
     let dir = common::scratch().join("gateway-vscode-bad");
     std::fs::create_dir_all(&dir).unwrap();
     let cases = [
@@ -157,6 +157,10 @@ fn bad_vs_code_forms_are_named() {
         (
             json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"examples": {"a.tool": [""]}}}),
             "toolsearch.examples.\"a.tool\"[0]: give a request as text",
+        ),
+        (
+            json!({"mcpServers": {"a": {"command": "x"}}, "toolsearch": {"limits": {"list": {"page": 0}}}}),
+            "toolsearch.limits.list.page: 0 would refuse everything it bounds; give at least 1",
         ),
     ];
     for (i, (file, want)) in cases.iter().enumerate() {

@@ -16,6 +16,7 @@ mod examples;
 mod gemini;
 mod itself;
 mod jsonc;
+mod limits;
 mod other_clients;
 mod rate;
 mod servers;
@@ -24,6 +25,7 @@ mod sources;
 mod toolset;
 
 pub(crate) use env::expand_env;
+pub use limits::GatewayLimits;
 pub use settings::{LearnSettings, StateSettings};
 
 /// One upstream MCP server, as Claude Desktop, Cursor and VS Code write it: a command to run
@@ -170,36 +172,6 @@ pub struct AuthSettings {
     pub callback_url: Option<String>,
 }
 
-/// Bounds on what upstreams and clients may make the gateway hold, each with a default
-/// (docs/gateway-operations.md, "Limits").
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GatewayLimits {
-    /// One upstream's tool list: pages, tools and bytes.
-    pub list: crate::listing::ListLimits,
-    /// HTTP clients: sessions, bodies, slow clients.
-    pub http: toolsearch_mcp::HttpLimits,
-    /// The largest tool result passed on to a client, as JSON (default 1 MiB: more would
-    /// flood a model's context); a larger one is cut to it with a notice (one too large to be
-    /// held at all, a stdio line over `GatewayLimits::max_line`, is a `RESULT_TOO_LARGE`
-    /// error naming the limit).
-    pub max_result_bytes: usize,
-}
-
-impl Default for GatewayLimits {
-    fn default() -> Self {
-        GatewayLimits { list: Default::default(), http: Default::default(), max_result_bytes: 1 << 20 }
-    }
-}
-
-impl GatewayLimits {
-    /// The longest line a stdio upstream may write: a tool list page or a result (a longer
-    /// one is answered with an error as it is read, never held).
-    pub(crate) fn max_line(&self) -> usize {
-        self.max_result_bytes.max(self.list.max_bytes).saturating_add(64 * 1024)
-    }
-}
-
 impl Default for GatewaySettings {
     fn default() -> Self {
         GatewaySettings {
@@ -324,6 +296,7 @@ impl GatewayConfig {
             }
         }
         settings.state.check().map_err(|e| bad(format!("toolsearch.state.{e}")))?;
+        settings.limits.check().map_err(|e| bad(format!("toolsearch.limits.{e}")))?;
         toolsearch_mcp::strikes::parse_blocks(&settings.trusted_proxies).map_err(|e| bad(format!("toolsearch.{e}")))?;
         if let Some(model) = settings.model.as_mut() {
             let named = toolsearch_embed::NAMED_MODELS.iter().any(|(n, _)| n == model);
