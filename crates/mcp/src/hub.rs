@@ -177,8 +177,9 @@ impl Hub {
 
     /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`
     /// and `trusted_proxies`) and its `limits` for the next request on; refused with the
-    /// reason, the running ones kept, where a start would refuse them. The number of sessions ended, whose
-    /// caller's token went or is granted otherwise (`None`: no HTTP endpoint, nothing to do).
+    /// reason, the running ones kept, where a start would refuse them. The number of sessions
+    /// ended, whose caller's token went or is granted otherwise (`None`: no HTTP endpoint,
+    /// nothing to do).
     pub async fn set_http_access(
         &self,
         tokens: std::collections::BTreeMap<String, crate::config::Grant>,

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 use toolsearch_disclosure::ToolSet;
-
 use toolsearch_query::Principal;
 
 use super::{Session, SessionState, LOCAL};
