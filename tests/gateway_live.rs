@@ -2,8 +2,8 @@
 //! session stays open becomes searchable and callable in that session (told `list_changed`),
 //! a config that does not load is refused with the running one kept, a server removed is
 //! stopped, one whose call timeout changed is restarted, the gateway's own call timeout bounds
-//! the next call without a restart, and SIGHUP reloads. The official Python MCP client and the
-//! npm reference servers.
+//! the next call without a restart, SIGHUP reloads, and a config written in pieces is read once
+//! it is whole. The official Python MCP client and the npm reference servers.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -228,4 +228,32 @@ fn a_new_result_limit_applies_to_the_next_call_without_a_restart() {
     assert!(echo().contains(&long), "the whole result again");
     assert_eq!(count(&gateway, "\"changed\":[\"everything\"]"), 2, "the server restarted with each limit");
     assert_eq!(count(&gateway, "config_restart_needed"), 0);
+}
+
+/// A config written slowly, in pieces (as an editor or a sync tool may, after truncating it),
+/// is read once it has held still: the watch sees it change while it is half written, waits,
+/// and reloads the whole once, with no `config_error` for the pieces.
+#[test]
+fn a_config_written_in_pieces_is_read_once_it_is_whole() {
+    use std::io::Write;
+    let dir = common::scratch().join("gateway-live-pieces");
+    let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
+    let config = write_config(&dir, &json!({"mcpServers": {"everything": everything}}));
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let reloads = count(&gateway, "\"event\":\"config_reloaded\"");
+    let whole = json!({"mcpServers": {"everything": everything}, "toolsearch": {"call_timeout_secs": 61}});
+    let whole = serde_json::to_string_pretty(&whole).unwrap();
+    // 40 pieces 30 ms apart: 1.2 s of writing, longer than the watch's look every 0.5 s, each
+    // pause shorter than the 0.1 s the file must hold still.
+    let mut file = std::fs::File::create(&config).unwrap();
+    for piece in whole.as_bytes().chunks(whole.len().div_ceil(40)) {
+        file.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    drop(file);
+    gateway.wait_for_statuses("\"event\":\"config_reloaded\"", reloads + 1, Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(1));
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert_eq!(count(&gateway, "config_error"), 0, "{status}");
+    assert_eq!(count(&gateway, "\"event\":\"config_reloaded\""), reloads + 1, "{status}");
 }
