@@ -40,6 +40,11 @@ impl Default for AuditSettings {
     }
 }
 
+/// The time a record is written, as its `time` field holds it: Unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The name of the current file of a trail directory.
 pub const CURRENT: &str = "trail.jsonl";
 

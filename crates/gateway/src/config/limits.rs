@@ -32,9 +32,7 @@ impl GatewayLimits {
     pub(crate) fn max_line(&self) -> usize {
         self.max_result_bytes.max(self.list.max_bytes).saturating_add(64 * 1024)
     }
-}
 
-impl GatewayLimits {
     /// Refuses a bound that would refuse everything, naming it (`http.max_sessions: 0 ...`):
     /// no session or tool at all, a body or result too small for any message, a page of
     /// nothing (its cursor would never move on).

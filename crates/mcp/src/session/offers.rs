@@ -85,9 +85,7 @@ impl Session {
             "name": what, "upstream": upstream, "outcome": outcome, "ms": (seconds * 1e6).round() / 1e3});
         ops.log("request", record.clone());
         if let (Some(trail), Value::Object(mut record)) = (&ops.trail, record) {
-            let time =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-            record.insert("time".into(), json!(time));
+            record.insert("time".into(), json!(crate::trail::now_ms()));
             record.insert("event".into(), json!(method));
             trail.write(record);
         }

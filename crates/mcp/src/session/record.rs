@@ -18,7 +18,7 @@ use crate::trail::Trail;
 pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String, Value>) {
     let Some(trail) = &hub.ops().trail else { return };
     let last = state.audited.load(Ordering::Relaxed);
-    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let time = crate::trail::now_ms();
     let mut newest = last;
     // Entries are in step order: the new ones are found without a scan of the whole trail,
     // which a long session would make longer on every request.
@@ -63,7 +63,7 @@ const MAX_NAMES: usize = 100;
 /// the scopes it was made under (`null`: all), the tools it no longer shows and those it shows
 /// now.
 pub(super) fn write_remade(trail: &Trail, state: &SessionState, who: &Principal, before: &[String], after: &[String]) {
-    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    let time = crate::trail::now_ms();
     let mut record = Map::new();
     record.insert("event".into(), json!("tool_set_remade"));
     record.insert("time".into(), json!(time));

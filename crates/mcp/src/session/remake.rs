@@ -83,11 +83,11 @@ impl SessionState {
         if generation < made || (generation == made && self.principal().as_ref() == Some(&who)) {
             return true;
         }
-        let before = guard.visible_names();
+        let before = trail.map(|_| guard.visible_names());
         fresh.continue_from(&guard);
         *guard = fresh;
         // Written under the set's lock, so before any entry of the set made again.
-        if let Some(trail) = trail {
+        if let (Some(trail), Some(before)) = (trail, before) {
             super::record::write_remade(trail, self, &who, &before, &guard.visible_names());
         }
         *self.principal.write().unwrap_or_else(|p| p.into_inner()) = Some(who);
