@@ -168,6 +168,13 @@ fn a_session_answers_only_the_token_that_opened_it() {
     let mut head = [0u8; 12];
     stream.read_exact(&mut head).unwrap();
     assert_eq!(&head[9..12], b"404");
+    // ...and as a session that never was: nothing in the answer tells the two apart.
+    let made_up = [("Authorization", "Bearer token-b"), ("Mcp-Session-Id", "0190c5c5-0000-7000-8000-000000000000")];
+    let shape = |x: Answer| {
+        let headers: Vec<(String, String)> = x.headers.into_iter().filter(|(k, _)| k != "date").collect();
+        (x.status, x.body, headers)
+    };
+    assert_eq!(shape(call(addr, "POST", &b, LIST)), shape(call(addr, "POST", &made_up, LIST)));
     // The owner's session is untouched, and its owner may end it.
     let listed = call(addr, "POST", &a, LIST);
     assert_eq!(listed.status, 200);

@@ -77,8 +77,8 @@ pub async fn serve_http(
         None => config.disable_allowed_hosts(),
     };
     let mut sessions = LocalSessionManager::default();
-    // Taken by each session as it opens: a reloaded config's applies after a restart.
-    sessions.session_config.keep_alive = Some(Duration::from_secs(access.limits.session_idle_secs.max(1)));
+    // Idle sessions are the guard's to close (`http_guard::idle`), with the limit as it is now.
+    sessions.session_config.keep_alive = None;
     let sessions = Arc::new(sessions);
     hub.attach_http_sessions(&sessions);
     let session_hub = hub.clone();
@@ -117,6 +117,7 @@ pub async fn serve_http(
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
     let live = state.clone();
+    crate::http_guard::watch_idle(state.clone(), stop.clone());
     let reload: Arc<dyn crate::access_reload::AccessReload> = state.clone();
     hub.attach_guard(Arc::downgrade(&reload));
     let ops = Arc::new(OpsState { hub: hub.clone(), guard: state.clone() });

@@ -56,7 +56,9 @@ pub struct HttpLimits {
     /// whatever this says: one caller cannot fill it and lock every other out. Past it, its
     /// new session gets 429 with `Retry-After`.
     pub max_sessions_per_token: usize,
-    /// A session with no request for this long is closed (default 300 s).
+    /// A session with no request for this long is closed (default 300 s): idle from the end
+    /// of its last response, so an open `GET` stream or a running call keeps it. A reloaded
+    /// value applies to the sessions already open, within a second.
     pub session_idle_secs: u64,
     /// Longest wait for a request's headers, and for its body (default 10 s each).
     pub read_timeout_secs: u64,

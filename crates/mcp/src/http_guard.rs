@@ -4,7 +4,7 @@
 //!
 //! A session is bound to the digest of the caller that opened it (its token's, or its OAuth
 //! principal's); any request on it (POST, the GET stream, DELETE, notifications such as
-//! `cancelled`) by another caller gets 404, as if the session did not exist.
+//! `cancelled`) by another caller gets 404, the very answer a session that never was gets.
 //!
 //! Refused tokens are counted per client address (`crate::strikes`): past a burst, an
 //! address's tokens get 429 without being compared, except on a session they opened.
@@ -32,7 +32,10 @@ use crate::http_auth::{same, Authenticator, TokenDigest, ANYONE};
 use crate::session::Caller;
 use crate::session::SESSION_HEADER;
 
+mod idle;
 mod reload;
+
+pub(crate) use idle::watch as watch_idle;
 
 /// The requests a session answers; any other method is "method not found: NAME". (Resources
 /// and prompts are answered by a gateway's sessions; a `serve` session answers those with
@@ -63,6 +66,8 @@ pub(crate) struct Guard {
     /// The limits, replaced by a reloaded config's ([`Guard::reload`]).
     limits: std::sync::RwLock<HttpLimits>,
     owners: Mutex<HashMap<String, TokenDigest>>,
+    /// When each session was last busy (`idle`).
+    idle: idle::Idle,
     sessions: Arc<LocalSessionManager>,
     /// Open `subscriptions/listen` streams of session-free callers, by token: counted with the
     /// sessions in the per-token and total caps.
@@ -130,6 +135,7 @@ impl Guard {
             allowed_origins: origins,
             limits: std::sync::RwLock::new(access.limits),
             owners: Mutex::new(HashMap::new()),
+            idle: idle::Idle::default(),
             sessions,
             listens: Arc::default(),
         }
@@ -202,18 +208,8 @@ impl Guard {
     /// Binds `session` to `owner`, authenticated at token `generation`; ends it instead if the
     /// tokens changed since (its token may be gone).
     async fn bind(&self, session: String, owner: TokenDigest, generation: u64) {
-        // Sessions closed for idleness leave their binding behind: drop those now and then.
-        let crowded =
-            self.owners.lock().unwrap_or_else(|p| p.into_inner()).len() >= 2 * self.limits().max_sessions.max(1);
-        let live: Option<std::collections::HashSet<String>> = match crowded {
-            true => Some(self.sessions.sessions.read().await.keys().map(|k| k.to_string()).collect()),
-            false => None,
-        };
         let stale = {
             let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(live) = live {
-                owners.retain(|k, _| live.contains(k.as_str()));
-            }
             // Checked under the lock `reload` collects under, after it replaced the tokens.
             let stale = self.auth.generation() != generation;
             if !stale {
@@ -221,8 +217,9 @@ impl Guard {
             }
             stale
         };
-        if stale {
-            self.end(&session).await;
+        match stale {
+            true => self.end(&session).await,
+            false => self.idle.opened(&session),
         }
     }
 }
@@ -254,10 +251,9 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         return answer;
     }
     let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Some(s) = &session {
-        if g.owner_of(s).is_some_and(|o| !same(&o, &owner)) {
-            return (StatusCode::NOT_FOUND, "session not found").into_response();
-        }
+    // Someone else's session answers as one that never was (or is closed): the same 404.
+    if session.as_deref().is_some_and(|s| !g.owner_of(s).is_some_and(|o| same(&o, &owner))) {
+        return (StatusCode::NOT_FOUND, "session not found").into_response();
     }
     let deleting = request.method() == Method::DELETE;
     let (mut request, opens) = if request.method() == Method::POST {
@@ -278,6 +274,8 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if let Some(c) = caller {
         request.extensions_mut().insert(c);
     }
+    // Busy until its response ends (`idle`): only its owner's requests keep a session open.
+    let busy = session.as_deref().map(|s| g.idle.begin(s));
     let mut response = next.run(request).await;
     // The SDK answers a session's DELETE with 202; the official clients expect 200 or 204 and
     // log a warning at every close otherwise. A session ended is a request done, not accepted
@@ -304,7 +302,10 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
         });
         return Response::from_parts(parts, Body::from_stream(stream));
     }
-    response
+    match busy {
+        Some(busy) => response.map(|body| idle::Holding::body(body, busy)),
+        None => response,
+    }
 }
 
 /// The address of the peer that sent `request` (put on it where the connection is accepted).

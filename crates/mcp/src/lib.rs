@@ -23,7 +23,8 @@
 //!   catalogue, as digests), `fresh_sets.rs` (session-free starting sets), `checks.rs`
 //!   (availability checks off the message path);
 //! - transports: `stdio.rs` (with its conformance filter), `http.rs` (Streamable HTTP on hyper),
-//!   `http_guard.rs` (tokens, rates, session caps and ownership, message shape), `http_origin.rs`
+//!   `http_guard.rs` (tokens, rates, session caps and ownership, message shape; `http_guard/idle.rs`
+//!   idle sessions closed, `http_guard/reload.rs` who may call replaced), `http_origin.rs`
 //!   (which Origin and Host headers are answered; CORS for configured origins), `http_auth.rs`
 //!   (who a bearer token names: a static token's digest or an OAuth principal), `strikes.rs`
 //!   (refused tokens throttled per client address, the client read through trusted proxies),

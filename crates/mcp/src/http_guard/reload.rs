@@ -1,7 +1,7 @@
 //! Who may call, replaced while the endpoint runs (a reloaded config's): the static tokens
 //! (what the callers who lost their token, or what it granted, opened is ended), the allowed
-//! origins, the trusted proxies and the limits (all but `session_idle_secs`, which each
-//! session takes when it opens).
+//! origins, the trusted proxies and the limits (`session_idle_secs` too: the guard closes idle
+//! sessions, `super::idle`).
 
 use std::collections::BTreeMap;
 
