@@ -255,6 +255,9 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if session.as_deref().is_some_and(|s| !g.owner_of(s).is_some_and(|o| same(&o, &owner))) {
         return (StatusCode::NOT_FOUND, "session not found").into_response();
     }
+    // Busy from here (its body may be slow to come) until its response ends (`idle`): only
+    // its owner's requests keep a session open.
+    let busy = session.as_deref().map(|s| g.idle.begin(s));
     let deleting = request.method() == Method::DELETE;
     let (mut request, opens) = if request.method() == Method::POST {
         match checked_body(&g, request, session.is_none(), owner).await {
@@ -274,8 +277,6 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, request: Request, next: N
     if let Some(c) = caller {
         request.extensions_mut().insert(c);
     }
-    // Busy until its response ends (`idle`): only its owner's requests keep a session open.
-    let busy = session.as_deref().map(|s| g.idle.begin(s));
     let mut response = next.run(request).await;
     // The SDK answers a session's DELETE with 202; the official clients expect 200 or 204 and
     // log a warning at every close otherwise. A session ended is a request done, not accepted
