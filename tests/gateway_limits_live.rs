@@ -9,7 +9,7 @@ mod common;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::gateway::{http_from, reference_server, HttpGateway};
+use common::gateway::{http_from, reference_server, sample, scrape, HttpGateway};
 use common::write_config;
 use serde_json::{json, Value};
 
@@ -19,7 +19,7 @@ fn config(dir: &std::path::Path, http: Value) -> std::path::PathBuf {
     write_config(
         dir,
         &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
-                "toolsearch": {"tokens": {"tok-a": []}, "limits": {"http": http}}}),
+                "toolsearch": {"tokens": {"tok-a": [], "ops-tok": ["ops"]}, "limits": {"http": http}}}),
     )
 }
 
@@ -99,6 +99,8 @@ fn session_idle_secs_edited_applies_to_the_sessions_already_open() {
     gateway.wait_for_statuses("\"event\":\"config_reloaded\"", 1, Duration::from_secs(60));
     std::thread::sleep(Duration::from_secs(4));
     assert_eq!(list(addr, &before), 404, "a lowered session_idle_secs closes a session opened before");
+    let scraped = scrape(&format!("http://{addr}/metrics"), Some("ops-tok"));
+    assert_eq!(sample(&scraped, "toolsearch_http_sessions_idle_closed_total", &[]), Some(1.0), "{scraped}");
 
     // An open GET stream keeps its session, however long it is quiet.
     let streamed = open(addr);

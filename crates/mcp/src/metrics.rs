@@ -1,6 +1,7 @@
 //! The server's metrics, kept with the `prometheus-client` crate and served as OpenMetrics
 //! text at `/metrics`: requests and their latency by method, upstream and outcome, search
-//! latency, upstreams up or down, tools in the index, open sessions, refused bearer tokens.
+//! latency, upstreams up or down, tools in the index, open sessions (and those closed for
+//! idling), refused bearer tokens.
 //!
 //! Label values are bounded: methods are the MCP methods served, upstreams the configured
 //! servers (or `toolsearch` for what the gateway answers itself), outcomes a fixed few.
@@ -51,6 +52,8 @@ pub struct Metrics {
     learn: LearnGauges,
     /// Refused bearer tokens, and requests throttled for them.
     strikes: (Counter, Counter),
+    /// HTTP sessions closed for idling past `limits.http.session_idle_secs`.
+    idle_closed: Counter,
 }
 
 impl Default for Metrics {
@@ -92,7 +95,25 @@ impl Default for Metrics {
             throttled.clone(),
         );
         let strikes = (refused_tokens, throttled);
-        Metrics { registry, requests, latency, search, up, progress_dropped, tools, sessions, learn, strikes }
+        let idle_closed = Counter::default();
+        registry.register(
+            "http_sessions_idle_closed",
+            "HTTP sessions closed for idling past limits.http.session_idle_secs, since the start",
+            idle_closed.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            search,
+            up,
+            progress_dropped,
+            tools,
+            sessions,
+            learn,
+            strikes,
+            idle_closed,
+        }
     }
 }
 
@@ -173,6 +194,11 @@ impl Metrics {
         use std::sync::atomic::Ordering;
         self.strikes.0.inner().store(refused, Ordering::Relaxed);
         self.strikes.1.inner().store(throttled, Ordering::Relaxed);
+    }
+
+    /// Sets how many HTTP sessions were closed for idling.
+    pub fn sessions_idle_closed(&self, closed: u64) {
+        self.idle_closed.inner().store(closed, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Everything, as OpenMetrics text.

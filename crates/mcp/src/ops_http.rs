@@ -116,5 +116,6 @@ pub(crate) async fn metrics(State(state): State<Arc<OpsState>>, request: Request
     ops.metrics.sizes(state.hub.live().engine().catalog().tools.len(), sessions);
     let (refused, throttled) = state.guard.strike_counts();
     ops.metrics.refused_tokens(refused, throttled);
+    ops.metrics.sessions_idle_closed(state.guard.idle_closed());
     (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], ops.metrics.encode()).into_response()
 }

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -19,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Guard;
 
-/// Each bound session's last activity and requests being answered.
+/// Each bound session's last activity and requests being answered; how many were closed.
 #[derive(Default)]
-pub(super) struct Idle(Arc<Mutex<HashMap<String, Seen>>>);
+pub(super) struct Idle(Arc<Mutex<HashMap<String, Seen>>>, AtomicU64);
 
 struct Seen {
     /// When the session opened, or its last response ended.
@@ -97,7 +98,13 @@ impl Guard {
             self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
             self.end(id).await;
         }
+        self.idle.1.fetch_add(idle.len() as u64, Ordering::Relaxed);
         idle.len()
+    }
+
+    /// Sessions closed for idling, since the start.
+    pub(crate) fn idle_closed(&self) -> u64 {
+        self.idle.1.load(Ordering::Relaxed)
     }
 }
 
