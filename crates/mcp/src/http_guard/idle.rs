@@ -22,7 +22,10 @@ use super::Guard;
 
 /// Each bound session's last activity and requests being answered; how many were closed.
 #[derive(Default)]
-pub(super) struct Idle(Arc<Mutex<HashMap<String, Seen>>>, AtomicU64);
+pub(super) struct Idle {
+    seen: Arc<Mutex<HashMap<String, Seen>>>,
+    closed: AtomicU64,
+}
 
 struct Seen {
     /// When the session opened, or its last response ended.
@@ -50,14 +53,14 @@ impl Drop for Busy {
 impl Idle {
     /// A request on bound session `session` begins.
     pub(super) fn begin(&self, session: &str) -> Busy {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.entry(session.to_owned()).or_insert(Seen { last: Instant::now(), open: 0 }).open += 1;
-        Busy { seen: self.0.clone(), session: session.to_owned() }
+        Busy { seen: self.seen.clone(), session: session.to_owned() }
     }
 
     /// Session `session` opened now.
     pub(super) fn opened(&self, session: &str) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.entry(session.to_owned()).or_insert(Seen { last: Instant::now(), open: 0 });
     }
 
@@ -65,7 +68,7 @@ impl Idle {
     /// not in `live`; a live session not known here is idle from now.
     fn expired(&self, live: &std::collections::HashSet<String>, limit: Duration) -> Vec<String> {
         let now = Instant::now();
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.retain(|s, _| live.contains(s));
         for s in live {
             seen.entry(s.clone()).or_insert(Seen { last: now, open: 0 });
@@ -84,8 +87,8 @@ impl Idle {
 
 impl Guard {
     /// Closes the sessions idle for `limits.http.session_idle_secs` as it is now, and forgets
-    /// the bindings of sessions closed otherwise. The number closed.
-    pub(crate) async fn sweep(&self) -> usize {
+    /// the bindings of sessions closed otherwise.
+    pub(crate) async fn sweep(&self) {
         let limit = Duration::from_secs(self.limits().session_idle_secs.max(1));
         let idle = {
             let live = self.sessions.sessions.read().await;
@@ -98,13 +101,12 @@ impl Guard {
             self.owners.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
             self.end(id).await;
         }
-        self.idle.1.fetch_add(idle.len() as u64, Ordering::Relaxed);
-        idle.len()
+        self.idle.closed.fetch_add(idle.len() as u64, Ordering::Relaxed);
     }
 
     /// Sessions closed for idling, since the start.
     pub(crate) fn idle_closed(&self) -> u64 {
-        self.idle.1.load(Ordering::Relaxed)
+        self.idle.closed.load(Ordering::Relaxed)
     }
 }
 
@@ -116,9 +118,7 @@ pub(crate) fn watch(guard: Arc<Guard>, stop: CancellationToken) {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
-                _ = tick.tick() => {
-                    guard.sweep().await;
-                }
+                _ = tick.tick() => guard.sweep().await,
             }
         }
     });
@@ -182,6 +182,6 @@ mod tests {
         let late = idle.begin("gone");
         idle.expired(&live, Duration::from_secs(60));
         drop(late);
-        assert!(!idle.0.lock().unwrap().contains_key("gone"));
+        assert!(!idle.seen.lock().unwrap().contains_key("gone"));
     }
 }
