@@ -46,6 +46,7 @@ mod gateway_rate;
 mod gateway_replicas;
 mod gateway_revisions;
 mod gateway_search;
+mod gateway_silent_peer;
 mod gateway_sse;
 mod gateway_store;
 mod gateway_strikes;

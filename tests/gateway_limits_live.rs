@@ -58,14 +58,14 @@ fn http_limits_edited_in_the_config_apply_to_the_next_request() {
 }
 
 /// One request to `/mcp` at `addr` by tok-a, on `session` if given: the status and the answer.
-fn ask(addr: &str, session: Option<&str>, body: &str) -> (u16, String) {
+pub(crate) fn ask(addr: &str, session: Option<&str>, body: &str) -> (u16, String) {
     let mut headers = vec![("Authorization", "Bearer tok-a")];
     headers.extend(session.map(|s| ("Mcp-Session-Id", s)));
     http_from(Ipv4Addr::LOCALHOST, addr, "POST", "/mcp", body, &headers)
 }
 
 /// Opens a session at `addr` by tok-a: its id.
-fn open(addr: &str) -> String {
+pub(crate) fn open(addr: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": "raw", "version": "1"}}});

@@ -8,9 +8,10 @@
 //! each request (token, session ownership, message shape) are in `http_guard`.
 //!
 //! Connections are served by hyper directly (not `axum::serve`) so that a client that sends
-//! its headers slowly is cut off, and with `TCP_NODELAY`, so a keep-alive response is not held
-//! back by Nagle's algorithm. An HTTP/1 answer sent before its request's body was read to the
-//! end (a refusal, a body too large or too slow) says `Connection: close` (`close_unread`).
+//! its headers slowly is cut off; with `TCP_NODELAY`, so a keep-alive response is not held
+//! back by Nagle's algorithm; and with a bound on how long a silent peer is waited for
+//! (`bound_silence`). An HTTP/1 answer sent before its request's body was read to the end (a
+//! refusal, a body too large or too slow) says `Connection: close` (`close_unread`).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -152,6 +153,7 @@ pub async fn serve_http(
             },
         };
         let _ = stream.set_nodelay(true);
+        bound_silence(&stream, live.limits().peer_timeout_secs);
         // The peer's address, for counting refused tokens per client (`crate::strikes`).
         let service = TowerToHyperService::new(tower::ServiceExt::map_request(
             app.clone(),
@@ -174,6 +176,26 @@ pub async fn serve_http(
     // moment for connections to finish what they are sending.
     let _ = tokio::time::timeout(Duration::from_secs(2), connections.shutdown()).await;
     Ok(())
+}
+
+/// Bounds how long `stream` outlives a peer gone without a word (`limits.http.peer_timeout_secs`;
+/// 0 leaves it to the kernel): data unacknowledged for `secs` ends it, and one quiet for `secs`
+/// is probed three times, `secs / 3` apart. Without it, a client machine that vanished with a
+/// stream open would hold the stream, and its session, for as long as the kernel retransmits
+/// (about 15 minutes on Linux). A socket that refuses an option keeps the kernel's default.
+fn bound_silence(stream: &tokio::net::TcpStream, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let socket = socket2::SockRef::from(stream);
+    let wait = Duration::from_secs(secs);
+    let keepalive = socket2::TcpKeepalive::new().with_time(wait);
+    #[cfg(target_os = "linux")]
+    let keepalive = {
+        let _ = socket.set_tcp_user_timeout(Some(wait));
+        keepalive.with_interval((wait / 3).max(Duration::from_secs(1))).with_retries(3)
+    };
+    let _ = socket.set_tcp_keepalive(&keepalive);
 }
 
 /// The RFC 9728 metadata routes (none without `auth.oauth`) and `documents`: public, readable

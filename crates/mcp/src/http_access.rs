@@ -64,6 +64,13 @@ pub struct HttpLimits {
     pub read_timeout_secs: u64,
     /// Largest request body (default 4 MiB).
     pub max_body_bytes: usize,
+    /// How long a connection may go without a word from its peer before it is dropped
+    /// (default 60 s; 0 leaves it to the kernel): data unacknowledged for this long ends it
+    /// (`TCP_USER_TIMEOUT`), and one quiet for this long is probed (TCP keep-alive). So a
+    /// client machine gone without closing its `GET` stream frees its session within this
+    /// plus the lesser of it and the stream's 15 s keep-alive, not after the kernel's 15
+    /// minutes. A reloaded value applies to the next connection.
+    pub peer_timeout_secs: u64,
     /// Refused bearer tokens one client address is forgiven per minute (default 6; 0: refused
     /// tokens are not throttled): past [`HttpLimits::refused_tokens_burst`], its tokens get
     /// 429 without being compared (`crate::strikes`).
@@ -80,6 +87,7 @@ impl Default for HttpLimits {
             session_idle_secs: 300,
             read_timeout_secs: 10,
             max_body_bytes: 4 << 20,
+            peer_timeout_secs: 60,
             refused_tokens_per_minute: 6,
             refused_tokens_burst: 30,
         }
