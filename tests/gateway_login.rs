@@ -349,6 +349,35 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
     assert_refreshed(&state, "vault");
     drop(gateway);
 
+    // A device login through endpoints given by hand (the gateway's own names): without its
+    // endpoint, the login names the field to give.
+    let token_url = format!("{}/token", idp.issuer);
+    let own = |oauth: Value| write_config(&dir, &json!({"mcpServers": {"vault": {"url": url, "oauth": oauth}}}));
+    let by_hand =
+        json!({"client_id": "native-cli", "token_endpoint": token_url, "scopes": ["memory", "offline_access"]});
+    let (ok, printed, _) = log_in_with(&own(by_hand.clone()), &state, "vault", "dave", None, "--device");
+    assert!(
+        !ok && printed.contains("a device login starts at oauth.device_authorization_endpoint: give it"),
+        "{printed}"
+    );
+    let mut device = by_hand;
+    device["device_authorization_endpoint"] = json!(format!("{}/device/auth", idp.issuer));
+    let config = own(device.clone());
+    let (ok, printed, page) = log_in_with(&config, &state, "vault", "dave", None, "--device");
+    assert!(ok && printed.contains("enter the code"), "{printed} {page}");
+    let gateway = HttpGateway::start(&config, &state, &[]);
+    let said: Value = serde_json::from_str(whoami(&gateway)["text"].as_str().unwrap()).unwrap();
+    assert_eq!(said["subject"], "dave", "{said}");
+    drop(gateway);
+    device.as_object_mut().unwrap().remove("token_endpoint");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "login", "vault", "--device", "--config", own(device).to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let half = "mcpServers.vault.oauth.device_authorization_endpoint: give oauth.token_endpoint with it";
+    assert!(!out.status.success() && stderr.contains(half), "{stderr}");
+
     // Endpoints by halves, without a client registered there, or over plain http: named, in
     // Gemini CLI's names as the file writes them.
     let bad = |oauth: Value, says: &[&str]| {
@@ -361,7 +390,6 @@ fn an_authorization_server_without_metadata_is_logged_in_to_through_endpoints_gi
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && says.iter().all(|s| stderr.contains(s)), "{stderr}");
     };
-    let token_url = format!("{}/token", idp.issuer);
     bad(
         json!({"clientId": "native-cli", "authorizationUrl": format!("{}/auth", idp.issuer)}),
         &["mcpServers.vault.oauth.authorizationUrl: give oauth.tokenUrl with it"],

@@ -10,7 +10,8 @@
 //   eng-bot  no scope; its tokens carry a `groups: ["eng"]` claim (JWT)
 //   opaque   "read-only memory", opaque tokens (for introspection)
 //   gateway  no grant: the gateway's credentials at the introspection endpoint
-//   native-cli  a public native client of the authorization-code grant (loopback redirect)
+//   native-cli  a public native client of the authorization-code grant (loopback redirect) and
+//               of the device grant
 // Dynamic registration (RFC 7591) is open, and the authorization-code grant signs anyone in
 // (oidc-provider's development login and consent pages): the subject is the login typed.
 // IDP_SPA_REDIRECT=URL adds `spa`, a public client (no secret, PKCE) of the authorization-code
@@ -73,7 +74,7 @@ const provider = new Provider(issuer, {
     {
       client_id: 'native-cli',
       application_type: 'native',
-      grant_types: ['authorization_code', 'refresh_token'],
+      grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
       response_types: ['code'],
       redirect_uris: ['http://127.0.0.1/callback'],
       token_endpoint_auth_method: 'none',

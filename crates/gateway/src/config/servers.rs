@@ -240,13 +240,19 @@ fn endpoints(o: &crate::login::UpstreamOAuth, field: &dyn Fn(&str) -> String) ->
         ("oauth.authorization_server", &o.authorization_server),
         ("oauth.authorization_endpoint", &o.authorization_endpoint),
         ("oauth.token_endpoint", &o.token_endpoint),
+        ("oauth.device_authorization_endpoint", &o.device_authorization_endpoint),
     ] {
         if let Some(url) = url {
             toolsearch_mcp::oauth::fetch::secure_url(url).map_err(|e| format!("{}: {e}", field(name)))?;
         }
     }
-    if o.authorization_endpoint.is_some() && o.token_endpoint.is_none() {
-        return Err(format!("{}: give oauth.token_endpoint with it", field("oauth.authorization_endpoint")));
+    for (name, url) in [
+        ("oauth.authorization_endpoint", &o.authorization_endpoint),
+        ("oauth.device_authorization_endpoint", &o.device_authorization_endpoint),
+    ] {
+        if url.is_some() && o.token_endpoint.is_none() {
+            return Err(format!("{}: give oauth.token_endpoint with it", field(name)));
+        }
     }
     if o.token_endpoint.is_some() && o.client_id.is_none() {
         return Err(format!(

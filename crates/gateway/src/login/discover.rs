@@ -63,7 +63,7 @@ pub(crate) async fn discover(
             authorization_endpoint: settings.authorization_endpoint.clone(),
             token_endpoint: token_endpoint.clone(),
             registration_endpoint: None,
-            device_endpoint: None,
+            device_endpoint: settings.device_authorization_endpoint.clone(),
             resource,
             scope: scope.unwrap_or_default(),
             iss_in_redirect: false,

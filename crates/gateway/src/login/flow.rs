@@ -112,10 +112,10 @@ pub async fn login(
     let client = fetch::client()?;
     let found = discover(&client, url, settings).await?;
     if how == How::Device {
-        let endpoint = found
-            .device_endpoint
-            .clone()
-            .ok_or_else(|| format!("{} offers no device flow: log in with a browser", found.issuer))?;
+        let endpoint = found.device_endpoint.clone().ok_or_else(|| match settings.token_endpoint {
+            Some(_) => "a device login starts at oauth.device_authorization_endpoint: give it".to_owned(),
+            None => format!("{} offers no device flow: log in with a browser", found.issuer),
+        })?;
         let (tokens, client_id, secret) =
             super::device::device_login(&client, server, settings, &found, &endpoint, state, say).await?;
         return keep(server, state, &found, tokens, client_id, secret, say).await;

@@ -71,6 +71,10 @@ pub struct UpstreamOAuth {
     /// (Gemini CLI's `tokenUrl`): given, its metadata is not read, and `client_id` is needed.
     #[serde(default)]
     pub token_endpoint: Option<String>,
+    /// Where a device login (`gateway login --device`, RFC 8628) starts, for an authorization
+    /// server that publishes no metadata (given with `token_endpoint`).
+    #[serde(default)]
+    pub device_authorization_endpoint: Option<String>,
     /// `authorization_code` (the default: a person logs in with `gateway login`) or
     /// `client_credentials` (the gateway gets tokens with its own client credentials).
     #[serde(default)]
