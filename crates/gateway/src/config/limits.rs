@@ -4,6 +4,10 @@
 
 use serde::Deserialize;
 
+/// The longest idle time Linux takes for TCP keep-alive (`TCP_KEEPIDLE`), so the longest
+/// `http.peer_timeout_secs` that applies as written.
+const MAX_PEER_TIMEOUT_SECS: u64 = 32_767;
+
 /// Bounds on what upstreams and clients may make the gateway hold, each with a default
 /// (docs/gateway-operations.md, "Limits").
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -52,6 +56,13 @@ impl GatewayLimits {
                 return Err(format!("{name}: {value} would refuse everything it bounds; give at least {least}"));
             }
         }
+        if h.peer_timeout_secs > MAX_PEER_TIMEOUT_SECS {
+            return Err(format!(
+                "http.peer_timeout_secs: {} is longer than a TCP keep-alive can wait ({MAX_PEER_TIMEOUT_SECS} s); \
+                 give at most that, or 0 to leave it to the kernel",
+                h.peer_timeout_secs
+            ));
+        }
         Ok(())
     }
 }
@@ -69,5 +80,10 @@ mod tests {
         let mut limits = GatewayLimits::default();
         limits.http.max_body_bytes = 100;
         assert!(limits.check().unwrap_err().starts_with("http.max_body_bytes: 100 "));
+        let mut limits = GatewayLimits::default();
+        limits.http.peer_timeout_secs = 32_768;
+        assert!(limits.check().unwrap_err().starts_with("http.peer_timeout_secs: 32768 is longer than"));
+        limits.http.peer_timeout_secs = 0;
+        assert_eq!(limits.check(), Ok(()), "0: the kernel's defaults");
     }
 }
