@@ -55,7 +55,8 @@ fn a_client_gone_without_a_word_frees_its_session() {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(established_from(port), 1, "the stream's connection, and no other");
 
-    // The peer goes silent: the gateway's next keep-alive goes unacknowledged.
+    // The peer goes silent: the gateway's keep-alive probes (after 3 quiet seconds) go
+    // unacknowledged, and TCP_USER_TIMEOUT gives up on the connection.
     loopback("down");
     let start = Instant::now();
     while established_from(port) > 0 && start.elapsed() < Duration::from_secs(60) {

@@ -183,7 +183,9 @@ pub async fn serve_http(
 /// is probed three times, `secs / 3` apart. Without it, a client machine that vanished with a
 /// stream open would hold the stream, and its session, for as long as the kernel retransmits
 /// (about 15 minutes on Linux). A socket that refuses an option keeps the kernel's default.
-fn bound_silence(stream: &tokio::net::TcpStream, secs: u64) {
+/// The server calls it on each connection it accepts (public for its benchmark,
+/// `benches/bound_silence.rs`).
+pub fn bound_silence(stream: &tokio::net::TcpStream, secs: u64) {
     if secs == 0 {
         return;
     }

@@ -72,7 +72,7 @@ mod visible;
 
 pub use checks::spawn_command_checks;
 pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};
-pub use http::{close_unread, serve_http, HttpAccess, HttpLimits};
+pub use http::{bound_silence, close_unread, serve_http, HttpAccess, HttpLimits};
 pub use http_access::{Callback, Callbacks};
 pub use hub::Hub;
 pub use notifier::Notifier;
