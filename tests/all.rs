@@ -36,6 +36,7 @@ mod gateway_live;
 mod gateway_login;
 mod gateway_names;
 mod gateway_oauth;
+mod gateway_oauth_live;
 mod gateway_oauth_mock;
 mod gateway_offers;
 mod gateway_ops;

@@ -335,18 +335,30 @@ impl Keeper {
         };
         // Who may call first: a set the endpoint may not take refuses the whole config.
         let (a, b) = (&self.config.settings, &new.settings);
-        if (&a.tokens, &a.allowed_origins, &a.trusted_proxies, a.limits.http)
-            != (&b.tokens, &b.allowed_origins, &b.trusted_proxies, b.limits.http)
+        if (&a.tokens, &a.auth.oauth, &a.allowed_origins, &a.trusted_proxies, a.limits.http)
+            != (&b.tokens, &b.auth.oauth, &b.allowed_origins, &b.trusted_proxies, b.limits.http)
         {
-            let (tokens, origins, limits) = (b.tokens.clone(), b.allowed_origins.clone(), b.limits.http);
-            match self.hub.set_http_access(tokens, origins, &b.trusted_proxies, limits).await {
+            let access = toolsearch_mcp::HttpAccess {
+                tokens: b.tokens.clone(),
+                oauth: b.auth.oauth.clone(),
+                allowed_origins: b.allowed_origins.clone(),
+                trusted_proxies: b.trusted_proxies.clone(),
+                limits: b.limits.http,
+                ..Default::default()
+            };
+            match self.hub.set_http_access(access).await {
                 // Served over stdio, a gateway takes no tokens: nothing changed for anyone.
-                Ok(Some(ended)) if a.tokens != b.tokens => {
-                    let mut event = token_changes(&a.tokens, &b.tokens);
-                    event["sessions_ended"] = json!(ended);
-                    self.status.event("tokens_changed", event);
+                Ok(Some(ended)) => {
+                    if a.tokens != b.tokens {
+                        let mut event = token_changes(&a.tokens, &b.tokens);
+                        event["sessions_ended"] = json!(ended.tokens);
+                        self.status.event("tokens_changed", event);
+                    }
+                    if a.auth.oauth != b.auth.oauth {
+                        self.status.event("oauth_changed", json!({"sessions_ended": ended.oauth}));
+                    }
                 }
-                Ok(_) => {}
+                Ok(None) => {}
                 Err(e) => {
                     let error = format!("{}: {e}; the running ones are kept", new.path.display());
                     self.status.event("config_error", json!({"error": error}));

@@ -1,21 +1,23 @@
 //! What replaces who may call the HTTP endpoint while it runs, as the hub knows it: a trait the
 //! HTTP guard implements, so that the hub reaches the guard without depending on it.
 
-use std::collections::BTreeMap;
-
-use crate::config::Grant;
+use crate::http_access::HttpAccess;
 use crate::offer_source::BoxFutureRef;
 
-/// Replaces a running endpoint's static tokens, allowed origins, trusted proxies and limits.
+/// The sessions a replacement ([`AccessReload::reload`]) ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsEnded {
+    /// Of callers whose static token went or is granted otherwise.
+    pub tokens: usize,
+    /// Of the identity provider's callers, when `auth.oauth` changed or went.
+    pub oauth: usize,
+}
+
+/// Replaces a running endpoint's static tokens, identity provider (`auth.oauth`), allowed
+/// origins, trusted proxies and limits.
 pub(crate) trait AccessReload: Send + Sync {
-    /// Replaces them for the next request on, refused with the reason (nothing replaced) where
-    /// a start would refuse them; the number of sessions ended, whose caller's token went or
-    /// is granted otherwise.
-    fn reload<'a>(
-        &'a self,
-        tokens: BTreeMap<String, Grant>,
-        allowed_origins: Vec<String>,
-        trusted_proxies: &'a [String],
-        limits: crate::http_access::HttpLimits,
-    ) -> BoxFutureRef<'a, Result<usize, String>>;
+    /// Replaces them with `access`'s (its documents and callbacks excepted: their routes are
+    /// made once) for the next request on, refused with the reason (nothing replaced) where a
+    /// start would refuse them; the sessions ended.
+    fn reload(&self, access: HttpAccess) -> BoxFutureRef<'_, Result<SessionsEnded, String>>;
 }

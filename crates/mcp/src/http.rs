@@ -91,12 +91,15 @@ pub async fn serve_http(
     if let Some(v) = verifier.clone() {
         tokio::spawn(async move { v.warm().await });
     }
-    let mut taken: std::collections::HashSet<String> = access.documents.iter().map(|(p, _)| p.clone()).collect();
-    taken.extend(verifier.iter().flat_map(|v| v.metadata_paths()));
-    let mut well_known = protected_resource_metadata(verifier.as_deref(), std::mem::take(&mut access.documents));
-    for (path, page) in std::mem::take(&mut access.callbacks.0) {
-        // Never two routes on one path, nor one on the endpoint's own.
-        if !path.starts_with('/') || path.starts_with("/mcp") || !taken.insert(path.clone()) {
+    let (documents, callbacks) = (std::mem::take(&mut access.documents), std::mem::take(&mut access.callbacks.0));
+    let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
+    let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
+    let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
+    let mut taken: std::collections::HashSet<String> = documents.iter().map(|(p, _)| p.clone()).collect();
+    let mut well_known = protected_resource_metadata(state.clone(), documents);
+    for (path, page) in callbacks {
+        // Never two routes on one path, nor one on the endpoint's own or the metadata's.
+        if !path.starts_with('/') || path.starts_with("/mcp") || metadata_path(&path) || !taken.insert(path.clone()) {
             continue;
         }
         let fleet = hub.fleet_rounds().cloned();
@@ -114,9 +117,6 @@ pub async fn serve_http(
         };
         well_known = well_known.route(&path, get(answer));
     }
-    let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
-    let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
-    let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
     let live = state.clone();
     crate::http_guard::watch_idle(state.clone(), stop.clone());
     let reload: Arc<dyn crate::access_reload::AccessReload> = state.clone();
@@ -200,20 +200,19 @@ pub fn bound_silence(stream: &tokio::net::TcpStream, secs: u64) {
     let _ = socket.set_tcp_keepalive(&keepalive);
 }
 
-/// The RFC 9728 metadata routes (none without `auth.oauth`) and `documents`: public, readable
-/// from any origin, as a browser-based client must read them before it has a token.
-fn protected_resource_metadata(verifier: Option<&Verifier>, documents: Vec<(String, String)>) -> axum::Router {
-    use axum::http::header;
-    let mut served = documents;
-    if let Some(v) = verifier {
-        let document = v.metadata().to_string();
-        served.extend(v.metadata_paths().into_iter().map(|p| (p, document.clone())));
-    }
+/// The RFC 9728 metadata routes and `documents`: public, readable from any origin, as a
+/// browser-based client must read them before it has a token. The metadata is the identity
+/// provider's as it is now (`auth.oauth`, replaced by a reload: [`Guard::reload`]), at the
+/// paths its resource URL gives; without one, those paths are not found.
+fn protected_resource_metadata(guard: Arc<Guard>, documents: Vec<(String, String)>) -> axum::Router {
+    use axum::http::{header, StatusCode, Uri};
+    use axum::response::IntoResponse;
     let mut routes = axum::Router::new();
     let mut seen = std::collections::HashSet::new();
-    for (path, document) in served {
-        // The endpoint's own paths are not documents' to take; nor is one path two documents'.
-        if !path.starts_with('/') || path.starts_with("/mcp") || !seen.insert(path.clone()) {
+    for (path, document) in documents {
+        // The endpoint's own paths are not documents' to take, nor the metadata's; nor is one
+        // path two documents'.
+        if !path.starts_with('/') || path.starts_with("/mcp") || metadata_path(&path) || !seen.insert(path.clone()) {
             continue;
         }
         routes = routes.route(
@@ -223,7 +222,27 @@ fn protected_resource_metadata(verifier: Option<&Verifier>, documents: Vec<(Stri
             }),
         );
     }
-    routes
+    let metadata = move |uri: Uri| {
+        let verifier = guard.auth.verifier().filter(|v| v.metadata_paths().iter().any(|p| p == uri.path()));
+        async move {
+            match verifier {
+                Some(v) => (
+                    [(header::CONTENT_TYPE, "application/json"), (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+                    v.metadata().to_string(),
+                )
+                    .into_response(),
+                None => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    };
+    let well_known = crate::oauth::WELL_KNOWN;
+    routes.route(well_known, get(metadata.clone())).route(&format!("{well_known}/{{*rest}}"), get(metadata))
+}
+
+/// Whether `path` is the RFC 9728 metadata's, or under it: its routes' alone.
+fn metadata_path(path: &str) -> bool {
+    let well_known = crate::oauth::WELL_KNOWN;
+    path == well_known || path.strip_prefix(well_known).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Marks an HTTP/1 answer `Connection: close` when its request's body was not read to the end

@@ -7,9 +7,10 @@
 //! (its token's, or its principal's issuer and subject), and sessions and caps are bound to
 //! that digest.
 //!
-//! The static tokens can be replaced while the endpoint runs (a reloaded config's,
-//! [`Authenticator::replace`]): the next request meets the new ones, and the digests whose
-//! grant went or changed are named so that what they opened can be ended.
+//! The static tokens and the verifier can be replaced while the endpoint runs (a reloaded
+//! config's, [`Authenticator::replace`]): the next request meets the new ones, and the digests
+//! whose grant went or changed are named so that what they opened can be ended. A verifier
+//! replaced (its settings changed, or it went) takes their standing from all of its callers.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,10 +28,20 @@ use crate::session::Caller;
 /// A caller's digest: its token's SHA-256, or its principal's.
 pub(crate) type TokenDigest = [u8; 32];
 
+/// What a replacement ([`Authenticator::replace`]) took from callers.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Lost {
+    /// The static tokens gone or granted otherwise ([`ANYONE`] when a token became required).
+    pub(crate) statics: HashSet<TokenDigest>,
+    /// Whether the identity provider's callers lost their standing: its verifier was replaced
+    /// or removed.
+    pub(crate) provider: bool,
+}
+
 /// The static tokens (as digests) and the OAuth verifier of one endpoint.
 pub(crate) struct Authenticator {
     tokens: RwLock<Arc<Vec<(TokenDigest, Grant)>>>,
-    oauth: Option<Arc<Verifier>>,
+    oauth: RwLock<Option<Arc<Verifier>>>,
     /// How many replacements took something from a caller.
     generation: AtomicU64,
 }
@@ -40,23 +51,32 @@ pub(crate) const ANYONE: TokenDigest = [0u8; 32];
 
 impl Authenticator {
     pub(crate) fn new(tokens: impl IntoIterator<Item = (String, Grant)>, oauth: Option<Arc<Verifier>>) -> Self {
-        Authenticator { tokens: RwLock::new(Arc::new(digests(tokens))), oauth, generation: AtomicU64::new(0) }
+        Authenticator {
+            tokens: RwLock::new(Arc::new(digests(tokens))),
+            oauth: RwLock::new(oauth),
+            generation: AtomicU64::new(0),
+        }
     }
 
     fn tokens(&self) -> Arc<Vec<(TokenDigest, Grant)>> {
         self.tokens.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The identity provider's verifier, as it is now.
+    pub(crate) fn verifier(&self) -> Option<Arc<Verifier>> {
+        self.oauth.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Whether callers must present a token (and so are told apart).
     pub(crate) fn required(&self) -> bool {
-        !self.tokens().is_empty() || self.oauth.is_some()
+        !self.tokens().is_empty() || self.has_oauth()
     }
 
     /// Whether `caller` is one of the static tokens (or anyone, when none is required): a
     /// caller a replacement can take something from.
     pub(crate) fn replaceable(&self, caller: &TokenDigest) -> bool {
         let tokens = self.tokens();
-        match tokens.is_empty() && self.oauth.is_none() {
+        match tokens.is_empty() && !self.has_oauth() {
             true => same(caller, &ANYONE),
             false => tokens.iter().any(|(d, _)| same(d, caller)),
         }
@@ -64,26 +84,33 @@ impl Authenticator {
 
     /// Whether an identity provider's tokens are accepted too.
     pub(crate) fn has_oauth(&self) -> bool {
-        self.oauth.is_some()
+        self.oauth.read().unwrap_or_else(|p| p.into_inner()).is_some()
     }
 
-    /// Replaces the static tokens with `tokens`, for the next request on; the callers that lost
-    /// what they held: each token gone or granted otherwise, and [`ANYONE`] when a token
-    /// becomes required. A caller of the identity provider keeps what it holds.
-    pub(crate) fn replace(&self, tokens: impl IntoIterator<Item = (String, Grant)>) -> HashSet<TokenDigest> {
+    /// Replaces the static tokens with `tokens` and the verifier with `oauth`, for the next
+    /// request on; what that took: each token gone or granted otherwise, and [`ANYONE`] when a
+    /// token becomes required; and, when `oauth` is not the verifier there was (its settings
+    /// changed, or it went), every caller of the identity provider.
+    pub(crate) fn replace(
+        &self,
+        tokens: impl IntoIterator<Item = (String, Grant)>,
+        oauth: Option<Arc<Verifier>>,
+    ) -> Lost {
         let new = digests(tokens);
         let open_before = !self.required();
         let old =
             std::mem::replace(&mut *self.tokens.write().unwrap_or_else(|p| p.into_inner()), Arc::new(new.clone()));
-        let mut lost: HashSet<TokenDigest> =
+        let was = std::mem::replace(&mut *self.oauth.write().unwrap_or_else(|p| p.into_inner()), oauth.clone());
+        let mut statics: HashSet<TokenDigest> =
             old.iter().filter(|(d, g)| !new.iter().any(|(n, h)| same(d, n) && g == h)).map(|(d, _)| *d).collect();
         if open_before && self.required() {
-            lost.insert(ANYONE);
+            statics.insert(ANYONE);
         }
-        if !lost.is_empty() {
+        let provider = was.is_some_and(|w| !oauth.is_some_and(|o| Arc::ptr_eq(&w, &o)));
+        if !statics.is_empty() || provider {
             self.generation.fetch_add(1, Ordering::SeqCst);
         }
-        lost
+        Lost { statics, provider }
     }
 
     /// Changes with every replacement that took something from a caller: what a request
@@ -111,7 +138,7 @@ impl Authenticator {
                 Caller { principal: Principal::with_scopes(grant.scopes), name: grant.name, identity: hex(&digest) };
             return Ok(Some((digest, caller)));
         }
-        let Some(verifier) = &self.oauth else { return Err(self.refuse(None)) };
+        let Some(verifier) = self.verifier() else { return Err(self.refuse(None)) };
         match verifier.verify(token).await {
             Ok(v) => {
                 let caller =
@@ -137,7 +164,7 @@ impl Authenticator {
     /// 401 (no token, or a refused one), 403 (missing required scopes) or 503 (the identity
     /// provider could not be reached), with the challenge that leads a client to log in.
     fn refuse(&self, refusal: Option<&Refusal>) -> Response {
-        let challenge = match &self.oauth {
+        let challenge = match self.verifier() {
             Some(v) => v.challenge(refusal),
             None => "Bearer".to_owned(),
         };
@@ -222,21 +249,47 @@ mod tests {
         assert!(!auth.required());
         let before = auth.generation();
         // Tokens where there were none: anyone who called without one loses it.
-        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("gone".to_owned(), grant("g", &[]))]);
-        assert_eq!(lost, HashSet::from([ANYONE]));
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("gone".to_owned(), grant("g", &[]))], None);
+        assert_eq!(lost.statics, HashSet::from([ANYONE]));
         assert!(auth.required() && auth.generation() > before);
-        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("new".to_owned(), grant("n", &[]))]);
-        assert_eq!(lost, HashSet::from([digest("gone")]));
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["a"])), ("new".to_owned(), grant("n", &[]))], None);
+        assert_eq!(lost.statics, HashSet::from([digest("gone")]));
         assert!(auth.static_grant("gone").is_none() && auth.static_grant("new").is_some());
         // Same token, other scopes (or another name): its callers lose what they held.
-        let lost = auth.replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))]);
-        assert_eq!(lost, HashSet::from([digest("kept")]));
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))], None);
+        assert_eq!(lost.statics, HashSet::from([digest("kept")]));
         assert_eq!(auth.static_grant("kept").unwrap().1.scopes, ["b"]);
         // Nothing taken: the generation stays.
         let at = auth.generation();
-        assert!(auth
-            .replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))])
-            .is_empty());
+        let lost = auth.replace([("kept".to_owned(), grant("k", &["b"])), ("new".to_owned(), grant("n", &[]))], None);
+        assert!(lost.statics.is_empty() && !lost.provider);
         assert_eq!(auth.generation(), at);
+    }
+
+    #[test]
+    fn a_verifier_replaced_or_removed_takes_every_identity_provider_callers_standing() {
+        let settings: crate::oauth::OAuthSettings = serde_json::from_value(serde_json::json!({
+            "resource": "https://gateway.example/mcp", "issuers": [{"issuer": "https://idp.example"}]
+        }))
+        .unwrap();
+        let first = Verifier::new(settings.clone()).unwrap();
+        let auth = Authenticator::new([], Some(first.clone()));
+        assert!(auth.required() && auth.has_oauth());
+        // The same verifier kept: nothing taken.
+        let at = auth.generation();
+        assert_eq!(auth.replace([], Some(first.clone())), Lost { statics: HashSet::new(), provider: false });
+        assert_eq!(auth.generation(), at);
+        // Another verifier (a reloaded config's, even with the same settings): every caller of
+        // the one before loses what it held.
+        let second = Verifier::new(settings).unwrap();
+        assert!(auth.replace([], Some(second.clone())).provider);
+        assert!(auth.generation() > at && Arc::ptr_eq(&auth.verifier().unwrap(), &second));
+        // Removed, leaving no token at all: the provider's callers lose, and anyone may call.
+        let at = auth.generation();
+        assert!(auth.replace([], None).provider);
+        assert!(!auth.required() && auth.verifier().is_none() && auth.generation() > at);
+        // Added where anyone could call: anyone loses that.
+        let lost = auth.replace([], Some(first));
+        assert_eq!(lost, Lost { statics: HashSet::from([ANYONE]), provider: false });
     }
 }

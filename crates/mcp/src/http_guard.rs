@@ -82,6 +82,8 @@ pub(crate) struct Guard {
     addr: SocketAddr,
     /// What ends the open listen streams of each caller (when its token goes).
     cuts: Mutex<HashMap<TokenDigest, CancellationToken>>,
+    /// What ends the identity provider's callers' listen streams (when its verifier goes).
+    provider_cut: Mutex<CancellationToken>,
 }
 
 /// What a POST opens, beyond its own answer.
@@ -122,6 +124,7 @@ impl Guard {
             auth,
             addr,
             cuts: Mutex::default(),
+            provider_cut: Mutex::default(),
             limiter: limiter.clone(),
             strikes: crate::strikes::Strikes::new(
                 access.limits.refused_tokens_per_minute,

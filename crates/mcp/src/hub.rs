@@ -175,20 +175,18 @@ impl Hub {
         let _ = self.guard.set(guard);
     }
 
-    /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `allowed_origins`
-    /// and `trusted_proxies`) and its `limits` for the next request on; refused with the
-    /// reason, the running ones kept, where a start would refuse them. The number of sessions
-    /// ended, whose caller's token went or is granted otherwise (`None`: no HTTP endpoint,
-    /// nothing to do).
+    /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `auth.oauth`,
+    /// `allowed_origins` and `trusted_proxies`, from `access`; its documents and callbacks are
+    /// not: their routes are made once) and its `limits` for the next request on; refused with
+    /// the reason, the running ones kept, where a start would refuse them. The sessions ended,
+    /// whose caller's token went or is granted otherwise, or whose identity provider changed
+    /// (`None`: no HTTP endpoint, nothing to do).
     pub async fn set_http_access(
         &self,
-        tokens: std::collections::BTreeMap<String, crate::config::Grant>,
-        allowed_origins: Vec<String>,
-        trusted_proxies: &[String],
-        limits: crate::http_access::HttpLimits,
-    ) -> Result<Option<usize>, String> {
+        access: crate::http_access::HttpAccess,
+    ) -> Result<Option<crate::access_reload::SessionsEnded>, String> {
         match self.guard.get().and_then(|g| g.upgrade()) {
-            Some(guard) => guard.reload(tokens, allowed_origins, trusted_proxies, limits).await.map(Some),
+            Some(guard) => guard.reload(access).await.map(Some),
             None => Ok(None),
         }
     }

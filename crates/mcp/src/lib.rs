@@ -70,6 +70,7 @@ pub mod trace;
 pub mod trail;
 mod visible;
 
+pub use access_reload::SessionsEnded;
 pub use checks::spawn_command_checks;
 pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};
 pub use http::{bound_silence, close_unread, serve_http, HttpAccess, HttpLimits};

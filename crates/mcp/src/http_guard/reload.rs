@@ -1,60 +1,73 @@
 //! Who may call, replaced while the endpoint runs (a reloaded config's): the static tokens
-//! (what the callers who lost their token, or what it granted, opened is ended), the allowed
+//! (what the callers who lost their token, or what it granted, opened is ended), the identity
+//! provider (`auth.oauth`: a changed one ends what all of its callers opened), the allowed
 //! origins, the trusted proxies and the limits (`session_idle_secs` too: the guard closes idle
 //! sessions, `super::idle`).
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::Guard;
-use crate::config::Grant;
-use crate::http_access::HttpLimits;
+use crate::access_reload::SessionsEnded;
+use crate::http_access::HttpAccess;
 use crate::http_auth::TokenDigest;
+use crate::oauth::Verifier;
 
 impl Guard {
-    /// Replaces the static tokens, the allowed origins, the trusted proxies and the limits
-    /// with a reloaded config's, for the next request (or connection) on; refused, with nothing
-    /// replaced, as a start would refuse them (tokens that leave a non-loopback address open or
-    /// easy to guess, a proxy that is no address or block). Lowered limits end nothing open:
-    /// sessions past a lowered `max_sessions` stay until they close. The number of sessions
-    /// ended, of the callers whose token went or is granted otherwise.
-    pub(crate) async fn reload(
-        &self,
-        tokens: BTreeMap<String, Grant>,
-        allowed_origins: Vec<String>,
-        trusted_proxies: &[String],
-        limits: HttpLimits,
-    ) -> Result<usize, String> {
-        crate::http_access::check_tokens(self.addr, &tokens, self.auth.has_oauth())
+    /// Replaces the static tokens, the identity provider, the allowed origins, the trusted
+    /// proxies and the limits with a reloaded config's (`access`), for the next request (or
+    /// connection) on; refused, with nothing replaced, as a start would refuse them (tokens that
+    /// leave a non-loopback address open or easy to guess, `auth.oauth` settings a start
+    /// refuses, a proxy that is no address or block). Lowered limits end nothing open: sessions
+    /// past a lowered `max_sessions` stay until they close. The sessions ended: of the callers
+    /// whose token went or is granted otherwise, and, when `auth.oauth` changed or went, of
+    /// every caller of the identity provider (what its tokens grant may have changed with it).
+    pub(crate) async fn reload(&self, access: HttpAccess) -> Result<SessionsEnded, String> {
+        let HttpAccess { tokens, oauth, allowed_origins, trusted_proxies, limits, .. } = access;
+        let verifier = match (self.auth.verifier(), oauth) {
+            (Some(v), Some(settings)) if v.settings() == &settings => Some(v),
+            (_, Some(settings)) => Some(Verifier::new(settings).map_err(|e| format!("toolsearch.auth.oauth.{e}"))?),
+            (_, None) => None,
+        };
+        crate::http_access::check_tokens(self.addr, &tokens, verifier.is_some())
             .map_err(|e| format!("toolsearch.tokens: {e}"))?;
-        let proxies = crate::strikes::parse_blocks(trusted_proxies).map_err(|e| format!("toolsearch.{e}"))?;
+        let proxies = crate::strikes::parse_blocks(&trusted_proxies).map_err(|e| format!("toolsearch.{e}"))?;
         *self.limits.write().unwrap_or_else(|p| p.into_inner()) = limits;
         self.strikes.set_rates(limits.refused_tokens_per_minute, limits.refused_tokens_burst);
-        *self.trusted_proxies.write().unwrap_or_else(|p| p.into_inner()) = std::sync::Arc::new(proxies);
+        *self.trusted_proxies.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(proxies);
         self.allowed_origins.set(allowed_origins);
+        if let Some(v) = verifier.as_ref().filter(|v| !self.auth.verifier().is_some_and(|w| Arc::ptr_eq(v, &w))) {
+            let v = v.clone();
+            tokio::spawn(async move { v.warm().await });
+        }
         // Replaced first: a session bound, or a stream begun, after the ends below was
         // authenticated before, and is ended where it is made (`guard`).
-        let lost = self.auth.replace(tokens);
-        if lost.is_empty() {
-            return Ok(0);
+        let lost = self.auth.replace(tokens, verifier);
+        if lost.statics.is_empty() && !lost.provider {
+            return Ok(SessionsEnded::default());
         }
         {
             let mut cuts = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
-            for caller in &lost {
+            for caller in &lost.statics {
                 if let Some(cut) = cuts.remove(caller) {
                     cut.cancel();
                 }
             }
+            if lost.provider {
+                std::mem::take(&mut *self.provider_cut.lock().unwrap_or_else(|p| p.into_inner())).cancel();
+            }
         }
-        let ended: Vec<String> = {
+        // A caller neither static nor anyone (after the replacement) is the identity provider's.
+        let ended: Vec<(String, TokenDigest)> = {
             let mut owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
-            owners.extract_if(|_, o| lost.contains(o)).map(|(s, _)| s).collect()
+            owners.extract_if(|_, o| lost.statics.contains(o) || (lost.provider && !self.auth.replaceable(o))).collect()
         };
-        for id in &ended {
+        for (id, _) in &ended {
             self.end(id).await;
         }
-        Ok(ended.len())
+        let tokens = ended.iter().filter(|(_, o)| lost.statics.contains(o)).count();
+        Ok(SessionsEnded { tokens, oauth: ended.len() - tokens })
     }
 
     /// Closes HTTP session `session` (its streams end; its client's next request gets 404).
@@ -64,8 +77,9 @@ impl Guard {
     }
 
     /// What ends `caller`'s listen streams: one kept per static token (a bounded number), so
-    /// that a replacement finds it, and one already ended if the tokens changed since
-    /// `generation` (the stream was authenticated before the change).
+    /// that a replacement finds it, one shared by the identity provider's callers, and one
+    /// already ended if the tokens or the provider changed since `generation` (the stream was
+    /// authenticated before the change).
     pub(super) fn cut(&self, caller: TokenDigest, generation: u64) -> CancellationToken {
         let mut cuts = self.cuts.lock().unwrap_or_else(|p| p.into_inner());
         // Under the lock `reload` takes after it replaced the tokens.
@@ -76,20 +90,14 @@ impl Guard {
         }
         match self.auth.replaceable(&caller) {
             true => cuts.entry(caller).or_default().clone(),
-            // An identity provider's caller: no replacement takes anything from it.
-            false => CancellationToken::new(),
+            // An identity provider's caller: only a replaced verifier takes anything from it.
+            false => self.provider_cut.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         }
     }
 }
 
 impl crate::access_reload::AccessReload for Guard {
-    fn reload<'a>(
-        &'a self,
-        tokens: BTreeMap<String, Grant>,
-        allowed_origins: Vec<String>,
-        trusted_proxies: &'a [String],
-        limits: HttpLimits,
-    ) -> crate::offer_source::BoxFutureRef<'a, Result<usize, String>> {
-        Box::pin(Guard::reload(self, tokens, allowed_origins, trusted_proxies, limits))
+    fn reload(&self, access: HttpAccess) -> crate::offer_source::BoxFutureRef<'_, Result<SessionsEnded, String>> {
+        Box::pin(Guard::reload(self, access))
     }
 }

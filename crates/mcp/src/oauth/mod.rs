@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use config::{IntrospectionSettings, IssuerSettings, OAuthSettings, ScopeRule};
 use keys::IssuerKeys;
+pub(crate) use metadata::WELL_KNOWN;
 
 /// A token that verified: who it names and what it grants.
 #[derive(Debug, Clone)]
@@ -85,6 +86,11 @@ impl Verifier {
             introspected: introspect::Introspected::default(),
             introspecting: tokio::sync::Semaphore::new(introspect::AT_ONCE),
         }))
+    }
+
+    /// The settings it verifies by.
+    pub(crate) fn settings(&self) -> &OAuthSettings {
+        &self.settings
     }
 
     /// Who `token` names and what it grants, or why it is refused.

@@ -1,0 +1,155 @@
+//! `auth.oauth` edited in the config applies to the next request without a restart, proven
+//! against an issuer nobody here wrote (`oauth2-mock-server`): a changed identity provider ends
+//! the sessions and streams its callers opened (what their tokens grant may have changed), its
+//! RFC 9728 metadata and challenges follow the new settings, a reload that leaves it alone
+//! ends nothing of its callers, and one that removes it refuses its tokens from then on. The
+//! static tokens' sessions go on throughout.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::gateway::{free_port, http_get, http_open, http_post, listen_session_free, reference_server, HttpGateway};
+use common::oauth::{header, initialize};
+use common::oauth_mock::MockIssuers;
+use common::write_config;
+use serde_json::{json, Value};
+
+const STATIC: &str = "tok-static";
+
+/// The config: the everything server, one static token, and `oauth` (none: no identity
+/// provider), `origins` allowed.
+fn config(dir: &Path, oauth: Option<Value>, origins: &[&str]) -> PathBuf {
+    let mut settings = json!({"tokens": {STATIC: {"name": "ops", "scopes": []}}, "allowed_origins": origins});
+    if let Some(oauth) = oauth {
+        settings["auth"] = json!({"oauth": oauth});
+    }
+    write_config(
+        dir,
+        &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                "toolsearch": settings}),
+    )
+}
+
+/// Opens a session at `addr` with bearer `token`: its id.
+fn open(addr: &str, token: &str) -> String {
+    let (status, headers, body) = initialize(addr, Some(token));
+    assert_eq!(status, 200, "{body}");
+    let id = header(&headers, "mcp-session-id").to_owned();
+    assert!(!id.is_empty(), "a session id: {headers:?}");
+    let (status, _) = on(addr, token, &id, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    assert!(status == 202 || status == 200, "{status}");
+    id
+}
+
+/// `body` POSTed on session `session` with bearer `token`: the status and the answer.
+fn on(addr: &str, token: &str, session: &str, body: &str) -> (u16, String) {
+    let bearer = format!("Bearer {token}");
+    http_post(addr, body, &[("Authorization", bearer.as_str()), ("Mcp-Session-Id", session)])
+}
+
+/// The status of a `ping` on `session`.
+fn ping(addr: &str, token: &str, session: &str) -> u16 {
+    on(addr, token, session, r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).0
+}
+
+/// Whether the connection ends (the server closes it) within `within`.
+fn ends_within(s: &mut std::net::TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).is_ok()
+}
+
+/// The `n`th reload, read: the status lines with `oauth_changed` so far.
+fn reloaded(gateway: &HttpGateway, n: usize) -> Vec<Value> {
+    gateway.wait_for_statuses("\"event\":\"config_reloaded\"", n, Duration::from_secs(60));
+    let status = gateway.status.lock().unwrap();
+    status.iter().filter(|l| l.contains("oauth_changed")).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its_callers_opened() {
+    let dir = common::scratch().join("gateway-oauth-live");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let resource = format!("http://{addr}/mcp");
+    let mock = MockIssuers::start(&resource);
+    let oauth = |required: &str| json!({"resource": resource, "required_scopes": [required], "issuers": [{"issuer": mock.issuer}]});
+    let token = |scope: &str| {
+        let (status, answer) = mock.grant("alice", scope, &resource);
+        assert_eq!(status, 200, "{answer}");
+        answer["access_token"].as_str().unwrap().to_owned()
+    };
+    let metadata = || {
+        let (status, body) = http_get(&addr, "/.well-known/oauth-protected-resource/mcp", &[]);
+        (status, serde_json::from_str::<Value>(&body).unwrap_or(Value::Null))
+    };
+    let path = config(&dir, Some(oauth("read-only")), &[]);
+    let gateway = HttpGateway::start_on(&addr, &path, &dir.join("state"), &["--json"], &[]);
+
+    // Alice's session, its GET stream and a session-free listen stream; a static token's session.
+    let read_only = token("read-only");
+    let alices = open(&addr, &read_only);
+    let bearer = format!("Bearer {read_only}");
+    let (head, mut alices_stream) = http_open(
+        &addr,
+        "GET",
+        "",
+        &[("Authorization", bearer.as_str()), ("Mcp-Session-Id", alices.as_str()), ("Connection", "close")],
+        Duration::from_secs(5),
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (status, mut alices_listen) = listen_session_free(&addr, &read_only, &[("Connection", "close")]);
+    assert_eq!(status, 200);
+    let ops = open(&addr, STATIC);
+    assert_eq!(metadata().1["scopes_supported"], json!(["read-only"]));
+    assert!(!ends_within(&mut alices_stream, Duration::from_millis(500)), "a stream stays open until the change");
+
+    // The provider's settings change: what its callers opened ends, the static token's goes on.
+    config(&dir, Some(oauth("read-write")), &[]);
+    let changed = reloaded(&gateway, 1);
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(changed[0]["sessions_ended"], 1, "{changed:?}");
+    assert!(ends_within(&mut alices_stream, Duration::from_secs(10)), "the session's stream ends");
+    assert!(ends_within(&mut alices_listen, Duration::from_secs(10)), "the session-free stream ends");
+    assert_eq!(ping(&addr, &read_only, &alices), 403, "the old token lacks the new required scope");
+    let read_write = token("read-write");
+    assert_eq!(ping(&addr, &read_write, &alices), 404, "the session is gone, for the same principal too");
+    assert_eq!(ping(&addr, STATIC, &ops), 200);
+    // The next request meets the new settings: the challenge and the metadata say them.
+    let (status, headers, _) = initialize(&addr, Some(&read_only));
+    assert_eq!(status, 403);
+    assert!(header(&headers, "www-authenticate").contains("scope=\"read-write\""), "{headers:?}");
+    let alices = open(&addr, &read_write);
+    let (status, document) = metadata();
+    assert_eq!((status, &document["scopes_supported"]), (200, &json!(["read-write"])));
+
+    // A reload that leaves `auth.oauth` as it was ends nothing of its callers.
+    config(&dir, Some(oauth("read-write")), &["https://app.example"]);
+    assert_eq!(reloaded(&gateway, 2).len(), 1, "no second oauth_changed");
+    assert_eq!(ping(&addr, &read_write, &alices), 200);
+
+    // Removed: its tokens are refused with a plain challenge, its metadata is gone.
+    config(&dir, None, &["https://app.example"]);
+    let changed = reloaded(&gateway, 3);
+    assert_eq!(changed.len(), 2, "{changed:?}");
+    assert_eq!(changed[1]["sessions_ended"], 1, "{changed:?}");
+    let (status, headers, _) = initialize(&addr, Some(&read_write));
+    assert_eq!((status, header(&headers, "www-authenticate")), (401, "Bearer"));
+    assert_eq!(metadata().0, 404);
+    assert_eq!(ping(&addr, STATIC, &ops), 200);
+
+    // Back again: its tokens are let in.
+    config(&dir, Some(oauth("read-write")), &["https://app.example"]);
+    assert_eq!(reloaded(&gateway, 4).len(), 3);
+    open(&addr, &read_write);
+    assert_eq!(metadata().0, 200);
+
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
+    assert!(!status.contains(&read_only) && !status.contains(&read_write), "no token reaches the status");
+    drop(gateway);
+}
