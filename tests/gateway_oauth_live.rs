@@ -3,7 +3,7 @@
 //! the sessions and streams its callers opened (what their tokens grant may have changed), its
 //! RFC 9728 metadata and challenges follow the new settings, a reload that leaves it alone
 //! ends nothing of its callers, and one that removes it refuses its tokens from then on. The
-//! static tokens' sessions go on throughout.
+//! static tokens' sessions go on throughout. A reachable listener is never left open by it.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -152,4 +152,42 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
     assert!(!status.contains(&read_only) && !status.contains(&read_write), "no token reaches the status");
     drop(gateway);
+}
+
+/// On an address others can reach with no static token, a reload that removes `auth.oauth`
+/// would leave it open: it is refused as a start would be, and the provider is kept.
+#[test]
+fn removing_the_only_identity_on_a_reachable_listener_is_refused_and_the_provider_kept() {
+    let dir = common::scratch().join("gateway-oauth-live-refused");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let resource = format!("http://{addr}/mcp");
+    let mock = MockIssuers::start(&resource);
+    let oauth = json!({"resource": resource, "issuers": [{"issuer": mock.issuer}]});
+    let only_oauth = |oauth: Option<&Value>| {
+        let mut settings = json!({});
+        if let Some(oauth) = oauth {
+            settings["auth"] = json!({"oauth": oauth});
+        }
+        write_config(
+            &dir,
+            &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+                    "toolsearch": settings}),
+        )
+    };
+    let path = only_oauth(Some(&oauth));
+    let gateway = HttpGateway::start_on(&format!("0.0.0.0:{port}"), &path, &dir.join("state"), &["--json"], &[]);
+    let (status, answer) = mock.grant("alice", "memory", &resource);
+    assert_eq!(status, 200, "{answer}");
+    let token = answer["access_token"].as_str().unwrap().to_owned();
+    let session = open(&addr, &token);
+
+    only_oauth(None);
+    let error = gateway.wait_for_status("config_error", Duration::from_secs(60));
+    assert!(error.contains("toolsearch.tokens") && error.contains("the running ones are kept"), "{error}");
+    assert_eq!(ping(&addr, &token, &session), 200, "the provider and its caller's session are kept");
+    let (status, headers, _) = initialize(&addr, None);
+    assert!(status == 401 && header(&headers, "www-authenticate").contains("resource_metadata="), "{headers:?}");
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("oauth_changed") && !status.contains(&token), "{status}");
 }
