@@ -20,10 +20,10 @@ use serde_json::{json, Value};
 
 const STATIC: &str = "tok-static";
 
-/// The config: the everything server, one static token, and `oauth` (none: no identity
+/// The config: the everything server, the static `tokens`, and `oauth` (none: no identity
 /// provider), `origins` allowed.
-fn config(dir: &Path, oauth: Option<Value>, origins: &[&str]) -> PathBuf {
-    let mut settings = json!({"tokens": {STATIC: {"name": "ops", "scopes": []}}, "allowed_origins": origins});
+fn config(dir: &Path, tokens: Value, oauth: Option<&Value>, origins: &[&str]) -> PathBuf {
+    let mut settings = json!({"tokens": tokens, "allowed_origins": origins});
     if let Some(oauth) = oauth {
         settings["auth"] = json!({"oauth": oauth});
     }
@@ -32,6 +32,18 @@ fn config(dir: &Path, oauth: Option<Value>, origins: &[&str]) -> PathBuf {
         &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
                 "toolsearch": settings}),
     )
+}
+
+/// The static token's grant.
+fn static_token() -> Value {
+    json!({STATIC: {"name": "ops", "scopes": []}})
+}
+
+/// An access token for alice with `scope`, for `resource`, from `mock`'s token endpoint.
+fn grant(mock: &MockIssuers, scope: &str, resource: &str) -> String {
+    let (status, answer) = mock.grant("alice", scope, resource);
+    assert_eq!(status, 200, "{answer}");
+    answer["access_token"].as_str().unwrap().to_owned()
 }
 
 /// Opens a session at `addr` with bearer `token`: its id.
@@ -78,16 +90,12 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     let resource = format!("http://{addr}/mcp");
     let mock = MockIssuers::start(&resource);
     let oauth = |required: &str| json!({"resource": resource, "required_scopes": [required], "issuers": [{"issuer": mock.issuer}]});
-    let token = |scope: &str| {
-        let (status, answer) = mock.grant("alice", scope, &resource);
-        assert_eq!(status, 200, "{answer}");
-        answer["access_token"].as_str().unwrap().to_owned()
-    };
+    let token = |scope: &str| grant(&mock, scope, &resource);
     let metadata = || {
         let (status, body) = http_get(&addr, "/.well-known/oauth-protected-resource/mcp", &[]);
         (status, serde_json::from_str::<Value>(&body).unwrap_or(Value::Null))
     };
-    let path = config(&dir, Some(oauth("read-only")), &[]);
+    let path = config(&dir, static_token(), Some(&oauth("read-only")), &[]);
     let gateway = HttpGateway::start_on(&addr, &path, &dir.join("state"), &["--json"], &[]);
 
     // Alice's session, its GET stream and a session-free listen stream; a static token's session.
@@ -109,7 +117,7 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     assert!(!ends_within(&mut alices_stream, Duration::from_millis(500)), "a stream stays open until the change");
 
     // The provider's settings change: what its callers opened ends, the static token's goes on.
-    config(&dir, Some(oauth("read-write")), &[]);
+    config(&dir, static_token(), Some(&oauth("read-write")), &[]);
     let changed = reloaded(&gateway, 1);
     assert_eq!(changed.len(), 1, "{changed:?}");
     assert_eq!(changed[0]["sessions_ended"], 1, "{changed:?}");
@@ -128,12 +136,12 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     assert_eq!((status, &document["scopes_supported"]), (200, &json!(["read-write"])));
 
     // A reload that leaves `auth.oauth` as it was ends nothing of its callers.
-    config(&dir, Some(oauth("read-write")), &["https://app.example"]);
+    config(&dir, static_token(), Some(&oauth("read-write")), &["https://app.example"]);
     assert_eq!(reloaded(&gateway, 2).len(), 1, "no second oauth_changed");
     assert_eq!(ping(&addr, &read_write, &alices), 200);
 
     // Removed: its tokens are refused with a plain challenge, its metadata is gone.
-    config(&dir, None, &["https://app.example"]);
+    config(&dir, static_token(), None, &["https://app.example"]);
     let changed = reloaded(&gateway, 3);
     assert_eq!(changed.len(), 2, "{changed:?}");
     assert_eq!(changed[1]["sessions_ended"], 1, "{changed:?}");
@@ -143,7 +151,7 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     assert_eq!(ping(&addr, STATIC, &ops), 200);
 
     // Back again: its tokens are let in.
-    config(&dir, Some(oauth("read-write")), &["https://app.example"]);
+    config(&dir, static_token(), Some(&oauth("read-write")), &["https://app.example"]);
     assert_eq!(reloaded(&gateway, 4).len(), 3);
     open(&addr, &read_write);
     assert_eq!(metadata().0, 200);
@@ -164,25 +172,12 @@ fn removing_the_only_identity_on_a_reachable_listener_is_refused_and_the_provide
     let resource = format!("http://{addr}/mcp");
     let mock = MockIssuers::start(&resource);
     let oauth = json!({"resource": resource, "issuers": [{"issuer": mock.issuer}]});
-    let only_oauth = |oauth: Option<&Value>| {
-        let mut settings = json!({});
-        if let Some(oauth) = oauth {
-            settings["auth"] = json!({"oauth": oauth});
-        }
-        write_config(
-            &dir,
-            &json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
-                    "toolsearch": settings}),
-        )
-    };
-    let path = only_oauth(Some(&oauth));
+    let path = config(&dir, json!({}), Some(&oauth), &[]);
     let gateway = HttpGateway::start_on(&format!("0.0.0.0:{port}"), &path, &dir.join("state"), &["--json"], &[]);
-    let (status, answer) = mock.grant("alice", "memory", &resource);
-    assert_eq!(status, 200, "{answer}");
-    let token = answer["access_token"].as_str().unwrap().to_owned();
+    let token = grant(&mock, "memory", &resource);
     let session = open(&addr, &token);
 
-    only_oauth(None);
+    config(&dir, json!({}), None, &[]);
     let error = gateway.wait_for_status("config_error", Duration::from_secs(60));
     assert!(error.contains("toolsearch.tokens") && error.contains("the running ones are kept"), "{error}");
     assert_eq!(ping(&addr, &token, &session), 200, "the provider and its caller's session are kept");

@@ -347,7 +347,6 @@ impl Keeper {
                 ..Default::default()
             };
             match self.hub.set_http_access(access).await {
-                // Served over stdio, a gateway takes no tokens: nothing changed for anyone.
                 Ok(Some(ended)) => {
                     if a.tokens != b.tokens {
                         let mut event = token_changes(&a.tokens, &b.tokens);
@@ -358,6 +357,7 @@ impl Keeper {
                         self.status.event("oauth_changed", json!({"sessions_ended": ended.oauth}));
                     }
                 }
+                // Served over stdio, a gateway takes no tokens: nothing changed for anyone.
                 Ok(None) => {}
                 Err(e) => {
                     let error = format!("{}: {e}; the running ones are kept", new.path.display());

@@ -4,7 +4,7 @@
 use crate::http_access::HttpAccess;
 use crate::offer_source::BoxFutureRef;
 
-/// The sessions a replacement ([`AccessReload::reload`]) ended.
+/// The sessions a reloaded config's access ([`crate::Hub::set_http_access`]) ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionsEnded {
     /// Of callers whose static token went or is granted otherwise.
