@@ -1,9 +1,10 @@
 //! `auth.oauth` edited in the config applies to the next request without a restart, proven
 //! against an issuer nobody here wrote (`oauth2-mock-server`): a changed identity provider ends
 //! the sessions and streams its callers opened (what their tokens grant may have changed), its
-//! RFC 9728 metadata and challenges follow the new settings, a reload that leaves it alone
-//! ends nothing of its callers, and one that removes it refuses its tokens from then on. The
-//! static tokens' sessions go on throughout. A reachable listener is never left open by it.
+//! RFC 9728 metadata (at its resource's path) and challenges follow the new settings, a reload
+//! that leaves it alone ends nothing of its callers, and one that removes it refuses its tokens
+//! from then on. The static tokens' sessions go on throughout. A reachable listener is never
+//! left open by it.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -155,6 +156,20 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
     assert_eq!(reloaded(&gateway, 4).len(), 3);
     open(&addr, &read_write);
     assert_eq!(metadata().0, 200);
+
+    // Another resource: the metadata moves to its path, and tokens for the old one are refused
+    // for their audience.
+    let team = format!("http://{addr}/team/mcp");
+    let mut moved = oauth("read-write");
+    moved["resource"] = json!(team);
+    config(&dir, static_token(), Some(&moved), &["https://app.example"]);
+    assert_eq!(reloaded(&gateway, 5).len(), 4);
+    let (status, body) = http_get(&addr, "/.well-known/oauth-protected-resource/team/mcp", &[]);
+    assert!(status == 200 && body.contains(&team), "{body}");
+    assert_eq!(metadata().0, 404);
+    let (status, _, body) = initialize(&addr, Some(&read_write));
+    assert!(status == 401 && body.contains("another audience"), "{body}");
+    open(&addr, &grant(&mock, "read-write", &team));
 
     let status = gateway.status.lock().unwrap().join("\n");
     assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
