@@ -4,7 +4,7 @@
 //! RFC 9728 metadata (at its resource's path) and challenges follow the new settings, a reload
 //! that leaves it alone ends nothing of its callers, and one that removes it refuses its tokens
 //! from then on. The static tokens' sessions go on throughout. A reachable listener is never
-//! left open by it.
+//! left open by it. A rotated introspection secret is proven against oidc-provider's endpoint.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -200,4 +200,52 @@ fn removing_the_only_identity_on_a_reachable_listener_is_refused_and_the_provide
     assert!(status == 401 && header(&headers, "www-authenticate").contains("resource_metadata="), "{headers:?}");
     let status = gateway.status.lock().unwrap().join("\n");
     assert!(!status.contains("oauth_changed") && !status.contains(&token), "{status}");
+}
+
+/// A rotated introspection `client_secret` applies to the next request, against oidc-provider's
+/// RFC 7662 endpoint: an opaque token is not taken while the gateway presents a stale secret
+/// (the endpoint refuses it: 503, never a guess), is taken once the config gives the right one,
+/// without a restart, and is not taken again when the secret goes stale: no introspection
+/// answered under the old settings outlives them, and no secret reaches the status.
+#[test]
+fn a_rotated_introspection_secret_applies_to_the_next_request() {
+    let dir = common::scratch().join("gateway-oauth-live-secret");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let resource = format!("http://{addr}/mcp");
+    let idp = common::oauth::Idp::start(&resource, 300);
+    let oauth = |secret: &str| {
+        json!({"resource": resource,
+               "issuers": [{"issuer": idp.issuer, "introspection": {"client_id": "gateway", "client_secret": secret}}]})
+    };
+    let path = config(&dir, static_token(), Some(&oauth("stale-secret")), &[]);
+    let gateway = HttpGateway::start_on(&addr, &path, &dir.join("state"), &["--json"], &[]);
+    let opaque = idp.token("opaque", "read-only");
+    assert!(!opaque.contains('.'), "an opaque token: {opaque}");
+    let (status, _, body) = initialize(&addr, Some(&opaque));
+    assert!(status == 503 && body.contains("introspection"), "{status} {body}");
+
+    config(&dir, static_token(), Some(&oauth("gateway-secret")), &[]);
+    assert_eq!(reloaded(&gateway, 1).len(), 1);
+    let session = open(&addr, &opaque);
+    assert_eq!(ping(&addr, &opaque, &session), 200);
+
+    config(&dir, static_token(), Some(&oauth("another-stale-secret")), &[]);
+    assert_eq!(reloaded(&gateway, 2).len(), 2);
+    let (status, _, body) = initialize(&addr, Some(&opaque));
+    assert!(status == 503 && body.contains("introspection"), "{status} {body}");
+    assert_eq!(ping(&addr, &opaque, &session), 503, "its token cannot be checked, even on its session");
+
+    // The right secret again: the token is taken, and its old session ended with the settings
+    // it was opened under.
+    config(&dir, static_token(), Some(&oauth("gateway-secret")), &[]);
+    assert_eq!(reloaded(&gateway, 3).len(), 3);
+    assert_eq!(ping(&addr, &opaque, &session), 404);
+    open(&addr, &opaque);
+
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
+    for secret in ["stale-secret", "gateway-secret", &opaque] {
+        assert!(!status.contains(secret), "{secret} reached the status");
+    }
 }

@@ -275,3 +275,63 @@ fn in_a_fleet_a_login_redirect_landing_on_another_replica_reaches_the_one_waitin
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("No login is waiting"), "{body}");
 }
+
+/// `auth.callback_url` and `auth.client_metadata_url` edited while the gateway runs apply to the
+/// next request, without a restart: the login redirect answers at its new path (its old one is
+/// not found), a caller's login goes through it, and the Client ID Metadata Document appears at
+/// its path naming the new redirect, then goes when the setting goes.
+#[test]
+fn a_moved_login_redirect_and_a_client_metadata_document_apply_without_a_restart() {
+    let dir = common::scratch().join("gateway-per-user-pages");
+    let PerUser { idp: _idp, _server, gateway, config, state: _ } = per_user_gateway(&dir, "mcp");
+    let addr = gateway.addr.clone();
+    let forged = |path: &str| common::gateway::http_get(&addr, &format!("{path}?state=forged&code=c"), &[]);
+    assert_eq!(forged("/oauth/callback").0, 400);
+    assert_eq!(common::gateway::http_get(&addr, "/oauth/client.json", &[]).0, 404);
+
+    let edit = |auth: &dyn Fn(&mut Value)| {
+        let mut edited: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+        auth(&mut edited["toolsearch"]["auth"]);
+        write_config(&dir, &edited);
+    };
+    let moved = format!("http://{addr}/auth/return");
+    edit(&|auth| {
+        auth["callback_url"] = json!(moved);
+        auth["client_metadata_url"] = json!("https://gateway.example/oauth/client.json");
+    });
+    gateway.wait_for_statuses("config_reloaded", 1, Duration::from_secs(60));
+    // The server's login settings changed with the redirect: it is restarted.
+    gateway.wait_for_statuses("vault is up", 2, Duration::from_secs(20));
+    let (status, body) = forged("/auth/return");
+    assert!(status == 400 && body.contains("No login is waiting"), "{status} {body}");
+    assert_eq!(forged("/oauth/callback").0, 404);
+    // Still behind the loopback listener's Host check (DNS rebinding), as every route is.
+    let rebound = common::gateway::http_get(&addr, "/auth/return?state=forged", &[("Host", "evil.example")]);
+    assert_eq!(rebound.0, 403, "{rebound:?}");
+    let (status, body) = common::gateway::http_get(&addr, "/oauth/client.json", &[]);
+    assert_eq!(status, 200, "{body}");
+    let document: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(document["client_id"], "https://gateway.example/oauth/client.json");
+    assert!(document["redirect_uris"].as_array().unwrap().contains(&json!(moved)), "{document}");
+
+    // Alice's login sends her browser to the new redirect, and her call runs as her.
+    let steps = json!([["login_as", "alice"], ["call", "vault.whoami", {}], ["asked"]]);
+    let alice = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&alice);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 1), "{alice:?}");
+    // The browser ended on the new redirect, which logged her in.
+    let pages: Vec<Value> = serde_json::from_str(alice.last().unwrap()["text"].as_str().unwrap()).unwrap();
+    let page = &pages.iter().find(|a| a[0] == "page").unwrap()[1];
+    let landed = page["url"].as_str().unwrap_or_default();
+    assert!(landed.starts_with(&moved) && page["text"].as_str().unwrap().contains("logged in"), "{page}");
+
+    // The document goes with its setting; no restart was asked for.
+    edit(&|auth| {
+        auth.as_object_mut().unwrap().remove("client_metadata_url");
+    });
+    gateway.wait_for_statuses("config_reloaded", 2, Duration::from_secs(60));
+    assert_eq!(common::gateway::http_get(&addr, "/oauth/client.json", &[]).0, 404);
+    assert_eq!(forged("/auth/return").0, 400);
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
+}

@@ -290,34 +290,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
              set \"scopes\" or \"access\": \"closed\" in the toolsearch section to restrict it"
         );
     }
-    let access = HttpAccess {
-        tokens: config.settings.tokens.clone(),
-        oauth: config.settings.auth.oauth.clone(),
-        allowed_origins: config.settings.allowed_origins.clone(),
-        trusted_proxies: config.settings.trusted_proxies.clone(),
-        limits: config.settings.limits.http,
-        documents: config
-            .settings
-            .auth
-            .client_metadata_url
-            .iter()
-            .filter_map(|url| {
-                let callback = config.settings.auth.callback_url.as_deref();
-                let document = toolsearch::gateway::login::document::document(url, callback).to_string();
-                toolsearch::gateway::login::document::path(url).map(|p| (p, document))
-            })
-            .collect(),
-        callbacks: toolsearch::mcp::Callbacks(
-            config
-                .settings
-                .auth
-                .callback_url
-                .iter()
-                .filter_map(|url| toolsearch::gateway::login::document::path(url))
-                .map(|path| (path, toolsearch::gateway::login::callback_page(&state)))
-                .collect(),
-        ),
-    };
+    let access = config.settings.http_access(&state);
     if let Some(addr) = http {
         access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
     }

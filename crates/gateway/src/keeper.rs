@@ -335,17 +335,8 @@ impl Keeper {
         };
         // Who may call first: a set the endpoint may not take refuses the whole config.
         let (a, b) = (&self.config.settings, &new.settings);
-        if (&a.tokens, &a.auth.oauth, &a.allowed_origins, &a.trusted_proxies, a.limits.http)
-            != (&b.tokens, &b.auth.oauth, &b.allowed_origins, &b.trusted_proxies, b.limits.http)
-        {
-            let access = toolsearch_mcp::HttpAccess {
-                tokens: b.tokens.clone(),
-                oauth: b.auth.oauth.clone(),
-                allowed_origins: b.allowed_origins.clone(),
-                trusted_proxies: b.trusted_proxies.clone(),
-                limits: b.limits.http,
-                ..Default::default()
-            };
+        if a.access_differs(b) {
+            let access = b.http_access(&self.state);
             match self.hub.set_http_access(access).await {
                 Ok(Some(ended)) => {
                     if a.tokens != b.tokens {

@@ -62,6 +62,7 @@ pub mod preflight;
 mod progress;
 mod reasons;
 mod scan;
+mod served_access;
 mod stamp;
 pub mod store;
 mod teachers;

@@ -14,10 +14,9 @@ pub struct SessionsEnded {
 }
 
 /// Replaces a running endpoint's static tokens, identity provider (`auth.oauth`), allowed
-/// origins, trusted proxies and limits.
+/// origins, trusted proxies, limits and public pages.
 pub(crate) trait AccessReload: Send + Sync {
-    /// Replaces them with `access`'s (its documents and callbacks excepted: their routes are
-    /// made once) for the next request on, refused with the reason (nothing replaced) where a
-    /// start would refuse them; the sessions ended.
+    /// Replaces them with `access`'s for the next request on, refused with the reason (nothing
+    /// replaced) where a start would refuse them; the sessions ended.
     fn reload(&self, access: HttpAccess) -> BoxFutureRef<'_, Result<SessionsEnded, String>>;
 }

@@ -91,32 +91,10 @@ pub async fn serve_http(
     if let Some(v) = verifier.clone() {
         tokio::spawn(async move { v.warm().await });
     }
-    let (documents, callbacks) = (std::mem::take(&mut access.documents), std::mem::take(&mut access.callbacks.0));
     let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
-    let mut taken: std::collections::HashSet<String> = documents.iter().map(|(p, _)| p.clone()).collect();
-    let mut well_known = protected_resource_metadata(state.clone(), documents);
-    for (path, page) in callbacks {
-        // Never two routes on one path, nor one on the endpoint's own or the metadata's.
-        if !path.starts_with('/') || path.starts_with("/mcp") || metadata_path(&path) || !taken.insert(path.clone()) {
-            continue;
-        }
-        let fleet = hub.fleet_rounds().cloned();
-        let answer = move |uri: axum::http::Uri, headers: axum::http::HeaderMap| {
-            let (page, fleet) = (page.clone(), fleet.clone());
-            async move {
-                // A redirect of a login another replica began goes there (`fleet_rounds`).
-                let (status, text) = match crate::fleet_rounds::page_elsewhere(fleet.as_deref(), &uri, &headers).await {
-                    Some(answer) => answer,
-                    None => page(uri.query().unwrap_or_default().to_owned()).await,
-                };
-                let status = axum::http::StatusCode::from_u16(status).unwrap_or(axum::http::StatusCode::OK);
-                (status, [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text)
-            }
-        };
-        well_known = well_known.route(&path, get(answer));
-    }
+    let public = public_routes(state.clone(), hub.fleet_rounds().cloned());
     let live = state.clone();
     crate::http_guard::watch_idle(state.clone(), stop.clone());
     let reload: Arc<dyn crate::access_reload::AccessReload> = state.clone();
@@ -134,7 +112,7 @@ pub async fn serve_http(
                 .route("/readyz", get(ops::readyz))
                 .route("/metrics", get(ops::metrics))
                 .with_state(ops)
-                .merge(well_known)
+                .merge(public)
                 .layer(axum::middleware::from_fn_with_state(hosts, crate::http_origin::host_guard)),
         )
         .layer(axum::middleware::from_fn(close_unread));
@@ -200,28 +178,15 @@ pub fn bound_silence(stream: &tokio::net::TcpStream, secs: u64) {
     let _ = socket.set_tcp_keepalive(&keepalive);
 }
 
-/// The RFC 9728 metadata routes and `documents`: public, readable from any origin, as a
-/// browser-based client must read them before it has a token. The metadata is the identity
-/// provider's as it is now (`auth.oauth`, replaced by a reload: [`Guard::reload`]), at the
-/// paths its resource URL gives; without one, those paths are not found.
-fn protected_resource_metadata(guard: Arc<Guard>, documents: Vec<(String, String)>) -> axum::Router {
-    use axum::http::{header, StatusCode, Uri};
+/// The routes readable without a token: the RFC 9728 metadata, and the public pages
+/// (`crate::http_pages`) answering what no route took. Readable from any origin, as a
+/// browser-based client must read the metadata before it has a token. The metadata is the
+/// identity provider's as it is now (`auth.oauth`, replaced by a reload: [`Guard::reload`]), at
+/// the paths its resource URL gives; without one, those paths are not found.
+fn public_routes(guard: Arc<Guard>, fleet: Option<Arc<crate::fleet_rounds::FleetRounds>>) -> axum::Router {
+    use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
     use axum::response::IntoResponse;
-    let mut routes = axum::Router::new();
-    let mut seen = std::collections::HashSet::new();
-    for (path, document) in documents {
-        // The endpoint's own paths are not documents' to take, nor the metadata's; nor is one
-        // path two documents'.
-        if !path.starts_with('/') || path.starts_with("/mcp") || metadata_path(&path) || !seen.insert(path.clone()) {
-            continue;
-        }
-        routes = routes.route(
-            &path,
-            get(move || async move {
-                ([(header::CONTENT_TYPE, "application/json"), (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")], document)
-            }),
-        );
-    }
+    let pages = guard.clone();
     let metadata = move |uri: Uri| {
         let verifier = guard.auth.verifier().filter(|v| v.metadata_paths().iter().any(|p| p == uri.path()));
         async move {
@@ -235,14 +200,15 @@ fn protected_resource_metadata(guard: Arc<Guard>, documents: Vec<(String, String
             }
         }
     };
+    let page = move |method: Method, uri: Uri, headers: HeaderMap| {
+        let (pages, fleet) = (pages.clone(), fleet.clone());
+        async move { crate::http_pages::answer(&pages.pages, fleet.as_deref(), &method, &uri, &headers).await }
+    };
     let well_known = crate::oauth::WELL_KNOWN;
-    routes.route(well_known, get(metadata.clone())).route(&format!("{well_known}/{{*rest}}"), get(metadata))
-}
-
-/// Whether `path` is the RFC 9728 metadata's, or under it: its routes' alone.
-fn metadata_path(path: &str) -> bool {
-    let well_known = crate::oauth::WELL_KNOWN;
-    path == well_known || path.strip_prefix(well_known).is_some_and(|rest| rest.starts_with('/'))
+    axum::Router::new()
+        .route(well_known, get(metadata.clone()))
+        .route(&format!("{well_known}/{{*rest}}"), get(metadata))
+        .fallback(page)
 }
 
 /// Marks an HTTP/1 answer `Connection: close` when its request's body was not read to the end

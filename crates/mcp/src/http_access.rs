@@ -24,7 +24,8 @@ pub struct HttpAccess {
     /// Bounds on sessions, bodies and slow clients.
     pub limits: HttpLimits,
     /// Public JSON documents served as they are, by path (the gateway's OAuth Client ID
-    /// Metadata Document): readable without a token, from any origin.
+    /// Metadata Document): readable without a token, from any origin; replaced, with the
+    /// callbacks, by a reload (`crate::http_pages`).
     pub documents: Vec<(String, String)>,
     /// Pages the embedding server answers itself, by path, without a token (the gateway's
     /// OAuth redirect for per-user logins).

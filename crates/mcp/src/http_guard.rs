@@ -84,6 +84,8 @@ pub(crate) struct Guard {
     cuts: Mutex<HashMap<TokenDigest, CancellationToken>>,
     /// What ends the identity provider's callers' listen streams (when its verifier goes).
     provider_cut: Mutex<CancellationToken>,
+    /// The public pages beside the endpoint, replaced with the rest ([`Guard::reload`]).
+    pub(crate) pages: crate::http_pages::Pages,
 }
 
 /// What a POST opens, beyond its own answer.
@@ -141,6 +143,7 @@ impl Guard {
             idle: idle::Idle::default(),
             sessions,
             listens: Arc::default(),
+            pages: crate::http_pages::Pages::new(access.documents, access.callbacks.0),
         }
     }
 

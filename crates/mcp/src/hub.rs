@@ -176,8 +176,8 @@ impl Hub {
     }
 
     /// Replaces who may call the HTTP endpoint (a reloaded config's `tokens`, `auth.oauth`,
-    /// `allowed_origins` and `trusted_proxies`, from `access`; its documents and callbacks are
-    /// not: their routes are made once) and its `limits` for the next request on; refused with
+    /// `allowed_origins` and `trusted_proxies`, from `access`), its `limits` and its public
+    /// pages (`documents`, `callbacks`) for the next request on; refused with
     /// the reason, the running ones kept, where a start would refuse them. The sessions ended,
     /// whose caller's token went or is granted otherwise, or whose identity provider changed
     /// (`None`: no HTTP endpoint, nothing to do).

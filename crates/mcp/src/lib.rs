@@ -50,6 +50,7 @@ mod http_access;
 mod http_auth;
 mod http_guard;
 mod http_origin;
+mod http_pages;
 mod hub;
 pub mod metrics;
 mod notifier;

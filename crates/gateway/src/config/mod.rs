@@ -164,11 +164,12 @@ pub struct AuthSettings {
     pub oauth: Option<toolsearch_mcp::oauth::OAuthSettings>,
     /// The gateway as an OAuth client of its upstreams: the HTTPS URL of its Client ID Metadata
     /// Document, used as its `client_id` where an authorization server supports such documents
-    /// (`crate::login::document`); the HTTP listener serves the document at this URL's path.
+    /// (`crate::login::document`); the HTTP listener serves the document at this URL's path
+    /// (a reloaded one's from the next request: `crate::served_access`).
     pub client_metadata_url: Option<String>,
     /// The gateway's public address for the redirect of per-user logins (`"per_user": true`
     /// servers), e.g. `https://gateway.example/oauth/callback`; the HTTP listener answers at
-    /// its path.
+    /// its path (a reloaded one's from the next request).
     pub callback_url: Option<String>,
 }
 

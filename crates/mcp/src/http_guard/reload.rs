@@ -1,8 +1,8 @@
 //! Who may call, replaced while the endpoint runs (a reloaded config's): the static tokens
 //! (what the callers who lost their token, or what it granted, opened is ended), the identity
 //! provider (`auth.oauth`: a changed one ends what all of its callers opened), the allowed
-//! origins, the trusted proxies and the limits (`session_idle_secs` too: the guard closes idle
-//! sessions, `super::idle`).
+//! origins, the trusted proxies, the limits (`session_idle_secs` too: the guard closes idle
+//! sessions, `super::idle`) and the public pages beside the endpoint.
 
 use std::sync::Arc;
 
@@ -16,7 +16,8 @@ use crate::oauth::Verifier;
 
 impl Guard {
     /// Replaces the static tokens, the identity provider, the allowed origins, the trusted
-    /// proxies and the limits with a reloaded config's (`access`), for the next request (or
+    /// proxies, the limits and the public pages (the OAuth client's document and redirect,
+    /// `crate::http_pages`) with a reloaded config's (`access`), for the next request (or
     /// connection) on; refused, with nothing replaced, as a start would refuse them (tokens that
     /// leave a non-loopback address open or easy to guess, `auth.oauth` settings a start
     /// refuses, a proxy that is no address or block). Lowered limits end nothing open: sessions
@@ -24,7 +25,7 @@ impl Guard {
     /// whose token went or is granted otherwise, and, when `auth.oauth` changed or went, of
     /// every caller of the identity provider (what its tokens grant may have changed with it).
     pub(crate) async fn reload(&self, access: HttpAccess) -> Result<SessionsEnded, String> {
-        let HttpAccess { tokens, oauth, allowed_origins, trusted_proxies, limits, .. } = access;
+        let HttpAccess { tokens, oauth, allowed_origins, trusted_proxies, limits, documents, callbacks } = access;
         let verifier = match (self.auth.verifier(), oauth) {
             (Some(v), Some(settings)) if v.settings() == &settings => Some(v),
             (_, Some(settings)) => Some(Verifier::new(settings).map_err(|e| format!("toolsearch.auth.oauth.{e}"))?),
@@ -37,6 +38,7 @@ impl Guard {
         self.strikes.set_rates(limits.refused_tokens_per_minute, limits.refused_tokens_burst);
         *self.trusted_proxies.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(proxies);
         self.allowed_origins.set(allowed_origins);
+        self.pages.set(documents, callbacks.0);
         if let Some(v) = verifier.as_ref().filter(|v| !self.auth.verifier().is_some_and(|w| Arc::ptr_eq(v, &w))) {
             let v = v.clone();
             tokio::spawn(async move { v.warm().await });
