@@ -302,13 +302,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     // blocking pool, so a search never holds up another client's call.
     // Traces, when configured: installed before the runtime (the exporter's HTTP client is a
     // blocking one on its own thread), flushed when this function returns.
-    let _telemetry = match &config.settings.telemetry {
-        Some(t) => Some(
-            toolsearch::mcp::trace::install(t)
-                .map_err(|e| Problem::InvalidConfig.because(format!("toolsearch.telemetry.{e}")))?,
-        ),
-        None => None,
-    };
+    let _telemetry = toolsearch::mcp::trace::install(config.settings.telemetry.as_ref())
+        .map_err(|e| Problem::InvalidConfig.because(format!("toolsearch.telemetry.{e}")))?;
     let runtime = match build {
         false => tokio::runtime::Builder::new_current_thread().enable_all().build(),
         true => tokio::runtime::Runtime::new(),

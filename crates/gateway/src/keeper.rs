@@ -325,7 +325,7 @@ impl Keeper {
         // is not taken for a change of tokens.
         let loaded =
             GatewayConfig::load(&self.config.path).and_then(|mut c| c.settings.name_tokens(&self.state).map(|()| c));
-        let new = match loaded {
+        let mut new = match loaded {
             Ok(c) => c,
             Err(e) => {
                 // The running config stays; the operator sees why the new one was refused.
@@ -383,6 +383,18 @@ impl Keeper {
             let lazy = crate::gateway::lazy_settings(&new, name, &self.state, self.replica.is_some());
             let call_timeout = crate::gateway::call_timeout(&new, name);
             self.fleet.add(name, &new.servers[name], new.settings.limits, connect, lazy, call_timeout);
+        }
+        // Traces: the next span goes to the new endpoint; the old one is flushed to its own.
+        if self.config.settings.telemetry != new.settings.telemetry {
+            let telemetry = new.settings.telemetry.clone();
+            let replaced =
+                tokio::task::spawn_blocking(move || toolsearch_mcp::trace::replace(telemetry.as_ref())).await;
+            if let Err(e) = replaced.map_err(|e| e.to_string()).and_then(|r| r) {
+                let error = format!("toolsearch.telemetry.{e}: the running traces are kept");
+                self.status.event("config_error", json!({"error": error}));
+                // Kept as running, so the next reload tries the new settings again.
+                new.settings.telemetry = self.config.settings.telemetry.clone();
+            }
         }
         let restart = restart_needed(&self.config, &new);
         if !restart.is_empty() {

@@ -9,15 +9,18 @@
 //! continued, and the gateway sends its own on to upstreams, in `_meta` as well.
 //!
 //! Without `telemetry` nothing is installed: spans are the API's no-ops, which cost a few
-//! nanoseconds each.
+//! nanoseconds each. A reloaded config's `telemetry` takes the place of the running one from
+//! the next span on ([`replace`]); the one replaced is flushed to its endpoint.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
 use opentelemetry::{global, Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -35,22 +38,70 @@ pub struct TelemetrySettings {
     pub record_arguments: bool,
 }
 
-static SETTINGS: OnceLock<TelemetrySettings> = OnceLock::new();
+/// The settings and tracer provider installed now (`None`: traces are off), replaced by a
+/// reloaded config ([`replace`]).
+static CURRENT: Mutex<Option<(TelemetrySettings, SdkTracerProvider)>> = Mutex::new(None);
+/// Whether traces are exported, and whether a call's arguments are recorded: read by every
+/// span, so atomics beside the lock.
+static ON: AtomicBool = AtomicBool::new(false);
+static RECORD_ARGUMENTS: AtomicBool = AtomicBool::new(false);
 
-/// The installed exporter; flushes and shuts down when dropped.
-pub struct Telemetry(opentelemetry_sdk::trace::SdkTracerProvider);
+/// The installed exporter; flushes and shuts down the tracer provider installed last (this
+/// one, or what a reload put in its place) when dropped.
+pub struct Telemetry(());
 
 impl Drop for Telemetry {
     fn drop(&mut self) {
-        let _ = self.0.shutdown();
+        let _ = replace(None);
     }
 }
 
-/// Installs the exporter of `settings` as the process's tracer provider. Call it outside any
-/// async runtime (its HTTP client is a blocking one, on the exporter's own thread).
-pub fn install(settings: &TelemetrySettings) -> Result<Telemetry, String> {
+/// Installs the exporter of `settings` (if any) as the process's tracer provider; the guard
+/// flushes whichever is installed when the process ends, one a reload put in place too. Call
+/// it outside any async runtime (its HTTP client is a blocking one, on the exporter's own
+/// thread).
+pub fn install(settings: Option<&TelemetrySettings>) -> Result<Telemetry, String> {
+    replace(settings)?;
+    Ok(Telemetry(()))
+}
+
+/// Checks `settings` as [`install`] would, without installing anything: the endpoint must be
+/// `https` (`http` on loopback only).
+pub fn check(settings: &TelemetrySettings) -> Result<(), String> {
+    crate::oauth::fetch::secure_url(&settings.otlp_endpoint).map(|_| ()).map_err(|e| format!("otlp_endpoint: {e}"))
+}
+
+/// Makes `settings` the process's traces from the next span on (`None`: none are exported),
+/// unless they are the ones installed already. The provider replaced is flushed to its own
+/// endpoint and shut down. Blocking: call it outside any async runtime (`spawn_blocking`).
+pub fn replace(settings: Option<&TelemetrySettings>) -> Result<(), String> {
+    let mut current = CURRENT.lock().unwrap_or_else(|p| p.into_inner());
+    if current.as_ref().map(|(s, _)| s) == settings {
+        return Ok(());
+    }
+    let next = match settings {
+        Some(settings) => Some((settings.clone(), provider(settings)?)),
+        None => None,
+    };
+    ON.store(false, Ordering::SeqCst);
+    match &next {
+        Some((settings, provider)) => {
+            global::set_tracer_provider(provider.clone());
+            RECORD_ARGUMENTS.store(settings.record_arguments, Ordering::SeqCst);
+            ON.store(true, Ordering::SeqCst);
+        }
+        None => global::set_tracer_provider(opentelemetry::trace::noop::NoopTracerProvider::new()),
+    }
+    if let Some((_, old)) = std::mem::replace(&mut *current, next) {
+        let _ = old.shutdown();
+    }
+    Ok(())
+}
+
+/// The tracer provider `settings` describe: spans batched to its endpoint's `/v1/traces`.
+fn provider(settings: &TelemetrySettings) -> Result<SdkTracerProvider, String> {
     use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-    crate::oauth::fetch::secure_url(&settings.otlp_endpoint).map_err(|e| format!("otlp_endpoint: {e}"))?;
+    check(settings)?;
     let client = crate::tls::blocking_client().map_err(|e| format!("otlp_endpoint: {e}"))?;
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
@@ -59,18 +110,15 @@ pub fn install(settings: &TelemetrySettings) -> Result<Telemetry, String> {
         .build()
         .map_err(|e| format!("otlp_endpoint: {e}"))?;
     let name = settings.service_name.clone().unwrap_or_else(|| "toolsearch-gateway".to_owned());
-    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+    Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(opentelemetry_sdk::Resource::builder().with_service_name(name).build())
-        .build();
-    global::set_tracer_provider(provider.clone());
-    let _ = SETTINGS.set(settings.clone());
-    Ok(Telemetry(provider))
+        .build())
 }
 
 /// Whether traces are exported.
 pub(crate) fn on() -> bool {
-    SETTINGS.get().is_some()
+    ON.load(Ordering::Relaxed)
 }
 
 /// The trace context a request's `_meta` carries (`traceparent`, `tracestate`), if any.
@@ -121,7 +169,7 @@ pub(crate) fn client_call(
         KeyValue::new("gen_ai.operation.name", "execute_tool"),
         KeyValue::new("gen_ai.tool.name", name.to_owned()),
     ];
-    if SETTINGS.get().is_some_and(|s| s.record_arguments) {
+    if RECORD_ARGUMENTS.load(Ordering::Relaxed) {
         attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments.to_string()));
     }
     span(&parent_of(meta), format!("tools/call {name}"), SpanKind::Server, attributes)

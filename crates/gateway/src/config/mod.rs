@@ -359,6 +359,9 @@ impl GatewayConfig {
                 }
             }
         }
+        if let Some(telemetry) = &settings.telemetry {
+            toolsearch_mcp::trace::check(telemetry).map_err(|e| bad(format!("toolsearch.telemetry.{e}")))?;
+        }
         for key in settings.facades.keys().chain(settings.requires.keys()) {
             if !servers.contains_key(key) {
                 return Err(bad(format!("toolsearch: {key:?} is not a server of {}", sections.at)));
