@@ -391,7 +391,7 @@ impl Keeper {
                 tokio::task::spawn_blocking(move || toolsearch_mcp::trace::replace(telemetry.as_ref())).await;
             if let Err(e) = replaced.map_err(|e| e.to_string()).and_then(|r| r) {
                 let error = format!("toolsearch.telemetry.{e}: the running traces are kept");
-                self.status.event("config_error", json!({"error": error}));
+                self.status.event("config_error", json!({"error": crate::secrets::mask(&error)}));
                 // Kept as running, so the next reload tries the new settings again.
                 new.settings.telemetry = self.config.settings.telemetry.clone();
             }
