@@ -35,6 +35,15 @@ fn config(dir: &Path, tokens: Value, oauth: Option<&Value>, origins: &[&str]) ->
     )
 }
 
+/// The scratch directory `name`, a free port, its loopback address, and the `/mcp` resource URL
+/// there.
+fn listener(name: &str) -> (PathBuf, u16, String, String) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let resource = format!("http://{addr}/mcp");
+    (common::scratch().join(name), port, addr, resource)
+}
+
 /// The static token's grant.
 fn static_token() -> Value {
     json!({STATIC: {"name": "ops", "scopes": []}})
@@ -85,10 +94,7 @@ fn reloaded(gateway: &HttpGateway, n: usize) -> Vec<Value> {
 
 #[test]
 fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its_callers_opened() {
-    let dir = common::scratch().join("gateway-oauth-live");
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let resource = format!("http://{addr}/mcp");
+    let (dir, _, addr, resource) = listener("gateway-oauth-live");
     let mock = MockIssuers::start(&resource);
     let oauth = |required: &str| json!({"resource": resource, "required_scopes": [required], "issuers": [{"issuer": mock.issuer}]});
     let token = |scope: &str| grant(&mock, scope, &resource);
@@ -181,10 +187,7 @@ fn auth_oauth_edited_in_the_config_applies_to_the_next_request_and_ends_what_its
 /// would leave it open: it is refused as a start would be, and the provider is kept.
 #[test]
 fn removing_the_only_identity_on_a_reachable_listener_is_refused_and_the_provider_kept() {
-    let dir = common::scratch().join("gateway-oauth-live-refused");
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let resource = format!("http://{addr}/mcp");
+    let (dir, port, addr, resource) = listener("gateway-oauth-live-refused");
     let mock = MockIssuers::start(&resource);
     let oauth = json!({"resource": resource, "issuers": [{"issuer": mock.issuer}]});
     let path = config(&dir, json!({}), Some(&oauth), &[]);
@@ -209,10 +212,7 @@ fn removing_the_only_identity_on_a_reachable_listener_is_refused_and_the_provide
 /// answered under the old settings outlives them, and no secret reaches the status.
 #[test]
 fn a_rotated_introspection_secret_applies_to_the_next_request() {
-    let dir = common::scratch().join("gateway-oauth-live-secret");
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let resource = format!("http://{addr}/mcp");
+    let (dir, _, addr, resource) = listener("gateway-oauth-live-secret");
     let idp = common::oauth::Idp::start(&resource, 300);
     let oauth = |secret: &str| {
         json!({"resource": resource,

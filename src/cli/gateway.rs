@@ -9,7 +9,7 @@ use toolsearch::embed::{EmbedderOptions, OnnxEmbedder};
 use toolsearch::gateway::store::store_error;
 use toolsearch::mcp::approve;
 use toolsearch::mcp::gateway::{default_state_dir, start, Role, Status};
-use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig, HttpAccess};
+use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationToken, GatewayConfig};
 
 use super::common::{engine_options, Cutoff, Global};
 use super::failure::{Failure, Problem};
@@ -262,13 +262,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     if args.check {
         if let Some(addr) = args.http {
             // What serving on ADDR would refuse (no tokens off loopback, a guessable token).
-            let access = HttpAccess {
-                tokens: config.settings.tokens.clone(),
-                oauth: config.settings.auth.oauth.clone(),
-                trusted_proxies: config.settings.trusted_proxies.clone(),
-                ..HttpAccess::default()
-            };
-            access.check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
+            config.settings.http_access(&state).check(addr).map_err(|e| Problem::InvalidConfig.because(e))?;
         }
         return preflight(global, &config, &state);
     }
