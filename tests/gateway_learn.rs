@@ -97,15 +97,23 @@ struct CodeWords {
 }
 
 fn code_words(name: &str, max_moved: f64) -> CodeWords {
-    let dir = common::scratch().join(name);
-    let state = dir.join("state");
+    let learn = json!({"every_secs": 1, "min_new_labels": 20, "from": ["replay"], "max_moved": max_moved});
+    code_words_learning(name, Some(learn))
+}
+
+/// The config of a gateway over the memory and everything servers in `dir`, learning as
+/// `learn` says (`None`: not at all).
+fn code_words_config(dir: &Path, learn: Option<Value>) -> std::path::PathBuf {
     let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
     let everything = json!({"command": "node", "args": [reference_server("everything"), "stdio"]});
-    let config = write_config(
-        &dir,
-        &json!({"mcpServers": {"memory": memory, "everything": everything},
-                "toolsearch": {"learn": {"every_secs": 1, "min_new_labels": 20, "from": ["replay"], "max_moved": max_moved}}}),
-    );
+    let toolsearch = learn.map_or_else(|| json!({}), |l| json!({ "learn": l }));
+    write_config(dir, &json!({"mcpServers": {"memory": memory, "everything": everything}, "toolsearch": toolsearch}))
+}
+
+fn code_words_learning(name: &str, learn: Option<Value>) -> CodeWords {
+    let dir = common::scratch().join(name);
+    let state = dir.join("state");
+    let config = code_words_config(&dir, learn);
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
     let ids = tool_ids(&state);
     assert!(ids.len() >= 20, "{ids:?}");
@@ -173,6 +181,43 @@ fn a_replayed_trail_teaches_the_running_gateway_and_a_worse_fit_is_never_swapped
     assert_eq!(firsts(&gateway, &probes), after, "the adapter in force still serves");
     let (_, metrics) = http_get(&gateway.addr, "/metrics", &[]);
     assert!(metrics.contains("toolsearch_learn_swaps 1"), "{metrics}");
+}
+
+/// `learn` edited while the gateway runs applies from its next run, without a restart: a
+/// token `learn.from` does not name teaches nothing; once named, it teaches at the next run;
+/// with the section removed, no run follows, whatever the trail gains.
+#[test]
+fn learn_edited_in_the_config_applies_to_the_next_run() {
+    let learn = |from: &str| json!({"every_secs": 1, "min_new_labels": 20, "from": [from], "max_moved": 0.3});
+    let CodeWords { gateway, state, right, probes, .. } =
+        code_words_learning("gateway-learn-reload", Some(learn("operator")));
+    let dir = state.parent().unwrap().to_path_buf();
+    let before = firsts(&gateway, &probes);
+    std::fs::write(state.join("audit/trail.1.jsonl"), trail("replay-1", &right)).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(learned_runs(&gateway).is_empty(), "replay is not named: {:?}", gateway.status.lock().unwrap());
+    assert_eq!(firsts(&gateway, &probes), before);
+
+    code_words_config(&dir, Some(learn("replay")));
+    gateway.wait_for_status("\"event\":\"learn_on\"", Duration::from_secs(60));
+    let run = wait_for_run(&gateway, 1);
+    assert_eq!(run["swapped"], true, "{run}");
+    let after = firsts(&gateway, &probes);
+    assert!(after > before + probes.len() / 3, "code words found first: {before} before, {after} after");
+
+    code_words_config(&dir, None);
+    let off = gateway.wait_for_status("\"event\":\"learn_off\"", Duration::from_secs(60));
+    assert!(off.contains("no toolsearch.learn"), "{off}");
+    let events = |g: &HttpGateway| g.status.lock().unwrap().iter().filter(|l| l.contains("\"learned\"")).count();
+    // A run under way when the edit landed ends first.
+    std::thread::sleep(Duration::from_millis(1500));
+    let runs = events(&gateway);
+    let more: Vec<(String, String)> = right.iter().map(|(q, t)| (format!("{q} again"), t.clone())).collect();
+    std::fs::write(state.join("audit/trail.2.jsonl"), trail("replay-2", &more)).unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(events(&gateway), runs, "no run once learn is removed: {:?}", gateway.status.lock().unwrap());
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
 }
 
 /// #60 T2: a token that labels "remember / store" queries with `memory.delete_entities` over

@@ -211,21 +211,7 @@ fn the_trails_settings_edited_in_the_config_apply_to_the_next_call() {
     let config = write_config(&dir, &settings(false));
     let state = dir.join("state");
     let gateway = HttpGateway::start(&config, &state, &["--json"]);
-    let calls = |n: usize| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let trail = std::fs::read_to_string(state.join("audit/trail.jsonl")).unwrap_or_default();
-            let calls: Vec<Value> = trail
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .filter(|l| l["event"] == "call")
-                .collect();
-            if calls.len() >= n || std::time::Instant::now() > deadline {
-                return calls;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
+    let calls = |n: usize| trail_calls(&state, n);
     assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
     let before = calls(1);
     assert!(before[0]["arguments"].is_null() && before[0]["argument_names"] == json!(["message"]), "{before:?}");
@@ -239,4 +225,54 @@ fn the_trails_settings_edited_in_the_config_apply_to_the_next_call() {
     let asked: Vec<String> =
         gateway.status.lock().unwrap().iter().filter(|l| l.contains("config_restart_needed")).cloned().collect();
     assert!(asked.is_empty(), "no restart asked: {asked:?}");
+}
+
+/// The calls the trail under `state` holds, once it holds `n` (or after 20 s).
+fn trail_calls(state: &std::path::Path, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let trail = std::fs::read_to_string(state.join("audit/trail.jsonl")).unwrap_or_default();
+        let calls: Vec<Value> =
+            trail.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["event"] == "call").collect();
+        if calls.len() >= n || std::time::Instant::now() > deadline {
+            return calls;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `audit.enabled` edited in a running gateway's config applies to the next call, without a
+/// restart. Off: nothing is written (not even its directory), and learning, which reads the
+/// trail, says it is off. On: the next call is written and learning is on. Off again: the
+/// calls after it are not written.
+#[test]
+fn the_trail_turned_on_and_off_in_the_config_applies_to_the_next_call() {
+    let dir = common::scratch().join("gateway-trail-on-off");
+    let settings = |enabled: bool| {
+        json!({"mcpServers": {"everything": {"command": "node", "args": [reference_server("everything"), "stdio"]}},
+               "toolsearch": {"tokens": {"token-a": []}, "audit": {"enabled": enabled}, "learn": {"from": ["*"]}}})
+    };
+    let config = write_config(&dir, &settings(false));
+    let state = dir.join("state");
+    let gateway = HttpGateway::start(&config, &state, &["--json"]);
+    let off = gateway.wait_for_status("\"event\":\"learn_off\"", Duration::from_secs(10));
+    assert!(off.contains("audit.enabled is false"), "{off}");
+    assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!state.join("audit").exists(), "nothing is written while the trail is off");
+
+    write_config(&dir, &settings(true));
+    gateway.wait_for_status("\"event\":\"learn_on\"", Duration::from_secs(60));
+    assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
+    assert_eq!(trail_calls(&state, 1).len(), 1, "the call after the edit is written");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(state.join("audit")).unwrap().permissions().mode() & 0o777, 0o700);
+
+    write_config(&dir, &settings(false));
+    gateway.wait_for_statuses("\"event\":\"learn_off\"", 2, Duration::from_secs(60));
+    assert_eq!(echo_session_free(&gateway.addr, "token-a").0, 200);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(trail_calls(&state, 0).len(), 1, "nothing after the trail is off again");
+    let status = gateway.status.lock().unwrap().join("\n");
+    assert!(!status.contains("config_restart_needed") && !status.contains("config_error"), "{status}");
 }

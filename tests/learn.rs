@@ -100,3 +100,47 @@ fn learn_refuses_too_few_labels_and_stores_nothing() {
     let meta = toolsearch::index::IndexMeta::read(&index).unwrap();
     assert!(meta.adapter.is_none());
 }
+
+/// A gateway's learning run whose `learn` settings a reload replaced while it fitted (say, a
+/// principal taken out of `learn.from`) stores nothing; the same run under settings still in
+/// force swaps its fit in.
+#[test]
+fn a_fit_under_learn_settings_replaced_during_it_is_not_swapped_in() {
+    use toolsearch::gateway::learner::{learn_once, LearnSettings, Trail};
+    let index = common::build(&common::sample_catalog(), "learn-replaced");
+    let catalog = toolsearch::load_path(&common::sample_catalog(), None).unwrap();
+    // A trail in which each tool is searched for by its own code word, then called.
+    let mut trail = String::new();
+    for (i, tool) in catalog.tools.iter().enumerate() {
+        for (k, phrase) in ["{} please", "run {} now", "I need {}", "do the {} thing", "{} for me"].iter().enumerate() {
+            let (step, session) = (2 * (i * 5 + k) + 1, "replay-1");
+            let query = phrase.replace("{}", &code_word(i));
+            for line in [
+                serde_json::json!({"step": step, "event": "search", "tool": "search_tool_by_category", "query": query,
+                                   "category_path": "", "results": [tool.id], "session": session, "token": "replay"}),
+                serde_json::json!({"step": step + 1, "event": "call", "tool_id": tool.id, "via": "call_tool",
+                                   "arguments": null, "outcome": "ok", "session": session, "token": "replay"}),
+            ] {
+                trail.push_str(&format!("{line}\n"));
+            }
+        }
+    }
+    let dir = common::scratch().join("learn-replaced-trail");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("trail.jsonl"), trail).unwrap();
+    let live = toolsearch::disclosure::LiveCatalog::new(common::open(&index));
+    let settings = LearnSettings { from: vec!["replay".into()], max_moved: 1.0, ..LearnSettings::default() };
+    let writer = Default::default();
+    let run = |current: &dyn Fn() -> bool| {
+        learn_once(&live, common::embedder(), Trail::Dir(&dir), &writer, 0, &settings, current).unwrap()
+    };
+
+    let replaced = run(&|| false);
+    assert!(!replaced.swapped, "{replaced:?}");
+    assert!(replaced.skipped.as_deref().is_some_and(|s| s.contains("settings changed during the fit")), "{replaced:?}");
+    assert!(toolsearch::index::IndexMeta::read(&index).unwrap().adapter.is_none(), "nothing stored");
+
+    let kept = run(&|| true);
+    assert!(kept.swapped, "{kept:?}");
+    assert!(toolsearch::index::IndexMeta::read(&index).unwrap().adapter.is_some());
+}

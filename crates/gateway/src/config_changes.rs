@@ -22,21 +22,14 @@ pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> bool {
     config.policies.get(name).is_some_and(|p| p.lazy)
 }
 
-/// The settings a running gateway cannot change (whether it keeps an audit trail and where it
-/// keeps state are decided once): named so the operator knows to restart.
+/// The settings a running gateway cannot change (where it keeps state is decided once):
+/// named so the operator knows to restart.
 pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
-    let (a, b) = (&old.settings, &new.settings);
-    let mut out = Vec::new();
-    let differs = |x: &dyn std::fmt::Debug, y: &dyn std::fmt::Debug| format!("{x:?}") != format!("{y:?}");
-    for (name, x, y) in [
-        ("audit.enabled", &a.audit.enabled as &dyn std::fmt::Debug, &b.audit.enabled as &dyn std::fmt::Debug),
-        ("state", &a.state, &b.state),
-    ] {
-        if differs(x, y) {
-            out.push(name);
-        }
+    if old.settings.state != new.settings.state {
+        vec!["state"]
+    } else {
+        Vec::new()
     }
-    out
 }
 
 /// The names (never the values) of the tokens `new` adds, removes and grants otherwise.

@@ -239,37 +239,26 @@ pub async fn start(
     };
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
-    // Learning needs the trail this process writes: a primary with its audit trail on.
-    let learner = match (&s.learn, replica, s.audit.enabled) {
-        (Some(settings), false, true) if settings.from.is_empty() => {
-            status.event(
-                "learn_off",
-                json!({"reason": "learn.from names nobody whose traffic may teach: list the trusted tokens' names (or \"*\" for every caller)"}),
-            );
-            None
-        }
-        (Some(settings), false, true) => Some(Learner {
-            hub: hub.clone(),
-            embedder: embedder.clone(),
-            trail: state.join("audit"),
-            store: s.state.postgres().map(str::to_owned).zip(replica_id.clone()),
-            settings: settings.clone(),
-            status: status.clone(),
-            last: last_learned,
-            writer: writer.clone(),
-        }),
-        (Some(_), _, _) => {
-            status.event(
-                "learn_off",
-                json!({"reason": "learning reads the audit trail this gateway writes: a replica, or audit.enabled false, has none"}),
-            );
-            None
-        }
-        (None, _, _) => None,
-    };
+    // Learning needs the trail this process writes: a primary with its audit trail on. The
+    // learner of a primary waits for a reload to ask for it (`crate::learner::reconfigure`).
+    let asked = crate::learner::asked(s, replica);
+    if let Err(reason) = &asked {
+        status.event("learn_off", json!({ "reason": reason }));
+    }
+    let (learn, settings) = tokio::sync::watch::channel(asked.ok().flatten());
+    let learner = (!replica).then(|| Learner {
+        hub: hub.clone(),
+        embedder: embedder.clone(),
+        trail: state.join("audit"),
+        store: s.state.postgres().map(str::to_owned).zip(replica_id.clone()),
+        settings,
+        status: status.clone(),
+        last: last_learned,
+        writer: writer.clone(),
+    });
     // Each replica's trail goes to the shared store too (`crate::store::audit`).
-    let shipper = match (s.state.postgres(), replica_id, s.audit.enabled) {
-        (Some(url), Some(replica), true) => {
+    let shipper = match (s.state.postgres(), replica_id) {
+        (Some(url), Some(replica)) => {
             let dir = state.join("audit");
             Some(tokio::spawn(crate::store::audit::ship(url.to_owned(), replica, dir, status.clone())))
         }
@@ -297,6 +286,7 @@ pub async fn start(
         writer,
         store_seen: store.as_ref().map_or(0, |s| s.generation()),
         store,
+        learn,
         untrusted: !trusted,
         tool_sets_refused: None,
     };
@@ -331,7 +321,8 @@ pub(crate) fn call_timeout(config: &GatewayConfig, name: &str) -> Option<Duratio
     config.policies.get(name).and_then(|p| p.call_timeout_secs).map(Duration::from_secs)
 }
 
-/// The gateway's operations: its audit trail under `state/audit` (unless disabled), request
+/// The gateway's operations: its audit trail under `state/audit` (written while
+/// `audit.enabled`), request
 /// logs to `status`, and the upstreams' states for `/readyz` and `/metrics`.
 fn operations(
     state: &Path,
@@ -346,11 +337,10 @@ fn operations(
         Role::Primary => Some(state.join("audit")),
         Role::Replica { audit } => audit.clone(),
     };
-    let trail = match (settings.audit.enabled, dir) {
-        (true, Some(dir)) => {
-            Some(Trail::open(&dir, settings.audit).map_err(|e| ServeError::Config(dir, e.to_string()))?)
-        }
-        _ => None,
+    // Kept off as well as on: a reload may turn it on (`Trail::set_settings`).
+    let trail = match dir {
+        Some(dir) => Some(Trail::open(&dir, settings.audit).map_err(|e| ServeError::Config(dir, e.to_string()))?),
+        None => None,
     };
     let fleet = fleet.clone();
     let details: Details = Arc::new(move || {

@@ -6,8 +6,7 @@
 //!   are started, stopped or restarted, filters, trust, scopes and facades applied at the
 //!   rebuild that follows, and the tool set settings (`toolset`, `scopes`, `access`) after it,
 //!   each session's set made again; a config that does not load is refused with its error and
-//!   the running one kept; settings that only a restart can apply (the HTTP listener's limits,
-//!   whether an audit trail is kept, auth, telemetry, state) are named in the status;
+//!   the running one kept; `state`, which only a restart can apply, is named in the status;
 //! - an operator approves a held tool (the pins file changes): rebuilt;
 //! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
 //!   change to them rebuilds); a watched resource's update goes to its watchers at once.
@@ -68,6 +67,8 @@ pub(crate) struct Keeper {
     pub(crate) writer: crate::learner::IndexWriter,
     /// The shared store, when the pins are kept in PostgreSQL (`crate::store`).
     pub(crate) store: Option<Arc<crate::store::PgStore>>,
+    /// What the learner is to do (`crate::learner::reconfigure`).
+    pub(crate) learn: tokio::sync::watch::Sender<Option<crate::learner::LearnSettings>>,
     /// The store's generation when last pulled.
     pub(crate) store_seen: u64,
     /// Whether the last guard pass ran without the store (nothing new trusted): the next one
@@ -400,11 +401,13 @@ impl Keeper {
         if !restart.is_empty() {
             self.status.event("config_restart_needed", json!({"settings": restart}));
         }
-        // The audit trail's settings but `enabled` (whether to write argument values, the
-        // bounds of its files) apply to its next record.
+        // The audit trail's settings (whether it is written, with argument values, the bounds
+        // of its files) apply to its next record; the learner's to its next run.
         if let Some(trail) = self.hub.ops().trail.as_ref() {
             trail.set_settings(new.settings.audit);
         }
+        let replica = self.replica.is_some();
+        crate::learner::reconfigure(&self.learn, (&self.config.settings, &new.settings), replica, &*self.status);
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }

@@ -37,6 +37,7 @@ use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::{trail, Hub};
 use toolsearch_query::{Engine, EngineOptions};
 
+use crate::config::GatewaySettings;
 pub use crate::config::LearnSettings;
 pub use crate::teachers::by_principal;
 use crate::teachers::{asked_by_others, teachers};
@@ -84,22 +85,38 @@ pub(crate) struct Learner {
     pub(crate) trail: PathBuf,
     /// In a fleet: the store's URL and this replica's id (`crate::store::adapters`).
     pub(crate) store: Option<(String, String)>,
-    pub(crate) settings: LearnSettings,
+    /// The settings as the config says now (`None`: not learning), replaced by a reload.
+    pub(crate) settings: tokio::sync::watch::Receiver<Option<LearnSettings>>,
     pub(crate) status: Arc<dyn Status>,
     pub(crate) last: LastRun,
     pub(crate) writer: IndexWriter,
 }
 
 impl Learner {
-    /// Runs every `every_secs` until the task is dropped.
-    pub(crate) async fn run(self) {
-        let every = Duration::from_secs(self.settings.every_secs.max(1));
+    /// Runs every `every_secs` until the task is dropped. New settings start the wait again,
+    /// and the next run fits afresh (whose labels count may have changed); none: it waits.
+    pub(crate) async fn run(mut self) {
         let (mut seen, mut swaps, mut last_swap) = (0usize, 0u64, 0u64);
+        let mut fitted_under = None;
         loop {
-            tokio::time::sleep(every).await;
+            let asked = self.settings.borrow_and_update().clone();
+            if asked != fitted_under {
+                (seen, fitted_under) = (0, asked.clone());
+            }
+            let every = asked.as_ref().map(|s| Duration::from_secs(s.every_secs.max(1)));
+            tokio::select! {
+                changed = self.settings.changed() => match changed {
+                    Ok(()) => continue,
+                    Err(_) => return,
+                },
+                () = async { match every { Some(every) => tokio::time::sleep(every).await, None => std::future::pending().await } } => {}
+            }
+            let Some(settings) = asked else { continue };
+            // A fit under settings a reload replaced meanwhile is not swapped in.
+            let (now, under) = (self.settings.clone(), settings.clone());
+            let current = move || now.borrow().as_ref() == Some(&under);
             let (live, embedder, dir, writer) =
                 (self.hub.live().clone(), self.embedder.clone(), self.trail.clone(), self.writer.clone());
-            let settings = self.settings.clone();
             // In a fleet, one replica learns at a time, from every replica's trail.
             let lead = match &self.store {
                 None => None,
@@ -128,7 +145,7 @@ impl Learner {
                     Some((text, fitted)) => Trail::Fleet(text, *fitted),
                     None => Trail::Dir(&dir),
                 };
-                learn_once(&live, embedder, trail, &writer, seen, &settings)
+                learn_once(&live, embedder, trail, &writer, seen, &settings, &current)
             })
             .await;
             let run = match done {
@@ -186,6 +203,42 @@ impl Learner {
     }
 }
 
+/// The learning `s` asks of this process (`None`: none), or why it cannot learn: only a
+/// gateway that writes its own trail learns, from the principals the operator names.
+pub(crate) fn asked(s: &GatewaySettings, replica: bool) -> Result<Option<LearnSettings>, &'static str> {
+    match &s.learn {
+        None => Ok(None),
+        Some(_) if replica => Err("learning reads the audit trail this gateway writes: a replica has none"),
+        Some(_) if !s.audit.enabled => {
+            Err("learning reads the audit trail this gateway writes: audit.enabled is false")
+        }
+        Some(l) if l.from.is_empty() => Err(
+            "learn.from names nobody whose traffic may teach: list the trusted tokens' names (or \"*\" for every caller)",
+        ),
+        Some(l) => Ok(Some(l.clone())),
+    }
+}
+
+/// Gives the learner what `new` asks when it differs from what `old` asked (a reload), and
+/// says so: `learn_on` with the names that teach, or `learn_off` with why.
+pub(crate) fn reconfigure(
+    learner: &tokio::sync::watch::Sender<Option<LearnSettings>>,
+    (old, new): (&GatewaySettings, &GatewaySettings),
+    replica: bool,
+    status: &dyn Status,
+) {
+    let now = asked(new, replica);
+    if asked(old, replica) == now {
+        return;
+    }
+    match &now {
+        Ok(Some(l)) => status.event("learn_on", json!({"from": l.from, "every_secs": l.every_secs})),
+        Ok(None) => status.event("learn_off", json!({"reason": "the config has no toolsearch.learn"})),
+        Err(reason) => status.event("learn_off", json!({ "reason": reason })),
+    }
+    learner.send_replace(now.ok().flatten());
+}
+
 fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
@@ -234,7 +287,8 @@ fn probes(engine: &Engine) -> Vec<(String, u32)> {
 
 /// One run: reads the trail, and when it holds `min_new` labels more than `seen` (in a fleet,
 /// more than the fleet's adapter in force was fitted from), fits an adapter on the index
-/// `live` serves and swaps it in if it beats what serves now.
+/// `live` serves and swaps it in if it beats what serves now, and if `current()` still says
+/// `settings` are the config's when it would.
 pub fn learn_once(
     live: &LiveCatalog,
     embedder: Arc<dyn Embedder>,
@@ -242,6 +296,7 @@ pub fn learn_once(
     writer: &IndexWriter,
     seen: usize,
     settings: &LearnSettings,
+    current: &dyn Fn() -> bool,
 ) -> Result<Run, String> {
     let min_new = settings.min_new_labels;
     let ((labels, searches), seen) = match trail {
@@ -312,6 +367,10 @@ pub fn learn_once(
             moved: Some(moved),
             skipped: Some("the index was rebuilt during the fit".into()),
         });
+    }
+    if !current() {
+        let why = "the learn settings changed during the fit".into();
+        return Ok(Run { labels: total, judged, swapped: false, moved: Some(moved), skipped: Some(why) });
     }
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
     live.reload().map_err(|e| e.to_string())?;

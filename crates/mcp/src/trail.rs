@@ -58,10 +58,12 @@ pub struct Trail {
 }
 
 impl Trail {
-    /// A trail in `dir` (created, private to the user).
+    /// A trail in `dir` (created now if `settings.enabled`, else at its first record written
+    /// once a reload turns it on; private to the user).
     pub fn open(dir: &Path, settings: AuditSettings) -> std::io::Result<Trail> {
-        std::fs::create_dir_all(dir)?;
-        toolsearch_catalog::platform::make_private(dir, true)?;
+        if settings.enabled {
+            make_dir(dir)?;
+        }
         Ok(Trail { dir: dir.to_path_buf(), settings: std::sync::RwLock::new(settings), file: Mutex::new(None) })
     }
 
@@ -69,22 +71,32 @@ impl Trail {
         *self.settings.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether records are written at all (`audit.enabled`, as the config says now).
+    pub fn enabled(&self) -> bool {
+        self.settings().enabled
+    }
+
     /// Whether argument values are written.
     pub fn arguments(&self) -> bool {
         self.settings().arguments
     }
 
-    /// Applies `settings` (a reloaded config's) from the next record on: whether argument
-    /// values are written, and the bounds of the files (the current one is rotated at its next
-    /// write if it is past the new `max_bytes`; rotated files past the new `keep` go at the
-    /// next rotation). `enabled` is not read here: a trail turned on or off takes a restart.
+    /// Applies `settings` (a reloaded config's) from the next record on: whether records are
+    /// written at all (what happens while the trail is off is never written), whether argument
+    /// values are, and the bounds of the files (the current one is rotated at its next write if
+    /// it is past the new `max_bytes`; rotated files past the new `keep` go at the next
+    /// rotation).
     pub fn set_settings(&self, settings: AuditSettings) {
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
     }
 
-    /// Appends one record (an object), rotating first when it would pass `max_bytes`. A write
-    /// that fails is given up silently: the trail must never stop a call.
+    /// Appends one record (an object), rotating first when it would pass `max_bytes`; nothing
+    /// while the trail is off. A write that fails is given up silently: the trail must never
+    /// stop a call.
     pub fn write(&self, record: Map<String, Value>) {
+        if !self.enabled() {
+            return;
+        }
         let mut line = Value::Object(record).to_string();
         line.push('\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
@@ -99,6 +111,9 @@ impl Trail {
             self.rotate(keep)?;
         }
         if file.is_none() {
+            if !self.dir.is_dir() {
+                make_dir(&self.dir)?;
+            }
             let f = toolsearch_catalog::platform::private_file_options(OpenOptions::new().create(true).append(true))
                 .open(&current)?;
             let len = f.metadata()?.len();
@@ -131,6 +146,12 @@ impl Trail {
         }
         Ok(())
     }
+}
+
+/// Creates the trail's directory, private to the user.
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    toolsearch_catalog::platform::make_private(dir, true)
 }
 
 /// The files of the trail in `dir`, oldest first (`trail.N.jsonl` down to `trail.jsonl`).
@@ -203,5 +224,28 @@ mod tests {
         let names: Vec<String> =
             files(dir.path()).unwrap().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["trail.1.jsonl", "trail.jsonl"], "the files past the new `keep` are gone");
+    }
+
+    #[test]
+    fn a_trail_off_writes_nothing_and_makes_no_directory_until_a_reload_turns_it_on() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("audit");
+        let on = AuditSettings::default();
+        let trail = Trail::open(&dir, AuditSettings { enabled: false, ..on }).unwrap();
+        let line = |i: u64| Map::from_iter([("step".to_owned(), Value::from(i))]);
+        trail.write(line(1));
+        assert!(!trail.enabled() && !dir.exists(), "no directory while off");
+        trail.set_settings(on);
+        trail.write(line(2));
+        trail.set_settings(AuditSettings { enabled: false, ..on });
+        trail.write(line(3));
+        trail.set_settings(on);
+        trail.write(line(4));
+        let text = std::fs::read_to_string(dir.join(CURRENT)).unwrap();
+        let steps: Vec<u64> =
+            text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["step"].as_u64().unwrap()).collect();
+        assert_eq!(steps, [2, 4], "only what was written while on");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
     }
 }

@@ -17,6 +17,13 @@ use crate::trail::Trail;
 /// one, with who and when, and `note`. Called with the set locked, so entries go in order.
 pub(super) fn write_trail(hub: &Hub, state: &SessionState, set: &ToolSet, note: Map<String, Value>) {
     let Some(trail) = &hub.ops().trail else { return };
+    // What happens while the trail is off is never written, not even once it is on again.
+    if !trail.enabled() {
+        if let Some(entry) = set.audit().entries().last() {
+            state.audited.fetch_max(entry.step, Ordering::Relaxed);
+        }
+        return;
+    }
     let last = state.audited.load(Ordering::Relaxed);
     let time = crate::trail::now_ms();
     let mut newest = last;
