@@ -294,14 +294,27 @@ fn a_moved_login_redirect_and_a_client_metadata_document_apply_without_a_restart
         auth(&mut edited["toolsearch"]["auth"]);
         write_config(&dir, &edited);
     };
+    // Beside it, a server whose login has a client of its own and no per-user grants: neither
+    // URL is any of its business.
+    let mut edited: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    let own = json!({"url": edited["mcpServers"]["vault"]["url"], "oauth": {"client_id": "own-client"}});
+    edited["mcpServers"]["own"] = own;
+    write_config(&dir, &edited);
+    gateway.wait_for_statuses("config_reloaded", 1, Duration::from_secs(60));
     let moved = format!("http://{addr}/auth/return");
     edit(&|auth| {
         auth["callback_url"] = json!(moved);
         auth["client_metadata_url"] = json!("https://gateway.example/oauth/client.json");
     });
-    gateway.wait_for_statuses("config_reloaded", 1, Duration::from_secs(60));
-    // The server's login settings changed with the redirect: it is restarted.
+    gateway.wait_for_statuses("config_reloaded", 2, Duration::from_secs(60));
+    // The per-user server's login settings changed with the redirect: it alone is restarted.
     gateway.wait_for_statuses("vault is up", 2, Duration::from_secs(20));
+    let reloaded = |n: usize| -> Value {
+        let lines = gateway.status.lock().unwrap().clone();
+        let line = lines.iter().filter(|l| l.contains("config_reloaded")).nth(n - 1).unwrap().clone();
+        serde_json::from_str(&line[line.find('{').unwrap()..]).unwrap()
+    };
+    assert_eq!(reloaded(2)["changed"], json!(["vault"]), "{}", reloaded(2));
     let (status, body) = forged("/auth/return");
     assert!(status == 400 && body.contains("No login is waiting"), "{status} {body}");
     assert_eq!(forged("/oauth/callback").0, 404);
@@ -329,7 +342,8 @@ fn a_moved_login_redirect_and_a_client_metadata_document_apply_without_a_restart
     edit(&|auth| {
         auth.as_object_mut().unwrap().remove("client_metadata_url");
     });
-    gateway.wait_for_statuses("config_reloaded", 2, Duration::from_secs(60));
+    gateway.wait_for_statuses("config_reloaded", 3, Duration::from_secs(60));
+    assert_eq!(reloaded(3)["changed"], json!(["vault"]), "{}", reloaded(3));
     assert_eq!(common::gateway::http_get(&addr, "/oauth/client.json", &[]).0, 404);
     assert_eq!(forged("/auth/return").0, 400);
     let status = gateway.status.lock().unwrap().join("\n");

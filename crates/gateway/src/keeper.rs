@@ -406,8 +406,10 @@ impl Keeper {
         if let Some(trail) = self.hub.ops().trail.as_ref() {
             trail.set_settings(new.settings.audit);
         }
-        let replica = self.replica.is_some();
+        // Under the index writer, so that a fit is either swapped in before the edit or sees it.
+        let (replica, _writing) = (self.replica.is_some(), self.writer.lock().unwrap_or_else(|p| p.into_inner()));
         crate::learner::reconfigure(&self.learn, (&self.config.settings, &new.settings), replica, &*self.status);
+        drop(_writing);
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }

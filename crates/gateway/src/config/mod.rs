@@ -341,7 +341,9 @@ impl GatewayConfig {
                         sections.at
                     )));
                 }
-                oauth.callback_url = settings.auth.callback_url.clone();
+                // Only a per-user login goes through the gateway's redirect: a change of it
+                // restarts no other server.
+                oauth.callback_url = settings.auth.callback_url.clone().filter(|_| oauth.per_user);
             }
         }
         let paths = [&settings.auth.callback_url, &settings.auth.client_metadata_url]
@@ -353,9 +355,13 @@ impl GatewayConfig {
             *url = expand_env(url).map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;
             crate::login::document::check_url(url)
                 .map_err(|e| bad(format!("toolsearch.auth.client_metadata_url: {e}")))?;
+            // Only a login with no client of its own runs as the document's (a change of it
+            // restarts no other server).
             for spec in servers.values_mut() {
                 if let ServerSpec::Http { oauth: Some(oauth), .. } = spec {
-                    oauth.metadata_document = Some(url.clone());
+                    let own_client =
+                        oauth.client_id.is_some() || oauth.grant == crate::login::GrantKind::ClientCredentials;
+                    oauth.metadata_document = (!own_client).then(|| url.clone());
                 }
             }
         }
