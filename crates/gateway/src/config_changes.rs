@@ -10,26 +10,29 @@ use toolsearch_mcp::Grant;
 use crate::config::GatewayConfig;
 use crate::listing::Listing;
 
-/// The bounds on what a server may send (its tool list, a result), fixed when it starts: a
-/// change restarts every server.
-pub(crate) fn bounds(config: &GatewayConfig) -> (crate::listing::ListLimits, usize) {
-    (config.settings.limits.list, config.settings.limits.max_result_bytes)
+/// What every server is started with: the bounds on what it may send (its tool list, a
+/// result) and how long it may take to start (`connect_timeout_secs`). A change restarts every
+/// server.
+pub(crate) fn bounds(config: &GatewayConfig) -> (crate::listing::ListLimits, usize, u64) {
+    let s = &config.settings;
+    (s.limits.list, s.limits.max_result_bytes, s.connect_timeout_secs)
 }
 
-/// Whether server `name` of `config` is lazy (a change restarts it, as a change to how it is
-/// reached does).
-pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> bool {
-    config.policies.get(name).is_some_and(|p| p.lazy)
+/// Whether server `name` of `config` is lazy, and then how long it may idle
+/// (`idle_stop_secs`): fixed when it starts, so a change restarts it, as a change to how it is
+/// reached does.
+pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> Option<u64> {
+    config.policies.get(name).is_some_and(|p| p.lazy).then_some(config.settings.idle_stop_secs)
 }
 
-/// The settings a running gateway cannot change (where it keeps state is decided once):
-/// named so the operator knows to restart.
+/// The settings a running gateway cannot change: where it keeps state, and the model its
+/// index is built with (unless `--model` chose it). Named so the operator knows to restart.
 pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
-    if old.settings.state != new.settings.state {
-        vec!["state"]
-    } else {
-        Vec::new()
-    }
+    let (a, b) = (&old.settings, &new.settings);
+    [("state", a.state != b.state), ("model", a.model != b.model)]
+        .into_iter()
+        .filter_map(|(name, differs)| differs.then_some(name))
+        .collect()
 }
 
 /// The names (never the values) of the tokens `new` adds, removes and grants otherwise.

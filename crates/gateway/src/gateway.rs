@@ -239,8 +239,9 @@ pub async fn start(
     };
     hub.check().map_err(|e| ServeError::Config(config.path.clone(), e.to_string()))?;
     status.event("ready", json!({"index": index_dir, "tools": live.engine().catalog().tools.len()}));
-    // Learning needs the trail this process writes: a primary with its audit trail on. The
-    // learner of a primary waits for a reload to ask for it (`crate::learner::reconfigure`).
+    // Learning needs the trail this process writes: a primary with its audit trail on. A
+    // primary's learner runs as the config asks now, and waits while it asks for nothing (a
+    // reload's settings reach it through `crate::learner::reconfigure`).
     let asked = crate::learner::asked(s, replica);
     if let Err(reason) = &asked {
         status.event("learn_off", json!({ "reason": reason }));
@@ -322,8 +323,8 @@ pub(crate) fn call_timeout(config: &GatewayConfig, name: &str) -> Option<Duratio
 }
 
 /// The gateway's operations: its audit trail under `state/audit` (written while
-/// `audit.enabled`), request
-/// logs to `status`, and the upstreams' states for `/readyz` and `/metrics`.
+/// `audit.enabled`), request logs to `status`, and the upstreams' states for `/readyz` and
+/// `/metrics`.
 fn operations(
     state: &Path,
     role: &Role,

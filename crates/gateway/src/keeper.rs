@@ -6,7 +6,8 @@
 //!   are started, stopped or restarted, filters, trust, scopes and facades applied at the
 //!   rebuild that follows, and the tool set settings (`toolset`, `scopes`, `access`) after it,
 //!   each session's set made again; a config that does not load is refused with its error and
-//!   the running one kept; `state`, which only a restart can apply, is named in the status;
+//!   the running one kept; `state` and `model`, which only a restart can apply, are named in
+//!   the status;
 //! - an operator approves a held tool (the pins file changes): rebuilt;
 //! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
 //!   change to them rebuilds); a watched resource's update goes to its watchers at once.
@@ -368,9 +369,9 @@ impl Keeper {
         for (name, spec) in &new.servers {
             match self.config.servers.get(name) {
                 None => added.push(name.clone()),
-                // The bounds on what it may send are fixed when it starts.
+                // The bounds on what it may send, and its connect timeout, are fixed when it starts.
                 Some(old) if old != spec || bounds(&self.config) != bounds(&new) => changed.push(name.clone()),
-                // Whether it is lazy is fixed when it starts.
+                // Whether it is lazy, and its idle bound, are fixed when it starts.
                 Some(_) if lazy(&self.config, name) != lazy(&new, name) => changed.push(name.clone()),
                 Some(_) => continue,
             }
