@@ -26,7 +26,8 @@ pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> Option<u64> {
 }
 
 /// The settings a running gateway cannot change: where it keeps state, and the model its
-/// index is built with (unless `--model` chose it). Named so the operator knows to restart.
+/// index is built with (named even when `--model` overrides it, which the keeper does not
+/// know). Named so the operator knows to restart.
 pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
     let (a, b) = (&old.settings, &new.settings);
     [("state", a.state != b.state), ("model", a.model != b.model)]
