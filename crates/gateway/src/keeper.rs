@@ -407,10 +407,8 @@ impl Keeper {
         if let Some(trail) = self.hub.ops().trail.as_ref() {
             trail.set_settings(new.settings.audit);
         }
-        // Under the index writer, so that a fit is either swapped in before the edit or sees it.
-        let (replica, _writing) = (self.replica.is_some(), self.writer.lock().unwrap_or_else(|p| p.into_inner()));
-        crate::learner::reconfigure(&self.learn, (&self.config.settings, &new.settings), replica, &*self.status);
-        drop(_writing);
+        let (old, replica) = (&self.config.settings, self.replica.is_some());
+        crate::learner::reconfigure((&self.learn, &self.writer), (old, &new.settings), replica, &*self.status);
         if let Some(p) = self.passthrough.as_ref() {
             p.set_requires(new.settings.requires.clone());
         }

@@ -97,11 +97,11 @@ impl Learner {
     /// and the next run fits afresh (whose labels count may have changed); none: it waits.
     pub(crate) async fn run(mut self) {
         let (mut seen, mut swaps, mut last_swap) = (0usize, 0u64, 0u64);
-        let mut fitted_under = None;
+        let mut last_asked = None;
         loop {
             let asked = self.settings.borrow_and_update().clone();
-            if asked != fitted_under {
-                (seen, fitted_under) = (0, asked.clone());
+            if asked != last_asked {
+                (seen, last_asked) = (0, asked.clone());
             }
             let every = asked.as_ref().map(|s| Duration::from_secs(s.every_secs.max(1)));
             tokio::select! {
@@ -220,9 +220,10 @@ pub(crate) fn asked(s: &GatewaySettings, replica: bool) -> Result<Option<LearnSe
 }
 
 /// Gives the learner what `new` asks when it differs from what `old` asked (a reload), and
-/// says so: `learn_on` with the names that teach, or `learn_off` with why.
+/// says so: `learn_on` with the names that teach, or `learn_off` with why. Sent under the
+/// index writer's lock, so that a fit is either swapped in before the change or sees it.
 pub(crate) fn reconfigure(
-    learner: &tokio::sync::watch::Sender<Option<LearnSettings>>,
+    (learner, writer): (&tokio::sync::watch::Sender<Option<LearnSettings>>, &IndexWriter),
     (old, new): (&GatewaySettings, &GatewaySettings),
     replica: bool,
     status: &dyn Status,
@@ -231,6 +232,7 @@ pub(crate) fn reconfigure(
     if asked(old, replica) == now {
         return;
     }
+    let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     match &now {
         Ok(Some(l)) => status.event("learn_on", json!({"from": l.from, "every_secs": l.every_secs})),
         Ok(None) => status.event("learn_off", json!({"reason": "the config has no toolsearch.learn"})),
