@@ -34,6 +34,7 @@ mod gateway_learn;
 mod gateway_limits_live;
 mod gateway_live;
 mod gateway_login;
+mod gateway_model;
 mod gateway_names;
 mod gateway_oauth;
 mod gateway_oauth_live;

@@ -307,3 +307,48 @@ fn the_research_model_is_written_from_history_and_answers() {
     let engine = Engine::open_with(&idx, EngineOptions::default()).unwrap();
     assert!(engine.embedder().model_sha256().starts_with("baa5e4668caa"));
 }
+
+/// What an index keeps of the one it replaces is kept only for the model it was fitted to.
+#[test]
+fn a_rebuild_with_another_model_drops_the_calibration_and_adapter_fitted_to_the_old_one() {
+    use toolsearch::index::{Calibration, IndexMeta, QueryAdapter};
+    let idx = common::scratch().join("tiny-refit");
+    let catalogue = common::sample_catalog();
+    let build = |name: &str| {
+        let tiny = model(name);
+        let out = toolsearch(
+            &["index", catalogue.to_str().unwrap(), "--out", idx.to_str().unwrap()]
+                .into_iter()
+                .chain(["--model", tiny.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        IndexMeta::read(&idx).unwrap()
+    };
+    let d = build("tiny-cls").dimension;
+    let calibration = Calibration { scale: 3.0, margin_scale: 1.0, bias: -1.0 };
+    IndexMeta::set_calibration(&idx, &calibration).unwrap();
+    let adapter = QueryAdapter {
+        dimension: d,
+        weights: vec![0.0; (d * d) as usize],
+        method: "identity".into(),
+        alpha: 0.5,
+        trained_on: 1,
+        heldout: 1,
+        heldout_ndcg_before: 0.0,
+        heldout_ndcg_after: 0.0,
+    };
+    IndexMeta::set_adapter(&idx, Some(adapter.clone())).unwrap();
+    // The same model: both kept.
+    let same = build("tiny-cls");
+    assert_eq!((same.calibration, same.adapter), (Some(calibration), Some(adapter)));
+    // The same weights pooled another way: another model. What was fitted to the old one's
+    // scores and vectors is dropped, and querying with the old one is refused.
+    let other = build("tiny-last");
+    assert_eq!((other.dimension, &other.model_sha256), (d, &same.model_sha256), "one network, two poolings");
+    assert_eq!((other.calibration, other.adapter), (None, None));
+    let cls = model("tiny-cls");
+    let out = toolsearch(&["search", idx.to_str().unwrap(), "send an email", "--model", cls.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("lasttoken pooling") && err.contains("cls pooling"), "{err}");
+}

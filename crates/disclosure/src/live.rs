@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use toolsearch_catalog::{parse_str, Format};
-use toolsearch_index::{build_index, BuildOptions};
-use toolsearch_query::{Engine, EngineOptions, Executor};
+use toolsearch_embed::Embedder;
+use toolsearch_index::{build_index, BuildOptions, IndexError};
+use toolsearch_query::{Answerability, Engine, EngineError, EngineOptions, Executor};
 
 use crate::error::DisclosureError;
 
@@ -31,9 +32,14 @@ impl std::fmt::Debug for LiveCatalog {
 }
 
 impl LiveCatalog {
-    /// Wraps an open engine; `options` are used to reopen it after a change.
+    /// Wraps an open engine; its options are used to reopen it after a change.
     pub fn new(engine: Engine) -> Arc<LiveCatalog> {
-        let options = engine.options().clone();
+        let mut options = engine.options().clone();
+        // The answerability model the engine chose for its model, when the caller gave none, is
+        // chosen again for another model (`reload_with`).
+        if options.answerability == Answerability::for_model(engine.embedder().model_id()) {
+            options.answerability = Answerability::default();
+        }
         Arc::new(LiveCatalog {
             engine: RwLock::new(Arc::new(engine)),
             options,
@@ -58,11 +64,29 @@ impl LiveCatalog {
         *self.executor.write().unwrap_or_else(|p| p.into_inner()) = Some(executor);
     }
 
-    /// Reopens the index directory (after another process rebuilt it), keeping the model.
+    /// Reopens the index directory (after another process rebuilt it). The model is kept
+    /// while the index was built with it; an index rebuilt with another model is opened with
+    /// the model it records (or the one the options name), loaded anew.
     pub fn reload(&self) -> Result<(), DisclosureError> {
         let _guard = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.engine();
+        let dir = current.index().dir().to_path_buf();
+        match self.swap_in(&dir, current.embedder().clone()) {
+            Err(DisclosureError::Engine(EngineError::Index(IndexError::ModelMismatch { .. }))) => {
+                let engine = Engine::open_with(&dir, self.options.clone())?;
+                self.install(engine);
+                Ok(())
+            }
+            done => done,
+        }
+    }
+
+    /// Reopens the index directory with `embedder`, the model it was just rebuilt with (a
+    /// model change); fails, keeping the engine serving, if the index records another.
+    pub fn reload_with(&self, embedder: Arc<dyn Embedder>) -> Result<(), DisclosureError> {
+        let _guard = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
         let dir = self.engine().index().dir().to_path_buf();
-        self.swap_in(&dir)
+        self.swap_in(&dir, embedder)
     }
 
     /// Adds tools (and categories) to the catalogue at run time: `snippet` is a native
@@ -84,17 +108,21 @@ impl LiveCatalog {
         catalog.merge(added, source)?;
         let dir = current.index().dir().to_path_buf();
         build_index(&catalog, current.embedder().as_ref(), &dir, &BuildOptions::default())?;
-        self.swap_in(&dir)?;
+        self.swap_in(&dir, current.embedder().clone())?;
         Ok(count)
     }
 
-    fn swap_in(&self, dir: &Path) -> Result<(), DisclosureError> {
-        let embedder = self.engine().embedder().clone();
+    fn swap_in(&self, dir: &Path, embedder: Arc<dyn Embedder>) -> Result<(), DisclosureError> {
         let engine = Engine::with_embedder(dir, embedder, self.options.clone())?;
+        self.install(engine);
+        Ok(())
+    }
+
+    /// Serves `engine` from now on, with the executor registered.
+    fn install(&self, engine: Engine) {
         if let Some(executor) = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone() {
             engine.set_executor(executor);
         }
         *self.engine.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(engine);
-        Ok(())
     }
 }

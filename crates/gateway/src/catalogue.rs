@@ -197,7 +197,13 @@ pub(crate) fn rebuild(
     private(&dir).map_err(|e| ServeError::Config(dir.to_path_buf(), e.to_string()))?;
     status.event(
         "indexed",
-        json!({"tools": report.tools, "embedded": report.embedded, "reused": report.reused, "seconds": report.total_seconds}),
+        json!({
+            "tools": report.tools,
+            "embedded": report.embedded,
+            "reused": report.reused,
+            "seconds": report.total_seconds,
+            "model": embedder.model_id(),
+        }),
     );
     Ok((true, guarded.stamp))
 }

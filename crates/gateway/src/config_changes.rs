@@ -25,15 +25,11 @@ pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> Option<u64> {
     config.policies.get(name).is_some_and(|p| p.lazy).then_some(config.settings.idle_stop_secs)
 }
 
-/// The settings a running gateway cannot change: where it keeps state, and the model its
-/// index is built with (named even when `--model` overrides it, which the keeper does not
-/// know). Named so the operator knows to restart.
+/// The settings a running gateway cannot change: where it keeps state (its index, pins,
+/// trail and logins). Named so the operator knows to restart.
 pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
     let (a, b) = (&old.settings, &new.settings);
-    [("state", a.state != b.state), ("model", a.model != b.model)]
-        .into_iter()
-        .filter_map(|(name, differs)| differs.then_some(name))
-        .collect()
+    [("state", a.state != b.state)].into_iter().filter_map(|(name, differs)| differs.then_some(name)).collect()
 }
 
 /// The names (never the values) of the tokens `new` adds, removes and grants otherwise.

@@ -249,7 +249,6 @@ pub async fn start(
     let (learn, settings) = tokio::sync::watch::channel(asked.ok().flatten());
     let learner = (!replica).then(|| Learner {
         hub: hub.clone(),
-        embedder: embedder.clone(),
         trail: state.join("audit"),
         store: s.state.postgres().map(str::to_owned).zip(replica_id.clone()),
         settings,
@@ -268,8 +267,7 @@ pub async fn start(
     // In a fleet, every replica serves the adapter the fleet learned (`crate::store::adapters`).
     let adopter = s.state.postgres().map(|url| {
         let (live, writer, status) = (hub.live().clone(), writer.clone(), status.clone());
-        let model = embedder.model_id().to_owned();
-        tokio::spawn(crate::store::adapters::keep_adopted(url.to_owned(), model, live, writer, status))
+        tokio::spawn(crate::store::adapters::keep_adopted(url.to_owned(), live, writer, status))
     });
     let keeper = Keeper {
         hub: hub.clone(),
@@ -290,6 +288,7 @@ pub async fn start(
         learn,
         untrusted: !trusted,
         tool_sets_refused: None,
+        follow_refused: None,
     };
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);

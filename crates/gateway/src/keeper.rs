@@ -5,9 +5,9 @@
 //! - the config file is edited (or the process gets SIGHUP): servers added, removed or changed
 //!   are started, stopped or restarted, filters, trust, scopes and facades applied at the
 //!   rebuild that follows, and the tool set settings (`toolset`, `scopes`, `access`) after it,
-//!   each session's set made again; a config that does not load is refused with its error and
-//!   the running one kept; `state` and `model`, which only a restart can apply, are named in
-//!   the status;
+//!   each session's set made again; another `model` is loaded and every tool embedded again
+//!   with it (`crate::keeper_index`); a config that does not load is refused with its error
+//!   and the running one kept; `state`, which only a restart can apply, is named in the status;
 //! - an operator approves a held tool (the pins file changes): rebuilt;
 //! - an upstream's resources or prompts change: listed again (prompts are indexed, so a
 //!   change to them rebuilds); a watched resource's update goes to its watchers at once.
@@ -25,7 +25,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use toolsearch_embed::Embedder;
 
-use crate::catalogue::{rebuild, PinsStamp};
+use crate::catalogue::PinsStamp;
 use crate::config::GatewayConfig;
 use crate::config_changes::{bounds, lazy, restart_needed, same_listings, token_changes};
 use crate::fleet::Fleet;
@@ -35,7 +35,7 @@ use crate::pins::HeldNow;
 use crate::stamp::{file_stamp, settled_stamp, FileStamp};
 use crate::upstream::{UpEvent, Upstream};
 use toolsearch_mcp::ops::Status;
-use toolsearch_mcp::{Hub, ServeError};
+use toolsearch_mcp::Hub;
 
 /// How long the keeper waits after a change for more before it rebuilds.
 const COALESCE: Duration = Duration::from_millis(250);
@@ -78,6 +78,8 @@ pub(crate) struct Keeper {
     /// The last refusal of the config's tool set settings reported (said once, not at every
     /// turn that tries them again).
     pub(crate) tool_sets_refused: Option<String>,
+    /// The last reload of the shared index a replica could not make (said once likewise).
+    pub(crate) follow_refused: Option<String>,
 }
 
 impl Keeper {
@@ -254,72 +256,6 @@ impl Keeper {
         }
     }
 
-    /// A replica's turn: the index reloaded if another process rebuilt it (`moved`, now at
-    /// `stamp`), and every session told what changed.
-    async fn follow(&mut self, moved: bool, stamp: Option<FileStamp>) {
-        if moved {
-            let live = self.hub.live().clone();
-            match tokio::task::spawn_blocking(move || live.reload()).await {
-                Ok(Ok(())) => {
-                    self.vetted.reload(&self.state);
-                    self.replica = Some(stamp);
-                    let tools = self.hub.live().engine().catalog().tools.len();
-                    self.status.event("index_reloaded", json!({"tools": tools}));
-                    self.hub.announce_catalogue_changed().await;
-                }
-                // Caught mid-swap or unreadable: tried again at the next look.
-                Ok(Err(e)) => self.status.event("index_error", json!({"error": e.to_string()})),
-                Err(e) => self.status.event("index_error", json!({"error": e.to_string()})),
-            }
-        } else {
-            self.hub.announce_changes().await;
-        }
-        self.hub.announce_offers().await;
-    }
-
-    /// Rebuilds the index from `now` and reloads the engine on a blocking thread; whether it
-    /// did.
-    async fn rebuild(&mut self, now: BTreeMap<String, Listing>) -> bool {
-        let (config, embedder, status, live, held) = (
-            self.config.clone(),
-            self.embedder.clone(),
-            self.status.clone(),
-            self.hub.live().clone(),
-            self.held.clone(),
-        );
-        let (state, writer, shared) = (self.state.clone(), self.writer.clone(), self.held.clone());
-        let pass = |trust: bool| {
-            let (listings, state, writer) = (now.clone(), state.clone(), writer.clone());
-            let (config, embedder, status, live, held) =
-                (config.clone(), embedder.clone(), status.clone(), live.clone(), held.clone());
-            async move {
-                let blocking = move || -> Result<Option<PinsStamp>, ServeError> {
-                    let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
-                    let (_, stamp) =
-                        rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref(), trust)?;
-                    live.reload().map_err(|e| ServeError::Config(state.join("index"), e.to_string()))?;
-                    Ok(stamp)
-                };
-                tokio::task::spawn_blocking(blocking)
-                    .await
-                    .map_err(|e| ServeError::Config(PathBuf::from("index"), e.to_string()))?
-            }
-        };
-        match crate::store::guarded(self.store.as_ref(), &self.state, &shared, pass).await {
-            Ok((stamp, trusted)) => {
-                self.vetted.reload(&self.state);
-                self.last = now;
-                self.pins = stamp;
-                self.untrusted = !trusted;
-                true
-            }
-            Err(e) => {
-                self.status.event("index_error", json!({"error": e.to_string()}));
-                false
-            }
-        }
-    }
-
     /// Applies the config file as it is now; whether the index must be rebuilt.
     async fn reload(&mut self, signalled: bool) -> bool {
         let started = Instant::now();
@@ -397,6 +333,10 @@ impl Keeper {
                 // Kept as running, so the next reload tries the new settings again.
                 new.settings.telemetry = self.config.settings.telemetry.clone();
             }
+        }
+        // A model that cannot be loaded is kept as running, so the next reload tries it again.
+        if !self.change_model(&new.settings).await {
+            new.settings.model = self.config.settings.model.clone();
         }
         let restart = restart_needed(&self.config, &new);
         if !restart.is_empty() {

@@ -81,7 +81,6 @@ pub enum Trail<'a> {
 /// The learner's state between runs.
 pub(crate) struct Learner {
     pub(crate) hub: Arc<Hub>,
-    pub(crate) embedder: Arc<dyn Embedder>,
     pub(crate) trail: PathBuf,
     /// In a fleet: the store's URL and this replica's id (`crate::store::adapters`).
     pub(crate) store: Option<(String, String)>,
@@ -115,8 +114,9 @@ impl Learner {
             // A fit under settings a reload replaced meanwhile is not swapped in.
             let (now, under) = (self.settings.clone(), settings.clone());
             let current = move || now.borrow().as_ref() == Some(&under);
-            let (live, embedder, dir, writer) =
-                (self.hub.live().clone(), self.embedder.clone(), self.trail.clone(), self.writer.clone());
+            // The model the index serves with now (a reload may have changed it since the last run).
+            let (live, dir, writer) = (self.hub.live().clone(), self.trail.clone(), self.writer.clone());
+            let embedder = live.engine().embedder().clone();
             // In a fleet, one replica learns at a time, from every replica's trail.
             let lead = match &self.store {
                 None => None,

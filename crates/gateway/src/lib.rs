@@ -49,6 +49,7 @@ pub mod fleet;
 mod forward;
 pub mod gateway;
 mod keeper;
+mod keeper_index;
 pub mod learner;
 pub mod lineage;
 mod listing;

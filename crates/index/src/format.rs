@@ -117,6 +117,14 @@ impl From<LegacyMeta> for IndexMeta {
 }
 
 impl IndexMeta {
+    /// Whether `embedder` is the model this index was built with: the same weights (sha256),
+    /// dimension and pooling (one network exported with another pooling gives other vectors).
+    pub fn built_with(&self, embedder: &dyn toolsearch_embed::Embedder) -> bool {
+        self.model_sha256 == embedder.model_sha256()
+            && self.dimension as usize == embedder.dimension()
+            && self.model_pooling == embedder.pooling()
+    }
+
     /// The model to query this index with: a named model's name, or the directory a local
     /// model was loaded from; `None` when the index names neither.
     pub fn model_choice(&self) -> Option<String> {

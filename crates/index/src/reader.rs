@@ -146,11 +146,17 @@ impl IndexReader {
 
     /// Fails unless `embedder` is the model this index was built with.
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
-        if embedder.model_sha256() != self.meta.model_sha256 || embedder.dimension() != self.meta.dimension as usize {
+        if !self.meta.built_with(embedder) {
+            let (m, e) = (&self.meta, embedder);
+            // The pooling is named when it is what differs (the same weights).
+            let (a, b) = match m.model_sha256 == e.model_sha256() {
+                true => (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling())),
+                false => (String::new(), String::new()),
+            };
             return Err(IndexError::ModelMismatch {
                 path: self.dir.join(META_FILE),
-                found: format!("{} (sha256 {})", self.meta.model_id, short(&self.meta.model_sha256)),
-                expected: format!("{} (sha256 {})", embedder.model_id(), short(embedder.model_sha256())),
+                found: format!("{} (sha256 {}{a})", m.model_id, short(&m.model_sha256)),
+                expected: format!("{} (sha256 {}{b})", e.model_id(), short(e.model_sha256())),
             });
         }
         Ok(())

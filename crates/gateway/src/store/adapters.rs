@@ -99,12 +99,13 @@ impl Lead {
     }
 }
 
-/// Stores `adapter` in the index `live` serves unless it already holds it; whether it did.
-fn adopt(live: &LiveCatalog, writer: &IndexWriter, adapter: QueryAdapter) -> Result<bool, String> {
+/// Stores `adapter`, the fleet's for `model`, in the index `live` serves unless it already
+/// holds it or was rebuilt with another model since; whether it did.
+fn adopt(live: &LiveCatalog, writer: &IndexWriter, model: &str, adapter: QueryAdapter) -> Result<bool, String> {
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     let dir = live.engine().index().dir().to_path_buf();
     let meta = IndexMeta::read(&dir).map_err(|e| e.to_string())?;
-    if meta.adapter.as_ref() == Some(&adapter) || !adapter.fits(meta.dimension as usize) {
+    if meta.model_id != model || meta.adapter.as_ref() == Some(&adapter) || !adapter.fits(meta.dimension as usize) {
         return Ok(false);
     }
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
@@ -112,15 +113,10 @@ fn adopt(live: &LiveCatalog, writer: &IndexWriter, adapter: QueryAdapter) -> Res
     Ok(true)
 }
 
-/// Every second until the gateway stops: when the fleet's adapter for `model` is newer than the
-/// one this replica took, or the index was rebuilt since, stores it in the index and reloads.
-pub(crate) async fn keep_adopted(
-    url: String,
-    model: String,
-    live: Arc<LiveCatalog>,
-    writer: IndexWriter,
-    status: Arc<dyn Status>,
-) {
+/// Every second until the gateway stops: when the fleet's adapter for the model the index
+/// serves with is newer than the one this replica took, or the index was rebuilt since, stores
+/// it in the index and reloads.
+pub(crate) async fn keep_adopted(url: String, live: Arc<LiveCatalog>, writer: IndexWriter, status: Arc<dyn Status>) {
     let mut client: Option<Client> = None;
     // (version taken, index generation it was stored into)
     let mut taken: Option<(i64, u64)> = None;
@@ -130,6 +126,7 @@ pub(crate) async fn keep_adopted(
             client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
         }
         let Some(c) = client.as_ref() else { continue };
+        let model = live.engine().embedder().model_id().to_owned();
         let version = match c.query_opt("SELECT version FROM toolsearch_adapters WHERE model = $1", &[&model]).await {
             Ok(Some(row)) => row.get::<_, i64>(0),
             Ok(None) => continue,
@@ -150,7 +147,7 @@ pub(crate) async fn keep_adopted(
         let (bytes, version): (Vec<u8>, i64) = (row.get(0), row.get(1));
         let Ok(adapter) = serde_json::from_slice::<QueryAdapter>(&bytes) else { continue };
         let (live2, writer2) = (live.clone(), writer.clone());
-        match tokio::task::spawn_blocking(move || adopt(&live2, &writer2, adapter)).await {
+        match tokio::task::spawn_blocking(move || adopt(&live2, &writer2, &model, adapter)).await {
             Ok(Ok(stored)) => {
                 if stored {
                     status.event("adapter_adopted", json!({"version": version}));

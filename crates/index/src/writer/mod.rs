@@ -155,13 +155,12 @@ fn build(
     }
     toolsearch_embed::memory::give_back();
 
-    // A calibration fitted to the index being replaced stays with it.
-    // So does a query adapter learned for the same model (it maps that model's query vectors).
-    let old = IndexMeta::read(&target).ok();
+    // A calibration fitted to the index being replaced stays with it, and so does a query
+    // adapter, when the model is the same: the map was fitted to that model's scores, the
+    // adapter maps its query vectors.
+    let old = IndexMeta::read(&target).ok().filter(|m| m.built_with(embedder));
     let calibration = old.as_ref().and_then(|m| m.calibration);
-    let adapter = old
-        .and_then(|m| m.adapter.filter(|_| m.model_sha256 == embedder.model_sha256()))
-        .filter(|a| a.fits(embedder.dimension()));
+    let adapter = old.and_then(|m| m.adapter).filter(|a| a.fits(embedder.dimension()));
     let mut previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
     // Each document's row in the previous index; empty when there is none (a first build
     // holds no per-document vector of `None`s: 10 MB at a million documents).

@@ -26,7 +26,7 @@ impl Previous {
     /// vectors and hashes verify.
     pub(super) fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
         let meta = IndexMeta::read(dir).ok()?;
-        if meta.model_sha256 != embedder.model_sha256() || meta.dimension as usize != embedder.dimension() {
+        if !meta.built_with(embedder) {
             return None;
         }
         let verified = |rel: &str| {
