@@ -72,19 +72,28 @@ fn a_model_edited_in_the_config_is_loaded_and_every_tool_embedded_again_while_a_
     // (the rebuild the edit brings reuses every vector).
     let empty = dir.join("not-a-model");
     std::fs::create_dir_all(&empty).unwrap();
-    config(&dir, empty.to_str().unwrap());
+    let bad = |timeout: u64| {
+        let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        c["toolsearch"] = json!({"model": empty, "call_timeout_secs": timeout});
+        write_config(&dir, &c);
+    };
+    bad(60);
     let refused = gateway.wait_for_status("toolsearch.model", Duration::from_secs(60));
     assert!(refused.contains("config_error") && refused.contains("the running model is kept"), "{refused}");
     gateway.wait_for_statuses("\"event\":\"indexed\"", 2, Duration::from_secs(60));
     let kept = &events(&gateway, "\"event\":\"indexed\"")[1];
     assert_eq!((&kept["model"], &kept["embedded"]), (&json!(MODEL_ID), &json!(0)), "{kept}");
+    // Not taken as running: the next reload (another edit) tries it again.
+    bad(61);
+    gateway.wait_for_statuses("toolsearch.model", 2, Duration::from_secs(60));
+    gateway.wait_for_statuses("\"event\":\"indexed\"", 3, Duration::from_secs(60));
 
     // The tool-trained model: loaded, and every tool embedded again with it.
     config(&dir, "tools");
     let loaded = gateway.wait_for_status("\"event\":\"model_loaded\"", Duration::from_secs(60));
     assert!(loaded.contains(TOOLS_MODEL_ID), "{loaded}");
-    gateway.wait_for_statuses("\"event\":\"indexed\"", 3, Duration::from_secs(60));
-    let again = &events(&gateway, "\"event\":\"indexed\"")[2];
+    gateway.wait_for_statuses("\"event\":\"indexed\"", 4, Duration::from_secs(60));
+    let again = &events(&gateway, "\"event\":\"indexed\"")[3];
     assert_eq!((&again["model"], &again["reused"]), (&json!(TOOLS_MODEL_ID), &json!(0)), "{again}");
     assert_eq!(again["embedded"].as_u64(), again["tools"].as_u64().map(|t| t + 1), "every tool and its node: {again}");
     std::fs::write(&go, "").unwrap();
