@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::gateway::{client_steps, step_json, HttpGateway};
+use common::gateway::{client_steps, gateway_build, step_json, HttpGateway};
 use common::{python, write_config};
 use serde_json::{json, Value};
 use toolsearch::embed::{MODEL_ID, TOOLS_MODEL_ID};
@@ -116,20 +116,12 @@ fn a_model_edited_in_the_config_is_loaded_and_every_tool_embedded_again_while_a_
     assert!(!out.status.success() && err.contains(TOOLS_MODEL_ID) && err.contains(MODEL_ID), "{err}");
 }
 
-fn build(config: &Path, state: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "--build", "--config", config.to_str().unwrap(), "--state", state.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 #[test]
 fn a_replica_follows_the_shared_index_to_its_new_model_and_the_command_line_outranks_the_config() {
     let dir = common::scratch().join("gateway-model-replica");
     let state = dir.join("state");
     let path = config(&dir, "stock");
-    build(&path, &state);
+    gateway_build(&path, &state);
     let replica = HttpGateway::start(&path, &state, &["--json", "--replica"]);
     let remember = json!([["search_tool_by_category", {"query": "remember a note under a key"}]]);
     assert_eq!(first(&client_steps(&replica.url(), "-", &remember)[0]), "notes.remember");
@@ -138,7 +130,7 @@ fn a_replica_follows_the_shared_index_to_its_new_model_and_the_command_line_outr
     config(&dir, "tools");
     let note = replica.wait_for_status("\"event\":\"config_note\"", Duration::from_secs(60));
     assert!(note.contains("the model the shared index records"), "{note}");
-    build(&path, &state);
+    gateway_build(&path, &state);
     replica.wait_for_status("\"event\":\"index_reloaded\"", Duration::from_secs(60));
     assert_eq!(first(&client_steps(&replica.url(), "-", &remember)[0]), "notes.remember");
     let statuses = replica.status.lock().unwrap().join("\n");

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use common::gateway::{client_steps, reference_server, HttpGateway};
+use common::gateway::{client_steps, gateway_build, reference_server, HttpGateway};
 use common::write_config;
 use serde_json::json;
 
@@ -32,14 +32,6 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (u64, SystemTime)> {
     out
 }
 
-fn build(config: &Path, state: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["gateway", "--build", "--config", config.to_str().unwrap(), "--state", state.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 #[test]
 fn replicas_serve_one_state_dir_read_only_with_the_same_answers_and_follow_a_rebuild() {
     let dir = common::scratch().join("gateway-replicas");
@@ -57,7 +49,7 @@ fn replicas_serve_one_state_dir_read_only_with_the_same_answers_and_follow_a_reb
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("gateway --build"), "{out:?}");
 
-    build(&config, &state);
+    gateway_build(&config, &state);
     let before = snapshot(&state);
     let a = HttpGateway::start(&config, &state, &["--replica", "--json"]);
     let b = HttpGateway::start(&config, &state, &["--replica", "--json"]);
@@ -77,7 +69,7 @@ fn replicas_serve_one_state_dir_read_only_with_the_same_answers_and_follow_a_reb
     // The config gains a server and the index is rebuilt by `--build`: both replicas start the
     // server, reload the index, and find its tools.
     write_config(&dir, &json!({"mcpServers": {"everything": everything, "memory": memory}}));
-    build(&dir.join("gateway.json"), &state);
+    gateway_build(&dir.join("gateway.json"), &state);
     for replica in [&a, &b] {
         replica.wait_for_status("\"event\":\"index_reloaded\"", Duration::from_secs(60));
         let deadline = std::time::Instant::now() + Duration::from_secs(60);

@@ -172,6 +172,16 @@ pub fn client_steps(url: &str, token: &str, steps: &Value) -> Vec<Value> {
     client_results(&["calls", url, token, &steps.to_string()])
 }
 
+/// Runs `gateway --build` on `config` into `state` (builds the index and exits); panics,
+/// showing its stderr, when it fails.
+pub fn gateway_build(config: &Path, state: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "--build", "--config", config.to_str().unwrap(), "--state", state.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "build failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Runs `steps` through the official Python SDK's high-level `Client` in `mode` (`legacy`,
 /// `auto`, `2026-07-28`) against `target` (a URL, or `stdio:CONFIG:STATE` to spawn the
 /// gateway) with bearer `token` ("-" for none); see `tests/mcp/client.py client`.
