@@ -131,9 +131,7 @@ fn a_fit_under_learn_settings_replaced_during_it_is_not_swapped_in() {
     let live = toolsearch::disclosure::LiveCatalog::new(common::open(&index));
     let settings = LearnSettings { from: vec!["replay".into()], max_moved: 1.0, ..LearnSettings::default() };
     let writer = Default::default();
-    let run = |current: &dyn Fn() -> bool| {
-        learn_once(&live, common::embedder(), Trail::Dir(&dir), &writer, 0, &settings, current).unwrap()
-    };
+    let run = |current: &dyn Fn() -> bool| learn_once(&live, Trail::Dir(&dir), &writer, 0, &settings, current).unwrap();
 
     let replaced = run(&|| false);
     assert!(!replaced.swapped, "{replaced:?}");

@@ -27,7 +27,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolsearch_disclosure::LiveCatalog;
-use toolsearch_embed::Embedder;
 use toolsearch_eval::{
     firsts_moved, judge_adapter, labels_from_audit, learn_adapter, searches_from_audit, top_moved, LabelledQuery,
     LearnError, SPLIT_TAG,
@@ -114,9 +113,7 @@ impl Learner {
             // A fit under settings a reload replaced meanwhile is not swapped in.
             let (now, under) = (self.settings.clone(), settings.clone());
             let current = move || now.borrow().as_ref() == Some(&under);
-            // The model the index serves with now (a reload may have changed it since the last run).
             let (live, dir, writer) = (self.hub.live().clone(), self.trail.clone(), self.writer.clone());
-            let embedder = live.engine().embedder().clone();
             // In a fleet, one replica learns at a time, from every replica's trail.
             let lead = match &self.store {
                 None => None,
@@ -129,7 +126,8 @@ impl Learner {
                     }
                 },
             };
-            let model = embedder.model_id().to_owned();
+            // The model the index serves with now (a reload may have changed it since the last run).
+            let model = live.engine().embedder().model_id().to_owned();
             let fleet = match &lead {
                 None => None,
                 Some(lead) => match (lead.trail().await, lead.fitted_from(&model).await) {
@@ -145,7 +143,7 @@ impl Learner {
                     Some((text, fitted)) => Trail::Fleet(text, *fitted),
                     None => Trail::Dir(&dir),
                 };
-                learn_once(&live, embedder, trail, &writer, seen, &settings, &current)
+                learn_once(&live, trail, &writer, seen, &settings, &current)
             })
             .await;
             let run = match done {
@@ -293,7 +291,6 @@ fn probes(engine: &Engine) -> Vec<(String, u32)> {
 /// `settings` are the config's when it would.
 pub fn learn_once(
     live: &LiveCatalog,
-    embedder: Arc<dyn Embedder>,
     trail: Trail<'_>,
     writer: &IndexWriter,
     seen: usize,
@@ -319,7 +316,8 @@ pub fn learn_once(
     let serving = live.engine();
     let dir = serving.index().dir().to_path_buf();
     let options = EngineOptions { use_adapter: false, ..serving.options().clone() };
-    let plain = Engine::with_embedder(&dir, embedder, options).map_err(|e| e.to_string())?;
+    // With the model the index serves with (a reload may change it: the swap below then refuses).
+    let plain = Engine::with_embedder(&dir, serving.embedder().clone(), options).map_err(|e| e.to_string())?;
     let report = match learn_adapter(&plain, &labels) {
         Ok(r) => r,
         Err(e @ LearnError::TooFewLabels { .. }) => return skip(e.to_string()),
