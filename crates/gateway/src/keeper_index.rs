@@ -88,6 +88,7 @@ impl Keeper {
         }
     }
 
+    /// Says why the shared index could not be reloaded, once until the reason changes.
     fn refused(&mut self, error: String) {
         if self.follow_refused.as_deref() != Some(error.as_str()) {
             self.status.event("index_error", json!({ "error": error }));

@@ -33,7 +33,7 @@
 //!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
 //!   (starting it), `keeper.rs` (following changes and the config file; `config_changes.rs`: what a reload
-//!   changed), `learner.rs` (learning
+//!   changed; `keeper_index.rs`: the index rebuilt or followed, and the model changed), `learner.rs` (learning
 //!   from its own traffic; `teachers.rs`: who teaches and who judges), `preflight.rs` (`--check`).
 #![deny(missing_docs)]
 
