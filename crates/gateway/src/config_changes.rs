@@ -28,8 +28,11 @@ pub(crate) fn lazy(config: &GatewayConfig, name: &str) -> Option<u64> {
 /// The settings a running gateway cannot change: where it keeps state (its index, pins,
 /// trail and logins). Named so the operator knows to restart.
 pub(crate) fn restart_needed(old: &GatewayConfig, new: &GatewayConfig) -> Vec<&'static str> {
-    let (a, b) = (&old.settings, &new.settings);
-    [("state", a.state != b.state)].into_iter().filter_map(|(name, differs)| differs.then_some(name)).collect()
+    if old.settings.state != new.settings.state {
+        vec!["state"]
+    } else {
+        Vec::new()
+    }
 }
 
 /// The names (never the values) of the tokens `new` adds, removes and grants otherwise.

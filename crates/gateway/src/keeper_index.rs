@@ -106,7 +106,8 @@ impl Keeper {
         if self.config.settings.model == new.model {
             return true;
         }
-        let options = self.hub.live().engine().options().clone();
+        let engine = self.hub.live().engine();
+        let options = engine.options();
         let kept = match (&options.model, self.replica.is_some()) {
             (Some(_), _) => Some("--model on the command line overrides toolsearch.model"),
             (None, true) => Some("a replica serves with the model the shared index records"),
