@@ -159,3 +159,60 @@ pub(crate) async fn keep_adopted(url: String, live: Arc<LiveCatalog>, writer: In
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::{Arc, Mutex};
+
+    use toolsearch_embed::{EmbedderOptions, ModelFiles, OnnxEmbedder};
+    use toolsearch_index::{build_index, BuildOptions, IndexMeta, QueryAdapter};
+    use toolsearch_query::Engine;
+
+    use super::*;
+
+    /// A small index built with the tiny CLS test model (tests/models/tiny-cls), served live.
+    fn live_tiny(dir: &Path) -> Arc<LiveCatalog> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let model = repo.join("tests/models/tiny-cls");
+        let files = ModelFiles::choose(None, Some(model.to_str().unwrap())).unwrap();
+        let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).unwrap();
+        let catalog = toolsearch_catalog::load_path(&repo.join("data/sample-catalog.json"), None).unwrap();
+        build_index(&catalog, &embedder, dir, &BuildOptions::default()).unwrap();
+        LiveCatalog::new(Engine::open_with(dir, Default::default()).unwrap())
+    }
+
+    fn identity(dimension: u32) -> QueryAdapter {
+        QueryAdapter {
+            dimension,
+            weights: vec![0.0; (dimension * dimension) as usize],
+            method: "ridge 0.01".into(),
+            alpha: 0.5,
+            trained_on: 40,
+            heldout: 10,
+            heldout_ndcg_before: 0.5,
+            heldout_ndcg_after: 0.6,
+        }
+    }
+
+    /// The fleet's adapter goes only into an index built with the model it was fitted for, of
+    /// its dimension, and is not stored twice.
+    #[test]
+    fn an_adapter_is_stored_only_in_an_index_of_its_own_model() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("index");
+        let live = live_tiny(&dir);
+        let writer: IndexWriter = Arc::new(Mutex::new(()));
+        let meta = IndexMeta::read(&dir).unwrap();
+        let (model, dimension) = (meta.model_id.clone(), meta.dimension);
+
+        assert!(!adopt(&live, &writer, "another-model", identity(dimension)).unwrap());
+        assert!(!adopt(&live, &writer, &model, identity(dimension + 1)).unwrap());
+        assert_eq!(IndexMeta::read(&dir).unwrap().adapter, None, "nothing stored for another model or dimension");
+
+        assert!(adopt(&live, &writer, &model, identity(dimension)).unwrap());
+        assert_eq!(IndexMeta::read(&dir).unwrap().adapter, Some(identity(dimension)));
+        assert!(live.engine().index().meta().adapter.is_some(), "the live engine reloaded with it");
+        assert!(!adopt(&live, &writer, &model, identity(dimension)).unwrap(), "already held");
+    }
+}
