@@ -148,3 +148,29 @@ fn a_replica_follows_the_shared_index_to_its_new_model_and_the_command_line_outr
     assert!(events(&gateway, "\"event\":\"indexed\"").iter().all(|e| e["model"] == MODEL_ID));
     assert!(events(&gateway, "model_loaded").is_empty());
 }
+
+/// A model edited in while there is nothing to index (here the edit also swaps the only server
+/// for one that does not start): loaded, the index on disk keeps serving with the model it was built with, nothing
+/// is refused, and the next build that has tools embeds them with the new model.
+#[test]
+fn a_model_edited_in_with_no_tools_listed_embeds_the_next_build_that_has_tools() {
+    let dir = common::scratch().join("gateway-model-empty");
+    let state = dir.join("state");
+    let path = config(&dir, "stock");
+    let gateway = HttpGateway::start(&path, &state, &["--json"]);
+    let down = json!({"command": "/bin/false"});
+    write_config(&dir, &json!({"mcpServers": {"down": down}, "toolsearch": {"model": "tools"}}));
+    gateway.wait_for_status("\"event\":\"model_loaded\"", Duration::from_secs(60));
+    gateway.wait_for_status("\"event\":\"config_reloaded\"", Duration::from_secs(60));
+    let remember = json!([["search_tool_by_category", {"query": "remember a note under a key"}]]);
+    let out = client_steps(&gateway.url(), "-", &remember);
+    assert!(step_json(&out[0])["results"].is_array(), "still answered: {:?}", out[0]);
+
+    config(&dir, "tools");
+    gateway.wait_for_statuses("\"event\":\"indexed\"", 2, Duration::from_secs(60));
+    let again = &events(&gateway, "\"event\":\"indexed\"")[1];
+    assert_eq!((&again["model"], &again["reused"]), (&json!(TOOLS_MODEL_ID), &json!(0)), "{again}");
+    assert_eq!(first(&client_steps(&gateway.url(), "-", &remember)[0]), "notes.remember");
+    let statuses = gateway.status.lock().unwrap().join("\n");
+    assert!(!statuses.contains("index_error") && !statuses.contains("config_error"), "{statuses}");
+}

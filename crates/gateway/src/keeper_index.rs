@@ -62,10 +62,13 @@ impl Keeper {
             async move {
                 let blocking = move || -> Result<Option<PinsStamp>, ServeError> {
                     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
-                    let (_, stamp) =
+                    let (built, stamp) =
                         rebuild(&listings, &config, embedder.as_ref(), &state, &held, status.as_ref(), trust)?;
-                    // With the model it was built with (another, when a reload changed it).
-                    live.reload_with(embedder).map_err(|e| ServeError::Config(state.join("index"), e.to_string()))?;
+                    // With the model it was built with (another, when a reload changed it). With
+                    // nothing to index, the index is as it was and keeps its model; a model a
+                    // reload loaded embeds the next build that has tools.
+                    let reloaded = if built { live.reload_with(embedder) } else { live.reload() };
+                    reloaded.map_err(|e| ServeError::Config(state.join("index"), e.to_string()))?;
                     Ok(stamp)
                 };
                 tokio::task::spawn_blocking(blocking)
