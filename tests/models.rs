@@ -1,8 +1,9 @@
 //! Any embedding model (#63): a sentence-transformers export read from its directory gives
 //! the vectors sentence-transformers gives, an index records its model and opens with it,
-//! bad model directories are refused naming the file and field, and an index of the previous
-//! format (built with the stock model) still opens and answers, and the five-set research
-//! model comes out of the clone's history as a directory that answers.
+//! with the prompts it was built with, bad model directories are refused naming the file and
+//! field, an index of an older format (built with the stock model) still opens and answers,
+//! and the five-set research model comes out of the clone's history as a directory that
+//! answers.
 //!
 //! The models are tests/models/tiny-*, randomly initialised BERTs written by
 //! tests/models/make_tiny.py beside the vectors sentence-transformers 6.2 gave for them.
@@ -101,6 +102,36 @@ fn an_index_records_its_model_and_refuses_another() {
     assert_eq!(engine.embedder().model_id(), "local/tiny-cls");
 }
 
+/// The same weights with other prompts give other vectors: an index records its model's
+/// prompts, refuses the model once its prompts are changed (naming both), and a rebuild with
+/// it embeds every document again.
+#[test]
+fn an_index_records_its_models_prompts_and_refuses_other_ones() {
+    let tiny = copy_model("tiny-cls", "prompted");
+    let idx = common::scratch().join("prompted-index");
+    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
+    let index = || -> serde_json::Value {
+        let args = ["index", catalogue.to_str().unwrap(), "--out", at, "--model", tiny.to_str().unwrap(), "--json"];
+        let out = toolsearch(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    index();
+    let meta = toolsearch::index::IndexMeta::read(&idx).unwrap();
+    assert_eq!(meta.model_prompts, Some(("query: ".to_owned(), "passage: ".to_owned())));
+
+    let config = tiny.join("config_sentence_transformers.json");
+    let text = std::fs::read_to_string(&config).unwrap().replace("\"query: \"", "\"search_query: \"");
+    std::fs::write(&config, text).unwrap();
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "answered with other prompts");
+    assert!(err.contains("query prompt \"query: \"") && err.contains("query prompt \"search_query: \""), "{err}");
+    let rebuilt = index();
+    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+}
+
 #[test]
 fn bad_model_directories_are_refused_naming_the_file_and_field() {
     let catalogue = common::sample_catalog();
@@ -138,17 +169,28 @@ fn bad_model_directories_are_refused_naming_the_file_and_field() {
     assert!(err.contains("no-such-model") && err.contains("neither a named model"), "{err}");
 }
 
-/// Rewrites an index's metadata in the previous format (version 8: no pooling, no source),
-/// as the previous release wrote it for a stock-model index.
-fn downgrade_to_version_8(dir: &Path) {
+/// Rewrites an index's metadata in an older format, as the release that wrote it would have
+/// for a stock-model index: version 9 (no prompts) or 8 (no pooling or source either), from
+/// version 10 or (for 8) from 9.
+fn downgrade(dir: &Path, version: u32) {
     let path = dir.join("meta.bin");
     let bytes = std::fs::read(&path).unwrap();
     let payload = &bytes[44..];
-    // The two fields version 9 appended: "mean" (length 4, then 4 bytes) and no source (0).
-    let (old, tail) = payload.split_at(payload.len() - 6);
-    assert_eq!(tail, b"\x04mean\x00", "a stock index ends in its pooling and no source");
+    // The fields each version appended: version 10 the prompts (two empty strings: 1, 0, 0),
+    // version 9 the pooling ("mean": length 4, then 4 bytes) and no source (0).
+    let mut old = payload;
+    if u32::from_le_bytes(bytes[8..12].try_into().unwrap()) == 10 {
+        let tail;
+        (old, tail) = old.split_at(old.len() - 3);
+        assert_eq!(tail, b"\x01\x00\x00", "a stock index ends in its empty prompts");
+    }
+    if version == 8 {
+        let tail;
+        (old, tail) = old.split_at(old.len() - 6);
+        assert_eq!(tail, b"\x04mean\x00", "then its pooling and no source");
+    }
     let mut out = bytes[..8].to_vec();
-    out.extend_from_slice(&8u32.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&Sha256::digest(old));
     out.extend_from_slice(old);
     std::fs::write(&path, out).unwrap();
@@ -163,9 +205,11 @@ fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
     let sample = common::sample_catalog();
     let out = toolsearch(&["--model", "stock", "index", sample.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for format in ["current", "version 8"] {
-        if format == "version 8" {
-            downgrade_to_version_8(&dir);
+    for format in ["current", "version 9", "version 8"] {
+        match format {
+            "version 9" => downgrade(&dir, 9),
+            "version 8" => downgrade(&dir, 8),
+            _ => {}
         }
         let engine = Engine::open_with(&dir, EngineOptions::default()).unwrap();
         assert_eq!(engine.embedder().model_id(), toolsearch::embed::MODEL_ID, "{format}");

@@ -50,6 +50,11 @@ pub trait Embedder: Send + Sync {
     fn pooling(&self) -> &str {
         "mean"
     }
+    /// The prompts put before each query and each document, in that order (recorded in every
+    /// index: the same weights with other prompts give other vectors). Empty without them.
+    fn prompts(&self) -> (&str, &str) {
+        ("", "")
+    }
     /// Where a model that is not a named one was loaded from (recorded in every index, so a
     /// query finds it without being told). `None` for the named models.
     fn source(&self) -> Option<&str> {

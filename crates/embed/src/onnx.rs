@@ -252,6 +252,10 @@ impl Embedder for OnnxEmbedder {
         self.source.as_deref()
     }
 
+    fn prompts(&self) -> (&str, &str) {
+        (&self.files.spec.query_prompt, &self.files.spec.passage_prompt)
+    }
+
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_prompted(&self.files.spec.passage_prompt, texts)
     }

@@ -10,10 +10,12 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 9;
-/// The previous version, still read: its metadata lacks the model's pooling and source (its
-/// indexes were all built with the stock, mean-pooled model).
-const LEGACY_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 10;
+/// The versions before it, still read. Each one's metadata is the next one's without the
+/// fields that version appended (bincode writes fields in order, unframed): version 8 lacks the
+/// model's pooling and source (its indexes were all built with the stock, mean-pooled model),
+/// and version 9 its prompts.
+const OLDER_VERSIONS: [u32; 2] = [8, 9];
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -76,53 +78,20 @@ pub struct IndexMeta {
     /// The directory of a model that is not a named one, as given when the index was built:
     /// where a query finds it when no model is named.
     pub model_source: Option<String>,
-}
-
-/// The metadata of a version-8 index: [`IndexMeta`] without the model's pooling and source.
-#[derive(Deserialize)]
-struct LegacyMeta {
-    format_version: u32,
-    model_id: String,
-    model_sha256: String,
-    dimension: u32,
-    catalog_hash: String,
-    generation: u64,
-    tools: u32,
-    nodes: u32,
-    files: Vec<FileSum>,
-    created_unix: u64,
-    calibration: Option<Calibration>,
-    adapter: Option<QueryAdapter>,
-}
-
-impl From<LegacyMeta> for IndexMeta {
-    fn from(m: LegacyMeta) -> IndexMeta {
-        IndexMeta {
-            format_version: m.format_version,
-            model_id: m.model_id,
-            model_sha256: m.model_sha256,
-            dimension: m.dimension,
-            catalog_hash: m.catalog_hash,
-            generation: m.generation,
-            tools: m.tools,
-            nodes: m.nodes,
-            files: m.files,
-            created_unix: m.created_unix,
-            calibration: m.calibration,
-            adapter: m.adapter,
-            model_pooling: "mean".to_owned(),
-            model_source: None,
-        }
-    }
+    /// The model's query and document prompts; `None` in an index of a version that did not
+    /// record them (then they are not checked).
+    pub model_prompts: Option<(String, String)>,
 }
 
 impl IndexMeta {
     /// Whether `embedder` is the model this index was built with: the same weights (sha256),
-    /// dimension and pooling (one network exported with another pooling gives other vectors).
+    /// dimension, pooling and prompts (one network exported with another pooling, or given
+    /// other prompts, gives other vectors).
     pub fn built_with(&self, embedder: &dyn toolsearch_embed::Embedder) -> bool {
         self.model_sha256 == embedder.model_sha256()
             && self.dimension as usize == embedder.dimension()
             && self.model_pooling == embedder.pooling()
+            && self.model_prompts.as_ref().is_none_or(|(q, d)| (q.as_str(), d.as_str()) == embedder.prompts())
     }
 
     /// The model to query this index with: a named model's name, or the directory a local
@@ -199,7 +168,7 @@ impl IndexMeta {
             return Err(IndexError::Corrupted(path, "not a toolsearch metadata file".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION && version != LEGACY_VERSION {
+        if version != FORMAT_VERSION && !OLDER_VERSIONS.contains(&version) {
             return Err(IndexError::Version { path, found: version, expected: FORMAT_VERSION });
         }
         let payload = &bytes[44..];
@@ -207,13 +176,24 @@ impl IndexMeta {
             return Err(IndexError::Corrupted(path, "checksum mismatch".into()));
         }
         let corrupted = |e: bincode::error::DecodeError| IndexError::Corrupted(path.clone(), e.to_string());
-        if version == LEGACY_VERSION {
-            let (meta, _): (LegacyMeta, usize) =
-                bincode::serde::decode_from_slice(payload, bincode::config::standard()).map_err(corrupted)?;
-            return Ok(meta.into());
+        let encode = |e: bincode::error::EncodeError| IndexError::Corrupted(path.clone(), e.to_string());
+        let config = bincode::config::standard();
+        // An older payload, completed with the fields later versions appended, at what they
+        // mean for it: a stock model's mean pooling and no source (8), prompts not recorded (9).
+        let mut payload = payload.to_vec();
+        if version == 8 {
+            let added = ("mean", None::<String>);
+            payload.extend(bincode::serde::encode_to_vec(added, config).map_err(encode)?);
         }
-        let (meta, _): (IndexMeta, usize) =
-            bincode::serde::decode_from_slice(payload, bincode::config::standard()).map_err(corrupted)?;
+        if version <= 9 {
+            let added = None::<(String, String)>;
+            payload.extend(bincode::serde::encode_to_vec(added, config).map_err(encode)?);
+        }
+        let (meta, used): (IndexMeta, usize) =
+            bincode::serde::decode_from_slice(&payload, config).map_err(corrupted)?;
+        if used != payload.len() {
+            return Err(IndexError::Corrupted(path, format!("{} bytes after the metadata", payload.len() - used)));
+        }
         Ok(meta)
     }
 }

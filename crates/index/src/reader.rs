@@ -148,10 +148,15 @@ impl IndexReader {
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
         if !self.meta.built_with(embedder) {
             let (m, e) = (&self.meta, embedder);
-            // The pooling is named when it is what differs (the same weights).
-            let (a, b) = match m.model_sha256 == e.model_sha256() {
-                true => (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling())),
-                false => (String::new(), String::new()),
+            // The pooling or the prompts are named when they are what differs (the same weights).
+            let (a, b) = match (m.model_sha256 == e.model_sha256(), m.model_pooling == e.pooling()) {
+                (true, false) => (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling())),
+                (true, true) => {
+                    let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
+                    let built = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str())).unwrap_or_default();
+                    (prompts(built), prompts(e.prompts()))
+                }
+                (false, _) => (String::new(), String::new()),
             };
             return Err(IndexError::ModelMismatch {
                 path: self.dir.join(META_FILE),

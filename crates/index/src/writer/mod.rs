@@ -241,6 +241,7 @@ fn build(
         adapter,
         model_pooling: embedder.pooling().to_owned(),
         model_source: embedder.source().map(str::to_owned),
+        model_prompts: Some((embedder.prompts().0.to_owned(), embedder.prompts().1.to_owned())),
     };
     meta.write(dir)?;
     staging.commit()?;
