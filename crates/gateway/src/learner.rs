@@ -127,7 +127,7 @@ impl Learner {
                 },
             };
             // The model the index serves with now (a reload may have changed it since the last run).
-            let model = live.engine().embedder().model_id().to_owned();
+            let model = live.engine().index().meta().model_key();
             let fleet = match &lead {
                 None => None,
                 Some(lead) => match (lead.trail().await, lead.fitted_from(&model).await) {

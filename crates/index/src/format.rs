@@ -94,6 +94,21 @@ impl IndexMeta {
             && self.model_prompts.as_ref().is_none_or(|(q, d)| (q.as_str(), d.as_str()) == embedder.prompts())
     }
 
+    /// What tells this index's model apart from every other across processes (a fleet keeps
+    /// its learned adapters under it): the id, and the sha256, pooling and prompts that make two
+    /// models give the same vectors, so two local models of one name never share an adapter.
+    pub fn model_key(&self) -> String {
+        let mut key = format!("{} sha256:{} {}", self.model_id, self.model_sha256, self.model_pooling);
+        if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
+            let digest = Sha256::digest(format!("{q}\0{d}"));
+            key.push_str(&format!(
+                " prompts:{}",
+                digest.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
+            ));
+        }
+        key
+    }
+
     /// The model to query this index with: a named model's name, or the directory a local
     /// model was loaded from; `None` when the index names neither.
     pub fn model_choice(&self) -> Option<String> {

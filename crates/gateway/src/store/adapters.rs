@@ -2,11 +2,12 @@
 //! the whole fleet's audit trail (`toolsearch_audit`, every replica's lines) by one replica at a
 //! time, and served by all. A run takes a session-level advisory lock (another replica holding
 //! it means this one skips the run); an adapter it swaps in is published to
-//! `toolsearch_adapters` under the embedding model's id with the number of labels it was
-//! fitted from, so the next run anywhere waits for `learn.min_new_labels` more. Every replica
-//! polls the row's version every second and stores a newer adapter in its own index (under the
-//! index writer's lock, into the build it read), then reloads: one learned in the fleet is
-//! served everywhere, and again after a replica rebuilds its index.
+//! `toolsearch_adapters` under the embedding model's key (`IndexMeta::model_key`: its id,
+//! weights, pooling and prompts) with the number of labels it was fitted from, so the next run
+//! anywhere waits for `learn.min_new_labels` more. Every replica polls the row's version every
+//! second and stores a newer adapter in its own index (under the index writer's lock, into the
+//! build it read), then reloads: one learned in the fleet is served everywhere, and again after
+//! a replica rebuilds its index.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,7 +106,7 @@ fn adopt(live: &LiveCatalog, writer: &IndexWriter, model: &str, adapter: QueryAd
     let _writing = writer.lock().unwrap_or_else(|p| p.into_inner());
     let dir = live.engine().index().dir().to_path_buf();
     let meta = IndexMeta::read(&dir).map_err(|e| e.to_string())?;
-    if meta.model_id != model || meta.adapter.as_ref() == Some(&adapter) || !adapter.fits(meta.dimension as usize) {
+    if meta.model_key() != model || meta.adapter.as_ref() == Some(&adapter) || !adapter.fits(meta.dimension as usize) {
         return Ok(false);
     }
     IndexMeta::set_adapter(&dir, Some(adapter)).map_err(|e| e.to_string())?;
@@ -126,7 +127,7 @@ pub(crate) async fn keep_adopted(url: String, live: Arc<LiveCatalog>, writer: In
             client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
         }
         let Some(c) = client.as_ref() else { continue };
-        let model = live.engine().embedder().model_id().to_owned();
+        let model = live.engine().index().meta().model_key();
         let version = match c.query_opt("SELECT version FROM toolsearch_adapters WHERE model = $1", &[&model]).await {
             Ok(Some(row)) => row.get::<_, i64>(0),
             Ok(None) => continue,
@@ -204,9 +205,13 @@ mod tests {
         let live = live_tiny(&dir);
         let writer: IndexWriter = Arc::new(Mutex::new(()));
         let meta = IndexMeta::read(&dir).unwrap();
-        let (model, dimension) = (meta.model_id.clone(), meta.dimension);
-
-        assert!(!adopt(&live, &writer, "another-model", identity(dimension)).unwrap());
+        let (model, dimension) = (meta.model_key(), meta.dimension);
+        // Another model of the same id (other weights, or other prompts): not its adapter.
+        let weights = model.replace(&meta.model_sha256, &"0".repeat(64));
+        let prompted = IndexMeta { model_prompts: Some(("query: ".into(), "other: ".into())), ..meta.clone() };
+        for other in ["another-model", weights.as_str(), prompted.model_key().as_str()] {
+            assert!(!adopt(&live, &writer, other, identity(dimension)).unwrap(), "{other}");
+        }
         assert!(!adopt(&live, &writer, &model, identity(dimension + 1)).unwrap());
         assert_eq!(IndexMeta::read(&dir).unwrap().adapter, None, "nothing stored for another model or dimension");
 
