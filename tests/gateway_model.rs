@@ -45,12 +45,19 @@ fn first(step: &Value) -> String {
     step_json(step)["results"][0]["tool_id"].as_str().unwrap_or_default().to_owned()
 }
 
+/// A gateway over the notes server with the stock model, in the scratch directory `name`: the
+/// directory, the config's path and the gateway.
+fn start_stock(name: &str) -> (PathBuf, PathBuf, HttpGateway) {
+    let dir = common::scratch().join(name);
+    let path = config(&dir, "stock");
+    let gateway = HttpGateway::start(&path, &dir.join("state"), &["--json"]);
+    (dir, path, gateway)
+}
+
 #[test]
 fn a_model_edited_in_the_config_is_loaded_and_every_tool_embedded_again_while_a_session_is_served() {
-    let dir = common::scratch().join("gateway-model");
+    let (dir, path, gateway) = start_stock("gateway-model");
     let state = dir.join("state");
-    let path = config(&dir, "stock");
-    let gateway = HttpGateway::start(&path, &state, &["--json"]);
     let indexed = events(&gateway, "\"event\":\"indexed\"");
     assert_eq!(indexed.len(), 1, "{indexed:?}");
     assert_eq!(indexed[0]["model"], MODEL_ID);
@@ -150,14 +157,12 @@ fn a_replica_follows_the_shared_index_to_its_new_model_and_the_command_line_outr
 }
 
 /// A model edited in while there is nothing to index (here the edit also swaps the only server
-/// for one that does not start): loaded, the index on disk keeps serving with the model it was built with, nothing
-/// is refused, and the next build that has tools embeds them with the new model.
+/// for one that does not start): loaded, the index on disk keeps serving with the model it was
+/// built with, nothing is refused, and the next build that has tools embeds them with the new
+/// model.
 #[test]
 fn a_model_edited_in_with_no_tools_listed_embeds_the_next_build_that_has_tools() {
-    let dir = common::scratch().join("gateway-model-empty");
-    let state = dir.join("state");
-    let path = config(&dir, "stock");
-    let gateway = HttpGateway::start(&path, &state, &["--json"]);
+    let (dir, _, gateway) = start_stock("gateway-model-empty");
     let down = json!({"command": "/bin/false"});
     write_config(&dir, &json!({"mcpServers": {"down": down}, "toolsearch": {"model": "tools"}}));
     gateway.wait_for_status("\"event\":\"model_loaded\"", Duration::from_secs(60));

@@ -104,7 +104,7 @@ fn an_index_records_its_model_and_refuses_another() {
 
 /// The same weights with other prompts give other vectors: an index records its model's
 /// prompts, refuses the model once its prompts are changed (naming both), and a rebuild with
-/// it embeds every document again.
+/// it embeds every document again, as one over an index that did not record its prompts does.
 #[test]
 fn an_index_records_its_models_prompts_and_refuses_other_ones() {
     let tiny = copy_model("tiny-cls", "prompted");
@@ -130,6 +130,12 @@ fn an_index_records_its_models_prompts_and_refuses_other_ones() {
     let rebuilt = index();
     assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
     assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    // An index of the format before prompts were recorded opens without that check, but its
+    // vectors are not reused by a model that has prompts: they may be other prompts'.
+    downgrade(&idx, 9);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    let again = index();
+    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
 }
 
 #[test]
@@ -169,20 +175,25 @@ fn bad_model_directories_are_refused_naming_the_file_and_field() {
     assert!(err.contains("no-such-model") && err.contains("neither a named model"), "{err}");
 }
 
-/// Rewrites an index's metadata in an older format, as the release that wrote it would have
-/// for a stock-model index: version 9 (no prompts) or 8 (no pooling or source either), from
+/// Rewrites an index's metadata in an older format, as the release that wrote it would have:
+/// version 9 (no prompts), or for a stock-model index 8 (no pooling or source either), from
 /// version 10 or (for 8) from 9.
 fn downgrade(dir: &Path, version: u32) {
     let path = dir.join("meta.bin");
     let bytes = std::fs::read(&path).unwrap();
     let payload = &bytes[44..];
-    // The fields each version appended: version 10 the prompts (two empty strings: 1, 0, 0),
-    // version 9 the pooling ("mean": length 4, then 4 bytes) and no source (0).
+    // The fields each version appended: version 10 the prompts (`Some`, then each string's
+    // length and bytes), version 9 the pooling ("mean": length 4, then 4 bytes) and no source.
     let mut old = payload;
     if u32::from_le_bytes(bytes[8..12].try_into().unwrap()) == 10 {
+        let (q, d) = toolsearch::index::IndexMeta::read(dir).unwrap().model_prompts.unwrap();
+        let mut prompts = vec![1u8, q.len() as u8];
+        prompts.extend(q.bytes());
+        prompts.push(d.len() as u8);
+        prompts.extend(d.bytes());
         let tail;
-        (old, tail) = old.split_at(old.len() - 3);
-        assert_eq!(tail, b"\x01\x00\x00", "a stock index ends in its empty prompts");
+        (old, tail) = old.split_at(old.len() - prompts.len());
+        assert_eq!(tail, prompts, "an index ends in its prompts");
     }
     if version == 8 {
         let tail;

@@ -22,11 +22,14 @@ pub(super) struct Previous {
 }
 
 impl Previous {
-    /// The previous index in `dir`, if it was built with `embedder`'s model and its
-    /// vectors and hashes verify.
+    /// The previous index in `dir`, if it was built with `embedder`'s model (prompts
+    /// included) and its vectors and hashes verify.
     pub(super) fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
         let meta = IndexMeta::read(dir).ok()?;
-        if !meta.built_with(embedder) {
+        // An index of a version that did not record the prompts may have been embedded with
+        // other ones: its vectors are reused only by a model that has none.
+        let prompts_known = meta.model_prompts.is_some() || embedder.prompts() == ("", "");
+        if !meta.built_with(embedder) || !prompts_known {
             return None;
         }
         let verified = |rel: &str| {
