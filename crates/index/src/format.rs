@@ -100,11 +100,8 @@ impl IndexMeta {
     pub fn model_key(&self) -> String {
         let mut key = format!("{} sha256:{} {}", self.model_id, self.model_sha256, self.model_pooling);
         if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
-            let digest = Sha256::digest(format!("{q}\0{d}"));
-            key.push_str(&format!(
-                " prompts:{}",
-                digest.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
-            ));
+            let digest = format!("{:x}", Sha256::digest(format!("{q}\0{d}")));
+            key.push_str(&format!(" prompts:{}", &digest[..16]));
         }
         key
     }
