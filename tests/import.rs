@@ -210,3 +210,21 @@ fn tools_at_the_root_are_listed_at_the_root_beside_the_categories() {
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.status.success() && !text.contains("0 tools"), "{text}");
 }
+
+/// A server may list every tool with no schema at all: such a `tools/list` is read as one (an
+/// MCP server's category, tools taking any arguments), bare or under `tools`; a tool with a
+/// native manifest's fields keeps the list a manifest.
+#[test]
+fn a_tools_list_whose_tools_have_no_schema_is_read_as_mcp() {
+    let parse = |text: &str| toolsearch::catalog::parse_str(std::path::Path::new("clock.json"), text, None);
+    let listed = r#"{"tools": [{"name": "now", "description": "The current time."},
+                               {"name": "uptime", "title": "Uptime", "description": "Time since boot."}]}"#;
+    for text in [listed.to_owned(), serde_json::from_str::<serde_json::Value>(listed).unwrap()["tools"].to_string()] {
+        let c = parse(&text).unwrap();
+        let ids: Vec<&str> = c.tools.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["clock.now", "clock.uptime"], "{text}");
+        assert!(c.tools.iter().all(|t| t.paths == vec![vec!["clock".to_string()]]));
+    }
+    let native = parse(r#"{"tools": [{"name": "now", "summary": "The current time."}]}"#).unwrap_err();
+    assert_eq!(native.to_string(), "clock.json at /tools/0/id: field `id`: is missing or empty");
+}

@@ -71,9 +71,18 @@ fn fits(tool: &Value, format: Foreign) -> bool {
     shape_of(tool) == Some(format) || (format != Foreign::OpenAi && is_bare(tool))
 }
 
+/// The fields an MCP tool may carry besides its schemas (2025-11-25).
+const MCP_TOOL_FIELDS: &[&str] = &["name", "title", "description", "annotations", "icons", "_meta", "outputSchema"];
+
 /// The one shape of every tool in `tools` (bare tools fit any but OpenAI's), if they share one.
+/// A list of bare tools only, each with nothing but an MCP tool's fields, is a `tools/list`
+/// result whose tools declare no schema; a native manifest's tools have an `id`.
 fn list_shape(tools: &[Value]) -> Option<Foreign> {
-    let first = tools.iter().find_map(shape_of)?;
+    let Some(first) = tools.iter().find_map(shape_of) else {
+        let mcp_only =
+            |t: &Value| t.as_object().is_some_and(|o| o.keys().all(|k| MCP_TOOL_FIELDS.contains(&k.as_str())));
+        return (!tools.is_empty() && tools.iter().all(|t| is_bare(t) && mcp_only(t))).then_some(Foreign::Mcp);
+    };
     tools.iter().all(|t| fits(t, first)).then_some(first)
 }
 
