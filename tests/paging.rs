@@ -115,6 +115,16 @@ fn tags_filter_keeps_only_tools_with_every_tag() {
     assert_eq!(none.code, ErrorCode::NoMatchInCategory);
     assert!(none.message.contains("carries all the tags"), "{}", none.message);
     assert_eq!(none.next_action.unwrap().arguments["query"], "bucket access");
+    // An empty tag (a trailing comma, a bare `!`) can match nothing: it is refused by name.
+    for tags in [&["security", ""][..], &[" ! "]] {
+        let e = search("scan the code", tags, 10, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{tags:?}");
+        assert_eq!(e.message, format!("tags[{}] is empty", tags.len() - 1));
+    }
+    let e = common::sample()
+        .list(&Principal::trusted(), &ListRequest { tags: vec!["".into()], ..Default::default() })
+        .unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidArgument, "tags[0] is empty"));
 }
 
 #[test]

@@ -110,7 +110,7 @@ impl Engine {
         let limit = checked_limit(req.limit)?;
         let scopes = scopes_of(who);
         let scope = self.scope(req.category_path.as_ref(), "category_path", &scopes)?;
-        let filter = Filter { path: scope.clone(), tags: req.tags.clone(), scopes };
+        let filter = Filter { path: scope.clone(), tags: checked_tags(&req.tags)?, scopes };
         let call = match req.match_mode {
             MatchMode::Semantic => "search_tool_by_category",
             MatchMode::Regex => "search_tool_by_category/regex",
@@ -229,7 +229,7 @@ impl Engine {
         let scopes = scopes_of(who);
         let path = self.scope(req.path.as_ref(), "path", &scopes)?;
         let query = req.query.as_deref().map(checked_query).transpose()?;
-        let filter = Filter { path: path.clone(), tags: req.tags.clone(), scopes };
+        let filter = Filter { path: path.clone(), tags: checked_tags(&req.tags)?, scopes };
         let request = request_hash("list", query.unwrap_or(""), &filter);
         let offset = match &req.cursor {
             Some(c) => self.cursors.decode(c, request)?,
@@ -411,6 +411,15 @@ fn checked_query(q: &str) -> Result<&str, ProtocolError> {
             .with_hints(vec!["describe the task, e.g. \"resize an image\"".into()]));
     }
     Ok(q)
+}
+
+/// The request's tags; an empty one (or a bare `!`) is refused, naming it: it can match nothing.
+fn checked_tags(tags: &[String]) -> Result<Vec<String>, ProtocolError> {
+    match tags.iter().position(|t| t.trim().trim_start_matches('!').trim().is_empty()) {
+        Some(i) => Err(ProtocolError::invalid(format!("tags[{i}] is empty"))
+            .with_hints(vec!["name a tag, or `!tag` for tools without it; drop the empty one".into()])),
+        None => Ok(tags.to_vec()),
+    }
 }
 
 fn checked_limit(limit: Option<usize>) -> Result<usize, ProtocolError> {
