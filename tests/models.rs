@@ -1,6 +1,6 @@
 //! Any embedding model (#63): a sentence-transformers export read from its directory gives
 //! the vectors sentence-transformers gives, an index records its model and opens with it,
-//! with the prompts it was built with, bad model directories are refused naming the file and
+//! with the prompts and max length it was built with, bad model directories are refused naming the file and
 //! field, an index of an older format (built with the stock model) still opens and answers,
 //! and the five-set research model comes out of the clone's history as a directory that
 //! answers.
@@ -11,11 +11,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use common::index_format::downgrade;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use toolsearch::embed::{Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
 use toolsearch::{Engine, EngineOptions, Principal, SearchToolsRequest};
 
@@ -139,6 +139,45 @@ fn an_index_records_its_models_prompts_and_refuses_other_ones() {
 }
 
 #[test]
+fn an_index_records_its_models_max_length_and_refuses_another() {
+    // The same weights reading fewer tokens of a text give other vectors for a long one.
+    let tiny = copy_model("tiny-cls", "short");
+    let set_length = |n: u32| {
+        let path = tiny.join("sentence_bert_config.json");
+        let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config["max_seq_length"] = json!(n);
+        std::fs::write(&path, config.to_string()).unwrap();
+    };
+    let idx = common::scratch().join("short-index");
+    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
+    let index = |model: &str| -> serde_json::Value {
+        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    set_length(64);
+    index(tiny.to_str().unwrap());
+    assert_eq!(toolsearch::index::IndexMeta::read(&idx).unwrap().model_max_length, Some(64));
+    set_length(128);
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "answered with another max length");
+    assert!(err.contains("max length 64") && err.contains("max length 128"), "{err}");
+    let rebuilt = index(tiny.to_str().unwrap());
+    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    // An index of the format before the max length was recorded opens without that check; its
+    // vectors are reused only by a named model, whose length is its own.
+    downgrade(&idx, 10);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    let again = index(tiny.to_str().unwrap());
+    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
+    index("stock");
+    downgrade(&idx, 10);
+    let stock = index("stock");
+    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
+}
+
+#[test]
 fn bad_model_directories_are_refused_naming_the_file_and_field() {
     let catalogue = common::sample_catalog();
     let build = |model: &str| -> String {
@@ -175,38 +214,6 @@ fn bad_model_directories_are_refused_naming_the_file_and_field() {
     assert!(err.contains("no-such-model") && err.contains("neither a named model"), "{err}");
 }
 
-/// Rewrites an index's metadata in an older format, as the release that wrote it would have:
-/// version 9 (no prompts), or for a stock-model index 8 (no pooling or source either), from
-/// version 10 or (for 8) from 9.
-fn downgrade(dir: &Path, version: u32) {
-    let path = dir.join("meta.bin");
-    let bytes = std::fs::read(&path).unwrap();
-    let payload = &bytes[44..];
-    // The fields each version appended: version 10 the prompts (`Some`, then each string's
-    // length and bytes), version 9 the pooling ("mean": length 4, then 4 bytes) and no source.
-    let mut old = payload;
-    if u32::from_le_bytes(bytes[8..12].try_into().unwrap()) == 10 {
-        let (q, d) = toolsearch::index::IndexMeta::read(dir).unwrap().model_prompts.unwrap();
-        let mut prompts = vec![1u8, q.len() as u8];
-        prompts.extend(q.bytes());
-        prompts.push(d.len() as u8);
-        prompts.extend(d.bytes());
-        let tail;
-        (old, tail) = old.split_at(old.len() - prompts.len());
-        assert_eq!(tail, prompts, "an index ends in its prompts");
-    }
-    if version == 8 {
-        let tail;
-        (old, tail) = old.split_at(old.len() - 6);
-        assert_eq!(tail, b"\x04mean\x00", "then its pooling and no source");
-    }
-    let mut out = bytes[..8].to_vec();
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&Sha256::digest(old));
-    out.extend_from_slice(old);
-    std::fs::write(&path, out).unwrap();
-}
-
 #[test]
 fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
     // Built with the stock model, as every index was before `tools` became the default: it
@@ -216,8 +223,9 @@ fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
     let sample = common::sample_catalog();
     let out = toolsearch(&["--model", "stock", "index", sample.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for format in ["current", "version 9", "version 8"] {
+    for format in ["current", "version 10", "version 9", "version 8"] {
         match format {
+            "version 10" => downgrade(&dir, 10),
             "version 9" => downgrade(&dir, 9),
             "version 8" => downgrade(&dir, 8),
             _ => {}

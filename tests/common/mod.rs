@@ -96,6 +96,7 @@ pub fn write_config(dir: &Path, config: &serde_json::Value) -> PathBuf {
 
 pub mod gateway;
 pub mod haproxy;
+pub mod index_format;
 pub mod oauth;
 pub mod oauth_mock;
 pub mod ports;

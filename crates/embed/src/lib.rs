@@ -55,6 +55,11 @@ pub trait Embedder: Send + Sync {
     fn prompts(&self) -> (&str, &str) {
         ("", "")
     }
+    /// The most tokens of a text the model reads (recorded in every index: a text longer than
+    /// one bound and not the other embeds differently). `None` when the embedder does not say.
+    fn max_length(&self) -> Option<usize> {
+        None
+    }
     /// Where a model that is not a named one was loaded from (recorded in every index, so a
     /// query finds it without being told). `None` for the named models.
     fn source(&self) -> Option<&str> {

@@ -256,6 +256,10 @@ impl Embedder for OnnxEmbedder {
         (&self.files.spec.query_prompt, &self.files.spec.passage_prompt)
     }
 
+    fn max_length(&self) -> Option<usize> {
+        Some(self.options.max_length.unwrap_or(self.files.spec.max_length))
+    }
+
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_prompted(&self.files.spec.passage_prompt, texts)
     }

@@ -148,7 +148,8 @@ impl Keeper {
     }
 }
 
-/// Whether two models give the same vectors: the same weights, pooling and prompts.
+/// Whether two models give the same vectors: the same weights, pooling, prompts and max length.
 fn same_vectors(a: &dyn Embedder, b: &dyn Embedder) -> bool {
-    (a.model_sha256(), a.pooling(), a.prompts()) == (b.model_sha256(), b.pooling(), b.prompts())
+    (a.model_sha256(), a.pooling(), a.prompts(), a.max_length())
+        == (b.model_sha256(), b.pooling(), b.prompts(), b.max_length())
 }

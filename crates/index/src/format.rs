@@ -10,12 +10,12 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 /// The versions before it, still read. Each one's metadata is the next one's without the
 /// fields that version appended (bincode writes fields in order, unframed): version 8 lacks the
 /// model's pooling and source (its indexes were all built with the stock, mean-pooled model),
-/// and version 9 its prompts.
-const OLDER_VERSIONS: [u32; 2] = [8, 9];
+/// version 9 its prompts, and version 10 its max length.
+const OLDER_VERSIONS: [u32; 3] = [8, 9, 10];
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -81,22 +81,28 @@ pub struct IndexMeta {
     /// The model's query and document prompts; `None` in an index of a version that did not
     /// record them (then they are not checked).
     pub model_prompts: Option<(String, String)>,
+    /// The most tokens of a text the model read; `None` in an index of a version that did not
+    /// record it, or built by an embedder that does not say (then it is not checked).
+    pub model_max_length: Option<u32>,
 }
 
 impl IndexMeta {
     /// Whether `embedder` is the model this index was built with: the same weights (sha256),
-    /// dimension, pooling and prompts (one network exported with another pooling, or given
-    /// other prompts, gives other vectors).
+    /// dimension, pooling, prompts and max length (one network exported with another pooling,
+    /// or given other prompts or another max length, gives other vectors).
     pub fn built_with(&self, embedder: &dyn toolsearch_embed::Embedder) -> bool {
         self.model_sha256 == embedder.model_sha256()
             && self.dimension as usize == embedder.dimension()
             && self.model_pooling == embedder.pooling()
             && self.model_prompts.as_ref().is_none_or(|(q, d)| (q.as_str(), d.as_str()) == embedder.prompts())
+            && self.model_max_length.zip(embedder.max_length()).is_none_or(|(built, now)| built as usize == now)
     }
 
     /// What tells this index's model apart from every other across processes (a fleet keeps
     /// its learned adapters under it): the id, and the sha256, pooling and prompts that make two
     /// models give the same vectors, so two local models of one name never share an adapter.
+    /// The max length is left out: an adapter maps query vectors, and a query is far shorter
+    /// than any model's max length.
     pub fn model_key(&self) -> String {
         let mut key = format!("{} sha256:{} {}", self.model_id, self.model_sha256, self.model_pooling);
         if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
@@ -191,7 +197,8 @@ impl IndexMeta {
         let encode = |e: bincode::error::EncodeError| IndexError::Corrupted(path.clone(), e.to_string());
         let config = bincode::config::standard();
         // An older payload, completed with the fields later versions appended, at what they
-        // mean for it: a stock model's mean pooling and no source (8), prompts not recorded (9).
+        // mean for it: a stock model's mean pooling and no source (8), prompts not recorded (9),
+        // max length not recorded (10).
         let mut payload = payload.to_vec();
         if version == 8 {
             let added = ("mean", None::<String>);
@@ -200,6 +207,9 @@ impl IndexMeta {
         if version <= 9 {
             let added = None::<(String, String)>;
             payload.extend(bincode::serde::encode_to_vec(added, config).map_err(encode)?);
+        }
+        if version <= 10 {
+            payload.extend(bincode::serde::encode_to_vec(None::<u32>, config).map_err(encode)?);
         }
         let (meta, used): (IndexMeta, usize) =
             bincode::serde::decode_from_slice(&payload, config).map_err(corrupted)?;

@@ -148,15 +148,19 @@ impl IndexReader {
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
         if !self.meta.built_with(embedder) {
             let (m, e) = (&self.meta, embedder);
-            // The pooling or the prompts are named when they are what differs (the same weights).
-            let (a, b) = match (m.model_sha256 == e.model_sha256(), m.model_pooling == e.pooling()) {
-                (true, false) => (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling())),
-                (true, true) => {
-                    let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
-                    let built = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str())).unwrap_or_default();
-                    (prompts(built), prompts(e.prompts()))
-                }
-                (false, _) => (String::new(), String::new()),
+            // The pooling, prompts or max length are named when they are what differs (the same
+            // weights).
+            let built_prompts = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str()));
+            let lengths = m.model_max_length.zip(e.max_length()).filter(|(b, n)| *b as usize != *n);
+            let (a, b) = if m.model_sha256 != e.model_sha256() {
+                (String::new(), String::new())
+            } else if m.model_pooling != e.pooling() {
+                (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling()))
+            } else if let Some((built, now)) = lengths.filter(|_| built_prompts.is_none_or(|p| p == e.prompts())) {
+                (format!(", max length {built}"), format!(", max length {now}"))
+            } else {
+                let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
+                (prompts(built_prompts.unwrap_or_default()), prompts(e.prompts()))
             };
             return Err(IndexError::ModelMismatch {
                 path: self.dir.join(META_FILE),

@@ -242,6 +242,7 @@ fn build(
         model_pooling: embedder.pooling().to_owned(),
         model_source: embedder.source().map(str::to_owned),
         model_prompts: Some((embedder.prompts().0.to_owned(), embedder.prompts().1.to_owned())),
+        model_max_length: embedder.max_length().map(|n| n as u32),
     };
     meta.write(dir)?;
     staging.commit()?;

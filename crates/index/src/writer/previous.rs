@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use toolsearch_embed::Embedder;
+use toolsearch_embed::{Embedder, ModelSpec};
 
 use crate::format::{file_sum, read_hashes, IndexMeta, GRAPH_FILE, HASHES_FILE, VECTORS_FILE};
 use crate::graph::Graph;
@@ -22,14 +22,21 @@ pub(super) struct Previous {
 }
 
 impl Previous {
-    /// The previous index in `dir`, if it was built with `embedder`'s model (prompts
-    /// included) and its vectors and hashes verify.
+    /// The previous index in `dir`, if it was built with `embedder`'s model (prompts and max
+    /// length included) and its vectors and hashes verify.
     pub(super) fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
         let meta = IndexMeta::read(dir).ok()?;
         // An index of a version that did not record the prompts may have been embedded with
-        // other ones: its vectors are reused only by a model that has none.
+        // other ones: its vectors are reused only by a model that has none. One that did not
+        // record the max length, only by a named model at its own (a local model's config may
+        // have said another, and a library caller may have set one).
         let prompts_known = meta.model_prompts.is_some() || embedder.prompts() == ("", "");
-        if !meta.built_with(embedder) || !prompts_known {
+        let own_length = || {
+            let named = ModelSpec::name_of(&meta.model_id).and_then(ModelSpec::named);
+            named.is_some_and(|spec| embedder.max_length() == Some(spec.max_length))
+        };
+        let length_known = meta.model_max_length.is_some() || embedder.max_length().is_none() || own_length();
+        if !meta.built_with(embedder) || !prompts_known || !length_known {
             return None;
         }
         let verified = |rel: &str| {
