@@ -7,7 +7,7 @@
 //! Output is capped: a command that prints more than [`MAX_OUTPUT_BYTES`] is killed.
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -23,9 +23,9 @@ const MAX_STDERR_BYTES: usize = 64 * 1024;
 /// Longest timeout a command may be given, in seconds (one day).
 pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
-/// Runs `argv` with `input` on stdin; `Ok((exit success, stdout, stderr))`, or why it could not
+/// Runs `argv` with `input` on stdin; `Ok((exit status, stdout, stderr))`, or why it could not
 /// run or finish within `timeout` (then its whole process group is killed).
-fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String, String), String> {
+fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(ExitStatus, String, String), String> {
     let (program, args) = argv.split_first().ok_or("empty command")?;
     let mut command = Command::new(program);
     command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -106,7 +106,7 @@ fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<(bool, String
     if overflow.load(Ordering::SeqCst) {
         return Err(format!("{program:?} printed more than {MAX_OUTPUT_BYTES} bytes"));
     }
-    Ok((status.success(), String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned()))
+    Ok((status, String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned()))
 }
 
 /// Kills the process group the command leads, grandchildren too (Unix). Elsewhere there is no
@@ -133,7 +133,7 @@ pub struct CommandCheck {
 impl CommandCheck {
     /// Runs the check.
     pub fn passes(&self) -> bool {
-        matches!(run(&self.argv, b"", self.timeout), Ok((true, _, _)))
+        run(&self.argv, b"", self.timeout).is_ok_and(|(status, _, _)| status.success())
     }
 }
 
@@ -157,10 +157,13 @@ impl CommandExecutor {
 impl Executor for CommandExecutor {
     fn execute(&self, tool: &Tool, arguments: &Value) -> Result<Value, ToolFailure> {
         let input = json!({"tool_id": tool.id, "arguments": arguments}).to_string();
-        let (ok, stdout, stderr) = run(&self.argv, input.as_bytes(), self.timeout).map_err(ToolFailure::Executor)?;
-        if !ok {
-            let detail = if stderr.trim().is_empty() { stdout } else { stderr };
-            return Err(ToolFailure::Failed(detail.trim().to_owned()));
+        let (status, stdout, stderr) =
+            run(&self.argv, input.as_bytes(), self.timeout).map_err(ToolFailure::Executor)?;
+        if !status.success() {
+            // What it said, on stderr or else stdout; or, when it said nothing, how it ended.
+            let detail = [stderr.trim(), stdout.trim()].into_iter().find(|s| !s.is_empty()).map(str::to_owned);
+            let ended = || format!("{:?} ended with {status} and printed nothing", self.argv[0]);
+            return Err(ToolFailure::Failed(detail.unwrap_or_else(ended)));
         }
         Ok(serde_json::from_str(&stdout).unwrap_or_else(|_| Value::String(stdout.trim_end().to_owned())))
     }
@@ -197,14 +200,29 @@ mod tests {
         // A sleep with an argument no other process has, to look for it afterwards.
         let marker = format!("sleep 40.{}", std::process::id());
         let script = format!("{marker} & echo '{{}}'");
-        let (ok, out, _) = run(&sh(&script), b"", Duration::from_secs(20)).unwrap();
-        assert!(ok && out.trim() == "{}", "{out}");
+        let (status, out, _) = run(&sh(&script), b"", Duration::from_secs(20)).unwrap();
+        assert!(status.success() && out.trim() == "{}", "{out}");
         assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
         std::thread::sleep(Duration::from_millis(200));
         let ps = Command::new("pgrep").args(["-f", &marker]).output();
         if let Ok(ps) = ps {
             assert!(ps.stdout.is_empty(), "the grandchild survived: {}", String::from_utf8_lossy(&ps.stdout));
         }
+    }
+
+    #[test]
+    fn a_failure_says_what_the_command_printed_or_else_how_it_ended() {
+        let executor = |script: &str| CommandExecutor { argv: sh(script), timeout: Duration::from_secs(20) };
+        let tool: Tool =
+            serde_json::from_value(json!({"id": "t.x", "name": "x", "paths": [[]], "summary": "s", "description": "", "tags": [], "args_schema": null, "examples": [], "requires": []})).unwrap();
+        let failure = |script: &str| match executor(script).run_tool(&tool, &json!({})) {
+            Err(ToolFailure::Failed(why)) => why,
+            other => panic!("{script}: {other:?}"),
+        };
+        assert_eq!(failure("echo no such city >&2; exit 3"), "no such city");
+        assert_eq!(failure("echo '{\"error\": 1}'; exit 3"), "{\"error\": 1}");
+        assert_eq!(failure("exit 7"), "\"sh\" ended with exit status: 7 and printed nothing");
+        assert!(failure("kill -9 $$").ends_with("signal: 9 (SIGKILL) and printed nothing"));
     }
 
     #[test]
@@ -215,7 +233,7 @@ mod tests {
 
     #[test]
     fn the_largest_timeout_does_not_overflow() {
-        let (ok, out, _) = run(&sh("echo hi"), b"", Duration::from_secs(u64::MAX)).unwrap();
-        assert!(ok && out.trim() == "hi");
+        let (status, out, _) = run(&sh("echo hi"), b"", Duration::from_secs(u64::MAX)).unwrap();
+        assert!(status.success() && out.trim() == "hi");
     }
 }
