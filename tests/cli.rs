@@ -253,6 +253,13 @@ fn usage_errors_exit_2_and_completions_are_printed() {
         let out = toolsearch(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // A gateway config given without --config is taken for a subcommand: the error says how.
+    let out = toolsearch(&["gateway", "team.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("tip: a config is named with --config: `toolsearch gateway --config team.json`"), "{err}");
+    let out = toolsearch(&["gateway", "aprove"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--config aprove"), "a misspelt subcommand is no config");
     let out = toolsearch(&["completions", "bash"]);
     assert!(out.status.success());
     let script = String::from_utf8_lossy(&out.stdout);

@@ -75,9 +75,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => {
+        Err(mut e) => {
+            config_tip(&mut e, &args);
             let status = if e.use_stderr() { ExitStatus::Usage } else { ExitStatus::Success };
             let _ = e.print();
             return status.code();
@@ -109,4 +111,19 @@ where
         Ok(()) => ExitStatus::Success.code(),
         Err(failure) => failure.report(g.json && !serves_mcp).code(),
     }
+}
+
+/// `toolsearch gateway FILE`, the config given without `--config`: clap takes FILE for an
+/// unknown subcommand, and its error then says how a config is named.
+fn config_tip(e: &mut clap::Error, args: &[std::ffi::OsString]) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand || !args.iter().any(|a| a == "gateway") {
+        return;
+    }
+    let Some(ContextValue::String(name)) = e.get(ContextKind::InvalidSubcommand) else { return };
+    if !name.ends_with(".json") && !std::path::Path::new(name).is_file() {
+        return;
+    }
+    let tip = format!("a config is named with --config: `toolsearch gateway --config {name}`");
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![tip.into()]));
 }
