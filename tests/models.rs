@@ -1,9 +1,9 @@
 //! Any embedding model (#63): a sentence-transformers export read from its directory gives
 //! the vectors sentence-transformers gives, an index records its model and opens with it,
-//! with the prompts and max length it was built with, bad model directories are refused naming the file and
-//! field, an index of an older format (built with the stock model) still opens and answers,
-//! and the five-set research model comes out of the clone's history as a directory that
-//! answers.
+//! with the prompts and max length it was built with, bad model directories are refused
+//! naming the file and field, an index of an older format (built with the stock model) still
+//! opens and answers, and the five-set research model comes out of the clone's history as a
+//! directory that answers.
 //!
 //! The models are tests/models/tiny-*, randomly initialised BERTs written by
 //! tests/models/make_tiny.py beside the vectors sentence-transformers 6.2 gave for them.

@@ -72,7 +72,8 @@ fn fits(tool: &Value, format: Foreign) -> bool {
 }
 
 /// The fields an MCP tool may carry besides its schemas (2025-11-25).
-const MCP_TOOL_FIELDS: &[&str] = &["name", "title", "description", "annotations", "icons", "_meta", "outputSchema"];
+const MCP_TOOL_FIELDS: &[&str] =
+    &["name", "title", "description", "annotations", "icons", "execution", "_meta", "outputSchema"];
 
 /// The one shape of every tool in `tools` (bare tools fit any but OpenAI's), if they share one.
 /// A list of bare tools only, each with nothing but an MCP tool's fields, is a `tools/list`

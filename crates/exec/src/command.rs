@@ -213,8 +213,9 @@ mod tests {
     #[test]
     fn a_failure_says_what_the_command_printed_or_else_how_it_ended() {
         let executor = |script: &str| CommandExecutor { argv: sh(script), timeout: Duration::from_secs(20) };
-        let tool: Tool =
-            serde_json::from_value(json!({"id": "t.x", "name": "x", "paths": [[]], "summary": "s", "description": "", "tags": [], "args_schema": null, "examples": [], "requires": []})).unwrap();
+        let tool = r#"{"id": "t.x", "name": "x", "paths": [[]], "summary": "s", "description": "", "tags": [],
+                       "args_schema": null, "examples": [], "requires": []}"#;
+        let tool: Tool = serde_json::from_str(tool).unwrap();
         let failure = |script: &str| match executor(script).run_tool(&tool, &json!({})) {
             Err(ToolFailure::Failed(why)) => why,
             other => panic!("{script}: {other:?}"),
