@@ -287,6 +287,8 @@ fn json_rpc_requests_are_checked_as_the_specification_says() {
             json!({"jsonrpc": "1.0", "id": 4, "method": "ping"}),
             json!({"id": 5, "method": "ping"}),
             json!({"jsonrpc": "2.0", "id": "six", "method": "ping"}),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"cursor": "zzz"}}),
+            json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}),
         ],
         &[r#"{"jsonrpc": "2.0", "id": 123456789012345678901234567890, "method": "ping"}"#],
     );
@@ -296,6 +298,10 @@ fn json_rpc_requests_are_checked_as_the_specification_says() {
     assert_eq!(by_id(&messages, 4)["error"]["code"], -32600, "jsonrpc 1.0");
     assert_eq!(by_id(&messages, 5)["error"]["code"], -32600, "no jsonrpc");
     assert!(messages.iter().any(|m| m["id"] == "six" && m["result"].is_object()));
+    // tools/list is one page: a cursor this server never gave is invalid params, as the
+    // specification's pagination says.
+    assert_eq!(by_id(&messages, 7)["error"]["code"], -32602, "{messages:?}");
+    assert!(by_id(&messages, 8)["result"]["tools"].is_array(), "{messages:?}");
     // Ids that are objects, arrays, booleans or too big for 64 bits are refused with a null id,
     // never echoed.
     let null_id_errors = messages.iter().filter(|m| m["id"].is_null() && m["error"]["code"] == -32600).count();

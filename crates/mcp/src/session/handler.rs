@@ -75,9 +75,14 @@ impl ServerHandler for Session {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The visible set is one page, never a `nextCursor`: any cursor is not one given here.
+        if request.and_then(|r| r.cursor).is_some() {
+            let why = "tools/list is one page: the cursor is not one this server gave (list again without it)";
+            return Err(ErrorData::invalid_params(why, None));
+        }
         let this = self.scoped(&context);
         let (rendered, ids) = this
             .with_set(&context, |set| {
