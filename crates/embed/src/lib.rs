@@ -82,6 +82,13 @@ pub trait Embedder: Send + Sync {
     fn release(&self) {}
 }
 
+/// Whether two embedders give the same vectors for the same text: the same weights, dimension,
+/// pooling, prompts and max length (what an index records of its model; keep the two in step).
+pub fn same_vectors(a: &dyn Embedder, b: &dyn Embedder) -> bool {
+    (a.model_sha256(), a.dimension(), a.pooling(), a.prompts(), a.max_length())
+        == (b.model_sha256(), b.dimension(), b.pooling(), b.prompts(), b.max_length())
+}
+
 /// Scales `v` to unit length in place (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();

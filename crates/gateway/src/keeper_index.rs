@@ -132,7 +132,7 @@ impl Keeper {
         .and_then(|r| r);
         match loaded {
             // The same model by another name (`tools` named where it was the default): kept.
-            Ok(e) if same_vectors(&e, self.embedder.as_ref()) => true,
+            Ok(e) if toolsearch_embed::same_vectors(&e, self.embedder.as_ref()) => true,
             Ok(embedder) => {
                 let seconds = started.elapsed().as_secs_f64();
                 self.status.event("model_loaded", json!({"model": embedder.model_id(), "seconds": seconds}));
@@ -146,10 +146,4 @@ impl Keeper {
             }
         }
     }
-}
-
-/// Whether two models give the same vectors: the same weights, pooling, prompts and max length.
-fn same_vectors(a: &dyn Embedder, b: &dyn Embedder) -> bool {
-    (a.model_sha256(), a.pooling(), a.prompts(), a.max_length())
-        == (b.model_sha256(), b.pooling(), b.prompts(), b.max_length())
 }
