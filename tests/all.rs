@@ -65,6 +65,7 @@ mod index;
 mod layout;
 mod learn;
 mod malformed;
+mod model_identity;
 mod models;
 mod paging;
 mod protocol;

@@ -1,6 +1,6 @@
 //! Any embedding model (#63): a sentence-transformers export read from its directory gives
-//! the vectors sentence-transformers gives, an index records its model and opens with it,
-//! with the prompts and max length it was built with, bad model directories are refused
+//! the vectors sentence-transformers gives, an index records its model and opens with it
+//! (the prompts, max length and tokenizer: model_identity.rs), bad model directories are refused
 //! naming the file and field, an index of an older format (built with the stock model) still
 //! opens and answers, and the five-set research model comes out of the clone's history as a
 //! directory that answers.
@@ -32,14 +32,6 @@ fn cosine(a: &[f32], b: &[f64]) -> f64 {
     let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
     let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
     dot / (na * nb)
-}
-
-/// Copies a test model into the scratch directory, to be changed there.
-fn copy_model(name: &str, as_name: &str) -> PathBuf {
-    let to = common::scratch().join(as_name);
-    let _ = std::fs::remove_dir_all(&to);
-    common::copy_dir(&model(name), &to);
-    to
 }
 
 #[test]
@@ -102,81 +94,6 @@ fn an_index_records_its_model_and_refuses_another() {
     assert_eq!(engine.embedder().model_id(), "local/tiny-cls");
 }
 
-/// The same weights with other prompts give other vectors: an index records its model's
-/// prompts, refuses the model once its prompts are changed (naming both), and a rebuild with
-/// it embeds every document again, as one over an index that did not record its prompts does.
-#[test]
-fn an_index_records_its_models_prompts_and_refuses_other_ones() {
-    let tiny = copy_model("tiny-cls", "prompted");
-    let idx = common::scratch().join("prompted-index");
-    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
-    let index = || -> serde_json::Value {
-        let args = ["index", catalogue.to_str().unwrap(), "--out", at, "--model", tiny.to_str().unwrap(), "--json"];
-        let out = toolsearch(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    index();
-    let meta = toolsearch::index::IndexMeta::read(&idx).unwrap();
-    assert_eq!(meta.model_prompts, Some(("query: ".to_owned(), "passage: ".to_owned())));
-
-    let config = tiny.join("config_sentence_transformers.json");
-    let text = std::fs::read_to_string(&config).unwrap().replace("\"query: \"", "\"search_query: \"");
-    std::fs::write(&config, text).unwrap();
-    let out = toolsearch(&["search", at, "send an email"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "answered with other prompts");
-    assert!(err.contains("query prompt \"query: \"") && err.contains("query prompt \"search_query: \""), "{err}");
-    let rebuilt = index();
-    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    // An index of the format before prompts were recorded opens without that check, but its
-    // vectors are not reused by a model that has prompts: they may be other prompts'.
-    downgrade(&idx, 9);
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    let again = index();
-    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
-}
-
-#[test]
-fn an_index_records_its_models_max_length_and_refuses_another() {
-    // The same weights reading fewer tokens of a text give other vectors for a long one.
-    let tiny = copy_model("tiny-cls", "short");
-    let set_length = |n: u32| {
-        let path = tiny.join("sentence_bert_config.json");
-        let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        config["max_seq_length"] = json!(n);
-        std::fs::write(&path, config.to_string()).unwrap();
-    };
-    let idx = common::scratch().join("short-index");
-    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
-    let index = |model: &str| -> serde_json::Value {
-        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    set_length(64);
-    index(tiny.to_str().unwrap());
-    assert_eq!(toolsearch::index::IndexMeta::read(&idx).unwrap().model_max_length, Some(64));
-    set_length(128);
-    let out = toolsearch(&["search", at, "send an email"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "answered with another max length");
-    assert!(err.contains("max length 64") && err.contains("max length 128"), "{err}");
-    let rebuilt = index(tiny.to_str().unwrap());
-    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
-    // An index of the format before the max length was recorded opens without that check; its
-    // vectors are reused only by a named model, whose length is its own.
-    downgrade(&idx, 10);
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    let again = index(tiny.to_str().unwrap());
-    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
-    index("stock");
-    downgrade(&idx, 10);
-    let stock = index("stock");
-    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
-}
-
 #[test]
 fn bad_model_directories_are_refused_naming_the_file_and_field() {
     let catalogue = common::sample_catalog();
@@ -187,25 +104,25 @@ fn bad_model_directories_are_refused_naming_the_file_and_field() {
         assert!(!out.join("meta.bin").exists(), "{model}: an index was left");
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
-    let missing = copy_model("tiny-cls", "no-pooling");
+    let missing = common::copy_model("tiny-cls", "no-pooling");
     std::fs::remove_file(missing.join("modules.json")).unwrap();
     std::fs::remove_dir_all(missing.join("1_Pooling")).unwrap();
     let err = build(missing.to_str().unwrap());
     assert!(err.contains("1_Pooling/config.json") && err.contains("missing"), "{err}");
 
-    let unknown = copy_model("tiny-cls", "max-pooling");
+    let unknown = common::copy_model("tiny-cls", "max-pooling");
     std::fs::write(unknown.join("1_Pooling/config.json"), r#"{"embedding_dimension": 32, "pooling_mode": "max"}"#)
         .unwrap();
     let err = build(unknown.to_str().unwrap());
     assert!(err.contains("pooling_mode") && err.contains("\"max\"") && err.contains("not supported"), "{err}");
 
-    let wide = copy_model("tiny-cls", "wide");
+    let wide = common::copy_model("tiny-cls", "wide");
     std::fs::write(wide.join("1_Pooling/config.json"), r#"{"embedding_dimension": 48, "pooling_mode": "cls"}"#)
         .unwrap();
     let err = build(wide.to_str().unwrap());
     assert!(err.contains("1_Pooling/config.json") && err.contains("declares 48") && err.contains("32"), "{err}");
 
-    let no_onnx = copy_model("tiny-cls", "no-onnx");
+    let no_onnx = common::copy_model("tiny-cls", "no-onnx");
     std::fs::remove_file(no_onnx.join("model.onnx")).unwrap();
     let err = build(no_onnx.to_str().unwrap());
     assert!(err.contains("model.onnx") && err.contains("missing"), "{err}");
@@ -223,8 +140,9 @@ fn an_index_of_the_previous_format_opens_with_the_stock_model_and_answers() {
     let sample = common::sample_catalog();
     let out = toolsearch(&["--model", "stock", "index", sample.to_str().unwrap(), "--out", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for format in ["current", "version 10", "version 9", "version 8"] {
+    for format in ["current", "version 11", "version 10", "version 9", "version 8"] {
         match format {
+            "version 11" => downgrade(&dir, 11),
             "version 10" => downgrade(&dir, 10),
             "version 9" => downgrade(&dir, 9),
             "version 8" => downgrade(&dir, 8),
@@ -268,7 +186,7 @@ fn the_default_model_brings_its_own_confidence_and_answerability_fits() {
 fn the_gateway_indexes_with_the_model_its_config_names() {
     use common::gateway::{client_steps, reference_server, HttpGateway};
     let dir = common::scratch().join("gateway-model");
-    copy_model("tiny-cls", "gateway-model/tiny");
+    common::copy_model("tiny-cls", "gateway-model/tiny");
     let memory = json!({"command": "node", "args": [reference_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl")}});
     let config =
         common::write_config(&dir, &json!({"mcpServers": {"memory": memory}, "toolsearch": {"model": "tiny"}}));

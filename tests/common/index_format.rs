@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 use toolsearch::index::IndexMeta;
 
 /// Writes the metadata of the index in `dir` back as `version`, from the version it is at,
-/// dropping what each later version appended: version 11 the max length (`Some` and its
+/// dropping what each later version appended: version 12 the tokenizer's fingerprint (`Some`,
+/// its length and bytes, or `None`), version 11 the max length (`Some` and its
 /// varint, or `None`), version 10 the prompts (`Some`, then each string's length and bytes),
 /// version 9 the pooling ("mean": length 4, then 4 bytes) and no source.
 pub fn downgrade(dir: &Path, version: u32) {
@@ -21,6 +22,10 @@ pub fn downgrade(dir: &Path, version: u32) {
         Some(n) => [&[1u8, 251][..], &(n as u16).to_le_bytes()].concat(),
         None => vec![0],
     };
+    let tokenizer = match meta.model_tokenizer {
+        Some(t) => [&[1u8, t.len() as u8][..], t.as_bytes()].concat(),
+        None => vec![0],
+    };
     let prompts = meta.model_prompts.map(|(q, d)| {
         let mut tail = vec![1u8, q.len() as u8];
         tail.extend(q.bytes());
@@ -29,7 +34,7 @@ pub fn downgrade(dir: &Path, version: u32) {
         tail
     });
     // (the version that appended them, the bytes), the last appended first.
-    let appended = [(11, Some(length)), (10, prompts), (9, Some(b"\x04mean\x00".to_vec()))];
+    let appended = [(12, Some(tokenizer)), (11, Some(length)), (10, prompts), (9, Some(b"\x04mean\x00".to_vec()))];
     let mut old = &bytes[44..];
     for (at, tail) in appended {
         if at > from || at <= version {

@@ -61,6 +61,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Copies the test model `tests/models/NAME` into the scratch directory as `as_name`, to be
+/// changed there.
+pub fn copy_model(name: &str, as_name: &str) -> PathBuf {
+    let to = scratch().join(as_name);
+    let _ = std::fs::remove_dir_all(&to);
+    copy_dir(&repo().join("tests/models").join(name), &to);
+    to
+}
+
 /// Builds the index of `catalogue` into a fresh directory under the scratch dir.
 pub fn build(catalogue: &Path, name: &str) -> PathBuf {
     let out = scratch().join(name);

@@ -60,6 +60,13 @@ pub trait Embedder: Send + Sync {
     fn max_length(&self) -> Option<usize> {
         None
     }
+    /// A fingerprint of how the model splits text into tokens: the sha256 of the token ids its
+    /// tokenizer gives a fixed set of probe texts (recorded in every index: an edited tokenizer
+    /// gives other vectors with the same weights, while a tokenizer file saved again with the
+    /// same behaviour keeps its fingerprint). `None` when the embedder does not say.
+    fn tokenizer_fingerprint(&self) -> Option<&str> {
+        None
+    }
     /// Where a model that is not a named one was loaded from (recorded in every index, so a
     /// query finds it without being told). `None` for the named models.
     fn source(&self) -> Option<&str> {
@@ -83,10 +90,19 @@ pub trait Embedder: Send + Sync {
 }
 
 /// Whether two embedders give the same vectors for the same text: the same weights, dimension,
-/// pooling, prompts and max length (what an index records of its model; keep the two in step).
+/// pooling, prompts, max length and tokenizer (what an index records of its model; keep the two
+/// in step).
 pub fn same_vectors(a: &dyn Embedder, b: &dyn Embedder) -> bool {
-    (a.model_sha256(), a.dimension(), a.pooling(), a.prompts(), a.max_length())
-        == (b.model_sha256(), b.dimension(), b.pooling(), b.prompts(), b.max_length())
+    let identity = |e: &dyn Embedder| {
+        (
+            e.model_sha256().to_owned(),
+            e.dimension(),
+            e.pooling().to_owned(),
+            e.max_length(),
+            e.tokenizer_fingerprint().map(str::to_owned),
+        )
+    };
+    identity(a) == identity(b) && a.prompts() == b.prompts()
 }
 
 /// Scales `v` to unit length in place (a zero vector stays zero).

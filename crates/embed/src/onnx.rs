@@ -57,6 +57,7 @@ pub struct OnnxEmbedder {
     options: EmbedderOptions,
     next: AtomicUsize,
     sha256: String,
+    tokenizer: String,
     source: Option<String>,
     dimension: usize,
     batch_size: usize,
@@ -76,6 +77,7 @@ impl OnnxEmbedder {
     /// Loads the runtime and the model from `files`.
     pub fn load(files: &ModelFiles, options: EmbedderOptions) -> Result<OnnxEmbedder, EmbedError> {
         let (first, sha256) = open_session(files, &options, None)?;
+        let tokenizer = tokenizer_fingerprint(&first)?;
         let mut sessions = vec![Mutex::new(Some(first))];
         for _ in 1..options.sessions.max(1) {
             sessions.push(Mutex::new(Some(open_session(files, &options, Some(&sha256))?.0)));
@@ -86,6 +88,7 @@ impl OnnxEmbedder {
             files: files.clone(),
             next: AtomicUsize::new(0),
             sha256,
+            tokenizer,
             source: files.spec.id.starts_with("local/").then(|| {
                 let dir = files.model_dir.canonicalize().unwrap_or_else(|_| files.model_dir.clone());
                 dir.display().to_string()
@@ -215,6 +218,40 @@ fn open_session(
     Ok((session, sha256))
 }
 
+/// Texts whose token ids stand for how a tokenizer splits text: case, accents, CJK, digits,
+/// punctuation, symbols, markup, special tokens and spacing. Each is short, and they are
+/// tokenized without truncation or padding, so the fingerprint does not depend on the max
+/// length (recorded on its own).
+const PROBES: [&str; 12] = [
+    "Send a message to the #general channel",
+    "Mixed CaSe WORDS and camelCaseNames or snake_case_names",
+    "Café naïve résumé Ångström ß œ",
+    "日本語のテキスト 中文 한국어 русский текст العربية",
+    "3.14159 1,000,000 2026-12-05T07:40:47Z v1.2.3 0x1F",
+    "GET /api/v1/users?id=42&sort=desc HTTP/2 https://example.com/a#b",
+    "don't stop-believing; (really) [maybe] {json: \"yes\"} <tag/>",
+    "emoji 🚀🔥 ✓ → € £ ¥ © ™ …",
+    "[CLS] [SEP] [MASK] [PAD] [UNK] <s> </s> <pad> <|endoftext|>",
+    "tabs\tand\nnew lines  and   runs of spaces",
+    "antidisestablishmentarianism pneumonoultramicroscopic",
+    "",
+];
+
+/// The fingerprint of `session`'s tokenizer ([`Embedder::tokenizer_fingerprint`]).
+fn tokenizer_fingerprint(session: &TextEmbedding) -> Result<String, EmbedError> {
+    let runtime = |e: Box<dyn std::error::Error + Send + Sync>| EmbedError::Runtime(format!("the tokenizer: {e}"));
+    let mut tokenizer = session.tokenizer.clone();
+    tokenizer.with_truncation(None).map_err(runtime)?;
+    tokenizer.with_padding(None);
+    let mut hash = Sha256::new();
+    for text in PROBES {
+        let encoding = tokenizer.encode(text, true).map_err(runtime)?;
+        encoding.get_ids().iter().for_each(|id| hash.update(id.to_le_bytes()));
+        hash.update(u32::MAX.to_le_bytes());
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Vectors of a worker's batches, by the index of their text.
 type Embedded = Vec<(usize, Vec<f32>)>;
 
@@ -271,6 +308,10 @@ impl Embedder for OnnxEmbedder {
 
     fn model_sha256(&self) -> &str {
         &self.sha256
+    }
+
+    fn tokenizer_fingerprint(&self) -> Option<&str> {
+        Some(&self.tokenizer)
     }
 
     fn dimension(&self) -> usize {

@@ -10,12 +10,12 @@ use crate::calibration::Calibration;
 use crate::error::{io, IndexError};
 
 /// The format version this build writes and reads. Bumped on any layout change.
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 /// The versions before it, still read. Each one's metadata is the next one's without the
 /// fields that version appended (bincode writes fields in order, unframed): version 8 lacks the
 /// model's pooling and source (its indexes were all built with the stock, mean-pooled model),
-/// version 9 its prompts, and version 10 its max length.
-const OLDER_VERSIONS: [u32; 3] = [8, 9, 10];
+/// version 9 its prompts, version 10 its max length, and version 11 its tokenizer.
+const OLDER_VERSIONS: [u32; 4] = [8, 9, 10, 11];
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
 pub(crate) const META_FILE: &str = "meta.bin";
@@ -84,30 +84,45 @@ pub struct IndexMeta {
     /// The most tokens of a text the model read; `None` in an index of a version that did not
     /// record it, or built by an embedder that does not say (then it is not checked).
     pub model_max_length: Option<u32>,
+    /// The fingerprint of the model's tokenizer (`Embedder::tokenizer_fingerprint`); `None` in
+    /// an index of a version that did not record it, or built by an embedder that does not say
+    /// (then it is not checked).
+    pub model_tokenizer: Option<String>,
 }
 
 impl IndexMeta {
     /// Whether `embedder` is the model this index was built with: the same weights (sha256),
-    /// dimension, pooling, prompts and max length (one network exported with another pooling,
-    /// or given other prompts or another max length, gives other vectors).
+    /// dimension, pooling, prompts, max length and tokenizer (one network exported with another
+    /// pooling, or given other prompts, another max length or another tokenizer, gives other
+    /// vectors).
     pub fn built_with(&self, embedder: &dyn toolsearch_embed::Embedder) -> bool {
         self.model_sha256 == embedder.model_sha256()
             && self.dimension as usize == embedder.dimension()
             && self.model_pooling == embedder.pooling()
             && self.model_prompts.as_ref().is_none_or(|(q, d)| (q.as_str(), d.as_str()) == embedder.prompts())
             && self.model_max_length.zip(embedder.max_length()).is_none_or(|(built, now)| built as usize == now)
+            && self
+                .model_tokenizer
+                .as_deref()
+                .zip(embedder.tokenizer_fingerprint())
+                .is_none_or(|(built, now)| built == now)
     }
 
     /// What tells this index's model apart from every other across processes (a fleet keeps
     /// its learned adapters under it): the id, and the sha256, pooling and prompts that make two
     /// models give the same vectors, so two local models of one name never share an adapter.
-    /// The max length is left out: an adapter maps query vectors, and a query is far shorter
-    /// than any model's max length.
+    /// A local model's tokenizer too (a named model's comes with its weights, so its sha256
+    /// says it). The max length is left out: an adapter maps query vectors, and a query is far
+    /// shorter than any model's max length.
     pub fn model_key(&self) -> String {
         let mut key = format!("{} sha256:{} {}", self.model_id, self.model_sha256, self.model_pooling);
         if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
             let digest = format!("{:x}", Sha256::digest(format!("{q}\0{d}")));
             key.push_str(&format!(" prompts:{}", &digest[..16]));
+        }
+        let named = toolsearch_embed::ModelSpec::name_of(&self.model_id).is_some();
+        if let Some(tokenizer) = self.model_tokenizer.as_deref().filter(|_| !named) {
+            key.push_str(&format!(" tokenizer:{}", &tokenizer[..tokenizer.len().min(16)]));
         }
         key
     }
@@ -198,7 +213,7 @@ impl IndexMeta {
         let config = bincode::config::standard();
         // An older payload, completed with the fields later versions appended, at what they
         // mean for it: a stock model's mean pooling and no source (8), prompts not recorded (9),
-        // max length not recorded (10).
+        // max length not recorded (10), tokenizer not recorded (11).
         let mut payload = payload.to_vec();
         if version == 8 {
             let added = ("mean", None::<String>);
@@ -210,6 +225,9 @@ impl IndexMeta {
         }
         if version <= 10 {
             payload.extend(bincode::serde::encode_to_vec(None::<u32>, config).map_err(encode)?);
+        }
+        if version <= 11 {
+            payload.extend(bincode::serde::encode_to_vec(None::<String>, config).map_err(encode)?);
         }
         let (meta, used): (IndexMeta, usize) =
             bincode::serde::decode_from_slice(&payload, config).map_err(corrupted)?;

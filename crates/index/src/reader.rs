@@ -148,19 +148,24 @@ impl IndexReader {
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
         if !self.meta.built_with(embedder) {
             let (m, e) = (&self.meta, embedder);
-            // The pooling, prompts or max length are named when they are what differs (the same
-            // weights).
+            // The pooling, prompts, max length or tokenizer are named when they are what differs
+            // (the same weights), the first of them that does.
             let built_prompts = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str()));
             let lengths = m.model_max_length.zip(e.max_length()).filter(|(b, n)| *b as usize != *n);
+            let tokenizers = m.model_tokenizer.as_deref().zip(e.tokenizer_fingerprint()).filter(|(b, n)| b != n);
             let (a, b) = if m.model_sha256 != e.model_sha256() {
                 (String::new(), String::new())
             } else if m.model_pooling != e.pooling() {
                 (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling()))
-            } else if let Some((built, now)) = lengths.filter(|_| built_prompts.is_none_or(|p| p == e.prompts())) {
-                (format!(", max length {built}"), format!(", max length {now}"))
-            } else {
+            } else if built_prompts.is_some_and(|p| p != e.prompts()) {
                 let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
                 (prompts(built_prompts.unwrap_or_default()), prompts(e.prompts()))
+            } else if let Some((built, now)) = lengths {
+                (format!(", max length {built}"), format!(", max length {now}"))
+            } else if let Some((built, now)) = tokenizers {
+                (format!(", tokenizer {}", short(built)), format!(", tokenizer {}", short(now)))
+            } else {
+                (String::new(), String::new())
             };
             return Err(IndexError::ModelMismatch {
                 path: self.dir.join(META_FILE),

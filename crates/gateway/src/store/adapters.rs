@@ -206,10 +206,16 @@ mod tests {
         let writer: IndexWriter = Arc::new(Mutex::new(()));
         let meta = IndexMeta::read(&dir).unwrap();
         let (model, dimension) = (meta.model_key(), meta.dimension);
-        // Another model of the same id (other weights, or other prompts): not its adapter.
+        // Another model of the same id (other weights, prompts or tokenizer): not its adapter.
         let weights = model.replace(&meta.model_sha256, &"0".repeat(64));
         let prompted = IndexMeta { model_prompts: Some(("query: ".into(), "other: ".into())), ..meta.clone() };
-        for other in ["another-model", weights.as_str(), prompted.model_key().as_str()] {
+        let tokenized = IndexMeta { model_tokenizer: Some("f".repeat(64)), ..meta.clone() };
+        assert!(
+            meta.model_tokenizer.is_some() && tokenized.model_key() != model,
+            "a local model's key names its tokenizer"
+        );
+        for other in ["another-model", weights.as_str(), prompted.model_key().as_str(), tokenized.model_key().as_str()]
+        {
             assert!(!adopt(&live, &writer, other, identity(dimension)).unwrap(), "{other}");
         }
         assert!(!adopt(&live, &writer, &model, identity(dimension + 1)).unwrap());

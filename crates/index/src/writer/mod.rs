@@ -243,6 +243,7 @@ fn build(
         model_source: embedder.source().map(str::to_owned),
         model_prompts: Some((embedder.prompts().0.to_owned(), embedder.prompts().1.to_owned())),
         model_max_length: embedder.max_length().map(|n| n as u32),
+        model_tokenizer: embedder.tokenizer_fingerprint().map(str::to_owned),
     };
     meta.write(dir)?;
     staging.commit()?;

@@ -22,21 +22,22 @@ pub(super) struct Previous {
 }
 
 impl Previous {
-    /// The previous index in `dir`, if it was built with `embedder`'s model (prompts and max
-    /// length included) and its vectors and hashes verify.
+    /// The previous index in `dir`, if it was built with `embedder`'s model (prompts, max
+    /// length and tokenizer included) and its vectors and hashes verify.
     pub(super) fn open(dir: &Path, embedder: &dyn Embedder) -> Option<Previous> {
         let meta = IndexMeta::read(dir).ok()?;
         // An index of a version that did not record the prompts may have been embedded with
         // other ones: its vectors are reused only by a model that has none. One that did not
         // record the max length, only by a named model at its own (a local model's config may
-        // have said another, and a library caller may have set one).
+        // have said another, and a library caller may have set one). One that did not record
+        // the tokenizer, only by a named model (whose tokenizer comes with its weights).
         let prompts_known = meta.model_prompts.is_some() || embedder.prompts() == ("", "");
-        let own_length = || {
-            let named = ModelSpec::name_of(&meta.model_id).and_then(ModelSpec::named);
-            named.is_some_and(|spec| embedder.max_length() == Some(spec.max_length))
-        };
-        let length_known = meta.model_max_length.is_some() || embedder.max_length().is_none() || own_length();
-        if !meta.built_with(embedder) || !prompts_known || !length_known {
+        let named = ModelSpec::name_of(&meta.model_id).and_then(ModelSpec::named);
+        let own_length = named.as_ref().is_some_and(|spec| embedder.max_length() == Some(spec.max_length));
+        let length_known = meta.model_max_length.is_some() || embedder.max_length().is_none() || own_length;
+        let tokenizer_known =
+            meta.model_tokenizer.is_some() || embedder.tokenizer_fingerprint().is_none() || named.is_some();
+        if !meta.built_with(embedder) || !prompts_known || !length_known || !tokenizer_known {
             return None;
         }
         let verified = |rel: &str| {

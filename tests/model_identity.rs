@@ -1,0 +1,143 @@
+//! What an index records of its model (#63): the same weights with other prompts, another
+//! max length or another tokenizer give other vectors, so an index records each, refuses a
+//! model that differs in one (naming both), and a rebuild embeds every document again; an
+//! index of a format that did not record one opens without that check.
+//!
+//! The model is tests/models/tiny-cls (see models.rs), copied and changed in the scratch
+//! directory.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::{Command, Output};
+
+use common::index_format::downgrade;
+use serde_json::json;
+
+fn toolsearch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().expect("binary runs")
+}
+
+/// The same weights with other prompts give other vectors: an index records its model's
+/// prompts, refuses the model once its prompts are changed (naming both), and a rebuild with
+/// it embeds every document again, as one over an index that did not record its prompts does.
+#[test]
+fn an_index_records_its_models_prompts_and_refuses_other_ones() {
+    let tiny = common::copy_model("tiny-cls", "prompted");
+    let idx = common::scratch().join("prompted-index");
+    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
+    let index = || -> serde_json::Value {
+        let args = ["index", catalogue.to_str().unwrap(), "--out", at, "--model", tiny.to_str().unwrap(), "--json"];
+        let out = toolsearch(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    index();
+    let meta = toolsearch::index::IndexMeta::read(&idx).unwrap();
+    assert_eq!(meta.model_prompts, Some(("query: ".to_owned(), "passage: ".to_owned())));
+
+    let config = tiny.join("config_sentence_transformers.json");
+    let text = std::fs::read_to_string(&config).unwrap().replace("\"query: \"", "\"search_query: \"");
+    std::fs::write(&config, text).unwrap();
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "answered with other prompts");
+    assert!(err.contains("query prompt \"query: \"") && err.contains("query prompt \"search_query: \""), "{err}");
+    let rebuilt = index();
+    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    // An index of the format before prompts were recorded opens without that check, but its
+    // vectors are not reused by a model that has prompts: they may be other prompts'.
+    downgrade(&idx, 9);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    let again = index();
+    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
+}
+
+#[test]
+fn an_index_records_its_models_max_length_and_refuses_another() {
+    // The same weights reading fewer tokens of a text give other vectors for a long one.
+    let tiny = common::copy_model("tiny-cls", "short");
+    let set_length = |n: u32| {
+        let path = tiny.join("sentence_bert_config.json");
+        let mut config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config["max_seq_length"] = json!(n);
+        std::fs::write(&path, config.to_string()).unwrap();
+    };
+    let idx = common::scratch().join("short-index");
+    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
+    let index = |model: &str| -> serde_json::Value {
+        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    set_length(64);
+    index(tiny.to_str().unwrap());
+    assert_eq!(toolsearch::index::IndexMeta::read(&idx).unwrap().model_max_length, Some(64));
+    set_length(128);
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "answered with another max length");
+    assert!(err.contains("max length 64") && err.contains("max length 128"), "{err}");
+    let rebuilt = index(tiny.to_str().unwrap());
+    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    // An index of the format before the max length was recorded opens without that check; its
+    // vectors are reused only by a named model, whose length is its own.
+    downgrade(&idx, 10);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    let again = index(tiny.to_str().unwrap());
+    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
+    index("stock");
+    downgrade(&idx, 10);
+    let stock = index("stock");
+    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
+}
+
+/// The same weights behind an edited tokenizer split text otherwise: an index records a
+/// fingerprint of how its model's tokenizer splits probe texts, refuses the model once that
+/// changes (naming both), and a rebuild embeds every document again; the same tokenizer saved
+/// again (other spacing, other key order) keeps its fingerprint and still opens the index.
+#[test]
+fn an_index_records_its_models_tokenizer_and_refuses_another() {
+    let tiny = common::copy_model("tiny-cls", "retokenized");
+    let idx = common::scratch().join("retokenized-index");
+    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
+    let index = |model: &str| -> serde_json::Value {
+        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let tokenizer_of = || toolsearch::index::IndexMeta::read(&idx).unwrap().model_tokenizer.expect("recorded");
+    index(tiny.to_str().unwrap());
+    let built = tokenizer_of();
+    let path = tiny.join("tokenizer.json");
+    let mut tokenizer: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let saved_again = serde_json::to_string_pretty(&tokenizer).unwrap();
+    assert_ne!(saved_again, std::fs::read_to_string(&path).unwrap(), "other bytes");
+    std::fs::write(&path, saved_again).unwrap();
+    assert!(toolsearch(&["search", at, "send an email"]).status.success(), "refused a tokenizer saved again");
+    let same = index(tiny.to_str().unwrap());
+    assert_eq!((&same["reused"], &same["embedded"]), (&json!(244), &json!(0)), "{same}");
+
+    // Case kept: capital letters now give other tokens.
+    tokenizer["normalizer"]["lowercase"] = json!(false);
+    std::fs::write(&path, tokenizer.to_string()).unwrap();
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "answered with another tokenizer");
+    assert_eq!(err.matches(", tokenizer ").count(), 2, "{err}");
+    assert!(err.contains(&format!("tokenizer {}", &built[..12])), "{err}");
+    let rebuilt = index(tiny.to_str().unwrap());
+    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert_ne!(tokenizer_of(), built);
+    // An index of the format before the tokenizer was recorded opens without that check; its
+    // vectors are reused only by a named model, whose tokenizer comes with its weights.
+    downgrade(&idx, 11);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    let again = index(tiny.to_str().unwrap());
+    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
+    index("stock");
+    downgrade(&idx, 11);
+    let stock = index("stock");
+    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
+}
