@@ -292,8 +292,20 @@ fn verify_checks_every_byte_and_the_graph_and_names_a_corrupted_file() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("204 tools, every tool reachable in the graph") && text.contains("ok: no fault"), "{text}");
+    // What the index was built with: what a query must load.
+    let built_with = format!(
+        "format {}, built with {} (sha256 ",
+        toolsearch::index::FORMAT_VERSION,
+        toolsearch::embed::TOOLS_MODEL_ID
+    );
+    assert!(
+        text.contains(&built_with) && text.contains("384 dimensions, mean pooling, max length 256, tokenizer "),
+        "{text}"
+    );
     let out = toolsearch(&["--json", "verify", idx_s]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["model"].as_str().unwrap().starts_with(toolsearch::embed::TOOLS_MODEL_ID), "{report}");
+    assert_eq!((&report["calibrated"], &report["adapter"]), (&serde_json::json!(false), &serde_json::json!(false)));
     assert_eq!(report["unreachable"], 0);
     assert_eq!(report["faults"], serde_json::json!([]));
     assert!(report["bytes"].as_u64().unwrap() > 0);

@@ -358,7 +358,14 @@ pub(crate) fn replay(r: &Replay) -> String {
 }
 
 pub(crate) fn verified(r: &toolsearch::index::VerifyReport) -> String {
-    let mut out = format!("{}: {} files, {} bytes checked, {} tools", r.index.display(), r.files, r.bytes, r.tools);
+    let mut out = format!("{}: format {}, built with {}", r.index.display(), r.format_version, r.model);
+    out.push_str(match (r.calibrated, r.adapter) {
+        (false, false) => "\n",
+        (true, false) => "; calibrated\n",
+        (false, true) => "; query adapter learned\n",
+        (true, true) => "; calibrated; query adapter learned\n",
+    });
+    out.push_str(&format!("{} files, {} bytes checked, {} tools", r.files, r.bytes, r.tools));
     match r.unreachable {
         Some(0) => out.push_str(", every tool reachable in the graph\n"),
         Some(n) => out.push_str(&format!(", {n} unreachable in the graph\n")),
@@ -376,6 +383,27 @@ pub(crate) fn verified(r: &toolsearch::index::VerifyReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verify_report_says_what_the_index_was_built_with_and_carries() {
+        let report = |calibrated, adapter| toolsearch::index::VerifyReport {
+            index: "idx".into(),
+            format_version: 12,
+            model: "local/m (sha256 0123456789ab)".into(),
+            calibrated,
+            adapter,
+            files: 2,
+            bytes: 10,
+            tools: 3,
+            unreachable: Some(0),
+            faults: Vec::new(),
+        };
+        let plain = verified(&report(false, false));
+        assert!(plain.starts_with("idx: format 12, built with local/m (sha256 0123456789ab)\n2 files"), "{plain}");
+        let both = verified(&report(true, true));
+        assert!(both.contains("(sha256 0123456789ab); calibrated; query adapter learned\n"), "{both}");
+        assert!(verified(&report(false, true)).contains("); query adapter learned\n"));
+    }
 
     #[test]
     fn a_build_line_counts_one_in_the_singular() {

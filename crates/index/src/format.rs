@@ -127,6 +127,25 @@ impl IndexMeta {
         key
     }
 
+    /// The model this index was built with, in words: its id, then what tells it apart from
+    /// other models of that id (the sha256 of its weights, dimension, pooling, prompts when it
+    /// has any, max length and tokenizer, each when recorded) and the directory it was loaded
+    /// from, if any.
+    pub fn describe_model(&self) -> String {
+        let mut parts = vec![
+            format!("sha256 {}", &self.model_sha256[..self.model_sha256.len().min(12)]),
+            format!("{} dimensions", self.dimension),
+            format!("{} pooling", self.model_pooling),
+        ];
+        if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
+            parts.push(format!("query prompt {q:?}, document prompt {d:?}"));
+        }
+        parts.extend(self.model_max_length.map(|n| format!("max length {n}")));
+        parts.extend(self.model_tokenizer.as_deref().map(|t| format!("tokenizer {}", &t[..t.len().min(12)])));
+        parts.extend(self.model_source.as_deref().map(|dir| format!("from {dir}")));
+        format!("{} ({})", self.model_id, parts.join(", "))
+    }
+
     /// The model to query this index with: a named model's name, or the directory a local
     /// model was loaded from; `None` when the index names neither.
     pub fn model_choice(&self) -> Option<String> {

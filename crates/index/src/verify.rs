@@ -15,6 +15,15 @@ use crate::table::NO_NODE;
 pub struct VerifyReport {
     /// The index directory.
     pub index: PathBuf,
+    /// The format version it was written in.
+    pub format_version: u32,
+    /// The model it was built with, in words ([`IndexMeta::describe_model`]): what a query
+    /// must load.
+    pub model: String,
+    /// Whether it carries a confidence map fitted by `toolsearch calibrate`.
+    pub calibrated: bool,
+    /// Whether it carries a query adapter learned by `toolsearch learn`.
+    pub adapter: bool,
     /// Files the metadata lists, all checked.
     pub files: usize,
     /// Bytes read and checked.
@@ -53,6 +62,10 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
     let tools = meta.tools as usize;
     let mut report = VerifyReport {
         index: dir.to_path_buf(),
+        format_version: meta.format_version,
+        model: meta.describe_model(),
+        calibrated: meta.calibration.is_some(),
+        adapter: meta.adapter.is_some(),
         files: meta.files.len(),
         bytes: 0,
         tools,
