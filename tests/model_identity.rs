@@ -18,6 +18,35 @@ fn toolsearch(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolsearch")).args(args).output().expect("binary runs")
 }
 
+/// Indexes the sample catalogue into `at` with `model`, returning the build's report.
+fn index(at: &str, model: &str) -> serde_json::Value {
+    let catalogue = common::sample_catalog();
+    let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Asserts a build embedded every document of the sample catalogue again (`false`) or reused
+/// every one (`true`).
+fn assert_reused(report: &serde_json::Value, reused: bool) {
+    let expected = if reused { (json!(244), json!(0)) } else { (json!(0), json!(244)) };
+    assert_eq!((&report["reused"], &report["embedded"]), (&expected.0, &expected.1), "{report}");
+}
+
+/// The index at `at`, written back as `version` (before it recorded one part of its model's
+/// identity), opens and answers without that check; a rebuild over it with the local model
+/// `local` embeds everything again (its part may have been another), while one with `stock`,
+/// whose part comes with its weights, reuses every vector.
+fn an_older_format_opens_and_only_a_named_model_reuses_it(at: &str, version: u32, local: &str) {
+    let idx = std::path::Path::new(at);
+    downgrade(idx, version);
+    assert!(toolsearch(&["search", at, "send an email"]).status.success());
+    assert_reused(&index(at, local), false);
+    index(at, "stock");
+    downgrade(idx, version);
+    assert_reused(&index(at, "stock"), true);
+}
+
 /// The same weights with other prompts give other vectors: an index records its model's
 /// prompts, refuses the model once its prompts are changed (naming both), and a rebuild with
 /// it embeds every document again, as one over an index that did not record its prompts does.
@@ -25,14 +54,8 @@ fn toolsearch(args: &[&str]) -> Output {
 fn an_index_records_its_models_prompts_and_refuses_other_ones() {
     let tiny = common::copy_model("tiny-cls", "prompted");
     let idx = common::scratch().join("prompted-index");
-    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
-    let index = || -> serde_json::Value {
-        let args = ["index", catalogue.to_str().unwrap(), "--out", at, "--model", tiny.to_str().unwrap(), "--json"];
-        let out = toolsearch(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    index();
+    let (at, model) = (idx.to_str().unwrap(), tiny.to_str().unwrap());
+    index(at, model);
     let meta = toolsearch::index::IndexMeta::read(&idx).unwrap();
     assert_eq!(meta.model_prompts, Some(("query: ".to_owned(), "passage: ".to_owned())));
 
@@ -43,15 +66,11 @@ fn an_index_records_its_models_prompts_and_refuses_other_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "answered with other prompts");
     assert!(err.contains("query prompt \"query: \"") && err.contains("query prompt \"search_query: \""), "{err}");
-    let rebuilt = index();
-    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert_reused(&index(at, model), false);
     assert!(toolsearch(&["search", at, "send an email"]).status.success());
     // An index of the format before prompts were recorded opens without that check, but its
     // vectors are not reused by a model that has prompts: they may be other prompts'.
-    downgrade(&idx, 9);
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    let again = index();
-    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
+    an_older_format_opens_and_only_a_named_model_reuses_it(at, 9, model);
 }
 
 #[test]
@@ -65,32 +84,19 @@ fn an_index_records_its_models_max_length_and_refuses_another() {
         std::fs::write(&path, config.to_string()).unwrap();
     };
     let idx = common::scratch().join("short-index");
-    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
-    let index = |model: &str| -> serde_json::Value {
-        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let (at, model) = (idx.to_str().unwrap(), tiny.to_str().unwrap());
     set_length(64);
-    index(tiny.to_str().unwrap());
+    index(at, model);
     assert_eq!(toolsearch::index::IndexMeta::read(&idx).unwrap().model_max_length, Some(64));
     set_length(128);
     let out = toolsearch(&["search", at, "send an email"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "answered with another max length");
     assert!(err.contains("max length 64") && err.contains("max length 128"), "{err}");
-    let rebuilt = index(tiny.to_str().unwrap());
-    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert_reused(&index(at, model), false);
     // An index of the format before the max length was recorded opens without that check; its
     // vectors are reused only by a named model, whose length is its own.
-    downgrade(&idx, 10);
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    let again = index(tiny.to_str().unwrap());
-    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
-    index("stock");
-    downgrade(&idx, 10);
-    let stock = index("stock");
-    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
+    an_older_format_opens_and_only_a_named_model_reuses_it(at, 10, model);
 }
 
 /// The same weights behind an edited tokenizer split text otherwise: an index records a
@@ -101,14 +107,9 @@ fn an_index_records_its_models_max_length_and_refuses_another() {
 fn an_index_records_its_models_tokenizer_and_refuses_another() {
     let tiny = common::copy_model("tiny-cls", "retokenized");
     let idx = common::scratch().join("retokenized-index");
-    let (catalogue, at) = (common::sample_catalog(), idx.to_str().unwrap());
-    let index = |model: &str| -> serde_json::Value {
-        let out = toolsearch(&["index", catalogue.to_str().unwrap(), "--out", at, "--model", model, "--json"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let (at, model) = (idx.to_str().unwrap(), tiny.to_str().unwrap());
     let tokenizer_of = || toolsearch::index::IndexMeta::read(&idx).unwrap().model_tokenizer.expect("recorded");
-    index(tiny.to_str().unwrap());
+    index(at, model);
     let built = tokenizer_of();
     let path = tiny.join("tokenizer.json");
     let mut tokenizer: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -116,8 +117,7 @@ fn an_index_records_its_models_tokenizer_and_refuses_another() {
     assert_ne!(saved_again, std::fs::read_to_string(&path).unwrap(), "other bytes");
     std::fs::write(&path, saved_again).unwrap();
     assert!(toolsearch(&["search", at, "send an email"]).status.success(), "refused a tokenizer saved again");
-    let same = index(tiny.to_str().unwrap());
-    assert_eq!((&same["reused"], &same["embedded"]), (&json!(244), &json!(0)), "{same}");
+    assert_reused(&index(at, model), true);
 
     // Case kept: capital letters now give other tokens.
     tokenizer["normalizer"]["lowercase"] = json!(false);
@@ -127,17 +127,9 @@ fn an_index_records_its_models_tokenizer_and_refuses_another() {
     assert!(!out.status.success(), "answered with another tokenizer");
     assert_eq!(err.matches(", tokenizer ").count(), 2, "{err}");
     assert!(err.contains(&format!("tokenizer {}", &built[..12])), "{err}");
-    let rebuilt = index(tiny.to_str().unwrap());
-    assert_eq!((&rebuilt["reused"], &rebuilt["embedded"]), (&json!(0), &json!(244)), "{rebuilt}");
+    assert_reused(&index(at, model), false);
     assert_ne!(tokenizer_of(), built);
     // An index of the format before the tokenizer was recorded opens without that check; its
     // vectors are reused only by a named model, whose tokenizer comes with its weights.
-    downgrade(&idx, 11);
-    assert!(toolsearch(&["search", at, "send an email"]).status.success());
-    let again = index(tiny.to_str().unwrap());
-    assert_eq!((&again["reused"], &again["embedded"]), (&json!(0), &json!(244)), "{again}");
-    index("stock");
-    downgrade(&idx, 11);
-    let stock = index("stock");
-    assert_eq!((&stock["reused"], &stock["embedded"]), (&json!(244), &json!(0)), "{stock}");
+    an_older_format_opens_and_only_a_named_model_reuses_it(at, 11, model);
 }
