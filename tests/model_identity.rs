@@ -101,7 +101,7 @@ fn an_index_records_its_models_max_length_and_refuses_another() {
 
 /// The same weights behind an edited tokenizer split text otherwise: an index records a
 /// fingerprint of how its model's tokenizer splits probe texts, refuses the model once that
-/// changes (naming both), and a rebuild embeds every document again; the same tokenizer saved
+/// or its vocabulary changes (naming both), and a rebuild embeds every document again; the same tokenizer saved
 /// again (other spacing, other key order) keeps its fingerprint and still opens the index.
 #[test]
 fn an_index_records_its_models_tokenizer_and_refuses_another() {
@@ -128,7 +128,14 @@ fn an_index_records_its_models_tokenizer_and_refuses_another() {
     assert_eq!(err.matches(", tokenizer ").count(), 2, "{err}");
     assert!(err.contains(&format!("tokenizer {}", &built[..12])), "{err}");
     assert_reused(&index(at, model), false);
-    assert_ne!(tokenizer_of(), built);
+    let cased = tokenizer_of();
+    assert_ne!(cased, built);
+    // A word added to the vocabulary, which no probe text holds: still another tokenizer.
+    tokenizer["model"]["vocab"]["zzzz"] = json!(97);
+    std::fs::write(&path, tokenizer.to_string()).unwrap();
+    let out = toolsearch(&["search", at, "send an email"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&format!("tokenizer {}", &cased[..12])), "{err}");
     // An index of the format before the tokenizer was recorded opens without that check; its
     // vectors are reused only by a named model, whose tokenizer comes with its weights.
     an_older_format_opens_and_only_a_named_model_reuses_it(at, 11, model);

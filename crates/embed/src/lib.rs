@@ -61,7 +61,7 @@ pub trait Embedder: Send + Sync {
         None
     }
     /// A fingerprint of how the model splits text into tokens: the sha256 of the token ids its
-    /// tokenizer gives a fixed set of probe texts (recorded in every index: an edited tokenizer
+    /// tokenizer gives a fixed set of probe texts and of its vocabulary (recorded in every index: an edited tokenizer
     /// gives other vectors with the same weights, while a tokenizer file saved again with the
     /// same behaviour keeps its fingerprint). `None` when the embedder does not say.
     fn tokenizer_fingerprint(&self) -> Option<&str> {

@@ -76,8 +76,8 @@ impl std::fmt::Debug for OnnxEmbedder {
 impl OnnxEmbedder {
     /// Loads the runtime and the model from `files`.
     pub fn load(files: &ModelFiles, options: EmbedderOptions) -> Result<OnnxEmbedder, EmbedError> {
-        let (first, sha256) = open_session(files, &options, None)?;
-        let tokenizer = tokenizer_fingerprint(&first)?;
+        let (mut first, sha256) = open_session(files, &options, None)?;
+        let tokenizer = tokenizer_fingerprint(&mut first)?;
         let mut sessions = vec![Mutex::new(Some(first))];
         for _ in 1..options.sessions.max(1) {
             sessions.push(Mutex::new(Some(open_session(files, &options, Some(&sha256))?.0)));
@@ -221,7 +221,9 @@ fn open_session(
 /// Texts whose token ids stand for how a tokenizer splits text: case, accents, CJK, digits,
 /// punctuation, symbols, markup, special tokens and spacing. Each is short, and they are
 /// tokenized without truncation or padding, so the fingerprint does not depend on the max
-/// length (recorded on its own).
+/// length (recorded on its own). Changing them, or what [`tokenizer_fingerprint`] hashes,
+/// changes every model's fingerprint, and so refuses every index: only with a new index format
+/// version (whose older versions open without the check).
 const PROBES: [&str; 12] = [
     "Send a message to the #general channel",
     "Mixed CaSe WORDS and camelCaseNames or snake_case_names",
@@ -237,19 +239,34 @@ const PROBES: [&str; 12] = [
     "",
 ];
 
-/// The fingerprint of `session`'s tokenizer ([`Embedder::tokenizer_fingerprint`]).
-fn tokenizer_fingerprint(session: &TextEmbedding) -> Result<String, EmbedError> {
+/// The fingerprint of `session`'s tokenizer ([`Embedder::tokenizer_fingerprint`]): the ids it
+/// gives the probe texts, then its vocabulary (each token, in id order), neither of which a
+/// tokenizer file saved again changes. The session's truncation and padding are lifted for the
+/// probes and put back (rather than probing a copy: copying a 30,000-token vocabulary takes
+/// longer than the whole fingerprint).
+fn tokenizer_fingerprint(session: &mut TextEmbedding) -> Result<String, EmbedError> {
     let runtime = |e: Box<dyn std::error::Error + Send + Sync>| EmbedError::Runtime(format!("the tokenizer: {e}"));
-    let mut tokenizer = session.tokenizer.clone();
+    let tokenizer = &mut session.tokenizer;
+    let (truncation, padding) = (tokenizer.get_truncation().cloned(), tokenizer.get_padding().cloned());
     tokenizer.with_truncation(None).map_err(runtime)?;
     tokenizer.with_padding(None);
-    let mut hash = Sha256::new();
-    for text in PROBES {
-        let encoding = tokenizer.encode(text, true).map_err(runtime)?;
-        encoding.get_ids().iter().for_each(|id| hash.update(id.to_le_bytes()));
-        hash.update(u32::MAX.to_le_bytes());
+    let mut bytes = Vec::new();
+    let probed = PROBES.iter().try_for_each(|text| {
+        let encoding = tokenizer.encode(*text, true)?;
+        encoding.get_ids().iter().for_each(|id| bytes.extend_from_slice(&id.to_le_bytes()));
+        bytes.extend_from_slice(&u32::MAX.to_le_bytes());
+        Ok(())
+    });
+    tokenizer.with_truncation(truncation).map_err(runtime)?;
+    tokenizer.with_padding(padding);
+    probed.map_err(runtime)?;
+    // The vocabulary too: a token no probe reaches still counts.
+    for id in 0..tokenizer.get_vocab_size(true) as u32 {
+        let token = tokenizer.id_to_token(id).unwrap_or_default();
+        bytes.extend_from_slice(&(token.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(token.as_bytes());
     }
-    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Vectors of a worker's batches, by the index of their text.
@@ -365,7 +382,28 @@ impl OnnxEmbedder {
 
 #[cfg(test)]
 mod tests {
-    use super::plan_batches;
+    use super::{open_session, plan_batches, tokenizer_fingerprint};
+    use crate::{Embedder, ModelFiles, OnnxEmbedder};
+
+    /// The fingerprint lifts the session's truncation and padding for its probes and puts them
+    /// back (a session left without them would embed long texts whole and fail on batches),
+    /// and it is the same on every load.
+    #[test]
+    fn the_tokenizer_fingerprint_leaves_the_session_as_it_was() {
+        let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/models/tiny-cls");
+        let files = ModelFiles::choose(None, Some(tiny)).unwrap();
+        let (mut session, _) = open_session(&files, &Default::default(), None).unwrap();
+        let settings = |s: &fastembed::TextEmbedding| {
+            format!("{:?} {:?}", s.tokenizer.get_truncation(), s.tokenizer.get_padding())
+        };
+        let before = settings(&session);
+        assert!(before.contains("max_length: 64") && before.contains("BatchLongest"), "{before}");
+        let fingerprint = tokenizer_fingerprint(&mut session).unwrap();
+        assert_eq!(settings(&session), before);
+        assert_eq!(fingerprint.len(), 64);
+        let loaded = OnnxEmbedder::load(&files, Default::default()).unwrap();
+        assert_eq!(loaded.tokenizer_fingerprint(), Some(fingerprint.as_str()));
+    }
 
     #[test]
     fn batches_hold_similar_lengths_within_the_token_budget() {
