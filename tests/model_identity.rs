@@ -140,3 +140,34 @@ fn an_index_records_its_models_tokenizer_and_refuses_another() {
     // vectors are reused only by a named model, whose tokenizer comes with its weights.
     an_older_format_opens_and_only_a_named_model_reuses_it(at, 11, model);
 }
+
+/// A model released between uses (as a one-shot build does once it has embedded everything)
+/// is loaded again from its files when next needed: weights or a tokenizer that changed in the
+/// meantime are refused, naming the file, rather than mixed into vectors of the first load.
+#[test]
+fn a_model_whose_files_change_while_in_use_is_refused_on_reload() {
+    use toolsearch::embed::{Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
+    let tiny = common::copy_model("tiny-cls", "in-use");
+    let files = ModelFiles::choose(None, Some(tiny.to_str().unwrap())).unwrap();
+    let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default()).unwrap();
+    let first = embedder.embed_one("send an email").unwrap();
+    embedder.release();
+    assert_eq!(embedder.embed_one("send an email").unwrap(), first, "the same files load the same model");
+
+    let path = tiny.join("tokenizer.json");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let mut tokenizer: serde_json::Value = serde_json::from_str(&original).unwrap();
+    tokenizer["normalizer"]["lowercase"] = json!(false);
+    std::fs::write(&path, tokenizer.to_string()).unwrap();
+    embedder.release();
+    let err = embedder.embed_one("send an email").unwrap_err().to_string();
+    assert!(err.contains("tokenizer.json: the tokenizer changed while in use"), "{err}");
+
+    std::fs::write(&path, original).unwrap();
+    let weights = tiny.join("model.onnx");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes.extend_from_slice(b"\0");
+    std::fs::write(&weights, bytes).unwrap();
+    let err = embedder.embed_one("send an email").unwrap_err().to_string();
+    assert!(err.contains("model.onnx: the model changed while in use"), "{err}");
+}

@@ -76,11 +76,10 @@ impl std::fmt::Debug for OnnxEmbedder {
 impl OnnxEmbedder {
     /// Loads the runtime and the model from `files`.
     pub fn load(files: &ModelFiles, options: EmbedderOptions) -> Result<OnnxEmbedder, EmbedError> {
-        let (mut first, sha256) = open_session(files, &options, None)?;
-        let tokenizer = tokenizer_fingerprint(&mut first)?;
+        let (first, sha256, tokenizer) = open_session(files, &options, None)?;
         let mut sessions = vec![Mutex::new(Some(first))];
         for _ in 1..options.sessions.max(1) {
-            sessions.push(Mutex::new(Some(open_session(files, &options, Some(&sha256))?.0)));
+            sessions.push(Mutex::new(Some(open_session(files, &options, Some((&sha256, &tokenizer)))?.0)));
         }
         let max_length = options.max_length.unwrap_or(files.spec.max_length);
         let mut embedder = OnnxEmbedder {
@@ -121,7 +120,7 @@ impl OnnxEmbedder {
         guard: &'a mut MutexGuard<'_, Option<TextEmbedding>>,
     ) -> Result<&'a mut TextEmbedding, EmbedError> {
         if guard.is_none() {
-            **guard = Some(open_session(&self.files, &self.options, Some(&self.sha256))?.0);
+            **guard = Some(open_session(&self.files, &self.options, Some((&self.sha256, &self.tokenizer)))?.0);
         }
         Ok(guard.as_mut().expect("a session was just loaded"))
     }
@@ -170,13 +169,14 @@ impl OnnxEmbedder {
     }
 }
 
-/// Loads one session from `files`, with the weights' sha256; with `expect`, weights of
-/// another sha256 (the files changed since the first load) are refused.
+/// Loads one session from `files`, with the weights' sha256 and the tokenizer's fingerprint;
+/// with `expect` (those two of the first load), weights or a tokenizer that changed since are
+/// refused.
 fn open_session(
     files: &ModelFiles,
     options: &EmbedderOptions,
-    expect: Option<&str>,
-) -> Result<(TextEmbedding, String), EmbedError> {
+    expect: Option<(&str, &str)>,
+) -> Result<(TextEmbedding, String, String), EmbedError> {
     let env = environment(&files.ort_library)?;
     let read = |name: &str| -> Result<Vec<u8>, EmbedError> {
         let p = files.model_file(name)?;
@@ -184,7 +184,7 @@ fn open_session(
     };
     let onnx = read("model.onnx")?;
     let sha256: String = Sha256::digest(&onnx).iter().map(|b| format!("{b:02x}")).collect();
-    if let Some(want) = expect.filter(|w| *w != sha256) {
+    if let Some((want, _)) = expect.filter(|(w, _)| *w != sha256) {
         return Err(EmbedError::Runtime(format!(
             "{}: the model changed while in use (sha256 {sha256}, loaded as {want})",
             files.model_file("model.onnx").map(|p| p.display().to_string()).unwrap_or_default()
@@ -211,11 +211,20 @@ fn open_session(
     if let Some(t) = options.intra_threads {
         init = init.with_intra_threads(t);
     }
-    let session =
+    let mut session =
         TextEmbedding::try_new_from_user_defined(model, init).map_err(|e| EmbedError::Runtime(e.to_string()))?;
     // The weights' file, its parse and the copies made on the way are freed by now.
     crate::memory::give_back();
-    Ok((session, sha256))
+    let fingerprint = tokenizer_fingerprint(&mut session)?;
+    if let Some((_, want)) = expect.filter(|(_, w)| *w != fingerprint) {
+        return Err(EmbedError::Runtime(format!(
+            "{}: the tokenizer changed while in use (fingerprint {}, loaded as {})",
+            files.model_file("tokenizer.json").map(|p| p.display().to_string()).unwrap_or_default(),
+            &fingerprint[..12],
+            &want[..want.len().min(12)]
+        )));
+    }
+    Ok((session, sha256, fingerprint))
 }
 
 /// Texts whose token ids stand for how a tokenizer splits text: case, accents, CJK, digits,
@@ -392,7 +401,7 @@ mod tests {
     fn the_tokenizer_fingerprint_leaves_the_session_as_it_was() {
         let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/models/tiny-cls");
         let files = ModelFiles::choose(None, Some(tiny)).unwrap();
-        let (mut session, _) = open_session(&files, &Default::default(), None).unwrap();
+        let (mut session, _, opened) = open_session(&files, &Default::default(), None).unwrap();
         let settings = |s: &fastembed::TextEmbedding| {
             format!("{:?} {:?}", s.tokenizer.get_truncation(), s.tokenizer.get_padding())
         };
@@ -400,7 +409,7 @@ mod tests {
         assert!(before.contains("max_length: 64") && before.contains("BatchLongest"), "{before}");
         let fingerprint = tokenizer_fingerprint(&mut session).unwrap();
         assert_eq!(settings(&session), before);
-        assert_eq!(fingerprint.len(), 64);
+        assert_eq!((fingerprint.len(), &fingerprint), (64, &opened));
         let loaded = OnnxEmbedder::load(&files, Default::default()).unwrap();
         assert_eq!(loaded.tokenizer_fingerprint(), Some(fingerprint.as_str()));
     }
