@@ -61,9 +61,10 @@ pub trait Embedder: Send + Sync {
         None
     }
     /// A fingerprint of how the model splits text into tokens: the sha256 of the token ids its
-    /// tokenizer gives a fixed set of probe texts and of its vocabulary (recorded in every index: an edited tokenizer
-    /// gives other vectors with the same weights, while a tokenizer file saved again with the
-    /// same behaviour keeps its fingerprint). `None` when the embedder does not say.
+    /// tokenizer gives a fixed set of probe texts and of its vocabulary (recorded in every
+    /// index: an edited tokenizer gives other vectors with the same weights, while a tokenizer
+    /// file saved again with the same behaviour keeps its fingerprint). `None` when the
+    /// embedder does not say.
     fn tokenizer_fingerprint(&self) -> Option<&str> {
         None
     }
@@ -93,16 +94,12 @@ pub trait Embedder: Send + Sync {
 /// pooling, prompts, max length and tokenizer (what an index records of its model; keep the two
 /// in step).
 pub fn same_vectors(a: &dyn Embedder, b: &dyn Embedder) -> bool {
-    let identity = |e: &dyn Embedder| {
-        (
-            e.model_sha256().to_owned(),
-            e.dimension(),
-            e.pooling().to_owned(),
-            e.max_length(),
-            e.tokenizer_fingerprint().map(str::to_owned),
-        )
-    };
-    identity(a) == identity(b) && a.prompts() == b.prompts()
+    a.model_sha256() == b.model_sha256()
+        && a.dimension() == b.dimension()
+        && a.pooling() == b.pooling()
+        && a.prompts() == b.prompts()
+        && a.max_length() == b.max_length()
+        && a.tokenizer_fingerprint() == b.tokenizer_fingerprint()
 }
 
 /// Scales `v` to unit length in place (a zero vector stays zero).

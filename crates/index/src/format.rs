@@ -116,7 +116,7 @@ impl IndexMeta {
     /// shorter than any model's max length.
     pub fn model_key(&self) -> String {
         let mut key = format!("{} sha256:{} {}", self.model_id, self.model_sha256, self.model_pooling);
-        if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
+        if let Some((q, d)) = self.some_prompts() {
             let digest = format!("{:x}", Sha256::digest(format!("{q}\0{d}")));
             key.push_str(&format!(" prompts:{}", &digest[..16]));
         }
@@ -133,17 +133,22 @@ impl IndexMeta {
     /// from, if any.
     pub fn describe_model(&self) -> String {
         let mut parts = vec![
-            format!("sha256 {}", &self.model_sha256[..self.model_sha256.len().min(12)]),
+            format!("sha256 {}", short(&self.model_sha256)),
             format!("{} dimensions", self.dimension),
             format!("{} pooling", self.model_pooling),
         ];
-        if let Some((q, d)) = self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty())) {
+        if let Some((q, d)) = self.some_prompts() {
             parts.push(format!("query prompt {q:?}, document prompt {d:?}"));
         }
         parts.extend(self.model_max_length.map(|n| format!("max length {n}")));
-        parts.extend(self.model_tokenizer.as_deref().map(|t| format!("tokenizer {}", &t[..t.len().min(12)])));
+        parts.extend(self.model_tokenizer.as_deref().map(|t| format!("tokenizer {}", short(t))));
         parts.extend(self.model_source.as_deref().map(|dir| format!("from {dir}")));
         format!("{} ({})", self.model_id, parts.join(", "))
+    }
+
+    /// The model's prompts, when it has any (recorded and not both empty).
+    fn some_prompts(&self) -> Option<&(String, String)> {
+        self.model_prompts.as_ref().filter(|(q, d)| !(q.is_empty() && d.is_empty()))
     }
 
     /// The model to query this index with: a named model's name, or the directory a local
@@ -255,6 +260,11 @@ impl IndexMeta {
         }
         Ok(meta)
     }
+}
+
+/// The first 12 hex digits of a sha256 or fingerprint, as errors and reports show it.
+pub(crate) fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
 }
 
 /// XXH3-64 of a file, streaming (read, not mapped: checking does not grow the process).

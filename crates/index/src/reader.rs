@@ -9,7 +9,9 @@ use toolsearch_embed::Embedder;
 use crate::blocks::{self, BLOCKS_FILE, BLOCK_CHECKED};
 use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
-use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE};
+use crate::format::{
+    file_sum, short, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE,
+};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, TermCount, View};
 use crate::lookups::{NodePaths, ToolFacets};
@@ -350,10 +352,6 @@ impl IndexReader {
 /// nor the text hashes (read only by a rebuild, which checks them itself).
 fn checked_whole_on_open(rel: &str) -> bool {
     !BLOCK_CHECKED.contains(&rel) && ![CATALOG_FILE, BLOCKS_FILE, HASHES_FILE].contains(&rel)
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
 }
 
 /// The search breadth over `tools` tools for a breadth of `base` at 10k (see
