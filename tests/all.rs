@@ -74,6 +74,7 @@ mod quality;
 mod report;
 mod security;
 mod serve;
+mod serve_watch;
 mod shipping;
 mod transcripts;
 mod unmatched;

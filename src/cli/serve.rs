@@ -26,6 +26,11 @@ pub(crate) struct Args {
     caller: Caller,
     #[command(flatten)]
     cutoff: Cutoff,
+    /// Every SECS seconds, check whether the index was rebuilt, recalibrated or relearned
+    /// since, and serve the new one (the client is told `list_changed` when what it sees
+    /// moved); 0: never
+    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    watch: u64,
 }
 
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
@@ -71,7 +76,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         move || for_checks.get().cloned(),
         runtime.handle().clone(),
     );
-    let hub = Hub::new(live, availability, config.toolset.clone(), principal, runner);
+    let hub = Hub::new(live.clone(), availability, config.toolset.clone(), principal, runner);
     let set = hub.check().map_err(|e| Problem::InvalidConfig.because(e))?;
     for d in set.diagnostics() {
         say_err!("note: {d}");
@@ -79,6 +84,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     say_err!("toolsearch serve: MCP over stdio, index {}, {} tools visible", args.index.display(), set.visible().len());
     drop(set);
     let _ = shared.set(hub.clone());
+    if args.watch > 0 {
+        let every = Duration::from_secs(args.watch);
+        runtime.spawn(super::serve_watch::watch(hub.clone(), live, args.index.clone(), every));
+    }
     let result = runtime.block_on(async move {
         let (input, output) = toolsearch::mcp::stdio_streams();
         serve_io(hub, input, output).await

@@ -18,7 +18,9 @@ pub const FORMAT_VERSION: u32 = 12;
 const OLDER_VERSIONS: [u32; 4] = [8, 9, 10, 11];
 const MAGIC: &[u8; 8] = b"TSINDEX\0";
 
-pub(crate) const META_FILE: &str = "meta.bin";
+/// The index's metadata file. A build swaps in a whole new directory and `calibrate` or `learn`
+/// replace this file, each atomically: a change of its bytes means a changed index.
+pub const META_FILE: &str = "meta.bin";
 /// The lean catalogue table (bincode), see [`crate::store`].
 pub(crate) const CATALOG_FILE: &str = "catalog.bin";
 /// Each tool's full record (JSON), read on demand.

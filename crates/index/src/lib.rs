@@ -80,7 +80,7 @@ pub use adapter::{apply as adapter_apply, QueryAdapter};
 pub use calibration::Calibration;
 pub use dense::{dot, Hit};
 pub use error::IndexError;
-pub use format::{IndexMeta, FORMAT_VERSION};
+pub use format::{IndexMeta, FORMAT_VERSION, META_FILE};
 pub use lexical::{DocKind, TermCount, View};
 pub use lookups::{NodePaths, ToolFacets};
 pub use progress::{Progress, Reporter, Silent};

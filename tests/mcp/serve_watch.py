@@ -1,0 +1,112 @@
+"""Drives `toolsearch serve --watch 1` with the official Python MCP SDK client while the index
+it serves (built here from BASE_CATALOGUE) is rebuilt on disk, broken, and rebuilt again.
+Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
+
+    python serve_watch.py INDEX BASE_CATALOGUE GROWN_CATALOGUE QUERY STDERR_FILE
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from client_steps import text_of
+
+TOOLSEARCH = os.environ["TOOLSEARCH_BIN"]
+OUT: dict = {}
+
+
+class Notes:
+    def __init__(self):
+        self.list_changed = 0
+
+    async def handle(self, message):
+        message = getattr(message, "root", message)
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.list_changed += 1
+
+
+def build(catalogue, index, *flags):
+    done = subprocess.run([TOOLSEARCH, "index", catalogue, "--out", index, *flags], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+async def top(session, query):
+    """The first tool a search answers with, or the error code it answers instead."""
+    answer = json.loads(text_of(await session.call_tool("search_tool_by_category", {"query": query})))
+    results = answer.get("results") or []
+    return results[0]["tool_id"] if results else answer.get("code", answer)
+
+
+async def told(notes, before, seconds=30.0):
+    """Waits for a `list_changed` beyond the `before` already counted; whether one came."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if notes.list_changed > before:
+            return True
+        await anyio.sleep(0.1)
+    return False
+
+
+async def logged(stderr_file, text, seconds=30.0):
+    """Waits for the server to write `text` on its stderr; whether it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(stderr_file) as f:
+            if text in f.read():
+                return True
+        await anyio.sleep(0.1)
+    return False
+
+
+async def main(index, base, grown, query, stderr_file):
+    notes = Notes()
+    build(base, index)
+    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--watch", "1"])
+    with open(stderr_file, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, message_handler=notes.handle) as session:
+                await session.initialize()
+                OUT["before"] = await top(session, query)
+
+                # Another process rebuilds the index with one more tool.
+                build(grown, index)
+                OUT["told_after_rebuild"] = await told(notes, 0)
+                OUT["after_rebuild"] = await top(session, query)
+
+                # The metadata is overwritten with garbage: the index before goes on serving.
+                meta = os.path.join(index, "meta.bin")
+                with open(meta, "rb") as f:
+                    kept = f.read()
+                with open(meta, "wb") as f:
+                    f.write(b"not an index")
+                OUT["warned"] = await logged(stderr_file, "does not open")
+                OUT["while_broken"] = await top(session, query)
+                with open(meta + ".tmp", "wb") as f:
+                    f.write(kept)
+                os.replace(meta + ".tmp", meta)
+
+                # Rebuilt without the new tool: it is gone from the client's searches.
+                count = notes.list_changed
+                build(base, index)
+                OUT["told_after_second_rebuild"] = await told(notes, count)
+                OUT["after_second_rebuild"] = await top(session, query)
+
+                # Rebuilt with another model: served with that model, loaded.
+                count = notes.list_changed
+                build(grown, index, "--model", "stock")
+                OUT["told_after_model_change"] = await told(notes, count)
+                OUT["after_model_change"] = await top(session, query)
+                OUT["list_changed"] = notes.list_changed
+    with open(stderr_file) as f:
+        OUT["stderr"] = f.read()
+    print(json.dumps(OUT))
+
+
+if __name__ == "__main__":
+    anyio.run(main, *sys.argv[1:6])

@@ -1,0 +1,69 @@
+//! `toolsearch serve --watch`: an index rebuilt on disk by another process is served without a
+//! restart, the client told `list_changed`; one that does not open leaves the one before
+//! serving. Driven by the official Python MCP SDK client (`tests/mcp/serve_watch.py`).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+const QUERY: &str = "feed the fish in my aquarium";
+const NEW_TOOL: &str = "aquarium.feed_fish";
+
+/// The sample catalogue with one tool more, the one `QUERY` asks for.
+fn grown_catalogue(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut catalogue: Value = serde_json::from_slice(&std::fs::read(common::sample_catalog()).unwrap()).unwrap();
+    catalogue["tools"].as_array_mut().unwrap().push(json!({
+        "id": NEW_TOOL,
+        "name": "feed_fish",
+        "paths": ["Home/Aquarium"],
+        "summary": "Feed the fish in a smart aquarium.",
+        "description": "Drop a portion of food into a connected aquarium's feeder, now or at a set time.",
+        "args_schema": {"type": "object", "properties": {"portions": {"type": "integer"}}}
+    }));
+    let path = dir.join("grown-catalog.json");
+    std::fs::write(&path, catalogue.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_rebuilt_index_is_served_without_a_restart_and_a_broken_one_is_not() {
+    let dir = common::scratch().join("serve-watch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let grown = grown_catalogue(&dir);
+    let index = dir.join("index");
+    let base = common::sample_catalog();
+    let stderr = dir.join("serve.stderr");
+    let out = Command::new(common::python())
+        .arg(common::repo().join("tests/mcp/serve_watch.py"))
+        .args([index.to_str().unwrap(), base.to_str().unwrap(), grown.to_str().unwrap(), QUERY])
+        .arg(&stderr)
+        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
+    let log = seen["stderr"].as_str().unwrap();
+
+    assert_ne!(seen["before"], NEW_TOOL, "{seen}");
+    assert_eq!(seen["told_after_rebuild"], true, "the client was not told: {seen}");
+    assert_eq!(seen["after_rebuild"], NEW_TOOL, "{seen}");
+    assert!(log.contains("the index changed on disk; serving it now (205 tools, model "), "{log}");
+
+    // Garbage in the metadata: a warning naming the index, and the rebuilt index goes on serving.
+    assert_eq!(seen["warned"], true, "{seen}");
+    assert_eq!(seen["while_broken"], NEW_TOOL, "{seen}");
+    assert!(log.contains("changed on disk but does not open"), "{log}");
+    assert!(log.contains(index.to_str().unwrap()), "{log}");
+
+    assert_eq!(seen["told_after_second_rebuild"], true, "{seen}");
+    assert_ne!(seen["after_second_rebuild"], NEW_TOOL, "{seen}");
+    assert!(log.contains("serving it now (204 tools, model toolsearch/all-MiniLM-L6-v2-tools"), "{log}");
+
+    // Rebuilt with the stock model: that model is loaded and the index served with it.
+    assert_eq!(seen["told_after_model_change"], true, "{seen}");
+    assert_eq!(seen["after_model_change"], NEW_TOOL, "{seen}");
+    assert!(log.contains("serving it now (205 tools, model sentence-transformers/all-MiniLM-L6-v2"), "{log}");
+}
