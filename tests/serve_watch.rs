@@ -5,6 +5,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -13,7 +14,7 @@ const QUERY: &str = "feed the fish in my aquarium";
 const NEW_TOOL: &str = "aquarium.feed_fish";
 
 /// The sample catalogue with one tool more, the one `QUERY` asks for.
-fn grown_catalogue(dir: &std::path::Path) -> std::path::PathBuf {
+fn grown_catalogue(dir: &Path) -> PathBuf {
     let mut catalogue: Value = serde_json::from_slice(&std::fs::read(common::sample_catalog()).unwrap()).unwrap();
     catalogue["tools"].as_array_mut().unwrap().push(json!({
         "id": NEW_TOOL,
@@ -28,6 +29,22 @@ fn grown_catalogue(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
+fn path(p: &Path) -> String {
+    p.to_str().unwrap().to_owned()
+}
+
+/// Runs `tests/mcp/serve_watch.py ARGS`; what it observed.
+fn client(args: &[&str]) -> Value {
+    let out = Command::new(common::python())
+        .arg(common::repo().join("tests/mcp/serve_watch.py"))
+        .args(args)
+        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("client prints JSON")
+}
+
 #[test]
 fn a_rebuilt_index_is_served_without_a_restart_and_a_broken_one_is_not() {
     let dir = common::scratch().join("serve-watch");
@@ -36,15 +53,7 @@ fn a_rebuilt_index_is_served_without_a_restart_and_a_broken_one_is_not() {
     let index = dir.join("index");
     let base = common::sample_catalog();
     let stderr = dir.join("serve.stderr");
-    let out = Command::new(common::python())
-        .arg(common::repo().join("tests/mcp/serve_watch.py"))
-        .args([index.to_str().unwrap(), base.to_str().unwrap(), grown.to_str().unwrap(), QUERY])
-        .arg(&stderr)
-        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
-        .output()
-        .expect("python runs");
-    assert!(out.status.success(), "client failed: {}", String::from_utf8_lossy(&out.stderr));
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("client prints JSON");
+    let seen = client(&["index", &path(&index), &path(&base), &path(&grown), QUERY, &path(&stderr)]);
     let log = seen["stderr"].as_str().unwrap();
 
     assert_ne!(seen["before"], NEW_TOOL, "{seen}");
@@ -66,4 +75,34 @@ fn a_rebuilt_index_is_served_without_a_restart_and_a_broken_one_is_not() {
     assert_eq!(seen["told_after_model_change"], true, "{seen}");
     assert_eq!(seen["after_model_change"], NEW_TOOL, "{seen}");
     assert!(log.contains("serving it now (205 tools, model sentence-transformers/all-MiniLM-L6-v2"), "{log}");
+}
+
+#[test]
+fn an_edited_configuration_changes_the_tool_set_and_one_that_does_not_load_changes_nothing() {
+    let dir = common::scratch().join("serve-watch-config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.json");
+    std::fs::write(&config, json!({"toolset": {"pinned": ["weather.current"]}}).to_string()).unwrap();
+    let index = common::build(&common::sample_catalog(), "serve-watch-config-index");
+    let stderr = dir.join("serve.stderr");
+    let seen = client(&["config", &path(&index), &path(&config), &path(&stderr)]);
+    let log = seen["stderr"].as_str().unwrap();
+    let has = |key: &str, name: &str| seen[key].as_array().unwrap().iter().any(|n| n == name);
+
+    assert!(has("at_start", "current") && !has("at_start", "git_status"), "{seen}");
+    assert_eq!(seen["told_after_pin"], true, "{seen}");
+    assert!(has("after_pin", "current") && has("after_pin", "git_status"), "{seen}");
+    assert!(
+        log.contains(&format!("toolsearch serve: {} changed; serving its tool set and scopes now", config.display())),
+        "{log}"
+    );
+
+    // Unparsable, then pinning a tool the catalogue lacks: each named, neither served.
+    assert_eq!(seen["warned_unparsable"], true, "{log}");
+    assert_eq!(seen["warned_unknown_pin"], true, "{log}");
+    assert!(log.contains(&format!("warning: {}:", config.display())), "{log}");
+    // The executor is read at start: said so; the tool set, unchanged, stays.
+    assert_eq!(seen["noted_executor"], true, "{log}");
+    assert_eq!(seen["after_bad_edits"], seen["after_pin"], "{seen}");
+    assert_eq!(seen["list_changed"], 1, "{seen}");
 }

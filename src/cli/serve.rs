@@ -12,6 +12,7 @@ use toolsearch::Principal;
 use super::common::{open, Caller, Cutoff, Global};
 use super::failure::{Failure, Problem};
 use super::output::say_err;
+use super::serve_watch::{Seen, Watched};
 
 /// Serve the catalogue to one MCP client over stdio (JSON-RPC 2.0, one message per line):
 /// tools/list is the visible tool set, tools/call drives facades and discovery.
@@ -26,14 +27,27 @@ pub(crate) struct Args {
     caller: Caller,
     #[command(flatten)]
     cutoff: Cutoff,
-    /// Every SECS seconds, check whether the index was rebuilt, recalibrated or relearned
-    /// since, and serve the new one (the client is told `list_changed` when what it sees
-    /// moved); 0: never
+    /// Every SECS seconds, check whether the index was rebuilt, recalibrated or relearned, or
+    /// the configuration's tool set or scopes edited, since, and serve the new ones (the client
+    /// is told `list_changed` when what it sees moved); 0: never
     #[arg(long, value_name = "SECS", default_value_t = 2)]
     watch: u64,
 }
 
+/// Who the client is served as: the `--scopes` given, else the configuration's `scopes`, else
+/// what its `access` says.
+fn served_as(config: &ServeConfig, caller: &Caller) -> Principal {
+    match (&config.scopes, &caller.scopes, config.access) {
+        (_, Some(_), _) => caller.principal(),
+        (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
+        (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
+        (None, None, Access::Open) => Principal::trusted(),
+    }
+}
+
 pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
+    // Read before what they describe is loaded: a change made meanwhile is seen by the watch.
+    let seen = Seen::now(&args.index, args.config.as_deref());
     let config = match &args.config {
         Some(path) => ServeConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?,
         None => ServeConfig::default(),
@@ -52,18 +66,13 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
                 .into(),
         )),
     };
-    let principal = match (&config.scopes, &args.caller.scopes, config.access) {
-        (_, Some(_), _) => args.caller.principal(),
-        (Some(s), None, _) => Principal::with_scopes(s.iter().cloned()),
-        (None, None, Access::Closed) => Principal::with_scopes(Vec::<String>::new()),
-        (None, None, Access::Open) => {
-            say_err!(
-                "warning: no scopes configured: the client is trusted and sees and calls every tool; \
-                 give --scopes, or \"scopes\" or \"access\": \"closed\" in the config, to restrict it"
-            );
-            Principal::trusted()
-        }
-    };
+    if (&config.scopes, &args.caller.scopes, config.access) == (&None, &None, Access::Open) {
+        say_err!(
+            "warning: no scopes configured: the client is trusted and sees and calls every tool; \
+             give --scopes, or \"scopes\" or \"access\": \"closed\" in the config, to restrict it"
+        );
+    }
+    let principal = served_as(&config, &args.caller);
     let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
     let availability = Arc::new(Availability::default());
     let shared: Arc<OnceLock<Arc<Hub>>> = Arc::new(OnceLock::new());
@@ -85,8 +94,16 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     drop(set);
     let _ = shared.set(hub.clone());
     if args.watch > 0 {
-        let every = Duration::from_secs(args.watch);
-        runtime.spawn(super::serve_watch::watch(hub.clone(), live, args.index.clone(), every));
+        let caller = args.caller.clone();
+        let watched = Watched {
+            hub: hub.clone(),
+            live,
+            index: args.index.clone(),
+            config: args.config.clone().map(|path| (path, config)),
+            principal: Box::new(move |config| served_as(config, &caller)),
+            seen,
+        };
+        runtime.spawn(watched.watch(Duration::from_secs(args.watch)));
     }
     let result = runtime.block_on(async move {
         let (input, output) = toolsearch::mcp::stdio_streams();

@@ -1,10 +1,13 @@
 //! `toolsearch serve --watch`: the index served is picked up again when another process
-//! rebuilds, recalibrates or relearns it, and the client is told `list_changed`.
+//! rebuilds, recalibrates or relearns it, and the configuration's tool set and scopes when the
+//! file is edited; the client is told `list_changed` when what it sees moved.
 //!
 //! Every build and every metadata update (`calibrate`, `learn`) replaces the index's
-//! metadata file atomically, so the watcher compares that file's bytes: a change means an
-//! index to open. Opening it checks it whole; one that does not open leaves the index served
-//! before in place, with a warning, and is tried again only once the metadata changes again.
+//! metadata file atomically, so the watcher compares that file's bytes (and the
+//! configuration's): a change means something to load. What does not load (an index that does
+//! not open, a configuration that does not parse or pins a tool the catalogue lacks) leaves
+//! what was served before in place, with a warning, and is tried again only once it changes
+//! again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,45 +15,114 @@ use std::time::Duration;
 
 use toolsearch::disclosure::LiveCatalog;
 use toolsearch::index::META_FILE;
-use toolsearch::mcp::Hub;
+use toolsearch::mcp::{Hub, ServeConfig};
+use toolsearch::Principal;
 
 use super::output::say_err;
 
-/// What the metadata file holds now; `None` while it cannot be read (the directory is being
-/// replaced, or was removed): nothing is done until it can.
-fn metadata(dir: &Path) -> Option<Vec<u8>> {
-    std::fs::read(dir.join(META_FILE)).ok()
+/// What `serve` watches, and what it serves from it.
+pub(crate) struct Watched {
+    /// The server.
+    pub hub: Arc<Hub>,
+    /// The catalogue it serves.
+    pub live: Arc<LiveCatalog>,
+    /// The index directory given on the command line.
+    pub index: PathBuf,
+    /// The configuration file given, and what it said at start (its executor, checks and
+    /// timeout stay those).
+    pub config: Option<(PathBuf, ServeConfig)>,
+    /// Who the client is served as under a configuration.
+    pub principal: Box<dyn Fn(&ServeConfig) -> Principal + Send + Sync>,
+    /// The files as they were before the index and the configuration were loaded.
+    pub seen: Seen,
 }
 
-/// Watches the index `dir` that `live` serves, every `every`, until the process ends.
-pub(crate) async fn watch(hub: Arc<Hub>, live: Arc<LiveCatalog>, dir: PathBuf, every: Duration) {
-    let mut seen = metadata(&dir);
-    loop {
-        tokio::time::sleep(every).await;
-        let now = {
-            let dir = dir.clone();
-            tokio::task::spawn_blocking(move || metadata(&dir)).await.ok().flatten()
-        };
-        if now.is_none() || now == seen {
-            continue;
+/// The index's metadata file and the configuration file as last seen; `None` where one could
+/// not be read.
+#[derive(Default)]
+pub(crate) struct Seen {
+    index: Option<Vec<u8>>,
+    config: Option<Vec<u8>>,
+}
+
+impl Seen {
+    /// The files as they are now, read before the server loads what they describe, so that a
+    /// change made meanwhile is a change the watch sees (at worst one reload of the same).
+    pub(crate) fn now(index: &Path, config: Option<&Path>) -> Seen {
+        Seen { index: std::fs::read(index.join(META_FILE)).ok(), config: config.and_then(|c| std::fs::read(c).ok()) }
+    }
+}
+
+/// A file's bytes; `None` while it cannot be read (an index directory being replaced, a file
+/// being rewritten): nothing is done until it can.
+async fn bytes(path: PathBuf) -> Option<Vec<u8>> {
+    tokio::task::spawn_blocking(move || std::fs::read(path).ok()).await.ok().flatten()
+}
+
+impl Watched {
+    /// Checks every `every` until the process ends.
+    pub(crate) async fn watch(mut self, every: Duration) {
+        let meta = self.index.join(META_FILE);
+        let Seen { index: mut index_seen, config: mut config_seen } = std::mem::take(&mut self.seen);
+        loop {
+            tokio::time::sleep(every).await;
+            let now = bytes(meta.clone()).await;
+            if now.is_some() && now != index_seen {
+                index_seen = now;
+                self.reload_index().await;
+            }
+            if let Some((path, started)) = &self.config {
+                let now = bytes(path.clone()).await;
+                if now.is_some() && now != config_seen {
+                    config_seen = now;
+                    self.reconfigure(path, started).await;
+                }
+            }
         }
-        seen = now;
-        let reloading = live.clone();
-        match tokio::task::spawn_blocking(move || reloading.reload()).await {
+    }
+
+    async fn reload_index(&self) {
+        let live = self.live.clone();
+        let dir = self.index.display();
+        match tokio::task::spawn_blocking(move || live.reload()).await {
             Ok(Ok(())) => {
-                let engine = live.engine();
+                let engine = self.live.engine();
                 let (tools, model) = (engine.index().meta().tools, engine.embedder().model_id().to_owned());
                 drop(engine);
                 say_err!("toolsearch serve: the index changed on disk; serving it now ({tools} tools, model {model})");
-                hub.announce_catalogue_changed().await;
+                self.hub.announce_catalogue_changed().await;
             }
-            Ok(Err(e)) => say_err!(
-                "warning: the index at {} changed on disk but does not open ({e}); still serving the one before",
-                dir.display()
-            ),
-            Err(_) => {
-                say_err!("warning: reopening the index at {} failed; still serving the one before", dir.display())
+            Ok(Err(e)) => {
+                say_err!(
+                    "warning: the index at {dir} changed on disk but does not open ({e}); still serving the one before"
+                )
             }
+            Err(_) => say_err!("warning: reopening the index at {dir} failed; still serving the one before"),
+        }
+    }
+
+    async fn reconfigure(&self, path: &Path, started: &ServeConfig) {
+        let keep = "still serving with the configuration before";
+        let config = match ServeConfig::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                say_err!("warning: {e}; {keep}");
+                return;
+            }
+        };
+        let at_start = |c: &ServeConfig| format!("{:?}", (&c.executor, &c.checks, c.timeout_secs));
+        if at_start(&config) != at_start(started) {
+            say_err!(
+                "note: {}: \"executor\", \"checks\" and \"timeout_secs\" are read at start: restart to use the new ones",
+                path.display()
+            );
+        }
+        match self.hub.reconfigure(config.toolset.clone(), (self.principal)(&config)).await {
+            Ok(Some(_)) => {
+                say_err!("toolsearch serve: {} changed; serving its tool set and scopes now", path.display())
+            }
+            Ok(None) => {}
+            Err(e) => say_err!("warning: {}: {e}; {keep}", path.display()),
         }
     }
 }

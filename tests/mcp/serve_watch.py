@@ -2,7 +2,8 @@
 it serves (built here from BASE_CATALOGUE) is rebuilt on disk, broken, and rebuilt again.
 Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
 
-    python serve_watch.py INDEX BASE_CATALOGUE GROWN_CATALOGUE QUERY STDERR_FILE
+    python serve_watch.py index INDEX BASE_CATALOGUE GROWN_CATALOGUE QUERY STDERR_FILE
+    python serve_watch.py config INDEX CONFIG STDERR_FILE   # the configuration file edited
 """
 
 import json
@@ -64,7 +65,44 @@ async def logged(stderr_file, text, seconds=30.0):
     return False
 
 
-async def main(index, base, grown, query, stderr_file):
+async def names(session):
+    return sorted(t.name for t in (await session.list_tools()).tools)
+
+
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+async def config_edits(index, config, stderr_file):
+    notes = Notes()
+    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--config", config, "--watch", "1"])
+    with open(stderr_file, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_stream):
+            async with ClientSession(read, write_stream, message_handler=notes.handle) as session:
+                await session.initialize()
+                OUT["at_start"] = await names(session)
+
+                write(config, json.dumps({"toolset": {"pinned": ["weather.current", "git.status"]}}))
+                OUT["told_after_pin"] = await told(notes, 0)
+                OUT["after_pin"] = await names(session)
+
+                write(config, '{"toolset": ')
+                OUT["warned_unparsable"] = await logged(stderr_file, "still serving with the configuration before")
+                write(config, json.dumps({"toolset": {"pinned": ["no.such.tool"]}}))
+                OUT["warned_unknown_pin"] = await logged(stderr_file, "no.such.tool")
+                toolset = {"pinned": ["weather.current", "git.status"]}
+                write(config, json.dumps({"toolset": toolset, "executor": ["true"]}))
+                OUT["noted_executor"] = await logged(stderr_file, "read at start")
+                OUT["after_bad_edits"] = await names(session)
+                OUT["list_changed"] = notes.list_changed
+    with open(stderr_file) as f:
+        OUT["stderr"] = f.read()
+    print(json.dumps(OUT))
+
+
+async def index_rebuilds(index, base, grown, query, stderr_file):
     notes = Notes()
     build(base, index)
     params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--watch", "1"])
@@ -109,4 +147,7 @@ async def main(index, base, grown, query, stderr_file):
 
 
 if __name__ == "__main__":
-    anyio.run(main, *sys.argv[1:6])
+    if sys.argv[1] == "index":
+        anyio.run(index_rebuilds, *sys.argv[2:7])
+    else:
+        anyio.run(config_edits, *sys.argv[2:5])
