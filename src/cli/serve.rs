@@ -29,8 +29,8 @@ pub(crate) struct Args {
     cutoff: Cutoff,
     /// Every SECS seconds, check whether the index was rebuilt, recalibrated or relearned, or
     /// the configuration's tool set or scopes edited, since, and serve the new ones (the client
-    /// is told `list_changed` when what it sees moved); 0: never
-    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    /// is told `list_changed` when what it sees moved); 0: never, at most 86400
+    #[arg(long, value_name = "SECS", default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=86400))]
     watch: u64,
 }
 
