@@ -15,6 +15,11 @@ const NEW_TOOL: &str = "aquarium.feed_fish";
 
 /// The sample catalogue with one tool more, the one `QUERY` asks for.
 fn grown_catalogue(dir: &Path) -> PathBuf {
+    grown_catalogue_requiring(dir, &[])
+}
+
+/// [`grown_catalogue`] with the new tool requiring `scopes`.
+fn grown_catalogue_requiring(dir: &Path, scopes: &[&str]) -> PathBuf {
     let mut catalogue: Value = serde_json::from_slice(&std::fs::read(common::sample_catalog()).unwrap()).unwrap();
     catalogue["tools"].as_array_mut().unwrap().push(json!({
         "id": NEW_TOOL,
@@ -22,9 +27,10 @@ fn grown_catalogue(dir: &Path) -> PathBuf {
         "paths": ["Home/Aquarium"],
         "summary": "Feed the fish in a smart aquarium.",
         "description": "Drop a portion of food into a connected aquarium's feeder, now or at a set time.",
-        "args_schema": {"type": "object", "properties": {"portions": {"type": "integer"}}}
+        "args_schema": {"type": "object", "properties": {"portions": {"type": "integer"}}},
+        "requires": scopes,
     }));
-    let path = dir.join("grown-catalog.json");
+    let path = dir.join(format!("grown-catalog-{}.json", scopes.len()));
     std::fs::write(&path, catalogue.to_string()).unwrap();
     path
 }
@@ -105,4 +111,21 @@ fn an_edited_configuration_changes_the_tool_set_and_one_that_does_not_load_chang
     assert_eq!(seen["noted_executor"], true, "{log}");
     assert_eq!(seen["after_bad_edits"], seen["after_pin"], "{seen}");
     assert_eq!(seen["list_changed"], 1, "{seen}");
+}
+
+#[test]
+fn a_rebuild_adding_a_tool_a_caller_may_not_see_tells_that_caller_nothing() {
+    let dir = common::scratch().join("serve-watch-hidden");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hidden = grown_catalogue_requiring(&dir, &["aquarium:admin"]);
+    let shown = grown_catalogue(&dir);
+    let index = common::build(&common::sample_catalog(), "serve-watch-hidden-index");
+    let stderr = dir.join("serve.stderr");
+    let seen = client(&["hidden", &path(&index), &path(&hidden), &path(&shown), QUERY, &path(&stderr)]);
+
+    assert_eq!(seen["served_hidden"], true, "{seen}");
+    assert_eq!(seen["told_after_hidden"], 0, "a caller without the scope was told: {seen}");
+    assert_eq!(seen["after_hidden"], seen["before"], "{seen}");
+    assert_eq!(seen["told_after_shown"], true, "{seen}");
+    assert_eq!(seen["after_shown"], NEW_TOOL, "{seen}");
 }

@@ -4,6 +4,8 @@ Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
 
     python serve_watch.py index INDEX BASE_CATALOGUE GROWN_CATALOGUE QUERY STDERR_FILE
     python serve_watch.py config INDEX CONFIG STDERR_FILE   # the configuration file edited
+    python serve_watch.py hidden INDEX HIDDEN_CATALOGUE SHOWN_CATALOGUE QUERY STDERR_FILE
+                                      # a caller without scopes, a hidden tool added, then a shown one
 """
 
 import json
@@ -146,8 +148,29 @@ async def index_rebuilds(index, base, grown, query, stderr_file):
     print(json.dumps(OUT))
 
 
+async def hidden_tool(index, hidden, shown, query, stderr_file):
+    notes = Notes()
+    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--scopes", "none", "--watch", "1"])
+    with open(stderr_file, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_stream):
+            async with ClientSession(read, write_stream, message_handler=notes.handle) as session:
+                await session.initialize()
+                OUT["before"] = await top(session, query)
+                build(hidden, index)
+                OUT["served_hidden"] = await logged(stderr_file, "serving it now (205 tools")
+                await anyio.sleep(2.0)
+                OUT["told_after_hidden"] = notes.list_changed
+                OUT["after_hidden"] = await top(session, query)
+                build(shown, index)
+                OUT["told_after_shown"] = await told(notes, 0)
+                OUT["after_shown"] = await top(session, query)
+    print(json.dumps(OUT))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "index":
         anyio.run(index_rebuilds, *sys.argv[2:7])
+    elif sys.argv[1] == "hidden":
+        anyio.run(hidden_tool, *sys.argv[2:7])
     else:
         anyio.run(config_edits, *sys.argv[2:5])
