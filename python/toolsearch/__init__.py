@@ -16,17 +16,26 @@ the model comes from PyPI packages, nothing is downloaded at run time.
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import shutil
 import tempfile
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _models
+from ._answers import (
+    BuildReport,
+    ErrorCode,
+    ListPage,
+    NodeEntry,
+    NodeHit,
+    Outcome,
+    Pointer,
+    ProtocolError,
+    SearchPage,
+)
 from ._native import Model as _Model
 from ._native import NativeIndex as _NativeIndex
 from ._native import NativeProtocolError as _NativeProtocolError
@@ -52,102 +61,12 @@ __all__ = [
     "Outcome",
 ]
 
+# The answers are documented, shown and pickled as the package's own.
+for _answer in (BuildReport, ErrorCode, ListPage, NodeEntry, NodeHit, Outcome, Pointer, ProtocolError, SearchPage):
+    _answer.__module__ = __name__
+
 PathLike = Union[str, "os.PathLike[str]"]
 Source = Union[PathLike, Dict[str, Any], List[Any]]
-
-
-class ErrorCode(str, enum.Enum):
-    """The protocol's error codes."""
-
-    NO_MATCH_IN_CATEGORY = "NO_MATCH_IN_CATEGORY"
-    UNKNOWN_PATH = "UNKNOWN_PATH"
-    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
-    NOT_AUTHORIZED = "NOT_AUTHORIZED"
-    INVALID_ARGUMENT = "INVALID_ARGUMENT"
-    INVALID_CURSOR = "INVALID_CURSOR"
-    UNKNOWN_TOOL = "UNKNOWN_TOOL"
-    UNAVAILABLE = "UNAVAILABLE"
-    INTERNAL = "INTERNAL"
-
-
-class ProtocolError(Exception):
-    """An answer of the protocol that is an error: `code` says what kind, `message` what went
-    wrong, `hints` concrete alternatives (closest path, similar ids), `next_action` the call
-    likely to help."""
-
-    def __init__(self, code: ErrorCode, message: str, hints: List[str], next_action: Optional[Dict[str, Any]]):
-        super().__init__(f"{code.value}: {message}")
-        self.code = code
-        self.message = message
-        self.hints = hints
-        self.next_action = next_action
-
-
-@dataclass(frozen=True)
-class Pointer:
-    """A tool found by a search or listed in a category: enough to choose it, not its schema."""
-
-    tool_id: str
-    path: str
-    summary: str
-    tags: List[str]
-    confidence: float
-
-
-@dataclass(frozen=True)
-class SearchPage:
-    """One page of search results; `next_cursor` asks for the next. `answerable` is the
-    engine's estimate that some tool in scope fits the query at all (a query-level
-    probability, apart from each result's confidence; `None` for regex matches): under the
-    engine's threshold the search raises `NO_MATCH_IN_CATEGORY` instead."""
-
-    category_path: str
-    results: List[Pointer]
-    next_cursor: Optional[str]
-    answerable: Optional[float] = None
-
-
-@dataclass(frozen=True)
-class NodeHit:
-    """A category found by `Index.nodes`."""
-
-    path: str
-    summary: str
-    confidence: float
-
-
-@dataclass(frozen=True)
-class NodeEntry:
-    """A sub-category listed by `Index.list`."""
-
-    name: str
-    path: str
-    summary: str
-    tags: List[str]
-    tool_count: int
-
-
-@dataclass(frozen=True)
-class ListPage:
-    """What a category holds: its sub-categories and a page of its tools."""
-
-    path: str
-    nodes: List[NodeEntry]
-    tools: List[Pointer]
-    next_cursor: Optional[str]
-
-
-@dataclass(frozen=True)
-class BuildReport:
-    """What a build did; `warnings` name each tool indexed with a caveat (a schema kept
-    unvalidated, a duplicate left out, a description cut)."""
-
-    tools: int
-    nodes: int
-    embedded: int
-    reused: int
-    seconds: float
-    warnings: List[Dict[str, Any]] = field(default_factory=list)
 
 
 _loaded: Dict[tuple, _Model] = {}
@@ -162,6 +81,15 @@ def _load_model(models: Optional[PathLike], model: Optional[PathLike] = None) ->
     return _loaded[args]
 
 
+def _metadata(path: str) -> Optional[bytes]:
+    """The index's metadata file as it is now (a build or a metadata update replaces it
+    atomically, so other bytes mean a changed index); `None` while it cannot be read."""
+    try:
+        return (Path(path) / "meta.bin").read_bytes()
+    except OSError:
+        return None
+
+
 def _pointer(p: Dict[str, Any]) -> Pointer:
     return Pointer(p["tool_id"], p["path"], p["summary"], list(p.get("tags", [])), float(p["confidence"]))
 
@@ -170,15 +98,47 @@ class Index:
     """An open index. Methods answer the progressive-disclosure protocol; `scopes` (a list of
     scope names) searches as a caller holding only those, `None` as a trusted caller."""
 
-    def __init__(self, native: _NativeIndex, model: _Model, report: Optional[BuildReport] = None):
+    def __init__(
+        self,
+        native: _NativeIndex,
+        model: _Model,
+        report: Optional[BuildReport] = None,
+        *,
+        seen: Optional[bytes] = None,
+        models: Optional[PathLike] = None,
+    ):
         self._native = native
         self._model = model
         self.report = report
+        # The metadata as read before `native` opened it, and the models directory to load
+        # another model from: what `reload` compares and uses.
+        self._seen = seen
+        self._models = models
 
     @property
     def path(self) -> str:
         """Where the index is on disk."""
         return self._native.path
+
+    @property
+    def model_id(self) -> str:
+        """The id of the model this index is searched with, the one it was built with (e.g.
+        `toolsearch/all-MiniLM-L6-v2-tools-2@int8`)."""
+        return self._model.id
+
+    def reload(self) -> bool:
+        """Opens the index again if another process changed it on disk since it was opened
+        (built it again, `calibrate`, `learn`): this `Index` then answers from the new one, with
+        the model it records (loaded, if it is another). Returns whether it changed. An index
+        that does not open raises `OSError`, naming it, and this `Index` goes on answering from
+        the one before. Tool sets made from this `Index` before keep theirs."""
+        seen = _metadata(self.path)
+        if seen is None or seen == self._seen:
+            return False
+        loaded = _load_model(self._models, _index_model(self.path))
+        self._native = _NativeIndex(self.path, loaded)
+        self._model, self._seen = loaded, seen
+        return True
 
     def _call(
         self, call: str, request: Dict[str, Any], scopes: Optional[Sequence[str]], min_confidence: Optional[float] = None
@@ -285,23 +245,13 @@ class Index:
                     lines.append(json.dumps({"id": str(q.get("id", f"q{i}")), "query": q["query"], "gold": list(q["tools"])}))
                 p.write_text("\n".join(lines) + "\n")
                 report = _learn(self.path, self._model, str(p), dry_run)
+        self._seen = _metadata(self.path)
         self._native = _NativeIndex(self.path, self._model)
         return json.loads(report)
 
     def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
         """The disclosure runtime over this index, configured as a `serve` config's `toolset`."""
         return ToolSet(_NativeToolSet(self.path, self._model, json.dumps(config or {})))
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a model's tool call came to: the result `text` for the model, whether it is an
-    error, and the tool names that became visible (`added`) or stopped being (`removed`)."""
-
-    text: str
-    is_error: bool
-    added: List[str]
-    removed: List[str]
 
 
 class ToolSet:
@@ -355,8 +305,9 @@ def open(  # noqa: A001 (the API's name)
     or a sentence-transformers export's directory; another model than the index's is refused).
     `models` (or `$TOOLSEARCH_MODELS`) names a models directory laid out as `scripts/setup`
     installs it, instead of the installed packages' files."""
+    seen = _metadata(os.fspath(path))
     loaded = _load_model(models, model if model is not None else _index_model(os.fspath(path)))
-    return Index(_NativeIndex(os.fspath(path), loaded), loaded)
+    return Index(_NativeIndex(os.fspath(path), loaded), loaded, seen=seen, models=models)
 
 
 def build(
@@ -410,7 +361,8 @@ def build(
     try:
         loaded = _load_model(models, model)
         report = json.loads(_build(paths, str(target), loaded, format, progress))
-        index = Index(_NativeIndex(str(target), loaded), loaded, BuildReport(**report))
+        seen = _metadata(str(target))
+        index = Index(_NativeIndex(str(target), loaded), loaded, BuildReport(**report), seen=seen, models=models)
     except ValueError as e:
         shutil.rmtree(scratch, ignore_errors=True)
         message = str(e)

@@ -303,3 +303,39 @@ def test_models_by_name_or_directory_and_an_index_reopens_with_its_own(tmp_path)
         assert again.search("rename a variable everywhere").results[0].tool_id == "refactor.rename_symbol"
     with pytest.raises(ValueError, match="neither a named model"):
         toolsearch.build(SAMPLE, tmp_path / "x", progress=False, model="no-such-model")
+
+
+def test_reload_picks_up_what_another_process_did_to_the_index(tmp_path):
+    out = tmp_path / "live"
+    index = toolsearch.build(SAMPLE, out, progress=False)
+    # The default model, where its package is installed (scripts/test-wheel installs it), else the stock one.
+    default = "toolsearch/" if importlib.util.find_spec("toolsearch_model_tools") else "sentence-transformers/"
+    assert index.model_id.startswith(default), index.model_id
+    assert index.reload() is False  # nothing changed
+    query = "feed the fish in my aquarium"
+    with pytest.raises(ProtocolError):
+        index.search(query)
+    grown = json.loads(SAMPLE.read_text())
+    grown["tools"].append(
+        {
+            "id": "aquarium.feed_fish",
+            "name": "feed_fish",
+            "paths": ["Home/Aquarium"],
+            "summary": "Feed the fish in a smart aquarium.",
+            "description": "Drop a portion of food into a connected aquarium's feeder, now or at a set time.",
+        }
+    )
+    (tmp_path / "grown.json").write_text(json.dumps(grown))
+    # Another process builds the index again, with the stock model.
+    cli = [sys.executable, "-m", "toolsearch._cli", "index", str(tmp_path / "grown.json"), "--out", str(out), "--model", "stock"]
+    done = subprocess.run(cli, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert index.reload() is True
+    assert index.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2"), index.model_id
+    assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+    assert index.reload() is False
+    # Metadata that does not open: an error naming it, and the index before still answers.
+    (out / "meta.bin").write_bytes(b"not an index")
+    with pytest.raises(OSError, match="meta.bin"):
+        index.reload()
+    assert index.search(query).results[0].tool_id == "aquarium.feed_fish"

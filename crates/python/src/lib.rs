@@ -83,6 +83,13 @@ impl Model {
             .map(|e| Model(Arc::new(e)))
             .map_err(|e| PyOSError::new_err(e.to_string()))
     }
+
+    /// The model's id, as an index built with it records it (e.g.
+    /// `toolsearch/all-MiniLM-L6-v2-tools-2@int8`).
+    #[getter]
+    fn id(&self) -> String {
+        self.0.model_id().to_owned()
+    }
 }
 
 /// An open index: the engine over it.
