@@ -91,7 +91,11 @@ fn an_edited_configuration_changes_the_tool_set_and_one_that_does_not_load_chang
     std::fs::write(&config, json!({"toolset": {"pinned": ["weather.current"]}}).to_string()).unwrap();
     let index = common::build(&common::sample_catalog(), "serve-watch-config-index");
     let stderr = dir.join("serve.stderr");
-    let seen = client(&["config", &path(&index), &path(&config), &path(&stderr)]);
+    let mut less: Value = serde_json::from_slice(&std::fs::read(common::sample_catalog()).unwrap()).unwrap();
+    less["tools"].as_array_mut().unwrap().retain(|t| t["id"] != "git.status");
+    let less_path = dir.join("less-catalog.json");
+    std::fs::write(&less_path, less.to_string()).unwrap();
+    let seen = client(&["config", &path(&index), &path(&config), &path(&less_path), &path(&stderr)]);
     let log = seen["stderr"].as_str().unwrap();
     let has = |key: &str, name: &str| seen[key].as_array().unwrap().iter().any(|n| n == name);
 
@@ -111,6 +115,12 @@ fn an_edited_configuration_changes_the_tool_set_and_one_that_does_not_load_chang
     assert_eq!(seen["noted_executor"], true, "{log}");
     assert_eq!(seen["after_bad_edits"], seen["after_pin"], "{seen}");
     assert_eq!(seen["list_changed"], 1, "{seen}");
+
+    // The index rebuilt without a pinned tool: the client stops seeing it, and stderr says why.
+    assert_eq!(seen["told_after_less"], true, "{seen}");
+    assert_eq!(seen["warned_less"], true, "{log}");
+    assert!(log.contains("pinned tool \"git.status\" is not in the catalogue"), "{log}");
+    assert!(has("after_less", "current") && !has("after_less", "git_status"), "{seen}");
 }
 
 #[test]

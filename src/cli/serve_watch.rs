@@ -90,6 +90,11 @@ impl Watched {
                 let (tools, model) = (engine.index().meta().tools, engine.embedder().model_id().to_owned());
                 drop(engine);
                 say_err!("toolsearch serve: the index changed on disk; serving it now ({tools} tools, model {model})");
+                // A configuration naming what the index no longer has (a pinned tool removed).
+                let hub = self.hub.clone();
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || hub.check().map(drop)).await {
+                    say_err!("warning: the index changed under the configuration: {e}; what it lacks is not offered");
+                }
                 self.hub.announce_catalogue_changed().await;
             }
             Ok(Err(e)) => {
@@ -117,9 +122,14 @@ impl Watched {
                 path.display()
             );
         }
-        match self.hub.reconfigure(config.toolset.clone(), (self.principal)(&config)).await {
+        let principal = (self.principal)(&config);
+        let trusted = principal.scopes().is_none();
+        match self.hub.reconfigure(config.toolset.clone(), principal).await {
             Ok(Some(_)) => {
-                say_err!("toolsearch serve: {} changed; serving its tool set and scopes now", path.display())
+                say_err!("toolsearch serve: {} changed; serving its tool set and scopes now", path.display());
+                if trusted {
+                    say_err!("warning: no scopes configured: the client is trusted and sees and calls every tool");
+                }
             }
             Ok(None) => {}
             Err(e) => say_err!("warning: {}: {e}; {keep}", path.display()),

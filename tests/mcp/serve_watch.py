@@ -3,7 +3,8 @@ it serves (built here from BASE_CATALOGUE) is rebuilt on disk, broken, and rebui
 Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
 
     python serve_watch.py index INDEX BASE_CATALOGUE GROWN_CATALOGUE QUERY STDERR_FILE
-    python serve_watch.py config INDEX CONFIG STDERR_FILE   # the configuration file edited
+    python serve_watch.py config INDEX CONFIG LESS_CATALOGUE STDERR_FILE
+                                      # the configuration edited; the index rebuilt without a pinned tool
     python serve_watch.py hidden INDEX HIDDEN_CATALOGUE SHOWN_CATALOGUE QUERY STDERR_FILE
                                       # a caller without scopes, a hidden tool added, then a shown one
 """
@@ -77,7 +78,7 @@ def write(path, text):
     os.replace(path + ".tmp", path)
 
 
-async def config_edits(index, config, stderr_file):
+async def config_edits(index, config, less, stderr_file):
     notes = Notes()
     params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--config", config, "--watch", "1"])
     with open(stderr_file, "w") as errlog:
@@ -99,6 +100,12 @@ async def config_edits(index, config, stderr_file):
                 OUT["noted_executor"] = await logged(stderr_file, "read at start")
                 OUT["after_bad_edits"] = await names(session)
                 OUT["list_changed"] = notes.list_changed
+
+                # The index rebuilt without a pinned tool: said, and the tool no longer offered.
+                build(less, index)
+                OUT["told_after_less"] = await told(notes, notes.list_changed)
+                OUT["warned_less"] = await logged(stderr_file, "the index changed under the configuration")
+                OUT["after_less"] = await names(session)
     with open(stderr_file) as f:
         OUT["stderr"] = f.read()
     print(json.dumps(OUT))
@@ -173,4 +180,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "hidden":
         anyio.run(hidden_tool, *sys.argv[2:7])
     else:
-        anyio.run(config_edits, *sys.argv[2:5])
+        anyio.run(config_edits, *sys.argv[2:6])
