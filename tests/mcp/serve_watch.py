@@ -9,6 +9,7 @@ Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
                                       # a caller without scopes, a hidden tool added, then a shown one
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -33,6 +34,21 @@ class Notes:
         message = getattr(message, "root", message)
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             self.list_changed += 1
+
+
+@contextlib.asynccontextmanager
+async def serving(stderr_file, *args):
+    """A session of the SDK's client with `toolsearch serve ARGS --watch 1`, its stderr written to
+    `stderr_file` (kept in OUT once it ends): the session, and the notifications it counts."""
+    notes = Notes()
+    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", *args, "--watch", "1"])
+    with open(stderr_file, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_stream):
+            async with ClientSession(read, write_stream, message_handler=notes.handle) as session:
+                await session.initialize()
+                yield session, notes
+    with open(stderr_file) as f:
+        OUT["stderr"] = f.read()
 
 
 def build(catalogue, index, *flags):
@@ -79,105 +95,81 @@ def write(path, text):
 
 
 async def config_edits(index, config, less, stderr_file):
-    notes = Notes()
-    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--config", config, "--watch", "1"])
-    with open(stderr_file, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write_stream):
-            async with ClientSession(read, write_stream, message_handler=notes.handle) as session:
-                await session.initialize()
-                OUT["at_start"] = await names(session)
+    async with serving(stderr_file, index, "--config", config) as (session, notes):
+        OUT["at_start"] = await names(session)
 
-                write(config, json.dumps({"toolset": {"pinned": ["weather.current", "git.status"]}}))
-                OUT["told_after_pin"] = await told(notes, 0)
-                OUT["after_pin"] = await names(session)
+        write(config, json.dumps({"toolset": {"pinned": ["weather.current", "git.status"]}}))
+        OUT["told_after_pin"] = await told(notes, 0)
+        OUT["after_pin"] = await names(session)
 
-                write(config, '{"toolset": ')
-                OUT["warned_unparsable"] = await logged(stderr_file, "still serving with the configuration before")
-                write(config, json.dumps({"toolset": {"pinned": ["no.such.tool"]}}))
-                OUT["warned_unknown_pin"] = await logged(stderr_file, "no.such.tool")
-                toolset = {"pinned": ["weather.current", "git.status"]}
-                write(config, json.dumps({"toolset": toolset, "executor": ["true"]}))
-                OUT["noted_executor"] = await logged(stderr_file, "read at start")
-                OUT["after_bad_edits"] = await names(session)
-                OUT["list_changed"] = notes.list_changed
+        write(config, '{"toolset": ')
+        OUT["warned_unparsable"] = await logged(stderr_file, "still serving with the configuration before")
+        write(config, json.dumps({"toolset": {"pinned": ["no.such.tool"]}}))
+        OUT["warned_unknown_pin"] = await logged(stderr_file, "no.such.tool")
+        toolset = {"pinned": ["weather.current", "git.status"]}
+        write(config, json.dumps({"toolset": toolset, "executor": ["true"]}))
+        OUT["noted_executor"] = await logged(stderr_file, "read at start")
+        OUT["after_bad_edits"] = await names(session)
+        OUT["list_changed"] = notes.list_changed
 
-                # The index rebuilt without a pinned tool: said, and the tool no longer offered.
-                build(less, index)
-                OUT["told_after_less"] = await told(notes, notes.list_changed)
-                OUT["warned_less"] = await logged(stderr_file, "the index changed under the configuration")
-                OUT["after_less"] = await names(session)
-    with open(stderr_file) as f:
-        OUT["stderr"] = f.read()
-    print(json.dumps(OUT))
+        # The index rebuilt without a pinned tool: said, and the tool no longer offered.
+        build(less, index)
+        OUT["told_after_less"] = await told(notes, notes.list_changed)
+        OUT["warned_less"] = await logged(stderr_file, "the index changed under the configuration")
+        OUT["after_less"] = await names(session)
 
 
 async def index_rebuilds(index, base, grown, query, stderr_file):
-    notes = Notes()
     build(base, index)
-    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--watch", "1"])
-    with open(stderr_file, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, message_handler=notes.handle) as session:
-                await session.initialize()
-                OUT["before"] = await top(session, query)
+    async with serving(stderr_file, index) as (session, notes):
+        OUT["before"] = await top(session, query)
 
-                # Another process rebuilds the index with one more tool.
-                build(grown, index)
-                OUT["told_after_rebuild"] = await told(notes, 0)
-                OUT["after_rebuild"] = await top(session, query)
+        # Another process rebuilds the index with one more tool.
+        build(grown, index)
+        OUT["told_after_rebuild"] = await told(notes, 0)
+        OUT["after_rebuild"] = await top(session, query)
 
-                # The metadata is overwritten with garbage: the index before goes on serving.
-                meta = os.path.join(index, "meta.bin")
-                with open(meta, "rb") as f:
-                    kept = f.read()
-                with open(meta, "wb") as f:
-                    f.write(b"not an index")
-                OUT["warned"] = await logged(stderr_file, "does not open")
-                OUT["while_broken"] = await top(session, query)
-                with open(meta + ".tmp", "wb") as f:
-                    f.write(kept)
-                os.replace(meta + ".tmp", meta)
+        # The metadata is overwritten with garbage: the index before goes on serving.
+        meta = os.path.join(index, "meta.bin")
+        with open(meta, "rb") as f:
+            kept = f.read()
+        with open(meta, "wb") as f:
+            f.write(b"not an index")
+        OUT["warned"] = await logged(stderr_file, "does not open")
+        OUT["while_broken"] = await top(session, query)
+        with open(meta + ".tmp", "wb") as f:
+            f.write(kept)
+        os.replace(meta + ".tmp", meta)
 
-                # Rebuilt without the new tool: it is gone from the client's searches.
-                count = notes.list_changed
-                build(base, index)
-                OUT["told_after_second_rebuild"] = await told(notes, count)
-                OUT["after_second_rebuild"] = await top(session, query)
+        # Rebuilt without the new tool: it is gone from the client's searches.
+        count = notes.list_changed
+        build(base, index)
+        OUT["told_after_second_rebuild"] = await told(notes, count)
+        OUT["after_second_rebuild"] = await top(session, query)
 
-                # Rebuilt with another model: served with that model, loaded.
-                count = notes.list_changed
-                build(grown, index, "--model", "stock")
-                OUT["told_after_model_change"] = await told(notes, count)
-                OUT["after_model_change"] = await top(session, query)
-                OUT["list_changed"] = notes.list_changed
-    with open(stderr_file) as f:
-        OUT["stderr"] = f.read()
-    print(json.dumps(OUT))
+        # Rebuilt with another model: served with that model, loaded.
+        count = notes.list_changed
+        build(grown, index, "--model", "stock")
+        OUT["told_after_model_change"] = await told(notes, count)
+        OUT["after_model_change"] = await top(session, query)
+        OUT["list_changed"] = notes.list_changed
 
 
 async def hidden_tool(index, hidden, shown, query, stderr_file):
-    notes = Notes()
-    params = StdioServerParameters(command=TOOLSEARCH, args=["serve", index, "--scopes", "none", "--watch", "1"])
-    with open(stderr_file, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write_stream):
-            async with ClientSession(read, write_stream, message_handler=notes.handle) as session:
-                await session.initialize()
-                OUT["before"] = await top(session, query)
-                build(hidden, index)
-                OUT["served_hidden"] = await logged(stderr_file, "serving it now (205 tools")
-                await anyio.sleep(2.0)
-                OUT["told_after_hidden"] = notes.list_changed
-                OUT["after_hidden"] = await top(session, query)
-                build(shown, index)
-                OUT["told_after_shown"] = await told(notes, 0)
-                OUT["after_shown"] = await top(session, query)
-    print(json.dumps(OUT))
+    async with serving(stderr_file, index, "--scopes", "none") as (session, notes):
+        OUT["before"] = await top(session, query)
+        build(hidden, index)
+        OUT["served_hidden"] = await logged(stderr_file, "serving it now (205 tools")
+        await anyio.sleep(2.0)
+        OUT["told_after_hidden"] = notes.list_changed
+        OUT["after_hidden"] = await top(session, query)
+        build(shown, index)
+        OUT["told_after_shown"] = await told(notes, 0)
+        OUT["after_shown"] = await top(session, query)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "index":
-        anyio.run(index_rebuilds, *sys.argv[2:7])
-    elif sys.argv[1] == "hidden":
-        anyio.run(hidden_tool, *sys.argv[2:7])
-    else:
-        anyio.run(config_edits, *sys.argv[2:6])
+    scenarios = {"index": (index_rebuilds, 5), "config": (config_edits, 4), "hidden": (hidden_tool, 5)}
+    scenario, arity = scenarios[sys.argv[1]]
+    anyio.run(scenario, *sys.argv[2 : 2 + arity])
+    print(json.dumps(OUT))
