@@ -251,15 +251,35 @@ class Index:
 
     def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
         """The disclosure runtime over this index, configured as a `serve` config's `toolset`."""
-        return ToolSet(_NativeToolSet(self.path, self._model, json.dumps(config or {})))
+        seen = _metadata(self.path)
+        return ToolSet(_NativeToolSet(self.path, self._model, json.dumps(config or {})), self.path, seen, self._models)
 
 
 class ToolSet:
     """What the model sees, and what its tool calls do: discovery tools, facades that unfold,
     expanded tools, and calls of catalogue tools run by the host's `run` callable."""
 
-    def __init__(self, native: _NativeToolSet):
+    def __init__(
+        self, native: _NativeToolSet, path: str, seen: Optional[bytes] = None, models: Optional[PathLike] = None
+    ):
         self._native = native
+        # As in `Index`: the index's metadata as read before `native` opened it, and where
+        # another model would be loaded from, for `reload`.
+        self._path, self._seen, self._models = path, seen, models
+
+    def reload(self) -> bool:
+        """Picks up what another process did to the index since this set was made (built it
+        again, `calibrate`, `learn`), as `Index.reload` does, keeping what the model had
+        unfolded and expanded: the next calls answer from the new index. Returns whether it
+        changed; then `definitions()` says what the model sees now (a pinned or expanded tool
+        the index no longer has is gone). An index that does not open raises `OSError`, and the
+        set goes on with the one before."""
+        seen = _metadata(self._path)
+        if seen is None or seen == self._seen:
+            return False
+        self._native.reload(_load_model(self._models, _index_model(self._path)))
+        self._seen = seen
+        return True
 
     def definitions(self, dialect: str = "openai") -> Any:
         """The tool definitions to give the model now, in `openai`, `anthropic` or `mcp` form."""

@@ -305,17 +305,11 @@ def test_models_by_name_or_directory_and_an_index_reopens_with_its_own(tmp_path)
         toolsearch.build(SAMPLE, tmp_path / "x", progress=False, model="no-such-model")
 
 
-def test_reload_picks_up_what_another_process_did_to_the_index(tmp_path):
-    out = tmp_path / "live"
-    index = toolsearch.build(SAMPLE, out, progress=False)
-    # The default model, where its package is installed (scripts/test-wheel installs it), else the stock one.
-    default = "toolsearch/" if importlib.util.find_spec("toolsearch_model_tools") else "sentence-transformers/"
-    assert index.model_id.startswith(default), index.model_id
-    assert index.reload() is False  # nothing changed
-    query = "feed the fish in my aquarium"
-    with pytest.raises(ProtocolError):
-        index.search(query)
+def _rebuild_with_a_fish_feeder(tmp_path, out, *flags, without=()):
+    """Builds the index at `out` again in another process (the CLI), from the sample catalogue
+    with a tool more (`aquarium.feed_fish`) and the tools `without` less."""
     grown = json.loads(SAMPLE.read_text())
+    grown["tools"] = [t for t in grown["tools"] if t["id"] not in without]
     grown["tools"].append(
         {
             "id": "aquarium.feed_fish",
@@ -326,10 +320,23 @@ def test_reload_picks_up_what_another_process_did_to_the_index(tmp_path):
         }
     )
     (tmp_path / "grown.json").write_text(json.dumps(grown))
-    # Another process builds the index again, with the stock model.
-    cli = [sys.executable, "-m", "toolsearch._cli", "index", str(tmp_path / "grown.json"), "--out", str(out), "--model", "stock"]
+    cli = [sys.executable, "-m", "toolsearch._cli", "index", str(tmp_path / "grown.json"), "--out", str(out), *flags]
     done = subprocess.run(cli, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_reload_picks_up_what_another_process_did_to_the_index(tmp_path):
+    out = tmp_path / "live"
+    index = toolsearch.build(SAMPLE, out, progress=False)
+    # The default model, where its package is installed (scripts/test-wheel installs it), else the stock one.
+    default = "toolsearch/" if importlib.util.find_spec("toolsearch_model_tools") else "sentence-transformers/"
+    assert index.model_id.startswith(default), index.model_id
+    assert index.reload() is False  # nothing changed
+    query = "feed the fish in my aquarium"
+    with pytest.raises(ProtocolError):
+        index.search(query)
+    # Another process builds the index again, with the stock model.
+    _rebuild_with_a_fish_feeder(tmp_path, out, "--model", "stock")
     assert index.reload() is True
     assert index.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2"), index.model_id
     assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
@@ -339,3 +346,24 @@ def test_reload_picks_up_what_another_process_did_to_the_index(tmp_path):
     with pytest.raises(OSError, match="meta.bin"):
         index.reload()
     assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+
+
+def test_a_tool_set_reloads_keeping_what_the_model_expanded(tmp_path):
+    out = tmp_path / "set"
+    index = toolsearch.build(SAMPLE, out, progress=False)
+    ts = index.toolset({"pinned": ["git.status"]})
+    assert ts.reload() is False
+    expanded = ts.handle("expand_tool", {"tool_id": "refactor.rename_symbol"}).added[0]
+    names = [d["function"]["name"] for d in ts.definitions("openai")]
+    assert expanded in names and "git_status" in names, names
+    _rebuild_with_a_fish_feeder(tmp_path, out, without=("git.status",))
+    assert ts.reload() is True
+    names = [d["function"]["name"] for d in ts.definitions("openai")]
+    assert expanded in names and "git_status" not in names, names  # the pinned tool is gone
+    found = ts.handle("search_tool_by_category", {"query": "feed the fish in my aquarium"})
+    assert not found.is_error and "aquarium.feed_fish" in found.text, found.text
+    assert ts.reload() is False
+    (out / "meta.bin").write_bytes(b"not an index")
+    with pytest.raises(OSError, match="meta.bin"):
+        ts.reload()
+    assert "aquarium.feed_fish" in ts.handle("search_tool_by_category", {"query": "feed the fish in my aquarium"}).text

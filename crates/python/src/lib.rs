@@ -249,6 +249,7 @@ fn build(
 /// The disclosure runtime over an index: what the model sees, and its tool calls.
 #[pyclass(frozen)]
 struct NativeToolSet {
+    live: Arc<toolsearch::disclosure::LiveCatalog>,
     set: Mutex<toolsearch::disclosure::ToolSet>,
     pending: Mutex<HashMap<u64, toolsearch::disclosure::PendingCall>>,
     next: std::sync::atomic::AtomicU64,
@@ -272,9 +273,20 @@ impl NativeToolSet {
             .detach(|| Engine::with_embedder(&dir, embedder, EngineOptions::default()))
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
         let live = toolsearch::disclosure::LiveCatalog::new(engine);
-        let set = toolsearch::disclosure::ToolSet::new(live, Arc::default(), config)
+        let set = toolsearch::disclosure::ToolSet::new(live.clone(), Arc::default(), config)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(NativeToolSet { set: Mutex::new(set), pending: Mutex::default(), next: Default::default() })
+        Ok(NativeToolSet { live, set: Mutex::new(set), pending: Mutex::default(), next: Default::default() })
+    }
+
+    /// Opens the index again with `model`, the one it now records (another process changed
+    /// it): the set answers from the new one, what it had unfolded and expanded kept; the
+    /// visible names that changed, as `{"added", "removed"}` JSON. An index that does not open
+    /// raises `OSError`, the one before kept.
+    fn reload(&self, py: Python<'_>, model: &Model) -> PyResult<String> {
+        let embedder: Arc<dyn Embedder> = model.0.clone();
+        py.detach(|| self.live.reload_with(embedder)).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let change = py.detach(|| self.set.lock().unwrap_or_else(|p| p.into_inner()).refresh());
+        Ok(serde_json::json!({"added": change.added, "removed": change.removed}).to_string())
     }
 
     /// The definitions the model may see now, in `dialect` (`openai`, `anthropic`, `mcp`), as JSON.
