@@ -40,6 +40,7 @@ mod normalize;
 mod path;
 pub mod platform;
 pub mod schema;
+mod shapes;
 mod warning;
 
 pub use details::{Details, ToolDetails};

@@ -7,11 +7,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::CatalogError;
-use crate::import::{self, Foreign};
+use crate::import;
 use crate::limits::MAX_FILE_BYTES;
 use crate::manifest::{unknown_field, RawTool, GROUP_FIELDS, MANIFEST_FIELDS, NODE_FIELDS, TOOL_FIELDS};
 use crate::model::Catalog;
 use crate::normalize::{normalize, Origin, RawCatalog};
+use crate::shapes::{self, Foreign};
 use crate::{jsonl, schema::escape};
 
 /// An input format.
@@ -175,7 +176,7 @@ fn parse(
         document => {
             let value: Value = serde_json::from_str(text).map_err(|e| json_error(file, text, &e))?;
             let foreign = match (format, document) {
-                (None, _) => import::detect(&value),
+                (None, _) => shapes::detect(&value),
                 (_, Format::Mcp) => Some(Foreign::Mcp),
                 (_, Format::OpenAi) => Some(Foreign::OpenAi),
                 (_, Format::Anthropic) => Some(Foreign::Anthropic),
@@ -210,7 +211,7 @@ fn parse_manifest(file: &Path, value: Value) -> Result<RawCatalog, CatalogError>
         if tools.is_empty() {
             return Err(CatalogError::file(file, "is an empty tool list: there is nothing to index"));
         }
-        let (at, why) = import::unshaped(tools);
+        let (at, why) = shapes::unshaped(tools);
         return Err(CatalogError::at(file, format!("/{at}"), None, why));
     }
     let Value::Object(top) = value else {
