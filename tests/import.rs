@@ -228,3 +228,92 @@ fn a_tools_list_whose_tools_have_no_schema_is_read_as_mcp() {
     let native = parse(r#"{"tools": [{"name": "now", "summary": "The current time."}]}"#).unwrap_err();
     assert_eq!(native.to_string(), "clock.json at /tools/0/id: field `id`: is missing or empty");
 }
+
+/// A catalogue parsed from `text` (as a file `t.json`), or the error's text.
+fn parse(text: &str, format: Option<Format>) -> Result<toolsearch::Catalog, String> {
+    toolsearch::catalog::parse_str(std::path::Path::new("t.json"), text, format).map_err(|e| e.to_string())
+}
+
+#[test]
+fn responses_api_tools_import_and_provider_defined_ones_are_left_out_with_a_warning() {
+    let doc = r#"{"tools": [
+        {"type": "web_search"},
+        {"type": "function", "name": "get_weather", "description": "Get the weather for a city.",
+         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+         "strict": true, "output_schema": {"type": "object", "properties": {"celsius": {"type": "number"}}}},
+        {"type": "mcp", "server_label": "deepwiki", "server_url": "https://mcp.deepwiki.com/mcp"},
+        {"type": "custom", "name": "code_exec", "description": "Run Python code."},
+        {"type": "function", "function": {"name": "send_email", "description": "Send an email.",
+         "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}}
+    ]}"#;
+    let c = parse(doc, None).unwrap();
+    assert_eq!(c.tools.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["get_weather", "send_email"]);
+    let weather = &c.tools[0].details;
+    assert_eq!(weather.args_schema.value()["required"][0], "city");
+    assert_eq!(weather.result_schema.as_ref().unwrap().value()["properties"]["celsius"]["type"], "number");
+    // What says the format is not metadata; what the author claimed is.
+    assert_eq!(weather.meta.as_ref().unwrap().value(), serde_json::json!({"strict": true}));
+    let left_out: Vec<(&str, Option<&str>)> = c
+        .warnings
+        .iter()
+        .filter(|w| w.kind == toolsearch::catalog::WarningKind::ProviderDefined)
+        .map(|w| (w.at.as_str(), w.tool.as_deref()))
+        .collect();
+    assert_eq!(
+        left_out,
+        [("t.json at /tools/0", None), ("t.json at /tools/2", None), ("t.json at /tools/3", Some("code_exec"))]
+    );
+    assert!(c.warnings[0].message.starts_with("\"web_search\" is a provider-defined tool"), "{}", c.warnings[0]);
+    // Said explicitly, the same.
+    assert_eq!(parse(doc, Some(Format::OpenAi)).unwrap().tools.len(), 2);
+}
+
+#[test]
+fn older_functions_import_wherever_a_tool_list_stands_and_a_native_tool_stays_one() {
+    let function = r#"{"name": "get_weather", "description": "Get the weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}"#;
+    for doc in [format!("[{function}]"), format!(r#"{{"functions": [{function}]}}"#)] {
+        let c = parse(&doc, None).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert_eq!(c.tools[0].id, "get_weather");
+        assert_eq!(c.tools[0].details.args_schema.value()["properties"]["city"]["type"], "string");
+    }
+    // Under `tools` too, where a native tool would need an `id`; one with it stays native.
+    assert_eq!(parse(&format!(r#"{{"tools": [{function}]}}"#), None).unwrap().tools[0].id, "get_weather");
+    let native =
+        r#"{"tools": [{"id": "w.get", "name": "get", "tags": ["weather"], "parameters": {"type": "object"}}]}"#;
+    assert_eq!(parse(native, None).unwrap().tools[0].tags, ["weather"]);
+    // Beside a Responses tool, a function of the older form is one of the list.
+    let mixed = format!(r#"[{function}, {{"type": "function", "name": "b", "parameters": {{}}}}]"#);
+    assert_eq!(parse(&mixed, None).unwrap().tools.len(), 2);
+}
+
+#[test]
+fn anthropic_server_tools_are_left_out_and_custom_ones_kept() {
+    let doc = r#"[
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+        {"name": "get_time", "description": "The time in a timezone.", "input_schema": {"type": "object"}},
+        {"type": "bash_20250124", "name": "bash"},
+        {"type": "custom", "name": "get_stock_price", "description": "A stock's price.",
+         "input_schema": {"type": "object", "properties": {"ticker": {"type": "string"}}}}
+    ]"#;
+    let c = parse(doc, None).unwrap();
+    assert_eq!(c.tools.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["get_time", "get_stock_price"]);
+    assert!(c.tools[1].details.meta.is_none(), "the `custom` type is the format: {:?}", c.tools[1].details.meta);
+    let names: Vec<_> = c.warnings.iter().map(|w| (w.at.as_str(), w.tool.as_deref().unwrap())).collect();
+    assert_eq!(names, [("t.json at /0", "web_search"), ("t.json at /2", "bash")]);
+}
+
+#[test]
+fn a_list_of_provider_defined_tools_only_is_refused_naming_them() {
+    for doc in [
+        r#"[{"type": "web_search"}, {"type": "code_interpreter", "container": {"type": "auto"}}]"#,
+        r#"{"tools": [{"type": "web_search"}, {"type": "code_interpreter"}, {"type": "web_search"}]}"#,
+    ] {
+        assert_eq!(
+            parse(doc, None).unwrap_err(),
+            "t.json: every tool here is provider-defined, with no argument schema (web_search, code_interpreter): \
+             toolsearch indexes function tools, and there are none",
+            "{doc}"
+        );
+    }
+}

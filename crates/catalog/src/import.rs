@@ -6,9 +6,14 @@
 //!   response, optionally with `"server": {"name", "description"}`), or a map of server name to
 //!   such a result. Each server becomes a category (its description as summary) and an
 //!   availability group; tool ids are `server.tool`.
-//! - OpenAI: `[{"type": "function", "function": {name, description, parameters}}]`, bare or
-//!   under `"tools"`. Tools sit at the root.
+//! - OpenAI: Chat Completions' `[{"type": "function", "function": {name, description,
+//!   parameters}}]` or the Responses API's `[{"type": "function", name, description,
+//!   parameters, output_schema}]`, bare or under `"tools"`; the older `{name, description,
+//!   parameters}` functions in a bare array or under `"functions"`. Tools sit at the root.
 //! - Anthropic: `[{name, description, input_schema}]`, bare or under `"tools"`.
+//! - Provider-defined tools in an OpenAI or Anthropic list (`{"type": "web_search"}`,
+//!   `{"type": "bash_20250124", "name": "bash"}`, ...) have no argument schema: each is left
+//!   out with a [`WarningKind::ProviderDefined`] warning.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -20,7 +25,9 @@ use crate::json::Json;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::normalize::{Origin, RawCatalog};
 use crate::path::PathSpec;
-use crate::shapes::{fits, is_mcp_map, list_shape, shape_of, tool_array, Foreign};
+use crate::shapes::{
+    all_provider_defined, fits, is_mcp_map, list_shape, provider_defined, shape_of, tool_array, Foreign,
+};
 use crate::warning::{CatalogWarning, WarningKind};
 
 /// Converts a foreign document into raw records.
@@ -71,6 +78,10 @@ pub(crate) fn import(
                 for (i, t) in tools.iter().enumerate() {
                     let pointer = format!("{at}/{i}");
                     check_shape(file, t, format, &pointer)?;
+                    if let Some(kind) = provider_defined(t) {
+                        raw.warnings.push(left_out_provider_defined(file, &pointer, t, kind));
+                        continue;
+                    }
                     if let Some(name) = name_of(t).filter(|n| !seen.insert(n)) {
                         raw.warnings.push(duplicate(file, &pointer, name.to_owned(), "the file"));
                         continue;
@@ -85,6 +96,13 @@ pub(crate) fn import(
         }
     }
     if raw.tools.is_empty() {
+        if let Some(kinds) = tool_array(v).and_then(|(tools, _)| all_provider_defined(tools)) {
+            let why = format!(
+                "every tool here is provider-defined, with no argument schema ({kinds}): toolsearch indexes \
+                 function tools, and there are none"
+            );
+            return Err(CatalogError::file(file, why));
+        }
         return Err(CatalogError::file(file, "no tools in the document"));
     }
     Ok(raw)
@@ -131,6 +149,10 @@ fn mcp_server(
     for (i, t) in tools.iter().enumerate() {
         let pointer = format!("{tools_at}/{i}");
         check_shape(file, t, list, &pointer)?;
+        if let Some(kind) = provider_defined(t).filter(|_| list != Foreign::Mcp) {
+            raw.warnings.push(left_out_provider_defined(file, &pointer, t, kind));
+            continue;
+        }
         let mut tool = foreign_tool(t, shape_of(t).unwrap_or(list));
         if let Some(name) = name_of(t).filter(|n| !seen.insert(n)) {
             raw.warnings.push(duplicate(file, &pointer, tool_id(server, name), &format!("server {server:?}")));
@@ -150,13 +172,17 @@ fn mcp_server(
 /// `annotations` are kept in `meta`, where `expand_tool` shows them.
 fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
     let (def, schema_key, result_key) = match shape {
-        Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", None),
+        Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", Some("output_schema")),
         Foreign::Anthropic => (t, "input_schema", None),
         Foreign::Mcp => (t, "inputSchema", Some("outputSchema")),
     };
     let name = string(def, "name");
     let mut known = vec!["name", "description", schema_key];
     known.extend(result_key);
+    if shape != Foreign::Mcp {
+        // `function` (a Responses API tool) or `custom` (an Anthropic one): the format, not metadata.
+        known.push("type");
+    }
     let tags = def.get("annotations").map_or_else(Vec::new, |a| annotation_tags(a).map(str::to_owned).collect());
     RawTool {
         id: name.clone(),
@@ -192,6 +218,19 @@ fn name_of(t: &Value) -> Option<&str> {
     t.get("name").or_else(|| t.get("function").and_then(|f| f.get("name"))).and_then(Value::as_str)
 }
 
+/// The warning for a provider-defined tool (see [`provider_defined`]), which is left out.
+fn left_out_provider_defined(file: &Path, pointer: &str, t: &Value, kind: &str) -> CatalogWarning {
+    CatalogWarning {
+        message: format!(
+            "{kind:?} is a provider-defined tool, with no argument schema here to index or check calls against: \
+             left out (toolsearch indexes function tools)"
+        ),
+        kind: WarningKind::ProviderDefined,
+        tool: name_of(t).map(str::to_owned),
+        at: format!("{} at {pointer}", file.display()),
+    }
+}
+
 /// The warning for a second tool of one name, which is left out.
 fn duplicate(file: &Path, pointer: &str, id: String, whose: &str) -> CatalogWarning {
     CatalogWarning {
@@ -220,7 +259,8 @@ fn check_shape(file: &Path, tool: &Value, format: Foreign, at: &str) -> Result<(
     let expected = match format {
         Foreign::Mcp => "an MCP tool: {\"name\", \"description\", \"inputSchema\"}",
         Foreign::OpenAi => {
-            "an OpenAI tool: {\"type\": \"function\", \"function\": {\"name\", \"description\", \"parameters\"}}"
+            "an OpenAI tool: {\"type\": \"function\", \"function\": {\"name\", \"description\", \"parameters\"}} \
+             (Chat Completions) or {\"type\": \"function\", \"name\", \"description\", \"parameters\"} (Responses)"
         }
         Foreign::Anthropic => "an Anthropic tool: {\"name\", \"description\", \"input_schema\"}",
     };

@@ -17,8 +17,9 @@ pub(crate) fn tool_array(v: &Value) -> Option<(&Vec<Value>, String)> {
         Value::Array(a) => Some((a, String::new())),
         Value::Object(o) => match o.get("tools") {
             Some(Value::Array(a)) => Some((a, "/tools".into())),
-            _ => match o.get("result").and_then(|r| r.get("tools")) {
-                Some(Value::Array(a)) => Some((a, "/result/tools".into())),
+            _ => match (o.get("result").and_then(|r| r.get("tools")), o.get("functions")) {
+                (Some(Value::Array(a)), _) => Some((a, "/result/tools".into())),
+                (_, Some(Value::Array(a))) => Some((a, "/functions".into())),
                 _ => None,
             },
         },
@@ -26,9 +27,15 @@ pub(crate) fn tool_array(v: &Value) -> Option<(&Vec<Value>, String)> {
     }
 }
 
+/// The format one tool's shape says: an OpenAI tool is `{"type": "function", "function": {...}}`
+/// (Chat Completions), `{"type": "function", "name", ...}` (the Responses API) or `{"name",
+/// "description", "parameters"}` (the older `functions`), an Anthropic
+/// one has `input_schema`, an MCP one `inputSchema`.
 pub(crate) fn shape_of(tool: &Value) -> Option<Foreign> {
     let o = tool.as_object()?;
-    if o.get("type").and_then(Value::as_str) == Some("function") && o.get("function").is_some_and(Value::is_object) {
+    let named = |o: &serde_json::Map<String, Value>| o.get("name").is_some_and(Value::is_string);
+    let typed = o.get("type").and_then(Value::as_str) == Some("function");
+    if (typed && (o.get("function").is_some_and(Value::is_object) || named(o))) || is_function(tool) {
         Some(Foreign::OpenAi)
     } else if o.contains_key("input_schema") && !o.contains_key("id") {
         Some(Foreign::Anthropic)
@@ -47,9 +54,41 @@ fn is_bare(tool: &Value) -> bool {
         && !["inputSchema", "input_schema", "function", "parameters"].iter().any(|k| o.contains_key(*k))
 }
 
-/// Whether `tool` may stand in a list of `format` tools.
+/// The fields of a function in Chat Completions' older `functions` parameter (and of many
+/// frameworks' dumps): `{"name", "description", "parameters"}`, with no `type`.
+const FUNCTION_FIELDS: &[&str] = &["name", "description", "parameters", "strict"];
+
+/// A function of the older `functions` form: a name, a `parameters` object, nothing else but
+/// a description (a native tool has an `id`).
+fn is_function(tool: &Value) -> bool {
+    tool.as_object().is_some_and(|o| {
+        o.get("name").is_some_and(Value::is_string)
+            && o.get("parameters").is_some_and(Value::is_object)
+            && o.keys().all(|k| FUNCTION_FIELDS.contains(&k.as_str()))
+    })
+}
+
+/// The `type` of a provider-defined tool: one the model provider runs or defines itself, or
+/// that takes free-form text rather than JSON arguments (OpenAI's `web_search`, `file_search`,
+/// `code_interpreter`, `mcp`, `custom`, ...; Anthropic's `web_search_20250305`,
+/// `bash_20250124`, ...). It has a `type` other than `function` and no argument schema, so
+/// nothing here can index it or check a call.
+pub(crate) fn provider_defined(tool: &Value) -> Option<&str> {
+    let o = tool.as_object()?;
+    let kind = o.get("type")?.as_str().filter(|t| *t != "function")?;
+    let schema = ["inputSchema", "input_schema", "parameters", "function"].iter().any(|k| o.contains_key(*k));
+    (!schema).then_some(kind)
+}
+
+/// Whether `tool` may stand in a list of `format` tools. An OpenAI or Anthropic list may hold
+/// provider-defined tools (left out when imported, with a warning).
 pub(crate) fn fits(tool: &Value, format: Foreign) -> bool {
-    shape_of(tool) == Some(format) || (format != Foreign::OpenAi && is_bare(tool))
+    shape_of(tool) == Some(format)
+        || match format {
+            Foreign::Mcp => is_bare(tool),
+            Foreign::Anthropic => is_bare(tool) || provider_defined(tool).is_some(),
+            Foreign::OpenAi => provider_defined(tool).is_some(),
+        }
 }
 
 /// The fields an MCP tool may carry besides its schemas (2025-11-25).
@@ -73,9 +112,17 @@ pub(crate) fn list_shape(tools: &[Value]) -> Option<Foreign> {
 /// before it); or, for a list of one format, that it is a tool list.
 pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
     let Some(first) = tools.iter().find_map(shape_of) else {
+        if let Some(kinds) = all_provider_defined(tools) {
+            let why = format!(
+                "every tool here is provider-defined, with no argument schema ({kinds}): toolsearch indexes \
+                 function tools, and there are none"
+            );
+            return (0, why);
+        }
         let why = "a JSON array is read as an OpenAI, Anthropic or MCP tool list, and no tool has their shape \
-                   (an OpenAI tool is {\"type\": \"function\", \"function\": {...}}, an Anthropic one has \
-                   `input_schema`, an MCP one `inputSchema`); a native manifest is a JSON object: {\"tools\": [...]}";
+                   (an OpenAI tool is {\"type\": \"function\", \"function\": {...}} or {\"type\": \"function\", \
+                   \"name\", \"parameters\"}, an Anthropic one has `input_schema`, an MCP one `inputSchema`); a \
+                   native manifest is a JSON object: {\"tools\": [...]}";
         return (0, why.to_owned());
     };
     let name = match first {
@@ -95,21 +142,36 @@ pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
     }
 }
 
+/// The distinct types of `tools`, when every one is provider-defined.
+pub(crate) fn all_provider_defined(tools: &[Value]) -> Option<String> {
+    let all: Vec<&str> =
+        tools.iter().map(provider_defined).collect::<Option<_>>().filter(|a: &Vec<_>| !a.is_empty())?;
+    let mut kinds: Vec<&str> = Vec::new();
+    for kind in all {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    Some(kinds.join(", "))
+}
+
 /// The foreign format of `v`, when every tool in it has that one shape.
 pub(crate) fn detect(v: &Value) -> Option<Foreign> {
     if is_mcp_map(v) {
         return Some(Foreign::Mcp);
     }
     let (tools, _) = tool_array(v)?;
-    list_shape(tools)
+    // A list of provider-defined tools only is imported to say so, by name, and refused.
+    list_shape(tools).or(all_provider_defined(tools).map(|_| Foreign::OpenAi))
 }
 
 /// `{"server": {"tools": [...]}, ...}` or the registry form `{"server": [...], ...}`: every
 /// value is a `tools/list` result or a bare array of one server's tools (MCP, OpenAI or
-/// Anthropic shaped).
+/// Anthropic shaped). Not `{"functions": [...]}`, Chat Completions' older parameter.
 pub(crate) fn is_mcp_map(v: &Value) -> bool {
     let Value::Object(o) = v else { return false };
     !o.is_empty()
+        && !o.contains_key("functions")
         && !o.contains_key("tools")
         && o.values().all(|s| {
             let tools = match s {

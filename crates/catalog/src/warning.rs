@@ -18,6 +18,12 @@ pub enum WarningKind {
     Truncated,
     /// The tool is not a tool at all (lenient loading only, as in the gateway): left out.
     Skipped,
+    /// A provider-defined tool in an OpenAI or Anthropic list: one the provider runs (OpenAI's
+    /// `web_search`, `file_search`, `mcp`; Anthropic's `web_search_20250305`), one whose schema
+    /// is the provider's own (Anthropic's `bash_20250124`, `text_editor_...`), or one taking
+    /// free-form text (an OpenAI `custom` tool). It has no argument schema to index or check
+    /// calls against, so it is left out.
+    ProviderDefined,
 }
 
 /// One warning.
