@@ -282,7 +282,8 @@ class ToolSet:
         return True
 
     def definitions(self, dialect: str = "openai") -> Any:
-        """The tool definitions to give the model now, in `openai`, `anthropic` or `mcp` form."""
+        """The tool definitions to give the model now: `openai` (Chat Completions),
+        `openai-responses` (the Responses API), `anthropic` or `mcp`."""
         return json.loads(self._native.definitions(dialect))
 
     @property
@@ -409,4 +410,5 @@ def _tags(tags: Union[str, Sequence[str], None]) -> List[str]:
 
 
 def _is_tool(d: Dict[str, Any]) -> bool:
-    return "name" in d or d.get("type") == "function"
+    # A provider-defined tool ({"type": "web_search"}) has a type and may have no name.
+    return "name" in d or isinstance(d.get("type"), str)

@@ -93,7 +93,7 @@ class ListPage:
 @dataclass(frozen=True)
 class BuildReport:
     """What a build did; `warnings` name each tool indexed with a caveat (a schema kept
-    unvalidated, a duplicate left out, a description cut)."""
+    unvalidated, a description cut) or left out (a duplicate, a provider-defined tool)."""
 
     tools: int
     nodes: int

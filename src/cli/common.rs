@@ -133,8 +133,10 @@ impl From<FormatArg> for Format {
 /// A tool-definition dialect, as `--dialect` and `--render` name it.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DialectArg {
-    /// OpenAI function tools.
+    /// OpenAI Chat Completions function tools.
     Openai,
+    /// OpenAI Responses API function tools.
+    OpenaiResponses,
     /// Anthropic tools.
     Anthropic,
     /// MCP tools.
@@ -145,6 +147,7 @@ impl From<DialectArg> for Dialect {
     fn from(d: DialectArg) -> Dialect {
         match d {
             DialectArg::Openai => Dialect::OpenAi,
+            DialectArg::OpenaiResponses => Dialect::OpenAiResponses,
             DialectArg::Anthropic => Dialect::Anthropic,
             DialectArg::Mcp => Dialect::Mcp,
         }

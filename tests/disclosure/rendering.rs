@@ -20,7 +20,14 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
     let name_ok = |n: &str| {
         !n.is_empty() && n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
-    for (dialect, file) in [(Dialect::OpenAi, "openai"), (Dialect::Anthropic, "anthropic"), (Dialect::Mcp, "mcp")] {
+    let dialects = [
+        (Dialect::OpenAi, "openai"),
+        (Dialect::OpenAiResponses, "openai-responses"),
+        (Dialect::Anthropic, "anthropic"),
+        (Dialect::Mcp, "mcp"),
+    ];
+    for (dialect, file) in dialects {
+        assert_eq!((dialect.name(), Dialect::from_name(file)), (file, Some(dialect)));
         let rendered = render(&defs, dialect);
         let tools = match dialect {
             Dialect::Mcp => {
@@ -36,6 +43,12 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
                     assert_eq!(t["type"], "function");
                     assert_eq!(t.as_object().unwrap().len(), 2);
                     (&t["function"]["name"], &t["function"]["description"], &t["function"]["parameters"])
+                }
+                Dialect::OpenAiResponses => {
+                    let keys: Vec<&String> = t.as_object().unwrap().keys().collect();
+                    assert_eq!(keys, ["description", "name", "parameters", "type"], "flat, as the Responses API wants");
+                    assert_eq!(t["type"], "function");
+                    (&t["name"], &t["description"], &t["parameters"])
                 }
                 Dialect::Anthropic => (&t["name"], &t["description"], &t["input_schema"]),
                 Dialect::Mcp => (&t["name"], &t["description"], &t["inputSchema"]),

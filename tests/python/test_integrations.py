@@ -154,3 +154,47 @@ def test_search_results_render_as_provider_native_tool_search_answers(index):
     assert first["type"] == "function" and first["name"] == "get_weather" and first["parameters"]["required"] == ["city"]
     # The items are what the SDKs accept.
     from openai.types.responses import ResponseInputItemParam  # noqa: F401  (the item's type exists)
+
+
+def test_responses_api_tools_of_the_agents_sdk_import_and_render_back_as_it_wrote_them(tmp_path):
+    from agents import WebSearchTool, function_tool
+    from agents.models.openai_responses import Converter
+    from openai.types.responses import FunctionTool, FunctionToolParam
+
+    @function_tool
+    def refund_payment(payment_id: str, amount_cents: int) -> str:
+        """Refund a card payment to the customer.
+
+        Args:
+            payment_id: The payment to refund.
+            amount_cents: How much to give back, in cents.
+        """
+        return "refunded"
+
+    @function_tool
+    def crop_image(path: str, width: int, height: int) -> str:
+        """Crop an image to a width and height."""
+        return path
+
+    # The Responses API request the Agents SDK would send: its function tools and a hosted one.
+    sent = Converter.convert_tools([refund_payment, crop_image, WebSearchTool()], []).tools
+    assert [t["type"] for t in sent] == ["function", "function", "web_search"]
+    body = tmp_path / "request.json"
+    body.write_text(json.dumps({"model": "gpt-5", "input": "refund p1", "tools": sent}))
+    for source in (str(body), sent):
+        index = toolsearch.build(source, progress=False)
+        assert index.report.tools == 2
+        assert [(w["kind"], w["at"].rsplit(" at ", 1)[1]) for w in index.report.warnings] == [("provider_defined", "/tools/2" if source is not sent else "/2")]
+        assert index.search("give the customer their money back", limit=1).results[0].tool_id == "refund_payment"
+    ts = index.toolset({"pinned": ["refund_payment", "crop_image"], "discovery": {"mode": "off"}})
+    rendered = {d["name"]: d for d in ts.definitions("openai-responses")}
+    allowed = FunctionToolParam.__required_keys__ | FunctionToolParam.__optional_keys__
+    for tool in sent[:2]:
+        back = rendered[tool["name"]]
+        assert set(back) <= allowed and FunctionToolParam.__required_keys__ <= set(back), back
+        FunctionTool.model_validate(back)
+        assert {k: back[k] for k in ("type", "name", "description", "parameters")} == {
+            k: tool[k] for k in ("type", "name", "description", "parameters")
+        }
+    with pytest.raises(ValueError, match="openai-responses"):
+        ts.definitions("gemini")

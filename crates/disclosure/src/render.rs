@@ -1,6 +1,7 @@
 //! Tool definitions in the JSON each model API expects.
 //!
 //! - OpenAI Chat Completions `tools`: `[{"type":"function","function":{"name","description","parameters"}}]`
+//! - OpenAI Responses API `tools`: `[{"type":"function","name","description","parameters"}]`
 //! - Anthropic Messages `tools`: `[{"name","description","input_schema"}]`
 //! - MCP `tools/list` result: `{"tools":[{"name","description","inputSchema"}]}`
 
@@ -13,8 +14,11 @@ use crate::definition::ToolDef;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dialect {
-    /// OpenAI `tools` (function calling).
+    /// OpenAI Chat Completions `tools` (function calling).
     OpenAi,
+    /// OpenAI Responses API `tools`: function tools, flat.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Anthropic `tools`.
     Anthropic,
     /// An MCP `tools/list` result.
@@ -22,19 +26,21 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// `openai`, `anthropic` or `mcp`.
+    /// `openai`, `openai-responses`, `anthropic` or `mcp`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAi => "openai",
+            Dialect::OpenAiResponses => "openai-responses",
             Dialect::Anthropic => "anthropic",
             Dialect::Mcp => "mcp",
         }
     }
 
-    /// Parses `openai`, `anthropic` or `mcp`.
+    /// Parses `openai`, `openai-responses`, `anthropic` or `mcp`.
     pub fn from_name(name: &str) -> Option<Dialect> {
         match name.trim().to_ascii_lowercase().as_str() {
             "openai" => Some(Dialect::OpenAi),
+            "openai-responses" => Some(Dialect::OpenAiResponses),
             "anthropic" => Some(Dialect::Anthropic),
             "mcp" => Some(Dialect::Mcp),
             _ => None,
@@ -49,6 +55,9 @@ pub fn render_one(def: &ToolDef, dialect: Dialect) -> Value {
             "type": "function",
             "function": {"name": def.name, "description": def.description, "parameters": def.input_schema},
         }),
+        Dialect::OpenAiResponses => {
+            json!({"type": "function", "name": def.name, "description": def.description, "parameters": def.input_schema})
+        }
         Dialect::Anthropic => {
             json!({"name": def.name, "description": def.description, "input_schema": def.input_schema})
         }
@@ -78,12 +87,7 @@ pub fn anthropic_tool_references(tool_use_id: &str, names: &[String]) -> Value {
 /// `tool_search_output` item answering call `call_id`, loading the definitions of the tools
 /// found, best first.
 pub fn openai_tool_search_output(call_id: &str, defs: &[ToolDef]) -> Value {
-    let tools: Vec<Value> = defs
-        .iter()
-        .map(
-            |d| json!({"type": "function", "name": d.name, "description": d.description, "parameters": d.input_schema}),
-        )
-        .collect();
+    let tools: Vec<Value> = defs.iter().map(|d| render_one(d, Dialect::OpenAiResponses)).collect();
     json!({"type": "tool_search_output", "call_id": call_id, "execution": "client", "status": "completed", "tools": tools})
 }
 

@@ -289,14 +289,12 @@ impl NativeToolSet {
         Ok(serde_json::json!({"added": change.added, "removed": change.removed}).to_string())
     }
 
-    /// The definitions the model may see now, in `dialect` (`openai`, `anthropic`, `mcp`), as JSON.
+    /// The definitions the model may see now, in `dialect` (`openai`, `openai-responses`,
+    /// `anthropic`, `mcp`), as JSON.
     fn definitions(&self, dialect: &str) -> PyResult<String> {
-        let dialect = match dialect {
-            "openai" => toolsearch::disclosure::Dialect::OpenAi,
-            "anthropic" => toolsearch::disclosure::Dialect::Anthropic,
-            "mcp" => toolsearch::disclosure::Dialect::Mcp,
-            other => return Err(PyValueError::new_err(format!("dialect {other:?}: use openai, anthropic or mcp"))),
-        };
+        let dialect = toolsearch::disclosure::Dialect::from_name(dialect).ok_or_else(|| {
+            PyValueError::new_err(format!("dialect {dialect:?}: use openai, openai-responses, anthropic or mcp"))
+        })?;
         let set = self.set.lock().unwrap_or_else(|p| p.into_inner());
         Ok(toolsearch::disclosure::render(&set.visible(), dialect).to_string())
     }
