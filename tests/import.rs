@@ -317,3 +317,66 @@ fn a_list_of_provider_defined_tools_only_is_refused_naming_them() {
         );
     }
 }
+
+#[test]
+fn gemini_declarations_import_with_their_openapi_schemas_read_as_json_schema() {
+    // A generateContent request: two tool objects of declarations, two of Google's own tools.
+    let request = r#"{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [
+        {"functionDeclarations": [{"name": "get_weather", "description": "The weather in a city.",
+            "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"},
+                "days": {"type": "INTEGER", "nullable": true}}, "required": ["city"]},
+            "response": {"type": "OBJECT", "properties": {"celsius": {"type": "NUMBER"}}}}]},
+        {"googleSearch": {}},
+        {"functionDeclarations": [{"name": "book_room", "description": "Book a meeting room.",
+            "parametersJsonSchema": {"type": "object", "properties": {"room": {"type": "string"}},
+                "additionalProperties": false}}]},
+        {"codeExecution": {}}
+    ]}"#;
+    let c = parse(request, None).unwrap();
+    assert_eq!(c.tools.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["get_weather", "book_room"]);
+    let weather = &c.tools[0].details;
+    assert_eq!(weather.args_schema.value()["properties"]["days"]["type"], serde_json::json!(["integer", "null"]));
+    assert_eq!(weather.result_schema.as_ref().unwrap().value()["properties"]["celsius"]["type"], "number");
+    assert_eq!(c.tools[1].details.args_schema.value()["additionalProperties"], false);
+    let warned: Vec<(&str, &str)> =
+        c.warnings.iter().map(|w| (w.at.as_str(), w.message.split(' ').next().unwrap())).collect();
+    let expected = [
+        ("t.json at /tools/1/googleSearch", "\"googleSearch\""),
+        ("t.json at /tools/3/codeExecution", "\"codeExecution\""),
+    ];
+    assert_eq!(warned, expected);
+    // Checked against as JSON Schema: the call check refuses a city that is no string.
+    let v = toolsearch::catalog::SchemaValidator::new(&weather.args_schema.value());
+    assert!(v.validation().is_on(), "{}", v.validation().describe());
+    assert!(v.problems(&serde_json::json!({"city": "Oslo", "days": null}), 5).is_empty());
+    assert_eq!(v.problems(&serde_json::json!({"city": 5}), 5).len(), 1);
+}
+
+#[test]
+fn gemini_python_sdk_dumps_and_bare_declarations_import_too() {
+    // `types.Tool(function_declarations=[...]).model_dump()`: snake_case, unset fields null.
+    let dump = r#"[{"google_search": {"exclude_domains": null}, "function_declarations": [{"name": "get_weather", "description": "Weather.",
+        "parameters": {"type": "OBJECT", "properties": {"days": {"type": "ARRAY", "items": {"type": "INTEGER"},
+            "max_items": 7, "min_items": null}}, "required": null}, "parameters_json_schema": null,
+        "response": null, "behavior": null}], "code_execution": null}]"#;
+    let c = parse(dump, None).unwrap();
+    let warned: Vec<&str> = c.warnings.iter().map(|w| w.at.as_str()).collect();
+    assert_eq!(warned, ["t.json at /0/google_search"], "beside the declarations, left out");
+    let days = &c.tools[0].details.args_schema.value()["properties"]["days"];
+    assert_eq!(days, &serde_json::json!({"type": "array", "items": {"type": "integer"}, "maxItems": 7}));
+    // Declarations alone, their types in capitals, are Gemini's; `--format gemini` says so too.
+    let bare =
+        r#"[{"name": "get_weather", "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}}}]"#;
+    for format in [None, Some(Format::Gemini)] {
+        let c = parse(bare, format).unwrap();
+        assert_eq!(c.tools[0].details.args_schema.value()["properties"]["city"]["type"], "string");
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+    let c = toolsearch::catalog::parse_str_as(std::path::Path::new("t.json"), dump, None, Some("weather")).unwrap();
+    assert_eq!((c.tools[0].id.as_str(), c.nodes[0].path.clone()), ("weather.get_weather", vec!["weather".to_owned()]));
+    let one = r#"{"functionDeclarations": [{"name": "a", "parameters": {"type": "OBJECT"}}], "codeExecution": {}}"#;
+    let c = parse(one, None).unwrap();
+    assert_eq!((c.tools[0].id.as_str(), c.warnings[0].at.as_str()), ("a", "t.json at /codeExecution"));
+    let e = parse(r#"{"tools": [{"functionDeclarations": [{"description": "no name"}]}]}"#, None).unwrap_err();
+    assert!(e.starts_with("t.json at /tools/0/functionDeclarations/0: expected a Gemini function declaration"), "{e}");
+}

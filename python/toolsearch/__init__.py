@@ -1,7 +1,7 @@
 """toolsearch: find the right tool for an agent among thousands, without loading every schema.
 
 Build an index of a tool catalogue (paths to catalogue files, or the Python objects an MCP
-server, OpenAI or Anthropic use for tools), then search it: each result is a `Pointer` with a
+server, OpenAI, Anthropic or Gemini use for tools), then search it: each result is a `Pointer` with a
 calibrated confidence, and `expand` gives one tool's full schema when the agent has chosen it.
 
     import toolsearch
@@ -283,7 +283,7 @@ class ToolSet:
 
     def definitions(self, dialect: str = "openai") -> Any:
         """The tool definitions to give the model now: `openai` (Chat Completions),
-        `openai-responses` (the Responses API), `anthropic` or `mcp`."""
+        `openai-responses` (the Responses API), `anthropic`, `gemini` or `mcp`."""
         return json.loads(self._native.definitions(dialect))
 
     @property
@@ -342,7 +342,7 @@ def build(
     server: str = "mcp",
 ) -> Index:
     """Builds an index of `source` and opens it. `source` is a catalogue path, a Python object
-    (an MCP `tools/list` result, an OpenAI or Anthropic tool list, a native manifest dict), or
+    (an MCP `tools/list` result, an OpenAI, Anthropic or Gemini tool list, a native manifest dict), or
     a list of those; `out=None` builds in a temporary directory removed with the index. An MCP
     `tools/list` result is one server's: its tools get ids `SERVER.NAME`, the server named by
     `server` (default `mcp`). `model` is `stock`, `tools` (the default) or the directory of a
@@ -410,5 +410,6 @@ def _tags(tags: Union[str, Sequence[str], None]) -> List[str]:
 
 
 def _is_tool(d: Dict[str, Any]) -> bool:
-    # A provider-defined tool ({"type": "web_search"}) has a type and may have no name.
-    return "name" in d or isinstance(d.get("type"), str)
+    # A provider-defined tool ({"type": "web_search"}) has a type and may have no name; a
+    # Gemini tool object holds declarations.
+    return "name" in d or isinstance(d.get("type"), str) or "functionDeclarations" in d or "function_declarations" in d

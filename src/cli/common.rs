@@ -116,6 +116,8 @@ pub(crate) enum FormatArg {
     Openai,
     /// Anthropic tool definitions.
     Anthropic,
+    /// Gemini function declarations.
+    Gemini,
 }
 
 impl From<FormatArg> for Format {
@@ -126,6 +128,7 @@ impl From<FormatArg> for Format {
             FormatArg::Mcp => Format::Mcp,
             FormatArg::Openai => Format::OpenAi,
             FormatArg::Anthropic => Format::Anthropic,
+            FormatArg::Gemini => Format::Gemini,
         }
     }
 }
@@ -139,6 +142,8 @@ pub(crate) enum DialectArg {
     OpenaiResponses,
     /// Anthropic tools.
     Anthropic,
+    /// Gemini function declarations.
+    Gemini,
     /// MCP tools.
     Mcp,
 }
@@ -149,6 +154,7 @@ impl From<DialectArg> for Dialect {
             DialectArg::Openai => Dialect::OpenAi,
             DialectArg::OpenaiResponses => Dialect::OpenAiResponses,
             DialectArg::Anthropic => Dialect::Anthropic,
+            DialectArg::Gemini => Dialect::Gemini,
             DialectArg::Mcp => Dialect::Mcp,
         }
     }

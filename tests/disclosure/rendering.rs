@@ -24,6 +24,7 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
         (Dialect::OpenAi, "openai"),
         (Dialect::OpenAiResponses, "openai-responses"),
         (Dialect::Anthropic, "anthropic"),
+        (Dialect::Gemini, "gemini"),
         (Dialect::Mcp, "mcp"),
     ];
     for (dialect, file) in dialects {
@@ -33,6 +34,10 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
             Dialect::Mcp => {
                 assert_eq!(rendered.as_object().unwrap().len(), 1, "a tools/list result holds `tools`");
                 rendered["tools"].as_array().unwrap().clone()
+            }
+            Dialect::Gemini => {
+                assert_eq!(rendered.as_array().unwrap().len(), 1, "one tool object holds the declarations");
+                rendered[0]["functionDeclarations"].as_array().unwrap().clone()
             }
             _ => rendered.as_array().unwrap().clone(),
         };
@@ -51,6 +56,7 @@ fn rendering_matches_the_golden_files_and_each_documented_shape() {
                     (&t["name"], &t["description"], &t["parameters"])
                 }
                 Dialect::Anthropic => (&t["name"], &t["description"], &t["input_schema"]),
+                Dialect::Gemini => (&t["name"], &t["description"], &t["parametersJsonSchema"]),
                 Dialect::Mcp => (&t["name"], &t["description"], &t["inputSchema"]),
             };
             assert!(name.as_str().is_some_and(name_ok), "{name}");

@@ -197,4 +197,37 @@ def test_responses_api_tools_of_the_agents_sdk_import_and_render_back_as_it_wrot
             k: tool[k] for k in ("type", "name", "description", "parameters")
         }
     with pytest.raises(ValueError, match="openai-responses"):
-        ts.definitions("gemini")
+        ts.definitions("cohere")
+
+
+def test_gemini_declarations_of_the_google_genai_sdk_import_and_render_back_as_it_validates(tmp_path):
+    from google.genai import types
+
+    def refund_payment(payment_id: str, amount_cents: int) -> str:
+        """Refund a card payment to the customer."""
+        return "refunded"
+
+    def crop_image(path: str, width: int, height: int) -> str:
+        """Crop an image to a width and height."""
+        return path
+
+    declared = [types.FunctionDeclaration.from_callable_with_api_option(callable=f, api_option="GEMINI_API")
+                for f in (refund_payment, crop_image)]
+    tool = types.Tool(function_declarations=declared, google_search=types.GoogleSearch())
+    # As the REST API takes it (a whole request body) and as the Python SDK dumps it.
+    rest = {"contents": [{"parts": [{"text": "refund p1"}]}], "tools": [tool.model_dump(mode="json", by_alias=True, exclude_none=True)]}
+    for source in (rest, [tool.model_dump(mode="json")], tool.model_dump(mode="json")):
+        index = toolsearch.build(source, progress=False)
+        assert index.report.tools == 2
+        assert [w["kind"] for w in index.report.warnings] == ["provider_defined"], index.report.warnings
+        assert index.search("give the customer their money back", limit=1).results[0].tool_id == "refund_payment"
+        schema = index.expand("crop_image")["args_schema"]
+        assert schema["type"] == "object" and schema["properties"]["width"]["type"] == "integer"
+        with pytest.raises(toolsearch.ProtocolError, match="width"):
+            index.check_call("crop_image", {"path": "a.png", "width": "wide", "height": 2})
+    ts = index.toolset({"pinned": ["refund_payment", "crop_image"], "discovery": {"mode": "off"}})
+    rendered = ts.definitions("gemini")
+    back = types.Tool.model_validate(rendered[0])  # the SDK forbids any field it does not know
+    assert [(d.name, d.description) for d in back.function_declarations] == [(d.name, d.description) for d in declared]
+    assert back.function_declarations[0].parameters_json_schema["properties"]["amount_cents"]["type"] == "integer"
+    types.GenerateContentConfig(tools=rendered)

@@ -21,6 +21,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::CatalogError;
+use crate::gemini;
 use crate::json::Json;
 use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::normalize::{Origin, RawCatalog};
@@ -65,6 +66,7 @@ pub(crate) fn import(
             }
             mcp_server(file, &mut raw, &name, &with_info, &base, Some(Foreign::Mcp))?;
         }
+        Foreign::Gemini => gemini_tools(file, &mut raw, v, namespace)?,
         Foreign::OpenAi | Foreign::Anthropic => {
             let Some((tools, at)) = tool_array(v) else {
                 return Err(CatalogError::at(file, "", None, "expected an array of tool definitions"));
@@ -133,17 +135,7 @@ fn mcp_server(
         .or_else(|| result.get("description"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    raw.nodes.push((
-        Origin::Pointer(at.to_owned()),
-        RawNode {
-            path: Some(PathSpec::Segments(vec![server.to_owned()])),
-            summary: description.clone(),
-            description,
-            tags: vec!["mcp".into()],
-            ..RawNode::default()
-        },
-    ));
-    raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
+    server_category(raw, server, at, description);
     let list = expected.or_else(|| list_shape(tools)).unwrap_or(Foreign::Mcp);
     let mut seen: HashSet<&str> = HashSet::new();
     for (i, t) in tools.iter().enumerate() {
@@ -158,11 +150,78 @@ fn mcp_server(
             raw.warnings.push(duplicate(file, &pointer, tool_id(server, name), &format!("server {server:?}")));
             continue;
         }
-        tool.id = tool.name.as_ref().map(|n| tool_id(server, n));
-        tool.path = Some(PathSpec::Segments(vec![server.to_owned()]));
-        tool.group = Some(server.to_owned());
-        tool.tags.insert(0, "mcp".into());
+        in_server(&mut tool, server);
         raw.tools.push((Origin::Pointer(pointer), tool));
+    }
+    Ok(())
+}
+
+/// The category and availability group of server `server` (from `at`).
+fn server_category(raw: &mut RawCatalog, server: &str, at: &str, description: Option<String>) {
+    raw.nodes.push((
+        Origin::Pointer(at.to_owned()),
+        RawNode {
+            path: Some(PathSpec::Segments(vec![server.to_owned()])),
+            summary: description.clone(),
+            description,
+            tags: vec!["mcp".into()],
+            ..RawNode::default()
+        },
+    ));
+    raw.groups.push((Origin::Pointer(at.to_owned()), RawGroup { id: Some(server.to_owned()), ..RawGroup::default() }));
+}
+
+/// `tool` as one of server `server`'s: id `SERVER.NAME`, in its category and group.
+fn in_server(tool: &mut RawTool, server: &str) {
+    tool.id = tool.name.as_ref().map(|n| tool_id(server, n));
+    tool.path = Some(PathSpec::Segments(vec![server.to_owned()]));
+    tool.group = Some(server.to_owned());
+    tool.tags.insert(0, "mcp".into());
+}
+
+/// A Gemini document's declarations ([`crate::gemini`]), each read as an OpenAI function;
+/// its tool objects without declarations are left out with a warning. With `namespace`, its
+/// tools are that server's.
+fn gemini_tools(file: &Path, raw: &mut RawCatalog, v: &Value, namespace: Option<&str>) -> Result<(), CatalogError> {
+    let mut lists: Vec<(&Vec<Value>, String)> = Vec::new();
+    if let Some(objects) = gemini::tool_objects(v) {
+        for (t, at) in objects {
+            if let Some((list, key)) = gemini::declarations_of(t) {
+                lists.push((list, format!("{at}/{key}")));
+            }
+            // Google's own tools, in an object of their own or beside declarations.
+            for kind in gemini::provided(t) {
+                let pointer = format!("{at}/{}", crate::schema::escape(kind));
+                raw.warnings.push(left_out_provider_defined(file, &pointer, &Value::Null, kind));
+            }
+        }
+    } else if let Some((list, at)) = tool_array(v) {
+        // `--format gemini` on what `functionDeclarations` holds: the declarations themselves.
+        lists.push((list, at));
+    } else {
+        return Err(CatalogError::at(file, "", None, "expected Gemini tools: [{\"functionDeclarations\": [...]}]"));
+    }
+    if let Some(server) = namespace {
+        server_category(raw, server, "", None);
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (list, at) in lists {
+        for (j, d) in list.iter().enumerate() {
+            let pointer = format!("{at}/{j}");
+            let Some(name) = d.get("name").and_then(Value::as_str) else {
+                let expected = "expected a Gemini function declaration: {\"name\", \"description\", \"parameters\"}";
+                return Err(CatalogError::at(file, pointer, None, expected));
+            };
+            if !seen.insert(name) {
+                raw.warnings.push(duplicate(file, &pointer, name.to_owned(), "the file"));
+                continue;
+            }
+            let mut tool = foreign_tool(&gemini::as_function(d), Foreign::OpenAi);
+            if let Some(server) = namespace {
+                in_server(&mut tool, server);
+            }
+            raw.tools.push((Origin::Pointer(pointer), tool));
+        }
     }
     Ok(())
 }
@@ -172,7 +231,7 @@ fn mcp_server(
 /// `annotations` are kept in `meta`, where `expand_tool` shows them.
 fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
     let (def, schema_key, result_key) = match shape {
-        Foreign::OpenAi => (t.get("function").unwrap_or(t), "parameters", Some("output_schema")),
+        Foreign::OpenAi | Foreign::Gemini => (t.get("function").unwrap_or(t), "parameters", Some("output_schema")),
         Foreign::Anthropic => (t, "input_schema", None),
         Foreign::Mcp => (t, "inputSchema", Some("outputSchema")),
     };
@@ -263,6 +322,7 @@ fn check_shape(file: &Path, tool: &Value, format: Foreign, at: &str) -> Result<(
              (Chat Completions) or {\"type\": \"function\", \"name\", \"description\", \"parameters\"} (Responses)"
         }
         Foreign::Anthropic => "an Anthropic tool: {\"name\", \"description\", \"input_schema\"}",
+        Foreign::Gemini => "a Gemini tool: {\"functionDeclarations\": [...]}",
     };
     Err(CatalogError::at(file, at, None, format!("expected {expected}")))
 }

@@ -27,6 +27,7 @@ mod details;
 mod error;
 mod facade;
 mod fields;
+mod gemini;
 mod glob;
 mod import;
 mod json;

@@ -28,6 +28,9 @@ pub enum Format {
     OpenAi,
     /// Anthropic tool definitions (`{name, description, input_schema}`).
     Anthropic,
+    /// Gemini function declarations (`[{"functionDeclarations": [{name, description,
+    /// parameters}]}]`).
+    Gemini,
 }
 
 impl Format {
@@ -39,6 +42,7 @@ impl Format {
             "mcp" => Some(Format::Mcp),
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "gemini" => Some(Format::Gemini),
             _ => None,
         }
     }
@@ -180,6 +184,7 @@ fn parse(
                 (_, Format::Mcp) => Some(Foreign::Mcp),
                 (_, Format::OpenAi) => Some(Foreign::OpenAi),
                 (_, Format::Anthropic) => Some(Foreign::Anthropic),
+                (_, Format::Gemini) => Some(Foreign::Gemini),
                 _ => None,
             };
             match foreign {

@@ -9,6 +9,7 @@ pub(crate) enum Foreign {
     Mcp,
     OpenAi,
     Anthropic,
+    Gemini,
 }
 
 /// The tool array of a document, with its JSON pointer, if it has one.
@@ -88,6 +89,8 @@ pub(crate) fn fits(tool: &Value, format: Foreign) -> bool {
             Foreign::Mcp => is_bare(tool),
             Foreign::Anthropic => is_bare(tool) || provider_defined(tool).is_some(),
             Foreign::OpenAi => provider_defined(tool).is_some(),
+            // Read by its tool objects (`crate::gemini`), never tool by tool.
+            Foreign::Gemini => false,
         }
 }
 
@@ -129,6 +132,7 @@ pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
         Foreign::Mcp => "MCP",
         Foreign::OpenAi => "OpenAI",
         Foreign::Anthropic => "Anthropic",
+        Foreign::Gemini => "Gemini",
     };
     match tools.iter().position(|t| !fits(t, first)) {
         Some(at) => (
@@ -157,10 +161,19 @@ pub(crate) fn all_provider_defined(tools: &[Value]) -> Option<String> {
 
 /// The foreign format of `v`, when every tool in it has that one shape.
 pub(crate) fn detect(v: &Value) -> Option<Foreign> {
+    if crate::gemini::tool_objects(v).is_some() {
+        return Some(Foreign::Gemini);
+    }
     if is_mcp_map(v) {
         return Some(Foreign::Mcp);
     }
     let (tools, _) = tool_array(v)?;
+    // Functions whose `parameters` say `"type": "OBJECT"` are Gemini declarations (OpenAPI).
+    let openapi =
+        |t: &Value| t["parameters"]["type"].as_str().is_some_and(|t| t.bytes().all(|b| b.is_ascii_uppercase()));
+    if !tools.is_empty() && tools.iter().all(is_function) && tools.iter().any(openapi) {
+        return Some(Foreign::Gemini);
+    }
     // A list of provider-defined tools only is imported to say so, by name, and refused.
     list_shape(tools).or(all_provider_defined(tools).map(|_| Foreign::OpenAi))
 }

@@ -3,6 +3,7 @@
 //! - OpenAI Chat Completions `tools`: `[{"type":"function","function":{"name","description","parameters"}}]`
 //! - OpenAI Responses API `tools`: `[{"type":"function","name","description","parameters"}]`
 //! - Anthropic Messages `tools`: `[{"name","description","input_schema"}]`
+//! - Gemini `tools`: `[{"functionDeclarations":[{"name","description","parametersJsonSchema"}]}]`
 //! - MCP `tools/list` result: `{"tools":[{"name","description","inputSchema"}]}`
 
 use serde::{Deserialize, Serialize};
@@ -21,27 +22,32 @@ pub enum Dialect {
     OpenAiResponses,
     /// Anthropic `tools`.
     Anthropic,
+    /// Gemini `tools`: one tool object holding a function declaration for each, their
+    /// arguments as JSON Schema (`parametersJsonSchema`).
+    Gemini,
     /// An MCP `tools/list` result.
     Mcp,
 }
 
 impl Dialect {
-    /// `openai`, `openai-responses`, `anthropic` or `mcp`.
+    /// `openai`, `openai-responses`, `anthropic`, `gemini` or `mcp`.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::OpenAi => "openai",
             Dialect::OpenAiResponses => "openai-responses",
             Dialect::Anthropic => "anthropic",
+            Dialect::Gemini => "gemini",
             Dialect::Mcp => "mcp",
         }
     }
 
-    /// Parses `openai`, `openai-responses`, `anthropic` or `mcp`.
+    /// Parses `openai`, `openai-responses`, `anthropic`, `gemini` or `mcp`.
     pub fn from_name(name: &str) -> Option<Dialect> {
         match name.trim().to_ascii_lowercase().as_str() {
             "openai" => Some(Dialect::OpenAi),
             "openai-responses" => Some(Dialect::OpenAiResponses),
             "anthropic" => Some(Dialect::Anthropic),
+            "gemini" => Some(Dialect::Gemini),
             "mcp" => Some(Dialect::Mcp),
             _ => None,
         }
@@ -62,15 +68,21 @@ pub fn render_one(def: &ToolDef, dialect: Dialect) -> Value {
             json!({"name": def.name, "description": def.description, "input_schema": def.input_schema})
         }
         Dialect::Mcp => json!({"name": def.name, "description": def.description, "inputSchema": def.input_schema}),
+        Dialect::Gemini => {
+            json!({"name": def.name, "description": def.description, "parametersJsonSchema": def.input_schema})
+        }
     }
 }
 
 /// A set of definitions as `dialect` expects it: an array for OpenAI and Anthropic, a
-/// `tools/list` result object for MCP.
+/// `tools/list` result object for MCP, for Gemini an array of one tool object holding the
+/// declarations (none when there are none).
 pub fn render(defs: &[ToolDef], dialect: Dialect) -> Value {
     let tools: Vec<Value> = defs.iter().map(|d| render_one(d, dialect)).collect();
     match dialect {
         Dialect::Mcp => json!({"tools": tools}),
+        Dialect::Gemini if tools.is_empty() => json!([]),
+        Dialect::Gemini => json!([{"functionDeclarations": tools}]),
         _ => Value::Array(tools),
     }
 }

@@ -214,16 +214,14 @@ fn build(
     let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
     let format = match format.as_deref() {
         None => None,
-        Some("manifest") => Some(toolsearch::Format::Manifest),
-        Some("jsonl") => Some(toolsearch::Format::Jsonl),
-        Some("mcp") => Some(toolsearch::Format::Mcp),
-        Some("openai") => Some(toolsearch::Format::OpenAi),
-        Some("anthropic") => Some(toolsearch::Format::Anthropic),
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "format {other:?}: use manifest, jsonl, mcp, openai or anthropic"
-            )))
-        }
+        Some(name) => match toolsearch::Format::from_name(name) {
+            Some(format) => Some(format),
+            None => {
+                return Err(PyValueError::new_err(format!(
+                    "format {name:?}: use manifest, jsonl, mcp, openai, anthropic or gemini"
+                )))
+            }
+        },
     };
     let embedder = model.0.clone();
     py.detach(|| {
@@ -290,10 +288,12 @@ impl NativeToolSet {
     }
 
     /// The definitions the model may see now, in `dialect` (`openai`, `openai-responses`,
-    /// `anthropic`, `mcp`), as JSON.
+    /// `anthropic`, `gemini`, `mcp`), as JSON.
     fn definitions(&self, dialect: &str) -> PyResult<String> {
         let dialect = toolsearch::disclosure::Dialect::from_name(dialect).ok_or_else(|| {
-            PyValueError::new_err(format!("dialect {dialect:?}: use openai, openai-responses, anthropic or mcp"))
+            PyValueError::new_err(format!(
+                "dialect {dialect:?}: use openai, openai-responses, anthropic, gemini or mcp"
+            ))
         })?;
         let set = self.set.lock().unwrap_or_else(|p| p.into_inner());
         Ok(toolsearch::disclosure::render(&set.visible(), dialect).to_string())
