@@ -380,3 +380,24 @@ fn gemini_python_sdk_dumps_and_bare_declarations_import_too() {
     let e = parse(r#"{"tools": [{"functionDeclarations": [{"description": "no name"}]}]}"#, None).unwrap_err();
     assert!(e.starts_with("t.json at /tools/0/functionDeclarations/0: expected a Gemini function declaration"), "{e}");
 }
+
+#[test]
+fn json_lines_of_openai_anthropic_and_mcp_tools_import_line_by_line() {
+    let lines = [
+        r#"{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": {"type": "object"}}}"#,
+        r#"{"type": "function", "name": "send_email", "description": "Send an email.", "parameters": {"type": "object"}}"#,
+        r#"{"type": "web_search"}"#,
+        r#"{"name": "get_time", "description": "The time.", "input_schema": {"type": "object"}}"#,
+        "",
+        r#"{"name": "read_file", "description": "Read a file.", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}"#,
+        r#"{"id": "native.tool", "name": "tool", "description": "A native line.", "parameters": {"type": "object"}}"#,
+    ];
+    let c = toolsearch::catalog::parse_str(std::path::Path::new("t.jsonl"), &lines.join("\n"), None).unwrap();
+    let ids: Vec<&str> = c.tools.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["get_weather", "send_email", "get_time", "read_file", "native.tool"]);
+    assert_eq!(c.tools[3].tags, ["read-only"]);
+    assert_eq!(c.warnings.iter().map(|w| w.at.as_str()).collect::<Vec<_>>(), ["t.jsonl:3"]);
+    // What has no shape of theirs and no id is still the native format's error, at its line.
+    let e = toolsearch::catalog::parse_str(std::path::Path::new("t.jsonl"), r#"{"name": "x"}"#, None).unwrap_err();
+    assert_eq!(e.to_string(), "t.jsonl:1: field `id`: is missing or empty");
+}

@@ -81,7 +81,11 @@ pub(crate) fn import(
                     let pointer = format!("{at}/{i}");
                     check_shape(file, t, format, &pointer)?;
                     if let Some(kind) = provider_defined(t) {
-                        raw.warnings.push(left_out_provider_defined(file, &pointer, t, kind));
+                        raw.warnings.push(left_out_provider_defined(
+                            format!("{} at {pointer}", file.display()),
+                            t,
+                            kind,
+                        ));
                         continue;
                     }
                     if let Some(name) = name_of(t).filter(|n| !seen.insert(n)) {
@@ -142,7 +146,7 @@ fn mcp_server(
         let pointer = format!("{tools_at}/{i}");
         check_shape(file, t, list, &pointer)?;
         if let Some(kind) = provider_defined(t).filter(|_| list != Foreign::Mcp) {
-            raw.warnings.push(left_out_provider_defined(file, &pointer, t, kind));
+            raw.warnings.push(left_out_provider_defined(format!("{} at {pointer}", file.display()), t, kind));
             continue;
         }
         let mut tool = foreign_tool(t, shape_of(t).unwrap_or(list));
@@ -192,7 +196,11 @@ fn gemini_tools(file: &Path, raw: &mut RawCatalog, v: &Value, namespace: Option<
             // Google's own tools, in an object of their own or beside declarations.
             for kind in gemini::provided(t) {
                 let pointer = format!("{at}/{}", crate::schema::escape(kind));
-                raw.warnings.push(left_out_provider_defined(file, &pointer, &Value::Null, kind));
+                raw.warnings.push(left_out_provider_defined(
+                    format!("{} at {pointer}", file.display()),
+                    &Value::Null,
+                    kind,
+                ));
             }
         }
     } else if let Some((list, at)) = tool_array(v) {
@@ -229,7 +237,7 @@ fn gemini_tools(file: &Path, raw: &mut RawCatalog, v: &Value, namespace: Option<
 /// One tool of a foreign format as a raw record (at the root, id = name). MCP annotations
 /// become tags (`read-only`, `destructive`, `idempotent`, `open-world`); `title` and
 /// `annotations` are kept in `meta`, where `expand_tool` shows them.
-fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
+pub(crate) fn foreign_tool(t: &Value, shape: Foreign) -> RawTool {
     let (def, schema_key, result_key) = match shape {
         Foreign::OpenAi | Foreign::Gemini => (t.get("function").unwrap_or(t), "parameters", Some("output_schema")),
         Foreign::Anthropic => (t, "input_schema", None),
@@ -277,8 +285,9 @@ fn name_of(t: &Value) -> Option<&str> {
     t.get("name").or_else(|| t.get("function").and_then(|f| f.get("name"))).and_then(Value::as_str)
 }
 
-/// The warning for a provider-defined tool (see [`provider_defined`]), which is left out.
-fn left_out_provider_defined(file: &Path, pointer: &str, t: &Value, kind: &str) -> CatalogWarning {
+/// The warning for a provider-defined tool (see [`provider_defined`]) `at` a place, which is
+/// left out.
+pub(crate) fn left_out_provider_defined(at: String, t: &Value, kind: &str) -> CatalogWarning {
     CatalogWarning {
         message: format!(
             "{kind:?} is a provider-defined tool, with no argument schema here to index or check calls against: \
@@ -286,7 +295,7 @@ fn left_out_provider_defined(file: &Path, pointer: &str, t: &Value, kind: &str) 
         ),
         kind: WarningKind::ProviderDefined,
         tool: name_of(t).map(str::to_owned),
-        at: format!("{} at {pointer}", file.display()),
+        at,
     }
 }
 

@@ -1,6 +1,7 @@
 //! JSON Lines of tools, one object a line: the `../shared/bench` format
 //! (`id, name, description, parameters, path, tags, meta`). Unknown fields are ignored, so
-//! producers may add their own; blank lines are skipped.
+//! producers may add their own; blank lines are skipped. A line without an `id` holding an
+//! OpenAI, Anthropic or MCP tool is read as that tool.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -8,10 +9,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::CatalogError;
+use crate::import;
 use crate::limits::MAX_FILE_BYTES;
 use crate::manifest::RawTool;
 use crate::model::{Catalog, Tool};
 use crate::normalize::{Normalizer, Origin};
+use crate::shapes;
 
 /// The catalogue of the JSON Lines `text`, each tool normalised as its line is read.
 pub(crate) fn parse(file: &Path, text: &str) -> Result<Catalog, CatalogError> {
@@ -135,6 +138,18 @@ fn parse_line(file: &Path, n: usize, line: &str, out: &mut Normalizer) -> Result
         return Err(CatalogError::line(file, n, 0, None, "each line must be a JSON object describing one tool"));
     }
     let origin = Origin::Line(n);
+    // A line holding an OpenAI, Anthropic or MCP tool (no `id`) is that tool, its id its name;
+    // a provider-defined one is left out with a warning.
+    if value.get("id").is_none() {
+        if let Some(kind) = shapes::provider_defined(&value) {
+            let at = format!("{}:{n}", file.display());
+            out.warnings.push(import::left_out_provider_defined(at, &value, kind));
+            return Ok(None);
+        }
+        if let Some(shape) = shapes::shape_of(&value) {
+            return out.tool(origin, import::foreign_tool(&value, shape)).map(Some);
+        }
+    }
     let mut tool: RawTool = origin.record(file, &value)?;
     tool.note_schema_names(&value);
     out.tool(origin, tool).map(Some)

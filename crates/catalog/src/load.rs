@@ -203,7 +203,7 @@ fn json_error(file: &Path, text: &str, e: &serde_json::Error) -> CatalogError {
         let ext = file.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
         let yaml = matches!(ext.as_deref(), Some("yaml" | "yml"));
         error.message = format!(
-            "not JSON: a catalogue is a JSON manifest, an MCP, OpenAI or Anthropic tool list in JSON, or \
+            "not JSON: a catalogue is a JSON manifest, an MCP, OpenAI, Anthropic or Gemini tool list in JSON, or \
              JSON Lines (one tool a line){}",
             if yaml { "; YAML is not read: convert it to JSON" } else { "" }
         );
