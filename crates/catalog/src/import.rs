@@ -9,7 +9,8 @@
 //! - OpenAI: Chat Completions' `[{"type": "function", "function": {name, description,
 //!   parameters}}]` or the Responses API's `[{"type": "function", name, description,
 //!   parameters, output_schema}]`, bare or under `"tools"`; the older `{name, description,
-//!   parameters}` functions in a bare array or under `"functions"`. Tools sit at the root.
+//!   parameters}` functions also under `"functions"`. Tools sit at the root.
+//! - Gemini: function declarations ([`crate::gemini`]), read as OpenAI functions.
 //! - Anthropic: `[{name, description, input_schema}]`, bare or under `"tools"`.
 //! - Provider-defined tools in an OpenAI or Anthropic list (`{"type": "web_search"}`,
 //!   `{"type": "bash_20250124", "name": "bash"}`, ...) have no argument schema: each is left
