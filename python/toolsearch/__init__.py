@@ -24,7 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from . import _models
+from . import _calls, _models
 from ._answers import (
     BuildReport,
     ErrorCode,
@@ -308,6 +308,14 @@ class ToolSet:
             except Exception as e:  # the tool's failure, reported to the model
                 ok, text = False, f"{type(e).__name__}: {e}"
         return Outcome(**json.loads(self._native.finish(call["token"], ok, text)))
+
+    def handle_calls(self, calls: Iterable[Any], dialect: str = "openai", run: Optional[Any] = None) -> List[Dict[str, Any]]:
+        """Handles every tool call of a model's response as `handle` does, given in `dialect`'s
+        shape (`openai`: the message's `tool_calls`; `openai-responses`: `response.output`;
+        `anthropic`: the message's `content`; `gemini`: the content's `parts`; dicts or the
+        SDK's objects, other items passed over), and returns the answers to send back, in order,
+        in that shape. A call whose arguments do not parse is answered with an error, unrun."""
+        return _calls.handle_calls(lambda name, args: self.handle(name, args, run), calls, dialect)
 
     def end_interaction(self) -> Dict[str, Any]:
         """Ends one interaction: unfolded facades fold back as configured."""

@@ -231,3 +231,78 @@ def test_gemini_declarations_of_the_google_genai_sdk_import_and_render_back_as_i
     assert [(d.name, d.description) for d in back.function_declarations] == [(d.name, d.description) for d in declared]
     assert back.function_declarations[0].parameters_json_schema["properties"]["amount_cents"]["type"] == "integer"
     types.GenerateContentConfig(tools=rendered)
+
+
+def _scripted_turns(dialect):
+    """The tool calls a model makes over three turns (search, expand, call), plus a call whose
+    arguments do not parse, as each provider's SDK objects."""
+    turns = [("search_tool_by_category", {"query": "translate this into French"}),
+             ("expand_tool", {"tool_id": "translate_text"}),
+             ("translate_text", {"text": "hello", "to": "fr"})]
+    made = []
+    for i, (name, args) in enumerate(turns):
+        if dialect == "openai":
+            from openai.types.chat import ChatCompletionMessageToolCall
+            made.append([ChatCompletionMessageToolCall(id=f"call_{i}", type="function",
+                                                       function={"name": name, "arguments": json.dumps(args)})])
+        elif dialect == "openai-responses":
+            from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+            said = ResponseOutputText(type="output_text", text="Let me look.", annotations=[])
+            made.append([ResponseOutputMessage(id=f"msg_{i}", type="message", role="assistant", status="completed", content=[said]),
+                         ResponseFunctionToolCall(type="function_call", call_id=f"call_{i}", name=name,
+                                                  arguments=json.dumps(args))])
+        elif dialect == "anthropic":
+            from anthropic.types import TextBlock, ToolUseBlock
+            made.append([TextBlock(type="text", text="Let me look."),
+                         ToolUseBlock(type="tool_use", id=f"toolu_{i}", name=name, input=args)])
+        else:
+            from google.genai import types
+            made.append([types.Part(text="Let me look."),
+                         types.Part(function_call=types.FunctionCall(id=f"fc_{i}", name=name, args=args))])
+    return made
+
+
+def _answer_is_valid(dialect, answer):
+    """The answer as the provider's SDK types take it back (pydantic checks each)."""
+    import pydantic
+    if dialect == "gemini":
+        from google.genai import types
+        types.Part.model_validate(answer)  # forbids unknown fields
+        return
+    if dialect == "openai":
+        from openai.types.chat import ChatCompletionToolMessageParam as param
+    elif dialect == "openai-responses":
+        from openai.types.responses.response_input_item_param import FunctionCallOutput as param
+    else:
+        from anthropic.types import ToolResultBlockParam as param
+    pydantic.TypeAdapter(param).validate_python(answer)
+    # A TypedDict lets unknown keys by: each must be one the SDK knows.
+    assert set(answer) <= param.__required_keys__ | param.__optional_keys__, (answer, param.__optional_keys__)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "openai-responses", "anthropic", "gemini"])
+def test_a_models_tool_calls_in_each_providers_shape_are_handled_and_answered_in_it(index, dialect):
+    ran = []
+    ts = index.toolset({"discovery": {"detail": "summaries", "limit": 3}})
+    answers = []
+    for turn in _scripted_turns(dialect):
+        (answer,) = ts.handle_calls(turn, dialect, run=lambda tool_id, args: ran.append((tool_id, args)) or "bonjour")
+        _answer_is_valid(dialect, answer)
+        answers.append(answer)
+    text = [json.dumps(a) for a in answers]
+    assert "translate_text" in text[0] and "bonjour" in text[2], text
+    assert ran == [("translate_text", {"text": "hello", "to": "fr"})]
+    key = {"openai": "tool_call_id", "openai-responses": "call_id", "anthropic": "tool_use_id"}.get(dialect)
+    prefix = {"anthropic": "toolu", "gemini": "fc"}.get(dialect, "call")
+    assert [a["functionResponse"]["id"] if key is None else a[key] for a in answers] == [f"{prefix}_{i}" for i in range(3)]
+    names = json.dumps(ts.definitions(dialect))
+    assert "translate_text" in names, "expanded, the tool is defined for the model"
+    if dialect == "openai":
+        from openai.types.chat import ChatCompletionMessageToolCall
+        bad = ChatCompletionMessageToolCall(id="call_9", type="function", function={"name": "translate_text", "arguments": "{not json"})
+        (refused,) = ts.handle_calls([bad], dialect, run=lambda *a: ran.append(a))
+        assert refused["tool_call_id"] == "call_9" and "could not be read" in refused["content"] and len(ran) == 1
+    if dialect == "anthropic":
+        assert [a["is_error"] for a in answers] == [False, False, False]
+    with pytest.raises(ValueError, match="dialect"):
+        ts.handle_calls([], "cohere")
