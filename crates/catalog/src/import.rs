@@ -28,7 +28,8 @@ use crate::manifest::{RawGroup, RawNode, RawTool};
 use crate::normalize::{Origin, RawCatalog};
 use crate::path::PathSpec;
 use crate::shapes::{
-    all_provider_defined, fits, is_mcp_map, list_shape, provider_defined, shape_of, tool_array, Foreign,
+    all_provider_defined, fits, is_mcp_map, list_shape, only_provider_defined, provider_defined, shape_of, tool_array,
+    Foreign,
 };
 use crate::warning::{CatalogWarning, WarningKind};
 
@@ -104,11 +105,7 @@ pub(crate) fn import(
     }
     if raw.tools.is_empty() {
         if let Some(kinds) = tool_array(v).and_then(|(tools, _)| all_provider_defined(tools)) {
-            let why = format!(
-                "every tool here is provider-defined, with no argument schema ({kinds}): toolsearch indexes \
-                 function tools, and there are none"
-            );
-            return Err(CatalogError::file(file, why));
+            return Err(CatalogError::file(file, only_provider_defined(&kinds)));
         }
         return Err(CatalogError::file(file, "no tools in the document"));
     }

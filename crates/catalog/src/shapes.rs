@@ -116,11 +116,7 @@ pub(crate) fn list_shape(tools: &[Value]) -> Option<Foreign> {
 pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
     let Some(first) = tools.iter().find_map(shape_of) else {
         if let Some(kinds) = all_provider_defined(tools) {
-            let why = format!(
-                "every tool here is provider-defined, with no argument schema ({kinds}): toolsearch indexes \
-                 function tools, and there are none"
-            );
-            return (0, why);
+            return (0, only_provider_defined(&kinds));
         }
         let why = "a JSON array is read as an OpenAI, Anthropic or MCP tool list, and no tool has their shape \
                    (an OpenAI tool is {\"type\": \"function\", \"function\": {...}} or {\"type\": \"function\", \
@@ -144,6 +140,14 @@ pub(crate) fn unshaped(tools: &[Value]) -> (usize, String) {
             (0, format!("a manifest must be a JSON object with `tools`; this is an {name} tool list: read it as one"))
         }
     }
+}
+
+/// Why a list of provider-defined tools only (their `kinds`) is refused.
+pub(crate) fn only_provider_defined(kinds: &str) -> String {
+    format!(
+        "every tool here is provider-defined, with no argument schema ({kinds}): toolsearch indexes function tools, \
+         and there are none"
+    )
 }
 
 /// The distinct types of `tools`, when every one is provider-defined.
