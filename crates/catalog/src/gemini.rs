@@ -25,8 +25,11 @@ pub(crate) fn tool_objects(v: &Value) -> Option<Vec<(&Value, String)>> {
         Value::Object(o) => (o.get("tools")?.as_array()?, "/tools"),
         _ => return None,
     };
-    let objects = tools.iter().enumerate().map(|(i, t)| (t, format!("{at}/{i}"))).collect();
-    tools.iter().any(|t| declarations_of(t).is_some()).then_some(objects)
+    // Asked of every document a build reads: the pointers are made only for a Gemini one.
+    if !tools.iter().any(|t| declarations_of(t).is_some()) {
+        return None;
+    }
+    Some(tools.iter().enumerate().map(|(i, t)| (t, format!("{at}/{i}"))).collect())
 }
 
 /// A tool object's declarations and the key they are under.
