@@ -1,6 +1,6 @@
 //! `toolsearch serve --watch`: an index rebuilt on disk by another process is served without a
 //! restart, the client told `list_changed`; one that does not open leaves the one before
-//! serving. Driven by the official Python MCP SDK client (`tests/mcp/serve_watch.py`).
+//! serving; an edited configuration's tool set, executor and checks apply. Driven by the official Python MCP SDK client (`tests/mcp/serve_watch.py`).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -111,8 +111,8 @@ fn an_edited_configuration_changes_the_tool_set_and_one_that_does_not_load_chang
     assert_eq!(seen["warned_unparsable"], true, "{log}");
     assert_eq!(seen["warned_unknown_pin"], true, "{log}");
     assert!(log.contains(&format!("warning: {}:", config.display())), "{log}");
-    // The executor is read at start: said so; the tool set, unchanged, stays.
-    assert_eq!(seen["noted_executor"], true, "{log}");
+    // The executor applied, said so; the tool set, unchanged, stays and nobody is told.
+    assert_eq!(seen["applied_executor"], true, "{log}");
     assert_eq!(seen["after_bad_edits"], seen["after_pin"], "{seen}");
     assert_eq!(seen["list_changed"], 1, "{seen}");
 
@@ -138,4 +138,43 @@ fn a_rebuild_adding_a_tool_a_caller_may_not_see_tells_that_caller_nothing() {
     assert_eq!(seen["after_hidden"], seen["before"], "{seen}");
     assert_eq!(seen["told_after_shown"], true, "{seen}");
     assert_eq!(seen["after_shown"], NEW_TOOL, "{seen}");
+}
+
+#[test]
+fn an_edited_executor_runs_the_next_call_and_edited_checks_move_their_groups() {
+    let dir = common::scratch().join("serve-watch-runners");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.json");
+    let index = common::build(&common::sample_catalog(), "serve-watch-runners-index");
+    let stderr = dir.join("serve.stderr");
+    let seen = client(&["runners", &path(&index), &path(&config), &path(&dir), &path(&stderr)]);
+    let log = seen["stderr"].as_str().unwrap();
+    let has = |key: &str, name: &str| seen[key].as_array().unwrap().iter().any(|n| n == name);
+    let answer = |key: &str| (seen[key]["text"].as_str().unwrap().to_owned(), seen[key]["error"] == true);
+
+    // At start the check fails: the pinned GitHub tool is hidden; the executor answers.
+    assert!(has("at_start", "current") && !has("at_start", "create_issue"), "{seen}");
+    assert_eq!(answer("first"), ("first".into(), false), "{seen}");
+
+    // Both edited: said, the group up (list_changed), the next call run by the new executor.
+    assert_eq!(seen["applied_both"], true, "{log}");
+    assert!(log.contains("changed; running with its \"executor\", \"checks\" now"), "{log}");
+    assert_eq!(seen["told_after_check"], true, "{seen}");
+    assert!(has("after_check", "create_issue"), "{seen}");
+    assert_eq!(answer("second"), ("second".into(), false), "{seen}");
+
+    // A call under way keeps its executor to the end; one made after the edit runs the new.
+    assert_eq!(seen["applied_slow"], true, "{log}");
+    assert_eq!(seen["applied_during_call"], true, "{log}");
+    assert_eq!(answer("slow"), ("slow".into(), false), "{seen}");
+    assert_eq!(answer("during"), ("fast".into(), false), "{seen}");
+
+    // Neither named: the check forgotten (its group down again), calls say what to configure.
+    assert_eq!(seen["told_after_none"], true, "{seen}");
+    assert!(has("after_none", "current") && !has("after_none", "create_issue"), "{seen}");
+    let (text, error) = answer("none");
+    let said: Value = serde_json::from_str(&text).unwrap_or_default();
+    assert!(error && said["code"] == "NOT_CONFIGURED", "{seen}");
+    assert!(said["message"].as_str().is_some_and(|m| m.contains("names no \"executor\" command")), "{seen}");
 }

@@ -20,6 +20,7 @@ mod render;
 mod replay;
 mod search;
 mod serve;
+mod serve_running;
 mod serve_watch;
 mod tokens;
 mod verify;

@@ -4,14 +4,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use toolsearch::disclosure::{Availability, LiveCatalog, DEFAULT_TTL};
-use toolsearch::exec::CommandExecutor;
-use toolsearch::mcp::{serve_io, spawn_command_checks, Access, CommandRunner, Hub, NoRunner, ServeConfig, ToolRunner};
+use toolsearch::disclosure::{Availability, LiveCatalog};
+use toolsearch::mcp::{serve_io, Access, Hub, ServeConfig};
 use toolsearch::Principal;
 
 use super::common::{open, Caller, Cutoff, Global};
 use super::failure::{Failure, Problem};
 use super::output::say_err;
+use super::serve_running::Running;
 use super::serve_watch::{Seen, Watched};
 
 /// Serve the catalogue to one MCP client over stdio (JSON-RPC 2.0, one message per line):
@@ -52,20 +52,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         Some(path) => ServeConfig::load(path).map_err(|e| Problem::InvalidConfig.because(e))?,
         None => ServeConfig::default(),
     };
-    let timeout = Duration::from_secs(config.timeout_secs.unwrap_or(60).max(1));
     let live = LiveCatalog::new(open(global, &args.index, args.cutoff.min_confidence)?);
-    let runner: Arc<dyn ToolRunner> = match &config.executor {
-        Some(argv) => {
-            let executor = Arc::new(CommandExecutor { argv: argv.clone(), timeout });
-            live.set_executor(executor.clone());
-            Arc::new(CommandRunner(executor))
-        }
-        None => Arc::new(NoRunner(
-            "this server runs no catalogue tools: its configuration names no \"executor\" command; \
-             searching, listing and expanding work"
-                .into(),
-        )),
-    };
     if (&config.scopes, &args.caller.scopes, config.access) == (&None, &None, Access::Open) {
         say_err!(
             "warning: no scopes configured: the client is trusted and sees and calls every tool; \
@@ -76,16 +63,9 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().map_err(|e| Problem::Io.because(e))?;
     let availability = Arc::new(Availability::default());
     let shared: Arc<OnceLock<Arc<Hub>>> = Arc::new(OnceLock::new());
-    let for_checks = shared.clone();
-    spawn_command_checks(
-        &config.checks,
-        timeout,
-        DEFAULT_TTL,
-        &availability,
-        move || for_checks.get().cloned(),
-        runtime.handle().clone(),
-    );
-    let hub = Hub::new(live.clone(), availability, config.toolset.clone(), principal, runner);
+    let running =
+        Arc::new(Running::start(&config, live.clone(), availability.clone(), shared.clone(), runtime.handle().clone()));
+    let hub = Hub::new(live.clone(), availability, config.toolset.clone(), principal, running.runner());
     let set = hub.check().map_err(|e| Problem::InvalidConfig.because(e))?;
     for d in set.diagnostics() {
         say_err!("note: {d}");
@@ -98,8 +78,9 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         let watched = Watched {
             hub: hub.clone(),
             live,
+            running,
             index: args.index.clone(),
-            config: args.config.clone().map(|path| (path, config)),
+            config: args.config.clone(),
             principal: Box::new(move |config| served_as(config, &caller)),
             seen,
         };

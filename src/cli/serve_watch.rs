@@ -1,6 +1,7 @@
 //! `toolsearch serve --watch`: the index served is picked up again when another process
 //! rebuilds, recalibrates or relearns it, and the configuration's tool set and scopes when the
-//! file is edited; the client is told `list_changed` when what it sees moved.
+//! file is edited (its executor, checks and timeout too); the client is told `list_changed`
+//! when what it sees moved.
 //!
 //! Every build and every metadata update (`calibrate`, `learn`) replaces the index's
 //! metadata file atomically, so the watcher compares that file's bytes (and the
@@ -19,6 +20,7 @@ use toolsearch::mcp::{Hub, ServeConfig};
 use toolsearch::Principal;
 
 use super::output::say_err;
+use super::serve_running::Running;
 
 /// What `serve` watches, and what it serves from it.
 pub(crate) struct Watched {
@@ -26,11 +28,12 @@ pub(crate) struct Watched {
     pub hub: Arc<Hub>,
     /// The catalogue it serves.
     pub live: Arc<LiveCatalog>,
+    /// What it runs tools and checks with.
+    pub running: Arc<Running>,
     /// The index directory given on the command line.
     pub index: PathBuf,
-    /// The configuration file given, and what it said at start (its executor, checks and
-    /// timeout stay those).
-    pub config: Option<(PathBuf, ServeConfig)>,
+    /// The configuration file given.
+    pub config: Option<PathBuf>,
     /// Who the client is served as under a configuration.
     pub principal: Box<dyn Fn(&ServeConfig) -> Principal + Send + Sync>,
     /// The files as they were before the index and the configuration were loaded.
@@ -71,11 +74,11 @@ impl Watched {
                 index_seen = now;
                 self.reload_index().await;
             }
-            if let Some((path, started)) = &self.config {
+            if let Some(path) = &self.config {
                 let now = bytes(path.clone()).await;
                 if now.is_some() && now != config_seen {
                     config_seen = now;
-                    self.reconfigure(path, started).await;
+                    self.reconfigure(path).await;
                 }
             }
         }
@@ -106,7 +109,7 @@ impl Watched {
         }
     }
 
-    async fn reconfigure(&self, path: &Path, started: &ServeConfig) {
+    async fn reconfigure(&self, path: &Path) {
         let keep = "still serving with the configuration before";
         let config = match ServeConfig::load(path) {
             Ok(c) => c,
@@ -115,12 +118,16 @@ impl Watched {
                 return;
             }
         };
-        let at_start = |c: &ServeConfig| format!("{:?}", (&c.executor, &c.checks, c.timeout_secs));
-        if at_start(&config) != at_start(started) {
-            say_err!(
-                "note: {}: \"executor\", \"checks\" and \"timeout_secs\" are read at start: restart to use the new ones",
-                path.display()
-            );
+        // New checks run once before they are used: off the async threads.
+        let (running, applying) = (self.running.clone(), config.clone());
+        if let Ok(changed) = tokio::task::spawn_blocking(move || running.apply(&applying)).await {
+            if !changed.is_empty() {
+                let names: Vec<String> = changed.iter().map(|c| format!("\"{c}\"")).collect();
+                say_err!("toolsearch serve: {} changed; running with its {} now", path.display(), names.join(", "));
+                if changed.contains(&"checks") {
+                    self.hub.announce_changes().await;
+                }
+            }
         }
         let principal = (self.principal)(&config);
         let trusted = principal.scopes().is_none();

@@ -7,6 +7,8 @@ Prints one JSON object of observations; tests/serve_watch.rs asserts on it.
                                       # the configuration edited; the index rebuilt without a pinned tool
     python serve_watch.py hidden INDEX HIDDEN_CATALOGUE SHOWN_CATALOGUE QUERY STDERR_FILE
                                       # a caller without scopes, a hidden tool added, then a shown one
+    python serve_watch.py runners INDEX CONFIG SCRATCH_DIR STDERR_FILE
+                                      # the executor and the checks edited while serving
 """
 
 import contextlib
@@ -84,6 +86,18 @@ async def logged(stderr_file, text, seconds=30.0):
     return False
 
 
+async def applied(stderr_file, times, seconds=30.0):
+    """Waits for the server to have said `times` times that it runs with an edited executor or
+    checks; whether it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(stderr_file) as f:
+            if f.read().count("; running with its ") >= times:
+                return True
+        await anyio.sleep(0.1)
+    return False
+
+
 async def names(session):
     return sorted(t.name for t in (await session.list_tools()).tools)
 
@@ -108,7 +122,7 @@ async def config_edits(index, config, less, stderr_file):
         OUT["warned_unknown_pin"] = await logged(stderr_file, "no.such.tool")
         toolset = {"pinned": ["weather.current", "git.status"]}
         write(config, json.dumps({"toolset": toolset, "executor": ["true"]}))
-        OUT["noted_executor"] = await logged(stderr_file, "read at start")
+        OUT["applied_executor"] = await logged(stderr_file, 'running with its "executor" now')
         OUT["after_bad_edits"] = await names(session)
         OUT["list_changed"] = notes.list_changed
 
@@ -168,8 +182,62 @@ async def hidden_tool(index, hidden, shown, query, stderr_file):
         OUT["after_shown"] = await top(session, query)
 
 
+async def run(session, arguments=None):
+    """What a call of the pinned `weather.current` answers: its text, and whether it is an error."""
+    result = await session.call_tool("current", arguments or {"location": "Paris"})
+    return {"text": text_of(result).strip(), "error": bool(result.is_error)}
+
+
+def runners_config(executor=None, check=None):
+    config = {"toolset": {"pinned": ["weather.current", "github.create_issue"]}, "timeout_secs": 30}
+    if executor:
+        config["executor"] = ["sh", "-c", executor]
+    if check:
+        config["checks"] = {"github_reachable": [check]}
+    return json.dumps(config)
+
+
+async def runners(index, config, scratch, stderr_file):
+    write(config, runners_config("echo first", "false"))
+    async with serving(stderr_file, index, "--config", config) as (session, notes):
+        OUT["at_start"] = await names(session)
+        OUT["first"] = await run(session)
+
+        # The executor and the check edited: the next call runs the new one; the group comes up.
+        write(config, runners_config("echo second", "true"))
+        OUT["applied_both"] = await applied(stderr_file, 1)
+        OUT["told_after_check"] = await told(notes, 0)
+        OUT["after_check"] = await names(session)
+        OUT["second"] = await run(session)
+
+        # A call under way when the executor changes finishes with the one it started with.
+        started = os.path.join(scratch, "started")
+        write(config, runners_config(f"touch {started}; sleep 3; echo slow", "true"))
+        OUT["applied_slow"] = await applied(stderr_file, 2)
+        async with anyio.create_task_group() as tasks:
+            slow = {}
+
+            async def slow_call():
+                slow.update(await run(session))
+
+            tasks.start_soon(slow_call)
+            while not os.path.exists(started):
+                await anyio.sleep(0.05)
+            write(config, runners_config("echo fast", "true"))
+            OUT["applied_during_call"] = await applied(stderr_file, 3)
+            OUT["during"] = await run(session)
+        OUT["slow"] = slow
+
+        # Neither named any more: calls say what to configure; the group is down again.
+        count = notes.list_changed
+        write(config, runners_config())
+        OUT["told_after_none"] = await told(notes, count)
+        OUT["after_none"] = await names(session)
+        OUT["none"] = await run(session)
+
+
 if __name__ == "__main__":
-    scenarios = {"index": (index_rebuilds, 5), "config": (config_edits, 4), "hidden": (hidden_tool, 5)}
+    scenarios = {"index": (index_rebuilds, 5), "config": (config_edits, 4), "hidden": (hidden_tool, 5), "runners": (runners, 4)}
     scenario, arity = scenarios[sys.argv[1]]
     anyio.run(scenario, *sys.argv[2 : 2 + arity])
     print(json.dumps(OUT))

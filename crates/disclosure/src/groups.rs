@@ -117,6 +117,12 @@ impl Availability {
         self.lock().insert(name.into(), Arc::new(check));
     }
 
+    /// Forgets the check called `name` (a host's configuration no longer names it): a group
+    /// that still asks for it is unavailable from now on. Whether there was one.
+    pub fn unregister(&self, name: &str) -> bool {
+        self.lock().remove(name).is_some()
+    }
+
     /// The host's explanation of why the check `name` fails, if it gave one.
     pub fn reason(&self, name: &str) -> Option<String> {
         let check = self.lock().get(name).cloned()?;
@@ -212,5 +218,16 @@ mod tests {
         assert!(!availability.is_available(&conditional("boom", None)));
         let always = Group { visibility: Visibility::Always, ..conditional("x", None) };
         assert!(availability.is_available(&always));
+    }
+
+    #[test]
+    fn an_unregistered_check_makes_its_group_unavailable() {
+        let availability = Availability::default();
+        availability.register("probe", || true);
+        let group = conditional("probe", Some(0));
+        assert!(availability.is_available(&group));
+        assert!(availability.unregister("probe"));
+        assert!(!availability.is_available(&group), "a forgotten check vouches for nothing");
+        assert!(!availability.unregister("probe"), "nothing left to forget");
     }
 }

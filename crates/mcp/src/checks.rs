@@ -1,10 +1,12 @@
 //! Availability checks off the message path: each command check runs on a thread of its own,
 //! every `interval`, and its last result is what the tool sets read (an atomic load). A hung
 //! check therefore freezes nothing, and a change is announced to every session when it is seen,
-//! not at the next request.
+//! not at the next request. The threads run while the [`CommandChecks`] they were started
+//! with is kept: a server whose configuration names new checks starts those and drops these.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,9 +15,18 @@ use toolsearch_disclosure::Availability;
 use crate::hub::Hub;
 use toolsearch_exec::CommandCheck;
 
+/// The threads of the checks [`spawn_command_checks`] started: they stop when this is dropped
+/// (at once, not at their next run; a run under way finishes first and is not announced).
+#[must_use = "the checks stop when this is dropped"]
+#[derive(Debug)]
+pub struct CommandChecks {
+    _running: Vec<mpsc::Sender<()>>,
+}
+
 /// Runs every check once (in parallel) so the first answers are right, registers each with
-/// `availability` as the cached result, then re-runs each every `interval` on its own thread,
-/// calling [`Hub::announce_changes`] through `runtime` when a result changes.
+/// `availability` as the cached result (replacing a check of the same name), then re-runs each
+/// every `interval` on its own thread, calling [`Hub::announce_changes`] through `runtime` when
+/// a result changes, until the [`CommandChecks`] returned is dropped.
 pub fn spawn_command_checks(
     checks: &BTreeMap<String, Vec<String>>,
     timeout: Duration,
@@ -23,7 +34,7 @@ pub fn spawn_command_checks(
     availability: &Availability,
     hub: impl Fn() -> Option<Arc<Hub>> + Send + Sync + 'static,
     runtime: tokio::runtime::Handle,
-) {
+) -> CommandChecks {
     let hub = Arc::new(hub);
     let first: Vec<(String, CommandCheck, bool)> = std::thread::scope(|s| {
         let runs: Vec<_> = checks
@@ -38,19 +49,25 @@ pub fn spawn_command_checks(
             .collect();
         runs.into_iter().filter_map(|r| r.join().ok()).collect()
     });
+    let mut running = Vec::new();
     for (name, check, ok) in first {
         let state = Arc::new(AtomicBool::new(ok));
         let read = state.clone();
         availability.register(name, move || read.load(Ordering::SeqCst));
         let (hub, runtime) = (hub.clone(), runtime.clone());
-        std::thread::spawn(move || loop {
-            std::thread::sleep(interval);
-            let now = check.passes();
-            if state.swap(now, Ordering::SeqCst) != now {
-                if let Some(hub) = hub() {
-                    runtime.spawn(async move { hub.announce_changes().await });
+        let (keep, kept) = mpsc::channel::<()>();
+        running.push(keep);
+        std::thread::spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = kept.recv_timeout(interval) {
+                let now = check.passes();
+                let dropped = matches!(kept.try_recv(), Err(mpsc::TryRecvError::Disconnected));
+                if state.swap(now, Ordering::SeqCst) != now && !dropped {
+                    if let Some(hub) = hub() {
+                        runtime.spawn(async move { hub.announce_changes().await });
+                    }
                 }
             }
         });
     }
+    CommandChecks { _running: running }
 }

@@ -72,13 +72,15 @@ pub mod trail;
 mod visible;
 
 pub use access_reload::SessionsEnded;
-pub use checks::spawn_command_checks;
+pub use checks::{spawn_command_checks, CommandChecks};
 pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};
 pub use http::{bound_silence, close_unread, serve_http, HttpAccess, HttpLimits};
 pub use http_access::{Callback, Callbacks};
 pub use hub::Hub;
 pub use notifier::Notifier;
 pub use offer_source::{BoxFutureRef, Offer, OfferSource, Watched};
+/// What a [`ToolRunner`] answers a call with (the protocol's own type).
+pub use rmcp::model::CallToolResult;
 pub use runner::{Asker, BoxFuture, CommandRunner, NoRunner, ProgressSink, Question, RunContext, RunError, ToolRunner};
 pub use session::{Caller, Session};
 pub use session_view::{SessionHandle, SessionView};
