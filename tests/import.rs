@@ -372,6 +372,15 @@ fn gemini_python_sdk_dumps_and_bare_declarations_import_too() {
         assert_eq!(c.tools[0].details.args_schema.value()["properties"]["city"]["type"], "string");
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
+    // The SDK's dump of declarations alone, lower-case types: its null fields say whose it is;
+    // its `ref`/`defs` are JSON Schema's `$ref`/`$defs`, so calls are checked through them.
+    let sdk = r##"[{"name": "adopt", "description": null, "behavior": null, "response": null, "parameters_json_schema": null,
+        "parameters": {"type": "object", "properties": {"pet": {"ref": "#/defs/Pet"}}, "required": ["pet"],
+            "defs": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}]"##;
+    let c = parse(sdk, None).unwrap();
+    let v = toolsearch::catalog::SchemaValidator::new(&c.tools[0].details.args_schema.value());
+    assert!(v.problems(&serde_json::json!({"pet": {"name": "Rex"}}), 5).is_empty());
+    assert_eq!(v.problems(&serde_json::json!({"pet": {}}), 5).len(), 1, "checked through the $ref");
     let c = toolsearch::catalog::parse_str_as(std::path::Path::new("t.json"), dump, None, Some("weather")).unwrap();
     assert_eq!((c.tools[0].id.as_str(), c.nodes[0].path.clone()), ("weather.get_weather", vec!["weather".to_owned()]));
     let one = r#"{"functionDeclarations": [{"name": "a", "parameters": {"type": "OBJECT"}}], "codeExecution": {}}"#;

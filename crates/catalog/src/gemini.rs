@@ -32,6 +32,39 @@ pub(crate) fn tool_objects(v: &Value) -> Option<Vec<(&Value, String)>> {
     Some(tools.iter().enumerate().map(|(i, t)| (t, format!("{at}/{i}"))).collect())
 }
 
+/// The fields of a function declaration (REST and the Python SDK's dump).
+const DECLARATION_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "parametersJsonSchema",
+    "parameters_json_schema",
+    "response",
+    "responseJsonSchema",
+    "response_json_schema",
+    "behavior",
+];
+
+/// Whether `tools`, a bare list, is one of Gemini function declarations: each has a name and
+/// only a declaration's fields, and some say they are Gemini's, by a field no OpenAI function
+/// has (`parametersJsonSchema`, `response`, `behavior`, ...; the SDK's dump has them all, unset
+/// ones null) or by types in capitals (`"type": "OBJECT"`). A list saying neither is OpenAI's
+/// older `functions`, whose schemas are JSON Schema already.
+pub(crate) fn is_declaration_list(tools: &[Value]) -> bool {
+    let declaration = |t: &Value| {
+        t.as_object().is_some_and(|o| {
+            o.get("name").is_some_and(Value::is_string) && o.keys().all(|k| DECLARATION_FIELDS.contains(&k.as_str()))
+        })
+    };
+    let gemini_only = |t: &Value| {
+        let capitals = t["parameters"]["type"].as_str().is_some_and(|t| t.bytes().all(|b| b.is_ascii_uppercase()));
+        capitals
+            || t.as_object()
+                .is_some_and(|o| o.keys().any(|k| !["name", "description", "parameters"].contains(&k.as_str())))
+    };
+    !tools.is_empty() && tools.iter().all(declaration) && tools.iter().any(gemini_only)
+}
+
 /// A tool object's declarations and the key they are under.
 pub(crate) fn declarations_of(tool: &Value) -> Option<(&Vec<Value>, &'static str)> {
     DECLARATIONS.iter().find_map(|k| tool.get(*k).and_then(Value::as_array).map(|a| (a, *k)))
@@ -70,8 +103,8 @@ pub(crate) fn as_function(declaration: &Value) -> Value {
 
 /// Gemini's OpenAPI schema subset as JSON Schema: `type` in lower case (`TYPE_UNSPECIFIED`
 /// dropped), `nullable: true` as a `"null"` type, snake_case keywords of the Python SDK in
-/// camelCase, nulls (unset fields of an SDK dump) dropped; through `properties`, `items` and
-/// `anyOf`.
+/// camelCase, its `ref`/`defs` as `$ref`/`$defs` (`#/defs/Pet` as `#/$defs/Pet`), nulls (unset
+/// fields of an SDK dump) dropped; through `properties`, `items`, `anyOf` and `defs`.
 pub fn json_schema(schema: &Value) -> Value {
     let Some(o) = schema.as_object() else { return schema.clone() };
     let nullable = o.get("nullable").and_then(Value::as_bool) == Some(true);
@@ -80,14 +113,22 @@ pub fn json_schema(schema: &Value) -> Value {
         if v.is_null() || k == "nullable" {
             continue;
         }
-        let key = camel(k);
+        let key = match camel(k).as_str() {
+            "ref" => "$ref".to_owned(),
+            "defs" => "$defs".to_owned(),
+            other => other.to_owned(),
+        };
         let value = match key.as_str() {
+            "$ref" => match v.as_str().and_then(|r| r.strip_prefix("#/defs/")) {
+                Some(name) => Value::String(format!("#/$defs/{name}")),
+                None => v.clone(),
+            },
             "type" => match v.as_str().map(str::to_ascii_lowercase) {
                 Some(t) if t == "type_unspecified" => continue,
                 Some(t) => Value::String(t),
                 None => v.clone(),
             },
-            "properties" => match v.as_object() {
+            "properties" | "$defs" => match v.as_object() {
                 Some(p) => Value::Object(p.iter().map(|(name, s)| (name.clone(), json_schema(s))).collect()),
                 None => v.clone(),
             },
@@ -154,6 +195,32 @@ mod tests {
         // Property names are the author's, never rewritten.
         let named = json!({"type": "OBJECT", "properties": {"max_items": {"type": "STRING"}}});
         assert_eq!(json_schema(&named)["properties"]["max_items"], json!({"type": "string"}));
+    }
+
+    #[test]
+    fn the_sdks_ref_and_defs_read_as_json_schemas_own() {
+        let gemini = json!({"type": "OBJECT", "properties": {"pet": {"ref": "#/defs/Pet"}, "ref": {"type": "STRING"}},
+            "defs": {"Pet": {"type": "OBJECT", "properties": {"name": {"type": "STRING"}}, "nullable": true}}});
+        assert_eq!(
+            json_schema(&gemini),
+            json!({"type": "object", "properties": {"pet": {"$ref": "#/$defs/Pet"}, "ref": {"type": "string"}},
+                "$defs": {"Pet": {"type": ["object", "null"], "properties": {"name": {"type": "string"}}}}})
+        );
+    }
+
+    #[test]
+    fn a_bare_list_is_gemini_s_when_a_field_or_a_capital_type_says_so() {
+        let plain = json!([{"name": "f", "description": "F.", "parameters": {"type": "object"}}]);
+        assert!(!is_declaration_list(plain.as_array().unwrap()), "OpenAI's older functions");
+        for marked in [
+            json!([{"name": "f", "parameters": {"type": "object"}, "response": null, "behavior": null}]),
+            json!([{"name": "f", "parametersJsonSchema": {"type": "object"}}, {"name": "g"}]),
+            json!([{"name": "f", "parameters": {"type": "OBJECT"}}]),
+        ] {
+            assert!(is_declaration_list(marked.as_array().unwrap()), "{marked}");
+        }
+        let native = json!([{"id": "f", "name": "f", "response": {}}]);
+        assert!(!is_declaration_list(native.as_array().unwrap()), "a field no declaration has");
     }
 
     #[test]

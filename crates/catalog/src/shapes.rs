@@ -172,10 +172,7 @@ pub(crate) fn detect(v: &Value) -> Option<Foreign> {
         return Some(Foreign::Mcp);
     }
     let (tools, _) = tool_array(v)?;
-    // Functions whose `parameters` say `"type": "OBJECT"` are Gemini declarations (OpenAPI).
-    let openapi =
-        |t: &Value| t["parameters"]["type"].as_str().is_some_and(|t| t.bytes().all(|b| b.is_ascii_uppercase()));
-    if !tools.is_empty() && tools.iter().all(is_function) && tools.iter().any(openapi) {
+    if crate::gemini::is_declaration_list(tools) {
         return Some(Foreign::Gemini);
     }
     // A list of provider-defined tools only is imported to say so, by name, and refused.
