@@ -98,3 +98,63 @@ fn token_accounting_counts_both_sides_with_a_real_tokenizer() {
     // after its two searches (one of the 24 does).
     assert!(report.turns >= 2.9 && report.turns <= 4.0, "{report:?}");
 }
+
+/// A model's response as each API gives it: its tool calls handled in order, its other items
+/// passed over, the answers in that API's shape with the call's id; arguments that do not
+/// parse answered with an error, unrun.
+#[test]
+fn a_models_calls_in_each_apis_shape_are_handled_and_answered_in_it() {
+    use toolsearch::disclosure::Dialect;
+    let f = fixture();
+    let mut set = f.set(ToolSetConfig { pinned: vec!["weather.current".into()], ..ToolSetConfig::default() });
+    let args = json!({"location": "Oslo"});
+    let (good, bad) = (args.to_string(), "{not json");
+    let cases = [
+        (
+            Dialect::OpenAi,
+            "tool_call_id",
+            "content",
+            json!([
+            {"id": "c1", "type": "function", "function": {"name": "current", "arguments": good}},
+            {"id": "c2", "type": "function", "function": {"name": "current", "arguments": bad}}]),
+        ),
+        (
+            Dialect::OpenAiResponses,
+            "call_id",
+            "output",
+            json!([
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "c1", "name": "current", "arguments": good},
+            {"type": "function_call", "call_id": "c2", "name": "current", "arguments": "[1]"}]),
+        ),
+        (
+            Dialect::Anthropic,
+            "tool_use_id",
+            "content",
+            json!([
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "c1", "name": "current", "input": args},
+            {"type": "tool_use", "id": "c2", "name": "current", "input": bad}]),
+        ),
+    ];
+    for (dialect, id, text, items) in cases {
+        let answers = set.handle_calls(items.as_array().unwrap(), dialect).unwrap();
+        assert_eq!(answers.len(), 2, "{dialect:?}: {answers:?}");
+        assert_eq!((answers[0][id].as_str(), answers[1][id].as_str()), (Some("c1"), Some("c2")), "{answers:?}");
+        let ran: Value = serde_json::from_str(answers[0][text].as_str().unwrap()).unwrap();
+        assert_eq!(ran, json!({"ran": "weather.current", "with": args}), "{dialect:?}");
+        assert!(answers[1][text].as_str().unwrap().starts_with("the arguments could not be read"), "{answers:?}");
+    }
+    let parts = json!([{"text": "Let me look."}, {"functionCall": {"id": "c1", "name": "current", "args": args}},
+        {"functionCall": {"name": "current", "args": [1]}}]);
+    let answers = set.handle_calls(parts.as_array().unwrap(), Dialect::Gemini).unwrap();
+    let response = &answers[0]["functionResponse"];
+    assert_eq!((&response["id"], &response["name"]), (&json!("c1"), &json!("current")));
+    assert_eq!(response["response"]["output"], json!({"ran": "weather.current", "with": args}), "JSON as its value");
+    assert!(answers[1]["functionResponse"].get("id").is_none(), "no id given, none sent back");
+    assert!(answers[1]["functionResponse"]["response"]["error"].as_str().unwrap().contains("not a JSON object"));
+    let ran = set.audit().entries().iter().filter(|e| matches!(e.event, AuditEvent::Call { .. })).count();
+    assert_eq!(ran, 4, "one run per dialect; the unreadable ones never ran");
+    let e = set.handle_calls(&[], Dialect::Mcp).unwrap_err().to_string();
+    assert!(e.starts_with("dialect mcp: tool calls come from a model API"), "{e}");
+}

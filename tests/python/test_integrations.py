@@ -304,5 +304,8 @@ def test_a_models_tool_calls_in_each_providers_shape_are_handled_and_answered_in
         assert refused["tool_call_id"] == "call_9" and "could not be read" in refused["content"] and len(ran) == 1
     if dialect == "anthropic":
         assert [a["is_error"] for a in answers] == [False, False, False]
+    if dialect == "gemini":
+        outputs = [a["functionResponse"]["response"]["output"] for a in answers]
+        assert isinstance(outputs[0], dict) and outputs[2] == "bonjour", "JSON as its value, text as it is"
     with pytest.raises(ValueError, match="dialect"):
         ts.handle_calls([], "cohere")

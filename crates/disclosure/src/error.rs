@@ -53,6 +53,9 @@ pub enum DisclosureError {
     /// Folding a facade that is not unfolded.
     #[error("facade {0:?} is not unfolded")]
     NotUnfolded(String),
+    /// Model tool calls asked for in a dialect no model API speaks (`mcp`).
+    #[error("dialect {0}: tool calls come from a model API: use openai, openai-responses, anthropic or gemini")]
+    NotAModelApi(&'static str),
     /// Tools registered at run time that are not a manifest object.
     #[error("registered tools must be a manifest object {{\"tools\": [...]}}")]
     NotAManifest,

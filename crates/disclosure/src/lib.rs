@@ -13,11 +13,13 @@
 //!
 //! - the tool set: `toolset/` (`mod.rs` the set and its config, `dispatch.rs` a call by name,
 //!   `entries.rs` what it shows, `derive.rs` what a catalogue and a config imply, `unfold.rs`
-//!   facades, `discover.rs` the discovery tools, `calls.rs` catalogue tools and availability);
+//!   facades, `discover.rs` the discovery tools, `calls.rs` catalogue tools, a model's calls
+//!   as its API gives them, and availability);
 //! - what it is built from: `facade.rs`, `groups.rs` (availability checks, cached and shared),
 //!   `discovery.rs` (discovery as tools), `names.rs`, `live.rs` (a catalogue that changes under
 //!   running agents);
-//! - what comes out: `definition.rs`, `render.rs` (OpenAI, Anthropic, MCP JSON), `prompt.rs`
+//! - what comes out: `definition.rs`, `render.rs` (OpenAI, Anthropic, Gemini, MCP JSON),
+//!   `model_calls.rs` (a model API's calls read, and answered in its shape), `prompt.rs`
 //!   (the system-prompt snippet), `audit.rs` (the trail), `tokens.rs` (token accounting),
 //!   `replay.rs` (a script of calls, as the model would see it), `error.rs`.
 #![deny(missing_docs)]
@@ -29,6 +31,7 @@ mod error;
 mod facade;
 mod groups;
 mod live;
+pub mod model_calls;
 mod names;
 mod prompt;
 mod render;

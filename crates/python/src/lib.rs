@@ -7,6 +7,8 @@
 //! no protocol type is mirrored in Rust twice. Every call that does real work (loading the
 //! model, building, searching, the CLI) releases the GIL.
 
+mod provider;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -378,31 +380,6 @@ fn learn(py: Python<'_>, path: String, model: &Model, labels: String, dry_run: b
     })
 }
 
-/// Search results as a provider's tool-search answer: `anthropic` (a `tool_result` of
-/// `tool_reference` blocks naming `tools[*].name`) or `openai` (a `tool_search_output` item
-/// with each tool's definition). `tools` is JSON: `[{"name", "description", "input_schema"}]`.
-#[pyfunction]
-fn render_tool_search(provider: &str, call_id: &str, tools: &str) -> PyResult<String> {
-    let tools: Vec<Value> = serde_json::from_str(tools).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let defs: Vec<toolsearch::disclosure::ToolDef> = tools
-        .iter()
-        .map(|t| toolsearch::disclosure::ToolDef {
-            name: t["name"].as_str().unwrap_or_default().to_owned(),
-            description: t["description"].as_str().unwrap_or_default().to_owned(),
-            input_schema: t.get("input_schema").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"})),
-        })
-        .collect();
-    let out = match provider {
-        "anthropic" => {
-            let names: Vec<String> = defs.into_iter().map(|d| d.name).collect();
-            toolsearch::disclosure::anthropic_tool_references(call_id, &names)
-        }
-        "openai" => toolsearch::disclosure::openai_tool_search_output(call_id, &defs),
-        other => return Err(PyValueError::new_err(format!("provider {other:?}: use anthropic or openai"))),
-    };
-    Ok(out.to_string())
-}
-
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -410,7 +387,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(learn, m)?)?;
     m.add_function(wrap_pyfunction!(index_model, m)?)?;
-    m.add_function(wrap_pyfunction!(render_tool_search, m)?)?;
+    m.add_function(wrap_pyfunction!(provider::render_tool_search, m)?)?;
+    m.add_function(wrap_pyfunction!(provider::model_calls, m)?)?;
+    m.add_function(wrap_pyfunction!(provider::model_answer, m)?)?;
     m.add_class::<Model>()?;
     m.add_class::<NativeIndex>()?;
     m.add_class::<NativeToolSet>()?;

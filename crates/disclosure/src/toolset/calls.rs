@@ -1,6 +1,7 @@
 //! Calls of catalogue tools, and the availability of their groups.
 
 use super::*;
+use crate::render::Dialect;
 
 /// A catalogue tool call that passed every check of the tool set and the engine (visible,
 /// available, authorized, arguments valid) and now has to run. Its result goes back through
@@ -46,6 +47,26 @@ impl ToolSet {
         let change = diff(&before, &after);
         self.last_visible = after;
         Step::Done(Outcome { text, is_error, added: change.added, removed: change.removed })
+    }
+
+    /// Handles every tool call among `items`, a model's response as its API gives it (OpenAI's
+    /// `tool_calls` or Responses `output`, Anthropic's `content`, Gemini's `parts`, as JSON;
+    /// [`crate::model_calls`]), in order, each as [`ToolSet::call`] does; the answers to send
+    /// back, in that API's shape. Arguments that do not parse are answered with an error, unrun.
+    /// Refused for [`Dialect::Mcp`], which no model speaks.
+    pub fn handle_calls(&mut self, items: &[Value], dialect: Dialect) -> Result<Vec<Value>, DisclosureError> {
+        let mut answers = Vec::new();
+        for call in crate::model_calls::model_calls(items, dialect)? {
+            let (text, is_error) = match &call.unreadable {
+                Some(why) => (why.clone(), true),
+                None => {
+                    let outcome = self.call(&call.name, &call.arguments);
+                    (outcome.text, outcome.is_error)
+                }
+            };
+            answers.push(crate::model_calls::model_answer(dialect, &call, &text, is_error)?);
+        }
+        Ok(answers)
     }
 
     /// Records how a [`PendingCall`] went (`Ok(text)`, or the tool's own failure) and returns
