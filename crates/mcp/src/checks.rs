@@ -71,3 +71,44 @@ pub fn spawn_command_checks(
     }
     CommandChecks { _running: running }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many times the check writing to `log` has run.
+    fn runs(log: &std::path::Path) -> usize {
+        std::fs::read_to_string(log).map_or(0, |s| s.lines().count())
+    }
+
+    #[test]
+    fn checks_run_every_interval_until_their_handle_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("runs");
+        let argv = vec!["sh".to_owned(), "-c".to_owned(), format!("echo run >> '{}'", log.display())];
+        let checks = BTreeMap::from([("logged".to_owned(), argv)]);
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let availability = Availability::default();
+        let every = Duration::from_millis(50);
+        let handle = spawn_command_checks(
+            &checks,
+            Duration::from_secs(5),
+            every,
+            &availability,
+            || None,
+            runtime.handle().clone(),
+        );
+        assert!(availability.has_check("logged") && runs(&log) >= 1, "run once before it returns");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while runs(&log) < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(every);
+        }
+        assert!(runs(&log) >= 3, "re-run every interval");
+        drop(handle);
+        // A run under way when dropped may still finish; none starts after it.
+        std::thread::sleep(Duration::from_millis(500));
+        let after = runs(&log);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(runs(&log), after, "no run after the handle was dropped");
+    }
+}
