@@ -159,7 +159,8 @@ fn an_edited_executor_runs_the_next_call_and_edited_checks_move_their_groups() {
 
     // Both edited: said, the group up (list_changed), the next call run by the new executor.
     assert_eq!(seen["applied_both"], true, "{log}");
-    assert!(log.contains("changed; running with its \"executor\", \"checks\" now"), "{log}");
+    assert!(log.contains("changed; running with its \"executor\" now"), "{log}");
+    assert!(log.contains("changed; running with its \"checks\" now"), "{log}");
     assert_eq!(seen["told_after_check"], true, "{seen}");
     assert!(has("after_check", "create_issue"), "{seen}");
     assert_eq!(answer("second"), ("second".into(), false), "{seen}");
@@ -169,6 +170,22 @@ fn an_edited_executor_runs_the_next_call_and_edited_checks_move_their_groups() {
     assert_eq!(seen["applied_during_call"], true, "{log}");
     assert_eq!(answer("slow"), ("slow".into(), false), "{seen}");
     assert_eq!(answer("during"), ("fast".into(), false), "{seen}");
+
+    // A check slow to first answer holds nothing up: the executor edited with it ran at once
+    // while the old check still served; the group went down once the new one had run.
+    assert_eq!(seen["applied_third"], true, "{log}");
+    assert_eq!(answer("third"), ("third".into(), false), "{seen}");
+    assert!(seen["third_secs"].as_f64().unwrap() < 8.0, "{seen}");
+    assert!(has("while_checking", "create_issue") && seen["checks_said_while_checking"] == 1, "{seen}");
+    assert_eq!(seen["applied_slow_check"], true, "{log}");
+    assert_eq!(seen["told_after_slow_check"], true, "{seen}");
+    assert!(!has("after_slow_check", "create_issue"), "{seen}");
+
+    // Checks a later edit replaced before their first run ended never take over.
+    assert_eq!(seen["applied_b1"], true, "{log}");
+    assert_eq!(seen["applied_b2"], true, "{log}");
+    assert!(has("after_superseded", "create_issue"), "{seen}");
+    assert_eq!(seen["checks_said_after_superseded"], 3, "{seen}");
 
     // Neither named: the check forgotten (its group down again), calls say what to configure.
     assert_eq!(seen["told_after_none"], true, "{seen}");

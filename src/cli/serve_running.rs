@@ -4,9 +4,13 @@
 //! The hub holds one runner for good, a [`Switch`]: a call takes the runner current when it
 //! starts and keeps it to its end, so an edit never changes a call under way. New checks run
 //! once before they replace the old ones (whose threads stop), so a group is never judged by
-//! a check that has not run.
+//! a check that has not run; that first run holds nothing (the old checks serve meanwhile, and
+//! the watch goes on), and the checks an edit asked for are dropped unrun if a later edit asked
+//! for others first. Edits are numbered as the watch saw them: a part of an edit is applied
+//! only if no later edit's is already.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -14,7 +18,7 @@ use serde_json::Value;
 use toolsearch::disclosure::{Availability, LiveCatalog, DEFAULT_TTL};
 use toolsearch::exec::CommandExecutor;
 use toolsearch::mcp::{
-    spawn_command_checks, BoxFuture, CallToolResult, CommandChecks, CommandRunner, Hub, NoRunner, RunContext, RunError,
+    BoxFuture, CallToolResult, CommandChecks, CommandRunner, FirstRun, Hub, NoRunner, RunContext, RunError,
     ServeConfig, ToolRunner,
 };
 use toolsearch::{Executor, Tool, ToolFailure};
@@ -58,6 +62,37 @@ impl Settings {
             timeout: Duration::from_secs(config.timeout_secs.unwrap_or(60).max(1)),
         }
     }
+
+    /// What the executor is made of (its timeout only when there is one).
+    fn executor_part(&self) -> (Option<Vec<String>>, Option<Duration>) {
+        (self.executor.clone(), self.executor.as_ref().map(|_| self.timeout))
+    }
+
+    /// What the checks are made of (their timeout only when there are some).
+    fn checks_part(&self) -> (BTreeMap<String, Vec<String>>, Option<Duration>) {
+        (self.checks.clone(), (!self.checks.is_empty()).then_some(self.timeout))
+    }
+}
+
+/// What is applied, and what was asked for, by which edit (numbered in the order the watch
+/// saw them; the start is edit 0).
+struct Applied {
+    /// The settings of the executor in use (and of `timeout_secs`), and the edit they came from.
+    settings: Settings,
+    executor_edit: u64,
+    /// The checks the latest edit that changed them asked for, and that edit.
+    checks_asked: Settings,
+    checks_asked_edit: u64,
+    /// The names of the checks running, and their threads.
+    checks_running: Vec<String>,
+    checks: CommandChecks,
+}
+
+/// New checks an edit asked for, not yet run: [`Pending::finish`] runs them once and, if no
+/// later edit asked for others meanwhile, puts them in place of the old.
+pub(crate) struct Pending {
+    edit: u64,
+    settings: Settings,
 }
 
 /// The runner and the checks of a serving process.
@@ -67,8 +102,8 @@ pub(crate) struct Running {
     availability: Arc<Availability>,
     hub: Arc<OnceLock<Arc<Hub>>>,
     runtime: tokio::runtime::Handle,
-    /// The settings applied, and the checks' threads they started.
-    applied: Mutex<(Settings, CommandChecks)>,
+    applied: Mutex<Applied>,
+    edits: AtomicU64,
 }
 
 impl Running {
@@ -84,8 +119,21 @@ impl Running {
     ) -> Running {
         let settings = Settings::of(config);
         let switch = Arc::new(Switch(RwLock::new(runner_for(&settings, &live))));
-        let checks = checks_for(&settings, &availability, &hub, &runtime);
-        Running { switch, live, availability, hub, runtime, applied: Mutex::new((settings, checks)) }
+        let checks = FirstRun::run(&settings.checks, settings.timeout).start(
+            DEFAULT_TTL,
+            &availability,
+            announcer(&hub),
+            runtime.clone(),
+        );
+        let applied = Applied {
+            checks_running: settings.checks.keys().cloned().collect(),
+            checks_asked: settings.clone(),
+            checks_asked_edit: 0,
+            executor_edit: 0,
+            settings,
+            checks,
+        };
+        Running { switch, live, availability, hub, runtime, applied: Mutex::new(applied), edits: AtomicU64::new(0) }
     }
 
     /// The runner to give the hub: it runs with whatever was applied last.
@@ -93,30 +141,54 @@ impl Running {
         self.switch.clone()
     }
 
-    /// Applies `config`'s executor, checks and timeout, where they changed (blocking: new
-    /// checks run once first); what changed, named for the operator, empty when nothing did.
-    pub(crate) fn apply(&self, config: &ServeConfig) -> Vec<&'static str> {
+    /// The number of the next edit, taken in the order the edits were seen.
+    pub(crate) fn next_edit(&self) -> u64 {
+        self.edits.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Applies edit `edit`'s executor and timeout at once, unless a later edit's already are;
+    /// what changed, named for the operator, and the new checks it asks for, if any, to
+    /// [`finish`](Self::finish) (they run first, for up to the timeout, holding nothing).
+    pub(crate) fn apply(&self, config: &ServeConfig, edit: u64) -> (Vec<&'static str>, Option<Pending>) {
         let new = Settings::of(config);
         let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-        let old = applied.0.clone();
         let mut changed = Vec::new();
-        if new.executor != old.executor || (new.timeout != old.timeout && new.executor.is_some()) {
-            *self.switch.0.write().unwrap_or_else(|p| p.into_inner()) = runner_for(&new, &self.live);
-            changed.push("executor");
-        }
-        if new.checks != old.checks || (new.timeout != old.timeout && !new.checks.is_empty()) {
-            let checks = checks_for(&new, &self.availability, &self.hub, &self.runtime);
-            for gone in old.checks.keys().filter(|name| !new.checks.contains_key(*name)) {
-                self.availability.unregister(gone);
+        if edit > applied.executor_edit {
+            if new.executor_part() != applied.settings.executor_part() {
+                *self.switch.0.write().unwrap_or_else(|p| p.into_inner()) = runner_for(&new, &self.live);
+                changed.push("executor");
             }
-            applied.1 = checks;
-            changed.push("checks");
+            if new.timeout != applied.settings.timeout {
+                changed.push("timeout_secs");
+            }
+            applied.settings = new.clone();
+            applied.executor_edit = edit;
         }
-        if new.timeout != old.timeout {
-            changed.push("timeout_secs");
+        let mut pending = None;
+        if edit > applied.checks_asked_edit && new.checks_part() != applied.checks_asked.checks_part() {
+            applied.checks_asked = new.clone();
+            applied.checks_asked_edit = edit;
+            pending = Some(Pending { edit, settings: new });
         }
-        applied.0 = new;
-        changed
+        (changed, pending)
+    }
+
+    /// Runs `pending`'s checks once, then, if no later edit asked for other checks meanwhile,
+    /// puts them in place of the old (whose threads stop; a check no longer named is
+    /// forgotten, so its group is unavailable). Whether it did.
+    pub(crate) fn finish(&self, pending: Pending) -> bool {
+        let first = FirstRun::run(&pending.settings.checks, pending.settings.timeout);
+        let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
+        if applied.checks_asked_edit != pending.edit {
+            return false;
+        }
+        let checks = first.start(DEFAULT_TTL, &self.availability, announcer(&self.hub), self.runtime.clone());
+        for gone in applied.checks_running.iter().filter(|name| !pending.settings.checks.contains_key(*name)) {
+            self.availability.unregister(gone);
+        }
+        applied.checks_running = pending.settings.checks.keys().cloned().collect();
+        applied.checks = checks;
+        true
     }
 }
 
@@ -135,19 +207,8 @@ fn runner_for(settings: &Settings, live: &LiveCatalog) -> Arc<dyn ToolRunner> {
     }
 }
 
-fn checks_for(
-    settings: &Settings,
-    availability: &Availability,
-    hub: &Arc<OnceLock<Arc<Hub>>>,
-    runtime: &tokio::runtime::Handle,
-) -> CommandChecks {
+/// How checks reach the hub to announce a change: once it is there.
+fn announcer(hub: &Arc<OnceLock<Arc<Hub>>>) -> impl Fn() -> Option<Arc<Hub>> + Send + Sync + 'static {
     let hub = hub.clone();
-    spawn_command_checks(
-        &settings.checks,
-        settings.timeout,
-        DEFAULT_TTL,
-        availability,
-        move || hub.get().cloned(),
-        runtime.clone(),
-    )
+    move || hub.get().cloned()
 }

@@ -1,7 +1,7 @@
 //! `toolsearch serve --watch`: the index served is picked up again when another process
 //! rebuilds, recalibrates or relearns it, and the configuration's tool set and scopes when the
-//! file is edited (its executor, checks and timeout too); the client is told `list_changed`
-//! when what it sees moved.
+//! file is edited (its executor, checks and timeout too: new checks run once first, off the
+//! watch); the client is told `list_changed` when what it sees moved.
 //!
 //! Every build and every metadata update (`calibrate`, `learn`) replaces the index's
 //! metadata file atomically, so the watcher compares that file's bytes (and the
@@ -118,16 +118,20 @@ impl Watched {
                 return;
             }
         };
-        // New checks run once before they are used: off the async threads.
-        let (running, applying) = (self.running.clone(), config.clone());
-        if let Ok(changed) = tokio::task::spawn_blocking(move || running.apply(&applying)).await {
-            if !changed.is_empty() {
-                let names: Vec<String> = changed.iter().map(|c| format!("\"{c}\"")).collect();
-                say_err!("toolsearch serve: {} changed; running with its {} now", path.display(), names.join(", "));
-                if changed.contains(&"checks") {
-                    self.hub.announce_changes().await;
+        let (changed, pending) = self.running.apply(&config, self.running.next_edit());
+        if !changed.is_empty() {
+            say_running(path, &changed);
+        }
+        if let Some(pending) = pending {
+            // New checks run once before they are used, for up to the timeout: off the watch,
+            // which goes on seeing edits and rebuilds meanwhile.
+            let (running, hub, path) = (self.running.clone(), self.hub.clone(), path.to_owned());
+            tokio::spawn(async move {
+                if let Ok(true) = tokio::task::spawn_blocking(move || running.finish(pending)).await {
+                    say_running(&path, &["checks"]);
+                    hub.announce_changes().await;
                 }
-            }
+            });
         }
         let principal = (self.principal)(&config);
         let trusted = principal.scopes().is_none();
@@ -142,4 +146,10 @@ impl Watched {
             Err(e) => say_err!("warning: {}: {e}; {keep}", path.display()),
         }
     }
+}
+
+/// Tells the operator that `changed` (settings of the configuration at `path`) are in use now.
+fn say_running(path: &Path, changed: &[&str]) {
+    let names: Vec<String> = changed.iter().map(|c| format!("\"{c}\"")).collect();
+    say_err!("toolsearch serve: {} changed; running with its {} now", path.display(), names.join(", "));
 }

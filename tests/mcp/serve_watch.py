@@ -86,14 +86,19 @@ async def logged(stderr_file, text, seconds=30.0):
     return False
 
 
-async def applied(stderr_file, times, seconds=30.0):
-    """Waits for the server to have said `times` times that it runs with an edited executor or
-    checks; whether it did."""
+def said(stderr_file, what):
+    """How many times the server has said it runs with an edited `what` (executor, checks)."""
+    with open(stderr_file) as f:
+        return f.read().count(f'; running with its "{what}"')
+
+
+async def applied(stderr_file, what, times, seconds=30.0):
+    """Waits for the server to have said `times` times that it runs with an edited `what`;
+    whether it did."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        with open(stderr_file) as f:
-            if f.read().count("; running with its ") >= times:
-                return True
+        if said(stderr_file, what) >= times:
+            return True
         await anyio.sleep(0.1)
     return False
 
@@ -193,7 +198,7 @@ def runners_config(executor=None, check=None):
     if executor:
         config["executor"] = ["sh", "-c", executor]
     if check:
-        config["checks"] = {"github_reachable": [check]}
+        config["checks"] = {"github_reachable": ["sh", "-c", check]}
     return json.dumps(config)
 
 
@@ -205,7 +210,7 @@ async def runners(index, config, scratch, stderr_file):
 
         # The executor and the check edited: the next call runs the new one; the group comes up.
         write(config, runners_config("echo second", "true"))
-        OUT["applied_both"] = await applied(stderr_file, 1)
+        OUT["applied_both"] = await applied(stderr_file, "executor", 1) and await applied(stderr_file, "checks", 1)
         OUT["told_after_check"] = await told(notes, 0)
         OUT["after_check"] = await names(session)
         OUT["second"] = await run(session)
@@ -213,7 +218,7 @@ async def runners(index, config, scratch, stderr_file):
         # A call under way when the executor changes finishes with the one it started with.
         started = os.path.join(scratch, "started")
         write(config, runners_config(f"touch {started}; sleep 3; echo slow", "true"))
-        OUT["applied_slow"] = await applied(stderr_file, 2)
+        OUT["applied_slow"] = await applied(stderr_file, "executor", 2)
         async with anyio.create_task_group() as tasks:
             slow = {}
 
@@ -224,9 +229,33 @@ async def runners(index, config, scratch, stderr_file):
             while not os.path.exists(started):
                 await anyio.sleep(0.05)
             write(config, runners_config("echo fast", "true"))
-            OUT["applied_during_call"] = await applied(stderr_file, 3)
+            OUT["applied_during_call"] = await applied(stderr_file, "executor", 3)
             OUT["during"] = await run(session)
         OUT["slow"] = slow
+
+        # A check that takes 8 s to first answer: the executor edited with it runs at once, and
+        # the old check serves until the new one has run; then the group goes down.
+        count = notes.list_changed
+        edited = time.monotonic()
+        write(config, runners_config("echo third", "sleep 8; false"))
+        OUT["applied_third"] = await applied(stderr_file, "executor", 4)
+        OUT["third"] = await run(session)
+        OUT["third_secs"] = time.monotonic() - edited
+        OUT["while_checking"] = await names(session)
+        OUT["checks_said_while_checking"] = said(stderr_file, "checks")
+        OUT["applied_slow_check"] = await applied(stderr_file, "checks", 2)
+        OUT["told_after_slow_check"] = await told(notes, count)
+        OUT["after_slow_check"] = await names(session)
+
+        # Checks asked for and then replaced by a later edit before their first run ended are
+        # dropped: the later ones stay.
+        write(config, runners_config("echo b1", "sleep 4; false"))
+        OUT["applied_b1"] = await applied(stderr_file, "executor", 5)
+        write(config, runners_config("echo b2", "true"))
+        OUT["applied_b2"] = await applied(stderr_file, "executor", 6) and await applied(stderr_file, "checks", 3)
+        await anyio.sleep(6)
+        OUT["after_superseded"] = await names(session)
+        OUT["checks_said_after_superseded"] = said(stderr_file, "checks")
 
         # Neither named any more: calls say what to configure; the group is down again.
         count = notes.list_changed

@@ -17,16 +17,20 @@ use serde_json::{json, Map, Value};
 use crate::{Dialect, DisclosureError};
 
 /// One tool call of a model: the API's id for it (`None` when it gives none), the tool's
-/// name, and its arguments, or why they could not be read.
-#[derive(Debug, Clone, PartialEq)]
+/// name, and its arguments, or why they could not be read. As JSON (the Python package's
+/// form): `{"id", "name", "arguments", "unreadable"}`, every field but `name` optional.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ModelCall {
     /// The API's id of the call, which its answer must carry.
+    #[serde(default)]
     pub id: Option<String>,
     /// The tool's name as the model called it.
     pub name: String,
     /// Its arguments (a JSON object).
+    #[serde(default)]
     pub arguments: Value,
     /// Why the arguments could not be read (then the call is answered with that, unrun).
+    #[serde(default)]
     pub unreadable: Option<String>,
 }
 

@@ -23,10 +23,72 @@ pub struct CommandChecks {
     _running: Vec<mpsc::Sender<()>>,
 }
 
-/// Runs every check once (in parallel) so the first answers are right, registers each with
-/// `availability` as the cached result (replacing a check of the same name), then re-runs each
-/// every `interval` on its own thread, calling [`Hub::announce_changes`] through `runtime` when
-/// a result changes, until the [`CommandChecks`] returned is dropped.
+/// Checks that have each run once, not yet registered anywhere: what a server that is
+/// replacing its checks waits for without holding anything, then [`starts`](Self::start) if
+/// they are still the ones wanted.
+#[derive(Debug)]
+pub struct FirstRun {
+    results: Vec<(String, CommandCheck, bool)>,
+}
+
+impl FirstRun {
+    /// Runs every check of `checks` once, in parallel, each for at most `timeout`.
+    pub fn run(checks: &BTreeMap<String, Vec<String>>, timeout: Duration) -> FirstRun {
+        let results = std::thread::scope(|s| {
+            let runs: Vec<_> = checks
+                .iter()
+                .map(|(name, argv)| {
+                    let check = CommandCheck { argv: argv.clone(), timeout };
+                    s.spawn(move || {
+                        let ok = check.passes();
+                        (name.clone(), check, ok)
+                    })
+                })
+                .collect();
+            runs.into_iter().filter_map(|r| r.join().ok()).collect()
+        });
+        FirstRun { results }
+    }
+
+    /// Registers each check with `availability` as its first result (replacing a check of the
+    /// same name), then re-runs each every `interval` on its own thread, calling
+    /// [`Hub::announce_changes`] through `runtime` when a result changes, until the
+    /// [`CommandChecks`] returned is dropped.
+    pub fn start(
+        self,
+        interval: Duration,
+        availability: &Availability,
+        hub: impl Fn() -> Option<Arc<Hub>> + Send + Sync + 'static,
+        runtime: tokio::runtime::Handle,
+    ) -> CommandChecks {
+        let hub = Arc::new(hub);
+        let mut running = Vec::new();
+        for (name, check, ok) in self.results {
+            let state = Arc::new(AtomicBool::new(ok));
+            let read = state.clone();
+            availability.register(name, move || read.load(Ordering::SeqCst));
+            let (hub, runtime) = (hub.clone(), runtime.clone());
+            let (keep, kept) = mpsc::channel::<()>();
+            running.push(keep);
+            std::thread::spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = kept.recv_timeout(interval) {
+                    let now = check.passes();
+                    let dropped = matches!(kept.try_recv(), Err(mpsc::TryRecvError::Disconnected));
+                    if state.swap(now, Ordering::SeqCst) != now && !dropped {
+                        if let Some(hub) = hub() {
+                            runtime.spawn(async move { hub.announce_changes().await });
+                        }
+                    }
+                }
+            });
+        }
+        CommandChecks { _running: running }
+    }
+}
+
+/// Runs every check once (in parallel) so the first answers are right, then
+/// [`starts`](FirstRun::start) them: registered with `availability`, re-run every `interval`
+/// until the [`CommandChecks`] returned is dropped.
 pub fn spawn_command_checks(
     checks: &BTreeMap<String, Vec<String>>,
     timeout: Duration,
@@ -35,41 +97,7 @@ pub fn spawn_command_checks(
     hub: impl Fn() -> Option<Arc<Hub>> + Send + Sync + 'static,
     runtime: tokio::runtime::Handle,
 ) -> CommandChecks {
-    let hub = Arc::new(hub);
-    let first: Vec<(String, CommandCheck, bool)> = std::thread::scope(|s| {
-        let runs: Vec<_> = checks
-            .iter()
-            .map(|(name, argv)| {
-                let check = CommandCheck { argv: argv.clone(), timeout };
-                s.spawn(move || {
-                    let ok = check.passes();
-                    (name.clone(), check, ok)
-                })
-            })
-            .collect();
-        runs.into_iter().filter_map(|r| r.join().ok()).collect()
-    });
-    let mut running = Vec::new();
-    for (name, check, ok) in first {
-        let state = Arc::new(AtomicBool::new(ok));
-        let read = state.clone();
-        availability.register(name, move || read.load(Ordering::SeqCst));
-        let (hub, runtime) = (hub.clone(), runtime.clone());
-        let (keep, kept) = mpsc::channel::<()>();
-        running.push(keep);
-        std::thread::spawn(move || {
-            while let Err(RecvTimeoutError::Timeout) = kept.recv_timeout(interval) {
-                let now = check.passes();
-                let dropped = matches!(kept.try_recv(), Err(mpsc::TryRecvError::Disconnected));
-                if state.swap(now, Ordering::SeqCst) != now && !dropped {
-                    if let Some(hub) = hub() {
-                        runtime.spawn(async move { hub.announce_changes().await });
-                    }
-                }
-            }
-        });
-    }
-    CommandChecks { _running: running }
+    FirstRun::run(checks, timeout).start(interval, availability, hub, runtime)
 }
 
 #[cfg(test)]

@@ -47,23 +47,13 @@ pub(crate) fn model_calls(items: &str, dialect_name: &str) -> PyResult<String> {
     let items: Vec<Value> = serde_json::from_str(items).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let calls = toolsearch::disclosure::model_calls::model_calls(&items, dialect(dialect_name)?)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let out: Vec<Value> = calls
-        .into_iter()
-        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments, "unreadable": c.unreadable}))
-        .collect();
-    Ok(Value::Array(out).to_string())
+    serde_json::to_string(&calls).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The answer to a call [`model_calls`] read (`call`, JSON), in `dialect`'s shape, as JSON.
 #[pyfunction]
 pub(crate) fn model_answer(dialect_name: &str, call: &str, text: &str, is_error: bool) -> PyResult<String> {
-    let c: Value = serde_json::from_str(call).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let call = ModelCall {
-        id: c["id"].as_str().map(str::to_owned),
-        name: c["name"].as_str().unwrap_or_default().to_owned(),
-        arguments: c["arguments"].clone(),
-        unreadable: c["unreadable"].as_str().map(str::to_owned),
-    };
+    let call: ModelCall = serde_json::from_str(call).map_err(|e| PyValueError::new_err(format!("call: {e}")))?;
     let answer = toolsearch::disclosure::model_calls::model_answer(dialect(dialect_name)?, &call, text, is_error)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(answer.to_string())
