@@ -24,7 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from . import _calls, _models
+from . import _calls, _models, _watch
 from ._answers import (
     BuildReport,
     ErrorCode,
@@ -69,18 +69,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 Source = Union[PathLike, Dict[str, Any], List[Any]]
 
 
-_loaded: Dict[tuple, _Model] = {}
-
-
-def _load_model(models: Optional[PathLike], model: Optional[PathLike] = None) -> _Model:
-    """The model `model` names (`stock`, `tools`, a directory; `None`: the default), loaded once."""
-    directory = models if models is not None else os.environ.get("TOOLSEARCH_MODELS")
-    args = _models.arguments(None if model is None else os.fspath(model), None if directory is None else os.fspath(directory))
-    if args not in _loaded:
-        _loaded[args] = _Model(*args)
-    return _loaded[args]
-
-
 def _metadata(path: str) -> Optional[bytes]:
     """The index's metadata file as it is now (a build or a metadata update replaces it
     atomically, so other bytes mean a changed index); `None` while it cannot be read."""
@@ -106,6 +94,7 @@ class Index:
         *,
         seen: Optional[bytes] = None,
         models: Optional[PathLike] = None,
+        watch: Optional[float] = None,
     ):
         self._native = native
         self._model = model
@@ -114,6 +103,9 @@ class Index:
         # another model from: what `reload` compares and uses.
         self._seen = seen
         self._models = models
+        # `open(watch=...)`: how often to look for changes by itself, and when it looks next.
+        self._every = watch
+        self._watch = None if watch is None else _watch.Watch(native.path, watch)
 
     @property
     def path(self) -> str:
@@ -135,7 +127,7 @@ class Index:
         seen = _metadata(self.path)
         if seen is None or seen == self._seen:
             return False
-        loaded = _load_model(self._models, _index_model(self.path))
+        loaded = _models.load(self._models, _index_model(self.path))
         self._native = _NativeIndex(self.path, loaded)
         self._model, self._seen = loaded, seen
         return True
@@ -144,6 +136,8 @@ class Index:
         self, call: str, request: Dict[str, Any], scopes: Optional[Sequence[str]], min_confidence: Optional[float] = None
     ) -> Any:
         request = {k: v for k, v in request.items() if v is not None}
+        if self._watch is not None:
+            self._watch.look(self._seen, lambda: _metadata(self.path), self.reload)
         try:
             answer = self._native.handle(
                 call, json.dumps(request), None if scopes is None else list(scopes), min_confidence
@@ -252,7 +246,8 @@ class Index:
     def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
         """The disclosure runtime over this index, configured as a `serve` config's `toolset`."""
         seen = _metadata(self.path)
-        return ToolSet(_NativeToolSet(self.path, self._model, json.dumps(config or {})), self.path, seen, self._models)
+        native = _NativeToolSet(self.path, self._model, json.dumps(config or {}))
+        return ToolSet(native, self.path, seen, self._models, self._every)
 
 
 class ToolSet:
@@ -260,12 +255,22 @@ class ToolSet:
     expanded tools, and calls of catalogue tools run by the host's `run` callable."""
 
     def __init__(
-        self, native: _NativeToolSet, path: str, seen: Optional[bytes] = None, models: Optional[PathLike] = None
+        self,
+        native: _NativeToolSet,
+        path: str,
+        seen: Optional[bytes] = None,
+        models: Optional[PathLike] = None,
+        watch: Optional[float] = None,
     ):
         self._native = native
-        # As in `Index`: the index's metadata as read before `native` opened it, and where
-        # another model would be loaded from, for `reload`.
+        # As in `Index`: the index's metadata as read before `native` opened it, where another
+        # model would be loaded from, for `reload`, and when to look by itself.
         self._path, self._seen, self._models = path, seen, models
+        self._watch = None if watch is None else _watch.Watch(path, watch)
+
+    def _look(self) -> None:
+        if self._watch is not None:
+            self._watch.look(self._seen, lambda: _metadata(self._path), self.reload)
 
     def reload(self) -> bool:
         """Picks up what another process did to the index since this set was made (built it
@@ -277,13 +282,14 @@ class ToolSet:
         seen = _metadata(self._path)
         if seen is None or seen == self._seen:
             return False
-        self._native.reload(_load_model(self._models, _index_model(self._path)))
+        self._native.reload(_models.load(self._models, _index_model(self._path)))
         self._seen = seen
         return True
 
     def definitions(self, dialect: str = "openai") -> Any:
         """The tool definitions to give the model now: `openai` (Chat Completions),
         `openai-responses` (the Responses API), `anthropic`, `gemini` or `mcp`."""
+        self._look()
         return json.loads(self._native.definitions(dialect))
 
     @property
@@ -295,6 +301,7 @@ class ToolSet:
         """Handles one tool call of the model. Discovery, facades and refusals are answered
         here; a catalogue tool is run by `run(tool_id, arguments)` (its return value, text or
         JSON-able, is the result; an exception is the tool's failure)."""
+        self._look()
         step = json.loads(self._native.begin(name, json.dumps(arguments)))
         if "done" in step:
             return Outcome(**step["done"])
@@ -328,15 +335,22 @@ class ToolSet:
 
 
 def open(  # noqa: A001 (the API's name)
-    path: PathLike, *, models: Optional[PathLike] = None, model: Optional[PathLike] = None
+    path: PathLike,
+    *,
+    models: Optional[PathLike] = None,
+    model: Optional[PathLike] = None,
+    watch: Optional[float] = None,
 ) -> Index:
     """Opens the index at `path` with the model it was built with (or `model`: `stock`, `tools`
     or a sentence-transformers export's directory; another model than the index's is refused).
     `models` (or `$TOOLSEARCH_MODELS`) names a models directory laid out as `scripts/setup`
-    installs it, instead of the installed packages' files."""
+    installs it, instead of the installed packages' files. With `watch=SECS`, the `Index` and
+    the tool sets made from it `reload()` by themselves, looking at most every `SECS` seconds
+    when called (an index that does not open then warns, and the one before answers)."""
+    every = _watch.interval(watch)
     seen = _metadata(os.fspath(path))
-    loaded = _load_model(models, model if model is not None else _index_model(os.fspath(path)))
-    return Index(_NativeIndex(os.fspath(path), loaded), loaded, seen=seen, models=models)
+    loaded = _models.load(models, model if model is not None else _index_model(os.fspath(path)))
+    return Index(_NativeIndex(os.fspath(path), loaded), loaded, seen=seen, models=models, watch=every)
 
 
 def build(
@@ -388,7 +402,7 @@ def build(
             labels.append((str(p), what))
     target = Path(out) if out is not None else Path(scratch) / "index"
     try:
-        loaded = _load_model(models, model)
+        loaded = _models.load(models, model)
         report = json.loads(_build(paths, str(target), loaded, format, progress))
         seen = _metadata(str(target))
         index = Index(_NativeIndex(str(target), loaded), loaded, BuildReport(**report), seen=seen, models=models)

@@ -10,7 +10,9 @@ import importlib.util
 import os
 import warnings
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
+
+from ._native import Model
 
 ORT_LIBRARY = "libonnxruntime.so.1.31.1"
 # Pinned as scripts/setup pins them.
@@ -124,3 +126,17 @@ def export_for_cli() -> None:
         os.environ["TOOLSEARCH_PACKAGE_TOOLS"] = tools_dir()
     except ModelFilesError:
         pass  # the CLI says which package is missing when the model is asked for
+
+
+_loaded: Dict[tuple, Any] = {}
+
+
+def load(models: Optional[Any], model: Optional[Any] = None) -> Any:
+    """The model `model` names (`stock`, `tools`, a directory; `None`: the default) as the
+    engine's `Model`, with the files of `models` (else `$TOOLSEARCH_MODELS`, else the installed
+    packages'), loaded once per process."""
+    directory = models if models is not None else os.environ.get("TOOLSEARCH_MODELS")
+    args = arguments(None if model is None else os.fspath(model), None if directory is None else os.fspath(directory))
+    if args not in _loaded:
+        _loaded[args] = Model(*args)
+    return _loaded[args]

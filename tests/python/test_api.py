@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -367,3 +369,37 @@ def test_a_tool_set_reloads_keeping_what_the_model_expanded(tmp_path):
     with pytest.raises(OSError, match="meta.bin"):
         ts.reload()
     assert "aquarium.feed_fish" in ts.handle("search_tool_by_category", {"query": "feed the fish in my aquarium"}).text
+
+
+def test_an_index_opened_with_watch_reloads_by_itself(tmp_path):
+    out = tmp_path / "watched"
+    toolsearch.build(SAMPLE, out, progress=False)
+    index = toolsearch.open(out, watch=1.0)
+    ts = index.toolset({"pinned": ["git.status"]})
+    query = "feed the fish in my aquarium"
+    with pytest.raises(ProtocolError):
+        index.search(query)
+    _rebuild_with_a_fish_feeder(tmp_path, out, without=("git.status",))
+    time.sleep(1.1)
+    # No reload() called: the next calls look, and answer from the new index.
+    assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+    assert "git_status" not in [d["function"]["name"] for d in ts.definitions("openai")]
+    assert "aquarium.feed_fish" in ts.handle("search_tool_by_category", {"query": query}).text
+    time.sleep(1.1)
+    index.search(query)  # a look: nothing changed since
+    # Within `watch` seconds of a look, nothing is read: a broken index is not seen yet.
+    (out / "meta.bin").write_bytes(b"not an index")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+    time.sleep(1.1)
+    # Then it is: a warning naming it, once, and the index before answers.
+    with pytest.warns(RuntimeWarning, match="meta.bin"):
+        assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+    time.sleep(1.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert index.search(query).results[0].tool_id == "aquarium.feed_fish"
+    for bad in (0, -1, float("nan"), "2", True):
+        with pytest.raises(ValueError, match="watch"):
+            toolsearch.open(out, watch=bad)
