@@ -128,10 +128,10 @@ def export_for_cli() -> None:
         pass  # the CLI says which package is missing when the model is asked for
 
 
-_loaded: Dict[tuple, Any] = {}
+_loaded: Dict[Tuple[str, str, str, str], Model] = {}
 
 
-def load(models: Optional[Any], model: Optional[Any] = None) -> Any:
+def load(models: Optional[Any], model: Optional[Any] = None) -> Model:
     """The model `model` names (`stock`, `tools`, a directory; `None`: the default) as the
     engine's `Model`, with the files of `models` (else `$TOOLSEARCH_MODELS`, else the installed
     packages'), loaded once per process."""

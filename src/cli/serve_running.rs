@@ -88,7 +88,7 @@ struct Applied {
     checks: CommandChecks,
 }
 
-/// New checks an edit asked for, not yet run: [`Pending::finish`] runs them once and, if no
+/// New checks an edit asked for, not yet run: [`Running::finish`] runs them once and, if no
 /// later edit asked for others meanwhile, puts them in place of the old.
 pub(crate) struct Pending {
     edit: u64,
