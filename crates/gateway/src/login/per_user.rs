@@ -59,6 +59,21 @@ fn admit<W>(
     Ok(())
 }
 
+/// Takes a login out of those waiting when the login that put it there ends, however it
+/// ends: answered, timed out, declined, or dropped unfinished with its call (a cancelled
+/// request, a closed session). Without it a login whose caller went away would hold one of
+/// the [`MAX_WAITING`] places until the gateway restarts.
+struct Unwait<'a, W> {
+    waiting: &'a Mutex<HashMap<String, W>>,
+    state: &'a str,
+}
+
+impl<W> Drop for Unwait<'_, W> {
+    fn drop(&mut self) {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(self.state);
+    }
+}
+
 /// The per-user logins of one state directory.
 pub(crate) struct UserLogins {
     state: PathBuf,
@@ -128,17 +143,12 @@ impl UserLogins {
         let (done, finished) = tokio::sync::oneshot::channel();
         let login = Waiting { grant, found, client: identity, redirect: callback, verifier, done };
         admit(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()), state.clone(), login, |w| &w.grant)?;
-        let forget = || self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state);
-        if let Err(e) = ask(address).await {
-            forget();
-            return Err(e);
-        }
+        let _unwait = Unwait { waiting: &self.waiting, state: &state };
+        ask(address).await?;
         match tokio::time::timeout(WAIT, finished).await {
             Ok(Ok(outcome)) => outcome,
-            _ => {
-                forget();
-                Err(format!("nobody completed the login to {server} within {} minutes", WAIT.as_secs() / 60))
-            }
+            Ok(Err(_)) => Err(format!("a newer login of the same caller to {server} replaced this one")),
+            Err(_) => Err(format!("nobody completed the login to {server} within {} minutes", WAIT.as_secs() / 60)),
         }
     }
 
@@ -208,6 +218,27 @@ impl UserLogins {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_login_dropped_unfinished_stops_waiting() {
+        let waiting: Mutex<HashMap<String, String>> = Mutex::default();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        for i in 0..MAX_WAITING + 8 {
+            let state = format!("state-{i}");
+            admit(&mut waiting.lock().unwrap(), state.clone(), format!("vault@{i:032x}"), |g| g).unwrap();
+            // A login's wait, as `login` holds it, dropped before anyone answered (its call
+            // cancelled): polled once, then dropped.
+            let login = async {
+                let _unwait = Unwait { waiting: &waiting, state: &state };
+                std::future::pending::<()>().await;
+            };
+            let polled = runtime.block_on(async { tokio::time::timeout(Duration::from_millis(1), login).await });
+            assert!(polled.is_err(), "the wait never ends by itself");
+            assert!(!waiting.lock().unwrap().contains_key(&state), "login {i} still waits");
+        }
+        // A mutation that keeps dropped logins fills the 64 places and refuses the 65th above.
+        assert!(waiting.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn at_most_64_logins_wait_and_a_callers_newer_login_replaces_its_older_one() {
