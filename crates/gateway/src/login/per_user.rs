@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use toolsearch_mcp::oauth::fetch;
 
@@ -40,38 +40,29 @@ struct Waiting {
     redirect: String,
     verifier: String,
     done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    /// When it stops waiting. A login whose call ended first (the client cancelled it, or gave
+    /// up waiting) still waits till then: the person finishing it keeps the grant for the
+    /// caller's next call. Past it, its place among [`MAX_WAITING`] is free.
+    until: Instant,
 }
 
 /// Puts `login` among the `waiting` ones under `state`: one per grant (a newer login of the
-/// same caller and server replaces an abandoned one), at most [`MAX_WAITING`] in all.
+/// same caller and server replaces an abandoned one), at most [`MAX_WAITING`] in all, those
+/// no longer `live` (past their time) dropped first.
 fn admit<W>(
     waiting: &mut HashMap<String, W>,
     state: String,
     login: W,
     grant: impl Fn(&W) -> &String,
+    live: impl Fn(&W) -> bool,
 ) -> Result<(), String> {
     let new = grant(&login).clone();
-    waiting.retain(|_, w| *grant(w) != new);
+    waiting.retain(|_, w| *grant(w) != new && live(w));
     if waiting.len() >= MAX_WAITING {
         return Err(format!("{MAX_WAITING} logins are waiting already: try again later"));
     }
     waiting.insert(state, login);
     Ok(())
-}
-
-/// Takes a login out of those waiting when the login that put it there ends, however it
-/// ends: answered, timed out, declined, or dropped unfinished with its call (a cancelled
-/// request, a closed session). Without it a login whose caller went away would hold one of
-/// the [`MAX_WAITING`] places until the gateway restarts.
-struct Unwait<'a, W> {
-    waiting: &'a Mutex<HashMap<String, W>>,
-    state: &'a str,
-}
-
-impl<W> Drop for Unwait<'_, W> {
-    fn drop(&mut self) {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(self.state);
-    }
 }
 
 /// The per-user logins of one state directory.
@@ -141,14 +132,22 @@ impl UserLogins {
         let address = authorization_address(&authorize, &identity.0, &callback, &challenge(&verifier), &state, &found);
         let grant = grant_name(server, caller);
         let (done, finished) = tokio::sync::oneshot::channel();
-        let login = Waiting { grant, found, client: identity, redirect: callback, verifier, done };
-        admit(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()), state.clone(), login, |w| &w.grant)?;
-        let _unwait = Unwait { waiting: &self.waiting, state: &state };
-        ask(address).await?;
+        let until = Instant::now() + WAIT;
+        let login = Waiting { grant, found, client: identity, redirect: callback, verifier, done, until };
+        let live = |w: &Waiting| w.until > Instant::now();
+        admit(&mut self.waiting.lock().unwrap_or_else(|p| p.into_inner()), state.clone(), login, |w| &w.grant, live)?;
+        let forget = || self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state);
+        if let Err(e) = ask(address).await {
+            forget();
+            return Err(e);
+        }
         match tokio::time::timeout(WAIT, finished).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(format!("a newer login of the same caller to {server} replaced this one")),
-            Err(_) => Err(format!("nobody completed the login to {server} within {} minutes", WAIT.as_secs() / 60)),
+            Err(_) => {
+                forget();
+                Err(format!("nobody completed the login to {server} within {} minutes", WAIT.as_secs() / 60))
+            }
         }
     }
 
@@ -186,6 +185,9 @@ impl UserLogins {
         let Some(w) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&state) else {
             return (400, "No login is waiting for this redirect (an old tab, or someone else's): refused.".into());
         };
+        if w.until <= Instant::now() {
+            return (400, "This login took too long and has expired: start it again from your client.".into());
+        }
         let outcome = match redirect_code(&params, &state, &w.found) {
             Ok(code) => self.exchange(&w, &code).await,
             Err(e) => Err(e),
@@ -220,40 +222,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_login_dropped_unfinished_stops_waiting() {
-        let waiting: Mutex<HashMap<String, String>> = Mutex::default();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        for i in 0..MAX_WAITING + 8 {
-            let state = format!("state-{i}");
-            admit(&mut waiting.lock().unwrap(), state.clone(), format!("vault@{i:032x}"), |g| g).unwrap();
-            // A login's wait, as `login` holds it, dropped before anyone answered (its call
-            // cancelled): polled once, then dropped.
-            let login = async {
-                let _unwait = Unwait { waiting: &waiting, state: &state };
-                std::future::pending::<()>().await;
-            };
-            let polled = runtime.block_on(async { tokio::time::timeout(Duration::from_millis(1), login).await });
-            assert!(polled.is_err(), "the wait never ends by itself");
-            assert!(!waiting.lock().unwrap().contains_key(&state), "login {i} still waits");
-        }
-        // A mutation that keeps dropped logins fills the 64 places and refuses the 65th above.
-        assert!(waiting.lock().unwrap().is_empty());
-    }
-
-    #[test]
     fn at_most_64_logins_wait_and_a_callers_newer_login_replaces_its_older_one() {
         let mut waiting: HashMap<String, String> = HashMap::new();
         for i in 0..MAX_WAITING {
-            admit(&mut waiting, format!("state-{i}"), format!("vault@{i:032x}"), |g| g).unwrap();
+            admit(&mut waiting, format!("state-{i}"), format!("vault@{i:032x}"), |g| g, |_| true).unwrap();
         }
         // A 65th caller is refused, and nothing waiting is dropped for it.
-        let refused = admit(&mut waiting, "state-new".into(), "vault@new".into(), |g| g).unwrap_err();
+        let refused = admit(&mut waiting, "state-new".into(), "vault@new".into(), |g| g, |_| true).unwrap_err();
         assert!(refused.contains("64 logins are waiting"), "{refused}");
         assert_eq!(waiting.len(), MAX_WAITING);
         assert!(!waiting.contains_key("state-new"));
         // A caller already waiting starts again: its older login goes, the newer one waits.
-        admit(&mut waiting, "state-again".into(), format!("vault@{:032x}", 7), |g| g).unwrap();
+        admit(&mut waiting, "state-again".into(), format!("vault@{:032x}", 7), |g| g, |_| true).unwrap();
         assert_eq!(waiting.len(), MAX_WAITING);
         assert!(!waiting.contains_key("state-7") && waiting.contains_key("state-again"));
+    }
+
+    #[test]
+    fn logins_past_their_time_make_room_whoever_left_them() {
+        // 64 logins whose calls went away without an end (cancelled): they hold their places
+        // while they may still be finished...
+        let mut waiting: HashMap<String, (String, Instant)> = HashMap::new();
+        let now = Instant::now();
+        let live = |w: &(String, Instant)| w.1 > Instant::now();
+        for i in 0..MAX_WAITING {
+            let login = (format!("vault@{i:032x}"), now + Duration::from_secs(600));
+            admit(&mut waiting, format!("state-{i}"), login, |w| &w.0, live).unwrap();
+        }
+        let another = || (format!("vault@{:032x}", 999), Instant::now() + Duration::from_secs(600));
+        assert!(admit(&mut waiting, "state-new".into(), another(), |w| &w.0, live).is_err());
+        // ... and, once past their time, they give them up to the next caller.
+        for w in waiting.values_mut() {
+            w.1 = now;
+        }
+        admit(&mut waiting, "state-new".into(), another(), |w| &w.0, live).unwrap();
+        assert_eq!(waiting.keys().collect::<Vec<_>>(), vec!["state-new"]);
     }
 }
