@@ -161,6 +161,24 @@ fn each_caller_of_a_per_user_server_logs_in_for_itself_through_a_url_elicitation
     assert!(body.contains("No login is waiting"), "{body}");
 }
 
+/// A login whose call the client gave up on (cancelled) still waits for the person: finishing
+/// it keeps the caller's grant, and the caller's next call runs as itself without asking.
+#[test]
+fn a_login_finished_after_its_call_was_given_up_keeps_the_grant() {
+    let dir = common::scratch().join("gateway-per-user-later");
+    let vault = per_user_gateway(&dir, "mcp");
+    let gateway = &vault.gateway;
+    let steps = json!([["login_as", "later"], ["call_abandoned", "vault.whoami", {}, 3], ["visit", "alice"]]);
+    let first = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    assert_eq!(first[1]["text"], "true", "the call was given up: {first:?}");
+    let page: Value = serde_json::from_str(first[2]["text"].as_str().unwrap()).unwrap();
+    assert!(page["text"].as_str().is_some_and(|t| t.contains("You are logged in")), "{page}");
+    let steps = json!([["call", "vault.whoami", {}], ["asked"]]);
+    let again = client_mode_steps("legacy", &gateway.url(), "alice-token", &steps);
+    let (said, asked) = subjects(&again);
+    assert_eq!((said, asked.len()), (vec![Some("alice".to_owned())], 0), "{again:?}");
+}
+
 /// A per-user server that speaks only HTTP+SSE (MCP 2024-11-05) is reached, for each caller,
 /// on that caller's own event stream with its own grant, as over Streamable HTTP.
 #[test]

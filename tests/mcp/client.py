@@ -291,6 +291,8 @@ async def log_message(params):
 
 
 LOGIN = []
+# Login addresses a client took but did not follow (["login_as", "later"]), for ["visit", NAME].
+LATER = []
 
 
 async def answer_elicitation(context, params):
@@ -302,12 +304,21 @@ async def answer_elicitation(context, params):
         ASKED.append(["url", params.message, params.url.split("?")[0]])
         if LOGIN and LOGIN[-1] == "decline":
             return types.ElicitResult(action="decline")
-        browser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oauth", "chromium.py")
-        proc = await anyio.run_process([sys.executable, browser, "address", params.url, LOGIN[-1] if LOGIN else "anyone"])
-        ASKED.append(["page", json.loads(proc.stdout)])
+        if LOGIN and LOGIN[-1] == "later":
+            LATER.append(params.url)
+            return types.ElicitResult(action="accept")
+        ASKED.append(["page", await browse(params.url, LOGIN[-1] if LOGIN else "anyone")])
         return types.ElicitResult(action="accept")
     ASKED.append(["elicitation", params.message])
     return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True})
+
+
+async def browse(address, login):
+    """A person's browser following a login `address` and signing in as `login`: the page it
+    ends on."""
+    browser = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oauth", "chromium.py")
+    proc = await anyio.run_process([sys.executable, browser, "address", address, login])
+    return json.loads(proc.stdout)
 
 
 async def answer_sampling(context, params):
@@ -331,6 +342,15 @@ async def client_step(client, session, notes, step):
     if step[0] == "login_as":
         LOGIN.append(step[1])
         return {"text": "", "is_error": False}
+    if step[0] == "call_abandoned":
+        # ["call_abandoned", TOOL_ID, ARGS, SECONDS]: a call given up after SECONDS (the SDK
+        # then tells the server `notifications/cancelled`); whether it was given up.
+        with anyio.move_on_after(step[3]) as scope:
+            await client.call_tool("call_tool", {"tool_id": step[1], "arguments": step[2]})
+        return {"text": json.dumps(scope.cancelled_caught), "is_error": False}
+    if step[0] == "visit":
+        # ["visit", NAME]: the last login address not followed, followed now, as NAME.
+        return {"text": json.dumps(await browse(LATER[-1], step[1])), "is_error": False}
     if step[0] == "asked":
         return {"text": json.dumps(ASKED), "is_error": False}
     if step[0] == "set_level":
