@@ -6,8 +6,8 @@
 //! once before they replace the old ones (whose threads stop), so a group is never judged by
 //! a check that has not run; that first run holds nothing (the old checks serve meanwhile, and
 //! the watch goes on), and the checks an edit asked for are dropped unrun if a later edit asked
-//! for others first. Edits are numbered as the watch saw them: a part of an edit is applied
-//! only if no later edit's is already.
+//! for others first (edits are applied in the order the watch saw them, and numbered so that
+//! finished checks know whether they are still the ones asked for).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,12 +74,11 @@ impl Settings {
     }
 }
 
-/// What is applied, and what was asked for, by which edit (numbered in the order the watch
-/// saw them; the start is edit 0).
+/// What is applied, and what was asked for (edits numbered in the order they were applied; the
+/// start is edit 0).
 struct Applied {
-    /// The settings of the executor in use (and of `timeout_secs`), and the edit they came from.
+    /// The settings of the executor in use (and of `timeout_secs`).
     settings: Settings,
-    executor_edit: u64,
     /// The checks the latest edit that changed them asked for, and that edit.
     checks_asked: Settings,
     checks_asked_edit: u64,
@@ -129,7 +128,6 @@ impl Running {
             checks_running: settings.checks.keys().cloned().collect(),
             checks_asked: settings.clone(),
             checks_asked_edit: 0,
-            executor_edit: 0,
             settings,
             checks,
         };
@@ -141,31 +139,25 @@ impl Running {
         self.switch.clone()
     }
 
-    /// The number of the next edit, taken in the order the edits were seen.
-    pub(crate) fn next_edit(&self) -> u64 {
-        self.edits.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// Applies edit `edit`'s executor and timeout at once, unless a later edit's already are;
-    /// what changed, named for the operator, and the new checks it asks for, if any, to
-    /// [`finish`](Self::finish) (they run first, for up to the timeout, holding nothing).
-    pub(crate) fn apply(&self, config: &ServeConfig, edit: u64) -> (Vec<&'static str>, Option<Pending>) {
+    /// Applies an edited `config` (edits in the order they were made): its executor and
+    /// timeout at once; what changed, named for the operator, and the new checks it asks for,
+    /// if any, to [`finish`](Self::finish) (they run first, for up to the timeout, holding
+    /// nothing).
+    pub(crate) fn apply(&self, config: &ServeConfig) -> (Vec<&'static str>, Option<Pending>) {
         let new = Settings::of(config);
+        let edit = self.edits.fetch_add(1, Ordering::SeqCst) + 1;
         let mut applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
         let mut changed = Vec::new();
-        if edit > applied.executor_edit {
-            if new.executor_part() != applied.settings.executor_part() {
-                *self.switch.0.write().unwrap_or_else(|p| p.into_inner()) = runner_for(&new, &self.live);
-                changed.push("executor");
-            }
-            if new.timeout != applied.settings.timeout {
-                changed.push("timeout_secs");
-            }
-            applied.settings = new.clone();
-            applied.executor_edit = edit;
+        if new.executor_part() != applied.settings.executor_part() {
+            *self.switch.0.write().unwrap_or_else(|p| p.into_inner()) = runner_for(&new, &self.live);
+            changed.push("executor");
         }
+        if new.timeout != applied.settings.timeout {
+            changed.push("timeout_secs");
+        }
+        applied.settings = new.clone();
         let mut pending = None;
-        if edit > applied.checks_asked_edit && new.checks_part() != applied.checks_asked.checks_part() {
+        if new.checks_part() != applied.checks_asked.checks_part() {
             applied.checks_asked = new.clone();
             applied.checks_asked_edit = edit;
             pending = Some(Pending { edit, settings: new });

@@ -118,7 +118,7 @@ impl Watched {
                 return;
             }
         };
-        let (changed, pending) = self.running.apply(&config, self.running.next_edit());
+        let (changed, pending) = self.running.apply(&config);
         if !changed.is_empty() {
             say_running(path, &changed);
         }
