@@ -379,3 +379,43 @@ fn a_hidden_tool_does_not_lift_its_category_for_a_caller_who_cannot_see_it() {
     assert_eq!(with_hidden, without_hidden);
     assert_eq!(list_with, list_without);
 }
+
+#[test]
+fn past_the_graph_walk_threshold_a_restricted_caller_still_gets_the_answers_of_its_view() {
+    // 6,000 tools in view (over the 5,000 the exact scan covers for anyone) and 1,500 hidden
+    // ones on the same subjects: the view's dense side is an exact scan of what the caller may
+    // see, not a graph walk filtered to it, so it ranks as the catalogue without them would.
+    let mut rng = Rng(0x5eed_7777_abcd_0003);
+    let tool = |i: usize, rng: &mut Rng, hidden: bool| {
+        let (a, b, c) = (WORDS[rng.below(16)], WORDS[rng.below(16)], WORDS[rng.below(16)]);
+        json!({"id": format!("w{i}"), "name": format!("{a}_{b}_{i}"), "path": format!("Zone{}", i % 7),
+               "description": format!("Handle the {a} and {b} of a {c}, case {i}."),
+               "requires": if hidden { json!(["alpha"]) } else { json!([]) }})
+    };
+    let tools: Vec<Value> = (0..7_500).map(|i| tool(i, &mut rng, i % 5 == 4)).collect();
+    let full = json!({"tools": tools});
+    let file = common::scratch().join("large-view.json");
+    std::fs::write(&file, full.to_string()).unwrap();
+    let full_dir = common::build(&file, "large-view");
+    let view = pruned(&full, &[]);
+    assert_eq!(view["tools"].as_array().unwrap().len(), 6_000);
+    let view_file = common::scratch().join("large-view-seen.json");
+    std::fs::write(&view_file, view.to_string()).unwrap();
+    let view_dir = common::scratch().join("large-view-seen");
+    let catalog = toolsearch::load_path(&view_file, None).unwrap();
+    let reuse = toolsearch::BuildOptions { reuse_from: Some(full_dir.clone()), ..Default::default() };
+    toolsearch::build_index(&catalog, common::embedder().as_ref(), &view_dir, &reuse).unwrap();
+    let who = Principal::with_scopes(["beta"]);
+    let (on_full, on_view) = (common::open(&full_dir), common::open(&view_dir));
+    for q in ["refund the invoice of a user", "photo calendar", "deploy a metric chart", "password flight"] {
+        let ask = |e: &Engine, path: Option<&str>| {
+            comparable(&e.handle(
+                &who,
+                "search_tool_by_category",
+                json!({"query": q, "limit": 50, "category_path": path}),
+            ))
+        };
+        assert_eq!(ask(&on_full, None), ask(&on_view, None), "{q}: the answer moved with hidden tools present");
+        assert_eq!(ask(&on_full, Some("Zone3")), ask(&on_view, Some("Zone3")), "{q} in Zone3");
+    }
+}

@@ -263,6 +263,14 @@ impl IndexReader {
         self.vectors.fault().map(|()| hits)
     }
 
+    /// Dense top `k` among the tool ordinals `ords` by exact scan, however many they are: its
+    /// time depends on their number alone, not on the tools left out (a filtered graph walk
+    /// takes longer where the tools left out crowd the query's neighbourhood).
+    pub fn dense_tools_exact(&self, query: &[f32], k: usize, ords: &[u32]) -> Result<Vec<Hit>, IndexError> {
+        let hits = exact_top_k(&self.vectors, query, ords.iter().copied(), k);
+        self.vectors.fault().map(|()| hits)
+    }
+
     /// The HNSW search breadth for this index: [`OpenOptions::ef_search`] at 10k tools, three
     /// times that for each tenfold above (192 at 100k, 576 at 1M with the default 64), at most
     /// 16 times. Chosen by `cargo bench --bench graph` on realistic vectors: recall@10 0.997 at

@@ -24,7 +24,7 @@ use crate::ranking::Ranked;
 /// How many times more likely relevant the best tool outside a category must be than the best
 /// inside it for a search in that category to answer that the request fits elsewhere.
 pub const FITS_ELSEWHERE: f32 = 5.0;
-use crate::scope::{intersect, Filter};
+use crate::scope::Filter;
 
 /// The query engine: a [`Ranker`] (reached through `Deref`) plus the protocol. `Send + Sync`:
 /// share one behind an `Arc` across threads. Every answer is for a [`Principal`]; pass
@@ -235,25 +235,31 @@ impl Engine {
             Some(c) => self.cursors.decode(c, request)?,
             None => 0,
         };
-        let allowed = self.paths().allowed(&filter);
-        let visible = |tools: &[u32]| -> Vec<u32> {
-            match &allowed {
-                Some(a) => intersect(tools, a),
-                None => tools.to_vec(),
-            }
+        // What the caller's scopes allow is read from what is kept for its scope set, and a
+        // category's count too, so that no answer takes longer for the tools it hides.
+        let scoped = filter.scopes.as_deref().map(|s| self.paths().scoped(s));
+        let tagged = (!filter.tags.is_empty()).then(|| self.paths().allowed(&filter)).flatten();
+        let may = |o: u32| {
+            scoped.as_ref().is_none_or(|s| s.tool_view.contains(o))
+                && tagged.as_ref().is_none_or(|a| a.binary_search(&o).is_ok())
         };
-        // With tags, a category is listed only when it holds matching tools.
+        let count_under = |n: u32| match (&tagged, &scoped) {
+            (Some(_), _) => {
+                self.paths().tools_under(&self.catalog().nodes[n as usize].path).iter().filter(|&&o| may(o)).count()
+            }
+            (None, Some(s)) => self.paths().allowed_under(n, s),
+            (None, None) => self.paths().tools_under(&self.catalog().nodes[n as usize].path).len(),
+        };
+        // A restricted caller, or one asking for tags, sees a category only when it holds a
+        // tool for it.
         let child_nodes: Vec<u32> = self
             .paths()
             .children(&path)
             .iter()
             .copied()
-            .filter(|&n| {
-                !filter.restricts()
-                    || !visible(self.paths().tools_under(&self.catalog().nodes[n as usize].path)).is_empty()
-            })
+            .filter(|&n| !filter.restricts() || count_under(n) > 0)
             .collect();
-        let direct_tools = visible(self.paths().tools_at(&path));
+        let direct_tools: Vec<u32> = self.paths().tools_at(&path).iter().copied().filter(|&o| may(o)).collect();
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {
@@ -282,7 +288,7 @@ impl Engine {
         };
         let total = nodes.len() + tools.len();
         let node_page: Vec<NodeEntry> =
-            nodes.iter().skip(offset).take(limit).map(|&(o, _)| self.node_entry(o, &filter)).collect();
+            nodes.iter().skip(offset).take(limit).map(|&(o, _)| self.node_entry(o, count_under(o))).collect();
         let tool_skip = offset.saturating_sub(nodes.len());
         let room = limit - node_page.len();
         let tool_page: Vec<ToolPointer> =
@@ -365,7 +371,7 @@ impl Engine {
         if let Some(p) = self.paths().resolve(segments, is_visible) {
             return Ok(p);
         }
-        Err(hints::unknown_path(self, spec, field, visible.as_deref()))
+        Err(hints::unknown_path(self, spec, field, visible.as_deref().map(Vec::as_slice)))
     }
 
     fn pointer(&self, ord: u32, scope: &[String], confidence: f32) -> ToolPointer {
@@ -380,18 +386,15 @@ impl Engine {
         }
     }
 
-    fn node_entry(&self, ord: u32, request: &Filter) -> NodeEntry {
+    /// The entry of the node `ord` holding `tool_count` tools the caller may see.
+    fn node_entry(&self, ord: u32, tool_count: usize) -> NodeEntry {
         let n = &self.catalog().nodes[ord as usize];
-        let filter = request.at(&n.path);
         NodeEntry {
             name: n.path.last().cloned().unwrap_or_default(),
             path: display_path(&n.path),
             summary: n.summary.clone(),
             tags: n.tags.clone(),
-            tool_count: self
-                .paths()
-                .allowed(&filter)
-                .map_or_else(|| self.paths().tools_under(&n.path).len(), |a| a.len()),
+            tool_count,
         }
     }
 }

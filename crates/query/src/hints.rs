@@ -1,8 +1,6 @@
 //! The hints of error answers: which categories a query does match, which ids look like a
 //! mistyped one, which paths are near a wrong one. Built only from what the caller may see.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use toolsearch_catalog::{display_path, Node, PathSpec};
 use toolsearch_index::DocKind;
@@ -180,7 +178,7 @@ fn unmatched_hint(terms: &[String]) -> Option<String> {
 /// `TOOL_NOT_FOUND` for `id`, suggesting similar ids among the tools the caller may see.
 pub(crate) fn tool_not_found(engine: &Engine, id: &str, scopes: &Option<Vec<String>>) -> ProtocolError {
     // Suggestions come only from tools the caller may see.
-    let allowed = engine.paths().allowed(&Filter { scopes: scopes.clone(), ..Filter::default() }).map(Arc::new);
+    let allowed = engine.paths().allowed(&Filter { scopes: scopes.clone(), ..Filter::default() });
     let may_see = |o: u32| allowed.as_ref().is_none_or(|a| a.binary_search(&o).is_ok());
     let ids = engine.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
     let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();

@@ -41,6 +41,7 @@ mod protocol;
 mod ranker;
 mod ranking;
 mod scope;
+mod scoped;
 mod suggest;
 
 pub use answerable::Answerability;

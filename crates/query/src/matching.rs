@@ -78,7 +78,7 @@ impl Ranker {
         let allowed = self.paths().allowed(filter);
         let mut hits: Vec<u32> = Vec::new();
         for name in selected(query) {
-            for ord in named_by(self.index(), name, |o| permitted(allowed.as_deref(), o)) {
+            for ord in named_by(self.index(), name, |o| permitted(allowed.as_deref().map(Vec::as_slice), o)) {
                 if !hits.contains(&ord) {
                     hits.push(ord);
                 }

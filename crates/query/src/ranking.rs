@@ -17,6 +17,10 @@ use crate::scope::Filter;
 /// Longest query text embedded, in characters (the model reads 256 tokens anyway).
 const MAX_QUERY_CHARS: usize = 2_000;
 
+/// Most tools a restricted caller may see for its dense side to be an exact scan (about 1 ms at
+/// the most; docs/protocol.md, "Timing"); past it, a filtered graph walk.
+const EXACT_FOR_RESTRICTED: usize = 20_000;
+
 /// Which indexes answer a ranking: both (the product), or one alone (for comparison).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -164,7 +168,7 @@ impl Ranker {
     ) -> Result<Retrieved, ProtocolError> {
         // Filtering happens before ranking: both indexes only ever see allowed tools, and BM25
         // statistics come from the tools the caller may see.
-        let allowed = self.paths().allowed(filter).map(Arc::new);
+        let allowed = self.paths().allowed(filter);
         let view = self.tool_view(&filter.scopes);
         if allowed.as_ref().is_some_and(|a| a.is_empty()) {
             return Ok((None, Vec::new(), Vec::new()));
@@ -214,7 +218,16 @@ impl Ranker {
         let dense = match &qv {
             Some(v) => {
                 let s = Instant::now();
-                let d = self.index().dense_tools(v, depth, allowed.as_deref().map(Vec::as_slice)).map_err(internal)?;
+                let d = match (&filter.scopes, allowed.as_deref()) {
+                    // A restricted caller's dense side scans exactly what it may see: a graph walk
+                    // filtered to it takes longer where hidden tools crowd the query's
+                    // neighbourhood, and so would tell it they are there.
+                    (Some(_), a) if a.map_or(self.paths().all().len(), Vec::len) <= EXACT_FOR_RESTRICTED => {
+                        self.index().dense_tools_exact(v, depth, a.map_or(self.paths().all(), Vec::as_slice))
+                    }
+                    (_, a) => self.index().dense_tools(v, depth, a.map(Vec::as_slice)),
+                }
+                .map_err(internal)?;
                 t.dense = s.elapsed().as_secs_f64();
                 d
             }
@@ -242,20 +255,17 @@ impl Ranker {
 
     /// The statistics base of a caller's tool searches: the tools it may see.
     pub(crate) fn tool_view(&self, scopes: &Option<Vec<String>>) -> View {
-        match self.paths().visible_tools(scopes) {
+        match scopes {
             None => View::everything(),
-            Some(v) => View::of(scopes_key(scopes), &v, self.catalog().tools.len()),
+            Some(s) => self.paths().scoped(s).tool_view.clone(),
         }
     }
 
     /// The statistics base of a caller's category searches: the categories it may see.
     pub(crate) fn node_view(&self, scopes: &Option<Vec<String>>) -> View {
-        match self.paths().visible_nodes(scopes) {
-            Some(v) if v.iter().any(|visible| !visible) => {
-                let ords: Vec<u32> = (0..v.len() as u32).filter(|&n| v[n as usize]).collect();
-                View::of(scopes_key(scopes), &ords, v.len())
-            }
-            _ => View::everything(),
+        match scopes {
+            None => View::everything(),
+            Some(s) => self.paths().scoped(s).node_view.clone(),
         }
     }
 
@@ -397,12 +407,4 @@ fn merge_scored(
 /// panic).
 fn lexical_panicked() -> ProtocolError {
     ProtocolError::new(ErrorCode::Internal, "the lexical search failed unexpectedly")
-}
-
-/// A key identifying a caller's scope set (for caching statistics of its view).
-fn scopes_key(scopes: &Option<Vec<String>>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    scopes.hash(&mut h);
-    h.finish()
 }

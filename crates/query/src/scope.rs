@@ -1,7 +1,7 @@
 //! Category scopes: resolving a requested path, and the tools and child nodes under a path.
 
 use std::hash::BuildHasher;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use rayon::prelude::*;
@@ -9,6 +9,7 @@ use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
 use toolsearch_index::{NodePaths, ToolFacets, NO_NODE};
 
 use crate::lists::{self, Lists};
+use crate::scoped::{scope_cache, ScopeCache};
 
 pub use crate::filter::Filter;
 pub(crate) use crate::filter::{difference, intersect};
@@ -40,6 +41,8 @@ pub(crate) struct PathTable {
     stray: Stray,
     /// Every tool ordinal, sorted.
     all: Vec<u32>,
+    /// What each recent scope set may see ([`Paths::scoped`]).
+    pub(crate) scoped: ScopeCache,
 }
 
 /// Lists keyed by paths that have no node.
@@ -73,6 +76,7 @@ impl PathTable {
             stray: Stray::default(),
             all: (0..catalog.tools.len() as u32).collect(),
             hasher: DefaultHashBuilder::default(),
+            scoped: scope_cache(),
         };
         t.parent = nodes
             .par_iter()
@@ -245,9 +249,9 @@ impl<'a> Paths<'a> {
         }
     }
 
-    /// The tools a caller with `scopes` may see, sorted; `None` when it may see every tool.
-    pub(crate) fn visible_tools(&self, scopes: &Option<Vec<String>>) -> Option<Vec<u32>> {
-        self.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() })
+    /// Every tool ordinal, sorted.
+    pub(crate) fn all(&self) -> &'a [u32] {
+        &self.table.all
     }
 
     /// The ordinal of the category at `path`, if there is one.
@@ -267,8 +271,14 @@ impl<'a> Paths<'a> {
         }
     }
 
-    /// The tools a filter allows, sorted; `None` when it allows every tool.
-    pub(crate) fn allowed(&self, filter: &Filter) -> Option<Vec<u32>> {
+    /// The tools a filter allows, sorted; `None` when it allows every tool. What the caller's
+    /// scopes allow is read from [`Paths::scoped`], so the time this takes does not grow with
+    /// the tools they hide (only with those under the path asked for).
+    pub(crate) fn allowed(&self, filter: &Filter) -> Option<Arc<Vec<u32>>> {
+        let scoped = filter.scopes.as_deref().map(|s| self.scoped(s));
+        if filter.path.is_empty() && filter.tags.is_empty() {
+            return scoped.and_then(|s| s.tools.clone());
+        }
         let t = self.table;
         let mut allowed: Option<Vec<u32>> = (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec());
         for tag in &filter.tags {
@@ -285,35 +295,18 @@ impl<'a> Paths<'a> {
                 (Some(a), true) => difference(&a, with_tag),
             });
         }
-        if let Some(scopes) = &filter.scopes {
-            let tools = &self.catalog.tools;
-            let hidden: Vec<u32> = self
-                .facets
-                .restricted()
-                .iter()
-                .copied()
-                .filter(|&o| tools[o as usize].requires.iter().any(|r| scopes.binary_search(r).is_err()))
-                .collect();
-            if !hidden.is_empty() {
-                let base = allowed.unwrap_or_else(|| t.all.clone());
-                allowed = Some(difference(&base, &hidden));
-            }
+        // A path or a tag was given, so `allowed` is a list: keep what the scopes allow.
+        let mut allowed = allowed.unwrap_or_else(|| t.all.clone());
+        if let Some(s) = scoped.filter(|s| s.tools.is_some()) {
+            allowed.retain(|&o| s.tool_view.contains(o));
         }
-        allowed
+        Some(Arc::new(allowed))
     }
 
-    /// For a restricted caller, which nodes (by ordinal) hold a tool it may see, computed in
-    /// one pass over its tools; `None` for a trusted caller (every node is visible).
-    pub(crate) fn visible_nodes(&self, scopes: &Option<Vec<String>>) -> Option<Vec<bool>> {
-        scopes.as_ref()?;
-        let allowed = self.allowed(&Filter { scopes: scopes.clone(), ..Filter::default() });
-        let mut visible = vec![allowed.is_none(); self.catalog.nodes.len()];
-        for &t in allowed.as_deref().unwrap_or(&[]) {
-            for p in &self.catalog.tools[t as usize].paths {
-                self.ancestors(p, |n| visible[n as usize] = true);
-            }
-        }
-        Some(visible)
+    /// For a restricted caller, which nodes (by ordinal) hold a tool it may see; `None` for a
+    /// trusted caller (every node is visible).
+    pub(crate) fn visible_nodes(&self, scopes: &Option<Vec<String>>) -> Option<Arc<Vec<bool>>> {
+        scopes.as_deref().map(|s| self.scoped(s).nodes.clone())
     }
 
     /// Calls `f` with the node at `path` and each node above it, deepest first.

@@ -118,10 +118,30 @@ fn tags_fold_and_scopes_hide() {
     let table = PathTable::new(&catalog, &[], &nodes);
     let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
     let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
-    assert_eq!(paths.allowed(&tags(&["NET"])), Some(vec![0]));
-    assert_eq!(paths.allowed(&tags(&["ǆx"])), Some(vec![2]), "a title-case tag is folded");
-    assert_eq!(paths.allowed(&tags(&["!net"])), Some(vec![1, 2]));
-    assert_eq!(paths.visible_tools(&Some(vec![])), Some(vec![0, 1]));
-    assert_eq!(paths.visible_tools(&Some(vec!["admin".into()])), None);
-    assert_eq!(paths.visible_nodes(&Some(vec![])), Some(vec![true, true]));
+    let list = |v: &[u32]| Some(Arc::new(v.to_vec()));
+    assert_eq!(paths.allowed(&tags(&["NET"])), list(&[0]));
+    assert_eq!(paths.allowed(&tags(&["ǆx"])), list(&[2]), "a title-case tag is folded");
+    assert_eq!(paths.allowed(&tags(&["!net"])), list(&[1, 2]));
+    let scoped = |s: &[&str]| Filter { scopes: Some(s.iter().map(|s| s.to_string()).collect()), ..Filter::default() };
+    assert_eq!(paths.allowed(&scoped(&[])), list(&[0, 1]));
+    assert_eq!(paths.allowed(&scoped(&["admin"])), None);
+    assert_eq!(paths.allowed(&Filter { tags: vec!["!net".into()], ..scoped(&[]) }), list(&[1]));
+    assert_eq!(paths.allowed(&Filter { path: path("a"), ..scoped(&[]) }), list(&[0]));
+    assert_eq!(paths.allowed(&Filter { path: path("a"), ..scoped(&["admin"]) }), list(&[0, 2]));
+    assert_eq!(paths.visible_nodes(&Some(vec![])), Some(Arc::new(vec![true, true])));
+    assert_eq!(paths.visible_nodes(&None), None);
+}
+
+#[test]
+fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let none = paths.scoped(&[]);
+    assert!(Arc::ptr_eq(&none, &paths.scoped(&[])), "the second request reads the kept set");
+    let admin = paths.scoped(&["admin".to_owned()]);
+    assert!(!Arc::ptr_eq(&none, &admin));
+    assert_eq!((none.tools.as_deref(), admin.tools.as_deref()), (Some(&vec![0, 1]), None));
+    assert!(!none.tool_view.contains(2) && none.tool_view.contains(1) && admin.tool_view.contains(2));
 }

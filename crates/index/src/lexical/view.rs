@@ -36,7 +36,8 @@ impl View {
         View { key: key.max(1), bits: Some(Arc::new(bits)) }
     }
 
-    pub(super) fn contains(&self, ord: u32) -> bool {
+    /// Whether the document with the ordinal `ord` is in the view.
+    pub fn contains(&self, ord: u32) -> bool {
         match &self.bits {
             None => true,
             Some(b) => b.get(ord as usize / 64).is_some_and(|w| w & (1 << (ord % 64)) != 0),

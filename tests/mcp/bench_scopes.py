@@ -1,0 +1,126 @@
+"""What a restricted caller's answers cost, and whether their time tells it how much is hidden
+(docs/protocol.md, "Timing"): one run, binaries side by side (OLD and NEW), each serving two
+catalogues we generate over MCP stdio (`toolsearch serve --scopes user`):
+
+- HIDDEN: 7,000 tools the caller may see and 5,000 payment tools that require `billing`;
+- NONE: the same 7,000 tools and nothing else.
+
+A caller that can tell HIDDEN from NONE by timing learns that tools are hidden from it. For each
+request kind (`list` at the root and in a category, `search_nodes`, `search_tool_by_category`
+about payments repeated, new each time, and new but with its vector cached, `expand_tool`), the requests of every binary and
+catalogue are interleaved, and the median milliseconds of each are printed with HIDDEN/NONE.
+
+    python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS]
+Prints one JSON line per binary and one with NEW's times as ratios of OLD's.
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+BINS, WORK = sys.argv[1].split(","), sys.argv[2]
+REQUESTS = int(sys.argv[3]) if len(sys.argv) > 3 else 400
+KINDS = {
+    "list_root": ("list", {}),
+    "list_category": ("list", {"path": "Cat1"}),
+    "search_nodes": ("search_nodes", {"query": "refund a customer payment"}),
+    "search_repeated": ("search_tool_by_category", {"query": "refund a customer payment"}),
+    "expand": ("expand_tool", {"tool_id": "v1"}),
+    # A new query each time (the model embeds it; the same texts for every server).
+    "search_new": ("search_tool_by_category", {"query": "refund the payment of customer {i}"}),
+    # The same first 2,000 characters (all the model reads) and a new end: the query's vector is
+    # cached and its ranking is not, so BM25 is not hidden behind the model.
+    "search_vector_cached": ("search_tool_by_category", {"query": "refund the payment of customer " + "y" * 2000 + " {i}"}),
+}
+
+
+def catalogue(hidden):
+    """7,000 tools anyone may see, and with `hidden` 5,000 payment tools requiring `billing`."""
+    rng = random.Random(2)
+    words = ["file", "image", "user", "report", "email", "calendar", "chart", "table", "queue", "log",
+             "metric", "alert", "backup", "cache", "domain", "ticket", "video", "song", "map", "recipe"]
+    verbs = ["create", "delete", "list", "update", "send", "fetch", "resize", "export", "import", "archive"]
+    tools = []
+    for i in range(7000):
+        v, w = rng.choice(verbs), rng.choice(words)
+        tools.append({"id": f"v{i}", "name": f"{v}_{w}_{i}", "path": f"Cat{i % 30}",
+                      "description": f"{v.capitalize()} a {w} in the system, variant {i}."})
+    for i in range(5000 if hidden else 0):
+        v, w = rng.choice(verbs), rng.choice(["payment", "invoice", "refund", "charge", "subscription"])
+        tools.append({"id": f"h{i}", "name": f"{v}_{w}_{i}", "path": f"Pay{i % 10}", "requires": ["billing"],
+                      "description": f"{v.capitalize()} a {w} for a customer, variant {i}."})
+    return {"name": "bench-scopes", "tools": tools}
+
+
+class Served:
+    """`toolsearch serve INDEX --scopes user` over stdio, initialised."""
+
+    def __init__(self, binary, index):
+        self.p = subprocess.Popen([binary, "serve", index, "--scopes", "user", "--watch", "0"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.id = 0
+        self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"}})
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+
+    def ask(self, method, params):
+        self.id += 1
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}) + "\n")
+        self.p.stdin.flush()
+        while True:
+            answer = json.loads(self.p.stdout.readline())
+            if answer.get("id") == self.id:
+                return answer
+
+    def call(self, tool, arguments):
+        """Seconds one `tools/call` took, round trip."""
+        start = time.perf_counter()
+        answer = self.ask("tools/call", {"name": tool, "arguments": arguments})
+        took = time.perf_counter() - start
+        assert "result" in answer, answer
+        return took
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+def main():
+    indexes = {}
+    for name, hidden in (("hidden", True), ("none", False)):
+        path = os.path.join(WORK, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(catalogue(hidden), f)
+        indexes[name] = os.path.join(WORK, f"index-{name}")
+        subprocess.run([BINS[-1], "index", path, "--out", indexes[name]], check=True, capture_output=True)
+    served = {(b, n): Served(b, i) for b in BINS for n, i in indexes.items()}
+    times = {key: {k: [] for k in KINDS} for key in served}
+    for kind, (tool, arguments) in KINDS.items():
+        for s in served.values():
+            s.call(tool, arguments)  # the first, which fills every cache
+        for i in range(REQUESTS):
+            order = list(served.items())
+            random.shuffle(order)
+            asked = {k: str(v).format(i=i) for k, v in arguments.items()}
+            for key, s in order:
+                times[key][kind].append(s.call(tool, asked))
+    for s in served.values():
+        s.close()
+    median = {key: {k: sorted(t)[len(t) // 2] * 1000 for k, t in kinds.items()} for key, kinds in times.items()}
+    rows = []
+    for b in BINS:
+        row = {"binary": b}
+        for k in KINDS:
+            h, n = median[(b, "hidden")][k], median[(b, "none")][k]
+            row[k] = {"hidden_ms": round(h, 3), "none_ms": round(n, 3), "hidden_over_none": round(h / n, 2)}
+        rows.append(row)
+        print(json.dumps(row))
+    if len(BINS) == 2:
+        print(json.dumps({"new_over_old_hidden": {
+            k: round(median[(BINS[1], "hidden")][k] / median[(BINS[0], "hidden")][k], 3) for k in KINDS}}))
+
+
+main()
