@@ -8,7 +8,10 @@
 //! documents it may not see, and no score tells it anything about them.
 
 mod coverage;
+mod restricted;
 mod schema;
+#[cfg(test)]
+mod tests;
 mod view;
 mod writer;
 
@@ -37,6 +40,8 @@ struct DocFacts {
     kind: DocKind,
     ord: u32,
     length: u32,
+    /// Its text length as tantivy encodes it (what BM25 scores read).
+    norm_id: u8,
 }
 
 /// Documents in a view and their total text length.
@@ -63,6 +68,8 @@ pub(crate) struct Lexical {
     df_cache: Mutex<HashMap<(bool, u64, u32, String), u64>>,
     /// Documents and total text length by (kind, view key).
     totals_cache: Mutex<HashMap<(bool, u64), Totals>>,
+    /// Postings filtered to restricted views, by view and term.
+    view_postings: Mutex<restricted::PostingsCache>,
 }
 
 impl Lexical {
@@ -89,6 +96,7 @@ impl Lexical {
             dir: dir.to_path_buf(),
             df_cache: Mutex::new(HashMap::new()),
             totals_cache: Mutex::new(HashMap::new()),
+            view_postings: Mutex::default(),
         })
     }
 
@@ -155,18 +163,19 @@ impl Lexical {
         };
         let err = |e: tantivy::TantivyError| IndexError::Lexical(self.dir.clone(), e.to_string());
         let top = match (allowed, &view.bits) {
+            // A restricted view reads its own postings, never the hidden documents' (see
+            // `restricted`).
+            (_, Some(_)) => {
+                let terms: Vec<Term> = terms.iter().map(|t| Term::from_field_text(f.text, t)).collect();
+                let within = scope.filter(|s| !s.is_empty()).map(|s| Term::from_field_text(f.scope, s));
+                stats.top_k(&terms, within.as_ref(), allowed, k).map_err(err)?
+            }
             (None, None) => searcher
                 .search_with_statistics_provider(&query, &TopDocs::with_limit(k).order_by_score(), &stats)
                 .map_err(err)?,
-            (Some(a), _) => {
+            (Some(a), None) => {
                 let a = Arc::clone(a);
                 let keep = move |ord: u64| a.binary_search(&(ord as u32)).is_ok();
-                let collector = FilterCollector::new("ord".to_string(), keep, TopDocs::with_limit(k).order_by_score());
-                searcher.search_with_statistics_provider(&query, &collector, &stats).map_err(err)?
-            }
-            (None, Some(_)) => {
-                let v = view.clone();
-                let keep = move |ord: u64| v.contains(ord as u32);
                 let collector = FilterCollector::new("ord".to_string(), keep, TopDocs::with_limit(k).order_by_score());
                 searcher.search_with_statistics_provider(&query, &collector, &stats).map_err(err)?
             }
@@ -211,6 +220,7 @@ fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<V
                 kind: if is_tool[doc as usize] { DocKind::Tool } else { DocKind::Node },
                 ord: ords.first(doc).unwrap_or(u64::MAX) as u32,
                 length: norms.fieldnorm(doc),
+                norm_id: norms.fieldnorm_id(doc),
             });
         }
         out.push(facts);

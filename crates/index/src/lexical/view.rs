@@ -55,14 +55,14 @@ pub(super) struct ViewStats<'a> {
 }
 
 impl ViewStats<'_> {
-    fn member(&self, f: &DocFacts) -> bool {
+    pub(super) fn member(&self, f: &DocFacts) -> bool {
         f.kind == self.kind && self.view.contains(f.ord)
     }
 }
 
 impl ViewStats<'_> {
     /// Documents in the view, and their total text length (cached per view).
-    fn totals(&self) -> Totals {
+    pub(super) fn totals(&self) -> Totals {
         let key = (self.kind == DocKind::Tool, self.view.key);
         if let Some(t) = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return *t;
@@ -91,6 +91,9 @@ impl Bm25StatisticsProvider for ViewStats<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        if self.view.bits.is_some() {
+            return Ok(self.postings(term)?.docs);
+        }
         let text = term.value().as_str().unwrap_or_default().to_owned();
         let key = (self.kind == DocKind::Tool, self.view.key, term.field().field_id(), text);
         if let Some(&df) = self.lexical.df_cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {

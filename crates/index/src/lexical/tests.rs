@@ -1,0 +1,72 @@
+//! The lexical index's tests: a restricted view scores as an index of its documents alone,
+//! and reads no hidden document's postings for a term it has read before.
+
+use std::sync::Arc;
+
+use super::{DocKind, Lexical, LexicalWriter, View};
+use crate::document::LexicalFields;
+
+/// Twenty tools on payments and mail; the odd ones (hidden from the view) say "refund" more.
+fn text(ord: u32) -> String {
+    let subject = if ord % 4 < 2 { "refund the payment of a customer" } else { "send mail to a customer" };
+    let extra = if ord % 2 == 1 { " refund refund payment" } else { "" };
+    format!("{subject}{extra} number{ord} {}", "word ".repeat(ord as usize % 5))
+}
+
+/// A lexical index of the tools `ords` (each under the category `c{ord % 3}`).
+fn build(dir: &std::path::Path, ords: impl Iterator<Item = u32>) -> Lexical {
+    let mut w = LexicalWriter::create(dir).unwrap();
+    for ord in ords {
+        let doc = LexicalFields { body: text(ord), ..LexicalFields::default() };
+        w.add(DocKind::Tool, ord, &doc, &[String::new(), format!("c{}", ord % 3)]).unwrap();
+    }
+    w.finish().unwrap();
+    Lexical::open(dir).unwrap()
+}
+
+fn visible() -> Vec<u32> {
+    (0..20).filter(|o| o % 2 == 0).collect()
+}
+
+#[test]
+fn a_restricted_view_scores_as_an_index_of_its_documents_alone() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (all, alone) = (build(a.path(), 0..20), build(b.path(), visible().into_iter()));
+    let view = View::of(7, &visible(), 20);
+    let some = Arc::new(vec![0, 2, 4, 6, 8, 12]);
+    for query in ["refund the payment", "customer mail", "number4 word", "refund", "nothing matches"] {
+        for scope in [None, Some("c1")] {
+            for allowed in [None, Some(&some)] {
+                let got = all.search(query, DocKind::Tool, scope, allowed, &view, 5).unwrap();
+                let want = alone.search(query, DocKind::Tool, scope, allowed, &View::everything(), 5).unwrap();
+                let at = format!("{query:?} in {scope:?}, allowed {allowed:?}");
+                assert_eq!(
+                    got.iter().map(|h| h.ord).collect::<Vec<_>>(),
+                    want.iter().map(|h| h.ord).collect::<Vec<_>>(),
+                    "{at}"
+                );
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g.score - w.score).abs() <= 1e-5 * w.score.abs(), "{at}: {} vs {}", g.score, w.score);
+                }
+                assert!(got.iter().all(|h| h.ord % 2 == 0), "{at}: a hidden tool answered");
+            }
+        }
+        let counts = |l: &Lexical, v: &View| l.coverage(query, DocKind::Tool, v).unwrap();
+        assert_eq!(counts(&all, &view), counts(&alone, &View::everything()), "{query:?}: term counts");
+    }
+}
+
+#[test]
+fn a_term_a_view_has_read_is_not_walked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = build(dir.path(), 0..20);
+    let (view, other) = (View::of(7, &visible(), 20), View::of(8, &[1, 3], 20));
+    let first = all.search("refund payment", DocKind::Tool, Some("c0"), None, &view, 5).unwrap();
+    let walked = all.postings_walked();
+    assert!(walked >= 3, "two terms and a category were walked: {walked}");
+    let again = all.search("payment refund", DocKind::Tool, Some("c0"), None, &view, 5).unwrap();
+    assert_eq!(all.postings_walked(), walked, "a repeated term read its whole list again");
+    assert_eq!(first.iter().map(|h| h.ord).collect::<Vec<_>>(), again.iter().map(|h| h.ord).collect::<Vec<_>>());
+    all.search("refund payment", DocKind::Tool, None, None, &other, 5).unwrap();
+    assert_eq!(all.postings_walked(), walked + 2, "another view reads its own postings");
+}
