@@ -5,7 +5,9 @@
 //! BM25 statistics (document count, average field length, document frequencies) are computed
 //! over a [`View`]: the documents of the kind searched that the caller may see, never over the
 //! whole index. A caller therefore gets the same scores as on an index built without the
-//! documents it may not see, and no score tells it anything about them.
+//! documents it may not see, and no score tells it anything about them. A restricted view is
+//! also searched over postings filtered to it (`restricted`), so a repeated query word reads
+//! no hidden document and its time says nothing about them either.
 
 mod coverage;
 mod restricted;
