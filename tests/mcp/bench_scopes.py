@@ -7,10 +7,12 @@ catalogues we generate over MCP stdio (`toolsearch serve --scopes user`):
 
 A caller that can tell HIDDEN from NONE by timing learns that tools are hidden from it. For each
 request kind (`list` at the root and in a category, `search_nodes`, `search_tool_by_category`
-about payments repeated, new each time, and new but with its vector cached, `expand_tool`), the requests of every binary and
-catalogue are interleaved, and the median milliseconds of each are printed with HIDDEN/NONE.
+about payments repeated, in a category, new each time, and new but with its vector cached,
+`expand_tool`), the requests of every binary and catalogue are interleaved, and the median
+milliseconds of each are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
+category the caller sees (Cat1, which the category rows ask about) instead of their own.
 
-    python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS]
+    python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS] [mixed]
 Prints one JSON line per binary and one with NEW's times as ratios of OLD's.
 """
 
@@ -22,12 +24,15 @@ import sys
 import time
 
 BINS, WORK = sys.argv[1].split(","), sys.argv[2]
-REQUESTS = int(sys.argv[3]) if len(sys.argv) > 3 else 400
+REQUESTS = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+# `mixed`: the hidden tools sit in a category the caller sees (Cat1) instead of their own.
+MIXED = len(sys.argv) > 4 and sys.argv[4] == "mixed"
 KINDS = {
     "list_root": ("list", {}),
     "list_category": ("list", {"path": "Cat1"}),
     "search_nodes": ("search_nodes", {"query": "refund a customer payment"}),
     "search_repeated": ("search_tool_by_category", {"query": "refund a customer payment"}),
+    "search_in_category": ("search_tool_by_category", {"query": "refund a customer payment", "path": "Cat1"}),
     "expand": ("expand_tool", {"tool_id": "v1"}),
     # A new query each time (the model embeds it; the same texts for every server).
     "search_new": ("search_tool_by_category", {"query": "refund the payment of customer {i}"}),
@@ -50,7 +55,7 @@ def catalogue(hidden):
                       "description": f"{v.capitalize()} a {w} in the system, variant {i}."})
     for i in range(5000 if hidden else 0):
         v, w = rng.choice(verbs), rng.choice(["payment", "invoice", "refund", "charge", "subscription"])
-        tools.append({"id": f"h{i}", "name": f"{v}_{w}_{i}", "path": f"Pay{i % 10}", "requires": ["billing"],
+        tools.append({"id": f"h{i}", "name": f"{v}_{w}_{i}", "path": "Cat1" if MIXED else f"Pay{i % 10}", "requires": ["billing"],
                       "description": f"{v.capitalize()} a {w} for a customer, variant {i}."})
     return {"name": "bench-scopes", "tools": tools}
 
