@@ -252,14 +252,15 @@ impl Engine {
         };
         // A restricted caller, or one asking for tags, sees a category only when it holds a
         // tool for it.
-        let child_nodes: Vec<u32> = self
-            .paths()
-            .children(&path)
-            .iter()
-            .copied()
-            .filter(|&n| !filter.restricts() || count_under(n) > 0)
-            .collect();
-        let direct_tools: Vec<u32> = self.paths().tools_at(&path).iter().copied().filter(|&o| may(o)).collect();
+        // Kept cut to its scopes, a category's children and tools cost nothing for the hidden.
+        let (paths, kept) = (self.paths(), scoped.as_deref());
+        let children =
+            kept.and_then(|s| paths.allowed_children(&path, s)).unwrap_or_else(|| paths.children(&path).to_vec());
+        let child_nodes: Vec<u32> =
+            children.into_iter().filter(|&n| !filter.restricts() || count_under(n) > 0).collect();
+        let direct =
+            kept.and_then(|s| paths.allowed_tools(&path, true, s)).unwrap_or_else(|| paths.tools_at(&path).to_vec());
+        let direct_tools: Vec<u32> = direct.into_iter().filter(|&o| may(o)).collect();
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {

@@ -33,6 +33,26 @@ impl Lists {
         Lists { at: counts, items: vec![0; total] }
     }
 
+    /// The lists `lists` yields, node by node.
+    pub(crate) fn collect<L: IntoIterator<Item = u32>>(lists: impl Iterator<Item = L>) -> Lists {
+        let (mut at, mut items) = (vec![0u32], Vec::new());
+        for list in lists {
+            items.extend(list);
+            at.push(items.len() as u32);
+        }
+        Lists { at, items }
+    }
+
+    /// Ordinals held over every list.
+    pub(crate) fn total(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Bytes the lists take.
+    pub(crate) fn bytes(&self) -> usize {
+        (self.at.len() + self.items.len()) * 4
+    }
+
     /// Node `n`'s list.
     pub(crate) fn get(&self, n: u32) -> &[u32] {
         match (self.at.get(n as usize), self.at.get(n as usize + 1)) {

@@ -27,15 +27,15 @@ pub(crate) struct PathTable {
     /// first needed (a path given in another case), not on every open.
     by_display: OnceLock<HashTable<u32>>,
     /// Per node: the tool ordinals at or below it, sorted.
-    under: Lists,
+    pub(crate) under: Lists,
     /// Per node: the tool ordinals directly at it, sorted.
-    direct: Lists,
+    pub(crate) direct: Lists,
     /// Per node: its child nodes' ordinals.
-    children: Vec<Vec<u32>>,
+    pub(crate) children: Vec<Vec<u32>>,
     /// Per node: its parent's ordinal (`None` at the top, or when no node is its parent).
     parent: Vec<Option<u32>>,
     /// The top-level nodes' ordinals.
-    top: Vec<u32>,
+    pub(crate) top: Vec<u32>,
     /// The same lists for paths no category node has, which a normalised catalogue never
     /// holds (every ancestor of a tool's path is a node), but a catalogue made by hand may.
     stray: Stray,
@@ -272,15 +272,23 @@ impl<'a> Paths<'a> {
     }
 
     /// The tools a filter allows, sorted; `None` when it allows every tool. What the caller's
-    /// scopes allow is read from [`Paths::scoped`], so the time this takes does not grow with
-    /// the tools they hide (only with those under the path asked for).
+    /// scopes allow, under a path too, is read from [`Paths::scoped`], so the time this takes
+    /// does not grow with the tools they hide (but with the hidden tools holding a tag asked
+    /// for).
     pub(crate) fn allowed(&self, filter: &Filter) -> Option<Arc<Vec<u32>>> {
         let scoped = filter.scopes.as_deref().map(|s| self.scoped(s));
         if filter.path.is_empty() && filter.tags.is_empty() {
             return scoped.and_then(|s| s.tools.clone());
         }
         let t = self.table;
-        let mut allowed: Option<Vec<u32>> = (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec());
+        // A restricted caller's tools under the path are read from its kept lists when it has
+        // them, so the hidden tools there add nothing to the time.
+        let kept = scoped
+            .as_ref()
+            .filter(|_| !filter.path.is_empty())
+            .and_then(|s| self.allowed_tools(&filter.path, false, s));
+        let mut allowed: Option<Vec<u32>> =
+            kept.or_else(|| (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec()));
         for tag in &filter.tags {
             // `!tag` keeps the tools without it.
             let (tag, without) = match tag.trim().strip_prefix('!') {

@@ -145,3 +145,46 @@ fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() 
     assert_eq!((none.tools.as_deref(), admin.tools.as_deref()), (Some(&vec![0, 1]), None));
     assert!(!none.tool_view.contains(2) && none.tool_view.contains(1) && admin.tool_view.contains(2));
 }
+
+#[test]
+fn a_scope_sets_kept_lists_are_the_catalogues_cut_to_what_it_allows() {
+    let node = |p: &str| Node { path: path(p), ..Node::default() };
+    let tool = |id: &str, p: &str, requires: &[&str]| Tool {
+        id: id.into(),
+        name: id.into(),
+        paths: vec![if p.is_empty() { vec![] } else { path(p) }],
+        requires: requires.iter().map(|t| t.to_string()).collect(),
+        ..Tool::default()
+    };
+    // `a/c` holds only a hidden tool, so it is hidden too; `x/y` has no node.
+    let catalog = Catalog {
+        nodes: vec![node("a"), node("a/b"), node("a/c"), node("z")],
+        tools: vec![
+            tool("t0", "a/b", &[]),
+            tool("t1", "a/c", &["admin"]),
+            tool("t2", "a", &["admin"]),
+            tool("t3", "", &[]),
+            tool("t4", "", &["admin"]),
+            tool("t5", "x/y", &[]),
+            tool("t6", "z", &["admin"]),
+        ],
+        ..Catalog::default()
+    };
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let user = paths.scoped(&[]);
+    let kept = |p: &str, directly| paths.allowed_tools(&if p.is_empty() { vec![] } else { path(p) }, directly, &user);
+    assert_eq!(kept("a", false), Some(vec![0]));
+    assert_eq!(kept("a", true), Some(vec![]), "t2 is hidden");
+    assert_eq!(kept("a/b", true), Some(vec![0]));
+    assert_eq!(kept("a/c", false), Some(vec![]));
+    assert_eq!(kept("", true), Some(vec![3]), "at the root, t4 is hidden");
+    assert_eq!(kept("x/y", true), None, "a path without a node is filtered by the caller");
+    assert_eq!(paths.allowed_children(&[], &user), Some(vec![0]), "z holds only a hidden tool");
+    assert_eq!(paths.allowed_children(&path("a"), &user), Some(vec![1]));
+    let scoped = Filter { scopes: Some(vec![]), path: path("a"), ..Filter::default() };
+    assert_eq!(paths.allowed(&scoped), Some(Arc::new(vec![0])));
+    let admin = paths.scoped(&["admin".to_owned()]);
+    assert_eq!(paths.allowed_tools(&path("a"), false, &admin), None, "nothing hidden: nothing kept");
+}

@@ -14,6 +14,7 @@ use toolsearch_index::View;
 
 use crate::cache::{Lru, Weigh};
 use crate::filter::difference;
+use crate::lists::Lists;
 use crate::scope::Paths;
 
 /// Scope sets kept (a gateway serves a few: one per role or team).
@@ -46,13 +47,43 @@ pub(crate) struct Scoped {
     pub(crate) tool_view: View,
     /// The nodes visible, as the statistics base of category searches.
     pub(crate) node_view: View,
+    /// The catalogue's lists cut to what the scopes allow, when some tool is hidden and the
+    /// lists are small enough to keep ([`VISIBLE_MAX`]).
+    visible: Option<Visible>,
+}
+
+/// Entries (4 bytes each) the catalogue's lists may hold for a scope set to keep them cut to
+/// what it allows: past that (about 300,000 tools three categories deep), a request filters
+/// the catalogue's lists instead, in time that grows with the hidden tools among them.
+const VISIBLE_MAX: usize = 1 << 20;
+
+/// Per node, the tools a scope set allows at or below it and directly at it, and its child
+/// nodes holding one; the same at the root. A request reads them instead of filtering the
+/// catalogue's lists, whose hidden tools would each add to its time.
+struct Visible {
+    under: Lists,
+    direct: Lists,
+    children: Lists,
+    top: Vec<u32>,
+    root_direct: Vec<u32>,
+}
+
+impl Visible {
+    fn bytes(&self) -> usize {
+        self.under.bytes() + self.direct.bytes() + self.children.bytes() + (self.top.len() + self.root_direct.len()) * 4
+    }
 }
 
 impl Weigh for Arc<Scoped> {
     fn weight(&self) -> usize {
         let tools = self.tools.as_ref().map_or(0, |t| t.len());
         // The list (4 bytes a tool), the views' bits (a bit a tool or node), the node flags.
-        std::mem::size_of::<Scoped>() + tools * 4 + tools / 8 + self.nodes.len() * 9 / 8 + self.counts.len() * 4
+        std::mem::size_of::<Scoped>()
+            + tools * 4
+            + tools / 8
+            + self.nodes.len() * 9 / 8
+            + self.counts.len() * 4
+            + self.visible.as_ref().map_or(0, Visible::bytes)
     }
 }
 
@@ -124,7 +155,50 @@ impl Paths<'_> {
             let ords: Vec<u32> = (0..nodes.len() as u32).filter(|&n| nodes[n as usize]).collect();
             View::of(key, &ords, nodes.len())
         };
-        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view }
+        let visible = allowed.as_ref().and_then(|_| self.cut(&tool_view, &nodes));
+        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible }
+    }
+
+    /// The catalogue's lists cut to the tools in `view` and the nodes `nodes` marks, unless
+    /// they are too long to keep.
+    fn cut(&self, view: &View, nodes: &[bool]) -> Option<Visible> {
+        let t = self.table;
+        let n = self.catalog.nodes.len();
+        if t.under.total() + t.direct.total() + 3 * n > VISIBLE_MAX {
+            return None;
+        }
+        let tools = |list: &'_ [u32]| list.iter().copied().filter(|&o| view.contains(o)).collect::<Vec<u32>>();
+        let shown = |list: &'_ [u32]| list.iter().copied().filter(|&c| nodes[c as usize]).collect::<Vec<u32>>();
+        Some(Visible {
+            under: Lists::collect((0..n as u32).map(|i| tools(t.under.get(i)))),
+            direct: Lists::collect((0..n as u32).map(|i| tools(t.direct.get(i)))),
+            children: Lists::collect(t.children.iter().map(|c| shown(c))),
+            top: shown(&t.top),
+            root_direct: tools(self.tools_at(&[])),
+        })
+    }
+
+    /// The tools `scoped` allows at or below `path` (`directly` at it), sorted, when it keeps
+    /// them; else `None`, and the caller filters the catalogue's list.
+    pub(crate) fn allowed_tools(&self, path: &[String], directly: bool, scoped: &'_ Scoped) -> Option<Vec<u32>> {
+        let v = scoped.visible.as_ref()?;
+        match (path.is_empty(), directly) {
+            (true, true) => Some(v.root_direct.clone()),
+            (true, false) => scoped.tools.as_deref().cloned(),
+            (false, _) => {
+                let n = self.node_ord(path)?;
+                Some(if directly { v.direct.get(n) } else { v.under.get(n) }.to_vec())
+            }
+        }
+    }
+
+    /// The child nodes of `path` holding a tool `scoped` allows, when it keeps them.
+    pub(crate) fn allowed_children(&self, path: &[String], scoped: &'_ Scoped) -> Option<Vec<u32>> {
+        let v = scoped.visible.as_ref()?;
+        match path.is_empty() {
+            true => Some(v.top.clone()),
+            false => self.node_ord(path).map(|n| v.children.get(n).to_vec()),
+        }
     }
 
     /// How many tools `scoped` allows at or below the node `n`: read, not counted.
