@@ -1,5 +1,6 @@
 //! What a restricted caller may see, worked out once per scope set and kept: the tools its
-//! scopes allow, the categories that hold one, and the views BM25 scores with.
+//! scopes allow, the categories that hold one, the views BM25 scores with, and the catalogue's
+//! lists (tools under and at each category, its children) cut to them.
 //!
 //! Working them out takes a pass over every tool that requires a scope, so a request that did
 //! it itself took time in proportion to the tools its caller cannot see (at 5,000 hidden tools,
@@ -53,7 +54,7 @@ pub(crate) struct Scoped {
 }
 
 /// Entries (4 bytes each) the catalogue's lists may hold for a scope set to keep them cut to
-/// what it allows: past that (about 300,000 tools three categories deep), a request filters
+/// what it allows: past that (about 250,000 tools three categories deep), a request filters
 /// the catalogue's lists instead, in time that grows with the hidden tools among them.
 const VISIBLE_MAX: usize = 1 << 20;
 
