@@ -19,7 +19,8 @@ use tantivy::{DocAddress, DocId, DocSet, Score, Term, TERMINATED};
 
 use super::view::ViewStats;
 
-/// Bytes of filtered postings kept, over every view and term; past it the cache starts over.
+/// Bytes of filtered postings kept, over every view and term; past it the cache starts over,
+/// and a list over an eighth of it is not kept.
 const POSTINGS_BUDGET: usize = 32 << 20;
 
 /// One term's postings inside one view: per segment, the view's documents holding it (in
@@ -40,13 +41,20 @@ impl ViewPostings {
 /// (kind is tool, view key, field, term).
 type PostingsKey = (bool, u64, u32, String);
 
-/// Filtered postings by view and term, bounded by [`POSTINGS_BUDGET`].
-#[derive(Default)]
+/// Filtered postings by view and term, bounded by bytes.
 pub(super) struct PostingsCache {
     map: HashMap<PostingsKey, Arc<ViewPostings>>,
     bytes: usize,
     /// Whole lists walked since the index opened.
     walks: u64,
+    /// The bound ([`POSTINGS_BUDGET`]).
+    budget: usize,
+}
+
+impl Default for PostingsCache {
+    fn default() -> PostingsCache {
+        PostingsCache { map: HashMap::new(), bytes: 0, walks: 0, budget: POSTINGS_BUDGET }
+    }
 }
 
 impl super::Lexical {
@@ -54,6 +62,16 @@ impl super::Lexical {
     #[cfg(test)]
     pub(super) fn postings_walked(&self) -> u64 {
         self.view_postings.lock().unwrap_or_else(|p| p.into_inner()).walks
+    }
+
+    /// Bytes of postings kept, and the bound set to `budget` when given.
+    #[cfg(test)]
+    pub(super) fn postings_kept(&self, budget: Option<usize>) -> usize {
+        let mut cache = self.view_postings.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = budget {
+            cache.budget = b;
+        }
+        cache.bytes
     }
 }
 
@@ -86,10 +104,14 @@ impl ViewStats<'_> {
         }
         let out = Arc::new(out);
         let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.bytes + out.bytes() > POSTINGS_BUDGET {
-            *cache = PostingsCache { walks: cache.walks, ..PostingsCache::default() };
-        }
         cache.walks += 1;
+        if out.bytes() > cache.budget / 8 {
+            return Ok(out);
+        }
+        if cache.bytes + out.bytes() > cache.budget {
+            cache.map.clear();
+            cache.bytes = 0;
+        }
         cache.bytes += out.bytes();
         cache.map.insert(key, Arc::clone(&out));
         Ok(out)

@@ -70,3 +70,24 @@ fn a_term_a_view_has_read_is_not_walked_again() {
     all.search("refund payment", DocKind::Tool, None, None, &other, 5).unwrap();
     assert_eq!(all.postings_walked(), walked + 2, "another view reads its own postings");
 }
+
+#[test]
+fn the_postings_kept_stay_within_their_bound_and_answers_do_not_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = build(dir.path(), 0..20);
+    let view = View::of(7, &visible(), 20);
+    let before = all.search("refund payment customer", DocKind::Tool, None, None, &view, 5).unwrap();
+    all.postings_kept(Some(2_000));
+    let mut most = 0;
+    for i in 0..200 {
+        all.search(&format!("number{} word mail", i % 20), DocKind::Tool, None, None, &view, 5).unwrap();
+        most = most.max(all.postings_kept(None));
+        assert!(most <= 2_000, "{most} bytes kept");
+    }
+    assert!(most > 1_000, "the lists were kept until the bound: {most} bytes at most");
+    let after = all.search("refund payment customer", DocKind::Tool, None, None, &view, 5).unwrap();
+    assert_eq!(
+        before.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>(),
+        after.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>()
+    );
+}
