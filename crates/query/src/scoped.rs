@@ -42,7 +42,8 @@ pub(crate) struct Scoped {
     /// Per node ordinal: whether it holds a tool the scopes allow.
     pub(crate) nodes: Arc<Vec<bool>>,
     /// Per node ordinal: how many tools the scopes allow at or below it; empty when they
-    /// allow every tool (then it is every tool under it).
+    /// allow every tool (then it is every tool under it), or when `visible` is kept (then it
+    /// is the length of its list).
     counts: Vec<u32>,
     /// The tools allowed, as the statistics base of tool searches and a membership test.
     pub(crate) tool_view: View,
@@ -157,6 +158,9 @@ impl Paths<'_> {
             View::of(key, &ords, nodes.len())
         };
         let visible = allowed.as_ref().and_then(|_| self.cut(&tool_view, &nodes));
+        if visible.is_some() {
+            counts = Vec::new(); // the cut lists' lengths
+        }
         Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible }
     }
 
@@ -204,9 +208,10 @@ impl Paths<'_> {
 
     /// How many tools `scoped` allows at or below the node `n`: read, not counted.
     pub(crate) fn allowed_under(&self, n: u32, scoped: &Scoped) -> usize {
-        match scoped.counts.get(n as usize) {
-            Some(&c) => c as usize,
-            None => self.tools_under(&self.catalog.nodes[n as usize].path).len(),
+        match (&scoped.visible, scoped.counts.get(n as usize)) {
+            (Some(v), _) => v.under.get(n).len(),
+            (None, Some(&c)) => c as usize,
+            (None, None) => self.tools_under(&self.catalog.nodes[n as usize].path).len(),
         }
     }
 }

@@ -37,11 +37,10 @@ pub use schema::DocKind;
 pub use view::View;
 pub(crate) use writer::LexicalWriter;
 
-/// Per document of a segment: its kind, ordinal and text length.
+/// Per document of a segment: its kind, ordinal and text length (as tantivy encodes it).
 struct DocFacts {
     kind: DocKind,
     ord: u32,
-    length: u32,
     /// Its text length as tantivy encodes it (what BM25 scores read).
     norm_id: u8,
 }
@@ -221,7 +220,6 @@ fn doc_facts(searcher: &tantivy::Searcher, fields: &Fields) -> tantivy::Result<V
             facts.push(DocFacts {
                 kind: if is_tool[doc as usize] { DocKind::Tool } else { DocKind::Node },
                 ord: ords.first(doc).unwrap_or(u64::MAX) as u32,
-                length: norms.fieldnorm(doc),
                 norm_id: norms.fieldnorm_id(doc),
             });
         }

@@ -70,7 +70,7 @@ impl ViewStats<'_> {
         let mut totals = (0u64, 0u64);
         for f in self.part.facts.iter().flatten().filter(|f| self.member(f)) {
             totals.0 += 1;
-            totals.1 += u64::from(f.length);
+            totals.1 += u64::from(tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(f.norm_id));
         }
         let mut cache = self.lexical.totals_cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= 4096 {
