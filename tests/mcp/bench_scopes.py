@@ -8,8 +8,9 @@ catalogues we generate over MCP stdio (`toolsearch serve --scopes user`):
 A caller that can tell HIDDEN from NONE by timing learns that tools are hidden from it. For each
 request kind (`list` at the root and in a category, `search_nodes`, `search_tool_by_category`
 about payments repeated, in a category, new each time, and new but with its vector cached,
-`expand_tool`), the requests of every binary and catalogue are interleaved, and the median
-milliseconds of each are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
+`expand_tool`; `list` and search with a tag the hidden tools carry, search without it), the
+requests of every binary and catalogue are interleaved, and the median milliseconds of each
+are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
 category the caller sees (Cat1, which the category rows ask about) instead of their own.
 
     python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS] [mixed]
@@ -34,6 +35,10 @@ KINDS = {
     "search_repeated": ("search_tool_by_category", {"query": "refund a customer payment"}),
     "search_in_category": ("search_tool_by_category", {"query": "refund a customer payment", "path": "Cat1"}),
     "expand": ("expand_tool", {"tool_id": "v1"}),
+    # Tags: every hidden tool carries `write`, as some the caller sees do.
+    "list_root_tagged": ("list", {"tags": ["write"]}),
+    "search_tagged": ("search_tool_by_category", {"query": "refund a customer payment", "tags": ["write"]}),
+    "search_without_tag": ("search_tool_by_category", {"query": "refund a customer payment", "tags": ["!write"]}),
     # A new query each time (the model embeds it; the same texts for every server).
     "search_new": ("search_tool_by_category", {"query": "refund the payment of customer {i}"}),
     # The same first 2,000 characters (all the model reads) and a new end: the query's vector is
@@ -52,10 +57,11 @@ def catalogue(hidden):
     for i in range(7000):
         v, w = rng.choice(verbs), rng.choice(words)
         tools.append({"id": f"v{i}", "name": f"{v}_{w}_{i}", "path": f"Cat{i % 30}",
+                      "tags": ["read" if v in ("list", "fetch", "export") else "write"],
                       "description": f"{v.capitalize()} a {w} in the system, variant {i}."})
     for i in range(5000 if hidden else 0):
         v, w = rng.choice(verbs), rng.choice(["payment", "invoice", "refund", "charge", "subscription"])
-        tools.append({"id": f"h{i}", "name": f"{v}_{w}_{i}", "path": "Cat1" if MIXED else f"Pay{i % 10}", "requires": ["billing"],
+        tools.append({"id": f"h{i}", "name": f"{v}_{w}_{i}", "path": "Cat1" if MIXED else f"Pay{i % 10}", "requires": ["billing"], "tags": ["write"],
                       "description": f"{v.capitalize()} a {w} for a customer, variant {i}."})
     return {"name": "bench-scopes", "tools": tools}
 

@@ -106,6 +106,11 @@ impl ToolFacets {
         self.tagged.get(tag).map_or(&[], Vec::as_slice)
     }
 
+    /// Every tag (lower case) with the tools carrying it, sorted, in no set order.
+    pub fn tags(&self) -> impl Iterator<Item = (&str, &[u32])> {
+        self.tagged.iter().map(|(tag, list)| (tag.as_str(), list.as_slice()))
+    }
+
     /// The tools that require scopes, sorted.
     pub fn restricted(&self) -> &[u32] {
         &self.restricted

@@ -243,17 +243,15 @@ impl Engine {
             scoped.as_ref().is_none_or(|s| s.tool_view.contains(o))
                 && tagged.as_ref().is_none_or(|a| a.binary_search(&o).is_ok())
         };
+        // Kept cut to its scopes, a category's lists cost nothing for the hidden.
+        let (paths, kept) = (self.paths(), scoped.as_deref());
         let count_under = |n: u32| match (&tagged, &scoped) {
-            (Some(_), _) => {
-                self.paths().tools_under(&self.catalog().nodes[n as usize].path).iter().filter(|&&o| may(o)).count()
-            }
+            (Some(_), _) => paths.under(n, kept).iter().filter(|&&o| may(o)).count(),
             (None, Some(s)) => self.paths().allowed_under(n, s),
             (None, None) => self.paths().tools_under(&self.catalog().nodes[n as usize].path).len(),
         };
         // A restricted caller, or one asking for tags, sees a category only when it holds a
         // tool for it.
-        // Kept cut to its scopes, a category's children and tools cost nothing for the hidden.
-        let (paths, kept) = (self.paths(), scoped.as_deref());
         let children =
             kept.and_then(|s| paths.allowed_children(&path, s)).unwrap_or_else(|| paths.children(&path).to_vec());
         let child_nodes: Vec<u32> =
@@ -268,7 +266,7 @@ impl Engine {
                 // A child category matches through its own text or through its best tool.
                 let under = self.rank_tools(q, &filter, self.options().candidates)?;
                 let best_tool = |node: u32| {
-                    let inside = self.paths().tools_under(&self.catalog().nodes[node as usize].path);
+                    let inside = paths.under(node, kept);
                     under
                         .iter()
                         .filter(|s| inside.binary_search(&s.ord).is_ok())

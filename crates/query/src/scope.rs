@@ -272,9 +272,8 @@ impl<'a> Paths<'a> {
     }
 
     /// The tools a filter allows, sorted; `None` when it allows every tool. What the caller's
-    /// scopes allow, under a path too, is read from [`Paths::scoped`], so the time this takes
-    /// does not grow with the tools they hide (but with the hidden tools holding a tag asked
-    /// for).
+    /// scopes allow, under a path and with a tag too, is read from [`Paths::scoped`], so the
+    /// time this takes does not grow with the tools they hide.
     pub(crate) fn allowed(&self, filter: &Filter) -> Option<Arc<Vec<u32>>> {
         let scoped = filter.scopes.as_deref().map(|s| self.scoped(s));
         if filter.path.is_empty() && filter.tags.is_empty() {
@@ -289,17 +288,18 @@ impl<'a> Paths<'a> {
             .and_then(|s| self.allowed_tools(&filter.path, false, s));
         let mut allowed: Option<Vec<u32>> =
             kept.or_else(|| (!filter.path.is_empty()).then(|| self.tools_under(&filter.path).to_vec()));
+        // Its tag lists too, and the whole list a `!tag` is taken from.
         for tag in &filter.tags {
             // `!tag` keeps the tools without it.
             let (tag, without) = match tag.trim().strip_prefix('!') {
                 Some(t) => (t, true),
                 None => (tag.trim(), false),
             };
-            let with_tag = self.facets.tagged(&tag.trim().to_lowercase());
+            let with_tag = self.tagged(&tag.trim().to_lowercase(), scoped.as_deref());
             allowed = Some(match (allowed, without) {
                 (None, false) => with_tag.to_vec(),
                 (Some(a), false) => intersect(&a, with_tag),
-                (None, true) => difference(&t.all, with_tag),
+                (None, true) => difference(self.every_tool(scoped.as_deref()), with_tag),
                 (Some(a), true) => difference(&a, with_tag),
             });
         }

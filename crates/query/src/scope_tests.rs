@@ -188,3 +188,50 @@ fn a_scope_sets_kept_lists_are_the_catalogues_cut_to_what_it_allows() {
     let admin = paths.scoped(&["admin".to_owned()]);
     assert_eq!(paths.allowed_tools(&path("a"), false, &admin), None, "nothing hidden: nothing kept");
 }
+
+#[test]
+fn a_scope_sets_kept_tag_lists_hold_only_the_tools_it_allows() {
+    let node = |p: &str| Node { path: path(p), ..Node::default() };
+    let tool = |id: &str, p: &str, tags: &[&str], requires: &[&str]| Tool {
+        id: id.into(),
+        name: id.into(),
+        paths: vec![if p.is_empty() { vec![] } else { path(p) }],
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        requires: requires.iter().map(|t| t.to_string()).collect(),
+        ..Tool::default()
+    };
+    let catalog = Catalog {
+        nodes: vec![node("a"), node("a/b"), node("a/c")],
+        tools: vec![
+            tool("t0", "a/b", &["net"], &[]),
+            tool("t1", "a/c", &["net"], &["admin"]),
+            tool("t2", "a", &["Ops"], &["admin"]),
+            tool("t3", "", &["ops"], &[]),
+            tool("t4", "x/y", &["net"], &[]),
+        ],
+        ..Catalog::default()
+    };
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let (user, admin) = (paths.scoped(&[]), paths.scoped(&["admin".to_owned()]));
+    assert_eq!(paths.tagged("net", Some(&user)), [0, 4], "t1 is hidden");
+    assert_eq!(paths.tagged("ops", Some(&user)), [3]);
+    assert!(paths.tagged("nowhere", Some(&user)).is_empty());
+    assert_eq!(paths.tagged("ops", None), [2, 3], "a trusted caller reads the catalogue's list");
+    assert_eq!(paths.tagged("net", Some(&admin)), [0, 1, 4], "nothing hidden: the catalogue's list");
+    assert_eq!(paths.every_tool(Some(&user)), [0, 3, 4]);
+    assert_eq!(paths.every_tool(Some(&admin)), [0, 1, 2, 3, 4]);
+    assert_eq!((paths.under(0, Some(&user)), paths.under(0, None)), (&[0][..], &[0, 1, 2][..]));
+    let ask = |p: &str, tags: &[&str], scopes: Option<Vec<String>>| {
+        let path = if p.is_empty() { vec![] } else { path(p) };
+        paths.allowed(&Filter { path, tags: tags.iter().map(|t| t.to_string()).collect(), scopes })
+    };
+    let list = |l: &[u32]| Some(Arc::new(l.to_vec()));
+    assert_eq!(ask("", &["NET"], Some(vec![])), list(&[0, 4]));
+    assert_eq!(ask("", &["!net"], Some(vec![])), list(&[3]), "`!net` is taken from what the scopes allow");
+    assert_eq!(ask("a", &["!ops"], Some(vec![])), list(&[0]));
+    assert_eq!(ask("a", &["net", "!ops"], Some(vec![])), list(&[0]));
+    assert_eq!(ask("", &["!net"], Some(vec!["admin".to_owned()])), list(&[2, 3]));
+    assert_eq!(ask("a", &["net"], None), list(&[0, 1]));
+}

@@ -8,6 +8,7 @@
 //! Kept per scope set, a request reads them in constant time; only the first request of a scope
 //! set after the index opens (or after [`SCOPE_SETS`] others pushed it out) pays the pass.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -60,19 +61,27 @@ pub(crate) struct Scoped {
 const VISIBLE_MAX: usize = 1 << 20;
 
 /// Per node, the tools a scope set allows at or below it and directly at it, and its child
-/// nodes holding one; the same at the root. A request reads them instead of filtering the
-/// catalogue's lists, whose hidden tools would each add to its time.
+/// nodes holding one; the same at the root; and per tag, the tools it allows carrying it. A
+/// request reads them instead of filtering the catalogue's lists, whose hidden tools would
+/// each add to its time.
 struct Visible {
     under: Lists,
     direct: Lists,
     children: Lists,
     top: Vec<u32>,
     root_direct: Vec<u32>,
+    /// Tags (lower case) a tool allowed carries, with those tools, sorted.
+    tagged: HashMap<Box<str>, Vec<u32>>,
 }
 
 impl Visible {
     fn bytes(&self) -> usize {
-        self.under.bytes() + self.direct.bytes() + self.children.bytes() + (self.top.len() + self.root_direct.len()) * 4
+        let tagged: usize = self.tagged.iter().map(|(t, l)| t.len() + 16 + 24 + l.len() * 4).sum();
+        self.under.bytes()
+            + self.direct.bytes()
+            + self.children.bytes()
+            + (self.top.len() + self.root_direct.len()) * 4
+            + tagged
     }
 }
 
@@ -169,7 +178,8 @@ impl Paths<'_> {
     fn cut(&self, view: &View, nodes: &[bool]) -> Option<Visible> {
         let t = self.table;
         let n = self.catalog.nodes.len();
-        if t.under.total() + t.direct.total() + 3 * n > VISIBLE_MAX {
+        let tagged: usize = self.facets.tags().map(|(_, list)| list.len()).sum();
+        if t.under.total() + t.direct.total() + tagged + 3 * n > VISIBLE_MAX {
             return None;
         }
         let tools = |list: &'_ [u32]| list.iter().copied().filter(|&o| view.contains(o)).collect::<Vec<u32>>();
@@ -180,7 +190,31 @@ impl Paths<'_> {
             children: Lists::collect(t.children.iter().map(|c| shown(c))),
             top: shown(&t.top),
             root_direct: tools(self.tools_at(&[])),
+            tagged: self
+                .facets
+                .tags()
+                .map(|(tag, list)| (Box::from(tag), tools(list)))
+                .filter(|(_, list)| !list.is_empty())
+                .collect(),
         })
+    }
+
+    /// The tools carrying `tag` (lower case) that `scoped` allows when it keeps them cut, else
+    /// every tool carrying it: the caller filters.
+    pub(crate) fn tagged<'s>(&'s self, tag: &str, scoped: Option<&'s Scoped>) -> &'s [u32] {
+        match scoped.and_then(|s| s.visible.as_ref()) {
+            Some(v) => v.tagged.get(tag).map_or(&[], Vec::as_slice),
+            None => self.facets.tagged(tag),
+        }
+    }
+
+    /// The tools `scoped` allows when it keeps its lists cut, else every tool: the caller
+    /// filters.
+    pub(crate) fn every_tool<'s>(&'s self, scoped: Option<&'s Scoped>) -> &'s [u32] {
+        match scoped.filter(|s| s.visible.is_some()).and_then(|s| s.tools.as_deref()) {
+            Some(tools) => tools,
+            None => self.all(),
+        }
     }
 
     /// The tools `scoped` allows at or below `path` (`directly` at it), sorted, when it keeps
@@ -206,10 +240,19 @@ impl Paths<'_> {
         }
     }
 
+    /// The tools at or below the node `n`: those `scoped` allows when it keeps them cut, else
+    /// all of them (the caller filters).
+    pub(crate) fn under<'s>(&'s self, n: u32, scoped: Option<&'s Scoped>) -> &'s [u32] {
+        match scoped.and_then(|s| s.visible.as_ref()) {
+            Some(v) => v.under.get(n),
+            None => self.tools_under(&self.catalog.nodes[n as usize].path),
+        }
+    }
+
     /// How many tools `scoped` allows at or below the node `n`: read, not counted.
     pub(crate) fn allowed_under(&self, n: u32, scoped: &Scoped) -> usize {
         match (&scoped.visible, scoped.counts.get(n as usize)) {
-            (Some(v), _) => v.under.get(n).len(),
+            (Some(_), _) => self.under(n, Some(scoped)).len(),
             (None, Some(&c)) => c as usize,
             (None, None) => self.tools_under(&self.catalog.nodes[n as usize].path).len(),
         }
