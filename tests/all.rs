@@ -68,6 +68,7 @@ mod malformed;
 mod model_identity;
 mod models;
 mod paging;
+mod prepared_scopes;
 mod protocol;
 mod protocol_page;
 mod quality;

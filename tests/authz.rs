@@ -54,12 +54,14 @@ fn catalogue(rng: &mut Rng, n: usize) -> Value {
             let requires: Vec<&str> = SCOPES.iter().copied().filter(|_| rng.below(3) == 0).collect();
             let cat = format!("Zone{}", rng.below(4));
             let sub = format!("Sect{}x{}", rng.below(3), i % 2);
+            let tags: Vec<&str> = ["red", "blue", ""][i % 3].split_whitespace().collect();
             json!({
                 "id": format!("tid{i:03}q"),
                 "name": format!("{a}_{b}_{i}"),
                 "path": [cat, sub],
                 "description": format!("Works with {a} and {b} records."),
                 "requires": requires,
+                "tags": tags,
                 "args_schema": {"type": "object", "properties": {"x": {"type": "string"}}}
             })
         })
@@ -273,6 +275,14 @@ fn answers(
         ask(format!("regex {q}"), "search_tool_by_category", json!({"query": q, "match": "regex", "limit": 50}));
         ask(format!("nodes {q}"), "search_nodes", json!({"query": q, "limit": 50}));
         ask(format!("list {q}"), "list", json!({"query": q, "limit": 50}));
+        for tags in [json!(["red"]), json!(["!red"]), json!(["blue", "!red"])] {
+            ask(
+                format!("search {q} {tags}"),
+                "search_tool_by_category",
+                json!({"query": q, "tags": tags, "limit": 50}),
+            );
+            ask(format!("list {tags}"), "list", json!({"tags": tags, "limit": 50}));
+        }
         for p in nodes {
             ask(format!("search {q} in {p}"), "search_tool_by_category", json!({"query": q, "category_path": p}));
             ask(format!("list {q} in {p}"), "list", json!({"query": q, "path": p, "limit": 50}));
@@ -281,6 +291,12 @@ fn answers(
     }
     for p in nodes {
         ask(format!("list {p}"), "list", json!({"path": p, "limit": 50}));
+        ask(format!("list {p} red"), "list", json!({"path": p, "tags": ["red"], "limit": 50}));
+        ask(
+            format!("search {p} !blue"),
+            "search_tool_by_category",
+            json!({"query": "records", "category_path": p, "tags": ["!blue"]}),
+        );
         ask(format!("list {p}z"), "list", json!({"path": format!("{p}z")}));
     }
     for id in ids {

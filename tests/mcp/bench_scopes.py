@@ -13,7 +13,10 @@ requests of every binary and catalogue are interleaved, and the median milliseco
 are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
 category the caller sees (Cat1, which the category rows ask about) instead of their own.
 
-    python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS] [mixed]
+With `first`, each server is started afresh REQUESTS times instead, and what is timed is its
+`initialize` and its first `list` and search: what a caller's first requests pay.
+
+    python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS] [mixed|first]
 Prints one JSON line per binary and one with NEW's times as ratios of OLD's.
 """
 
@@ -28,6 +31,8 @@ BINS, WORK = sys.argv[1].split(","), sys.argv[2]
 REQUESTS = int(sys.argv[3]) if len(sys.argv) > 3 else 300
 # `mixed`: the hidden tools sit in a category the caller sees (Cat1) instead of their own.
 MIXED = len(sys.argv) > 4 and sys.argv[4] == "mixed"
+# `first`: fresh servers, timing what their first requests pay.
+FIRST = len(sys.argv) > 4 and sys.argv[4] == "first"
 KINDS = {
     "list_root": ("list", {}),
     "list_category": ("list", {"path": "Cat1"}),
@@ -73,8 +78,10 @@ class Served:
         self.p = subprocess.Popen([binary, "serve", index, "--scopes", "user", "--watch", "0"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.id = 0
+        start = time.perf_counter()
         self.ask("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                 "clientInfo": {"name": "bench", "version": "1"}})
+        self.initialized = time.perf_counter() - start
         self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
 
     def ask(self, method, params):
@@ -107,6 +114,8 @@ def main():
             json.dump(catalogue(hidden), f)
         indexes[name] = os.path.join(WORK, f"index-{name}")
         subprocess.run([BINS[-1], "index", path, "--out", indexes[name]], check=True, capture_output=True)
+    if FIRST:
+        return report(first_requests(indexes))
     served = {(b, n): Served(b, i) for b in BINS for n, i in indexes.items()}
     times = {key: {k: [] for k in KINDS} for key in served}
     for kind, (tool, arguments) in KINDS.items():
@@ -120,18 +129,39 @@ def main():
                 times[key][kind].append(s.call(tool, asked))
     for s in served.values():
         s.close()
-    median = {key: {k: sorted(t)[len(t) // 2] * 1000 for k, t in kinds.items()} for key, kinds in times.items()}
+    report(times)
+
+
+def first_requests(indexes):
+    """Seconds of `initialize`, the first `list` and the first search of fresh servers."""
+    times = {(b, n): {"initialize": [], "first_list": [], "first_search": []} for b in BINS for n in indexes}
+    for _ in range(REQUESTS):
+        order = list(times)
+        random.shuffle(order)
+        for b, n in order:
+            s = Served(b, indexes[n])
+            times[(b, n)]["initialize"].append(s.initialized)
+            times[(b, n)]["first_list"].append(s.call("list", {"path": "Cat1"}))
+            times[(b, n)]["first_search"].append(s.call("search_tool_by_category", {"query": "refund a customer payment"}))
+            s.close()
+    return times
+
+
+def report(times):
+    """One JSON line per binary: each kind's median ms, HIDDEN and NONE; then NEW / OLD."""
+    kinds = list(next(iter(times.values())))
+    median = {key: {k: sorted(t)[len(t) // 2] * 1000 for k, t in by_kind.items()} for key, by_kind in times.items()}
     rows = []
     for b in BINS:
         row = {"binary": b}
-        for k in KINDS:
+        for k in kinds:
             h, n = median[(b, "hidden")][k], median[(b, "none")][k]
             row[k] = {"hidden_ms": round(h, 3), "none_ms": round(n, 3), "hidden_over_none": round(h / n, 2)}
         rows.append(row)
         print(json.dumps(row))
     if len(BINS) == 2:
         print(json.dumps({"new_over_old_hidden": {
-            k: round(median[(BINS[1], "hidden")][k] / median[(BINS[0], "hidden")][k], 3) for k in KINDS}}))
+            k: round(median[(BINS[1], "hidden")][k] / median[(BINS[0], "hidden")][k], 3) for k in kinds}}))
 
 
 main()

@@ -118,11 +118,14 @@ impl LiveCatalog {
         Ok(())
     }
 
-    /// Serves `engine` from now on, with the executor registered.
+    /// Serves `engine` from now on, with the executor registered, prepared for every scope set
+    /// the engine serving now has met: no caller's first request after a rebuild pays for
+    /// working out what it may see (time that grows with the tools hidden from it).
     fn install(&self, engine: Engine) {
         if let Some(executor) = self.executor.read().unwrap_or_else(|p| p.into_inner()).clone() {
             engine.set_executor(executor);
         }
+        engine.prepare_for(&self.engine().kept_callers());
         *self.engine.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(engine);
     }
 }

@@ -85,6 +85,7 @@ impl Hub {
         principal: Principal,
         runner: Arc<dyn ToolRunner>,
     ) -> Arc<Hub> {
+        live.engine().prepare_for([&principal]);
         Arc::new(Hub {
             live,
             availability,
@@ -185,10 +186,19 @@ impl Hub {
         &self,
         access: crate::http_access::HttpAccess,
     ) -> Result<Option<crate::access_reload::SessionsEnded>, String> {
+        self.prepare_for_tokens(&access.tokens);
         match self.guard.get().and_then(|g| g.upgrade()) {
             Some(guard) => guard.reload(access).await.map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Works out now what the holders of `tokens` may see (`Engine::prepare_for`), so that
+    /// none of their first requests takes longer for the tools hidden from them.
+    pub(crate) fn prepare_for_tokens(&self, tokens: &std::collections::BTreeMap<String, crate::config::Grant>) {
+        let callers: Vec<Principal> =
+            tokens.values().map(|g| Principal::with_scopes(g.scopes.iter().cloned())).collect();
+        self.live.engine().prepare_for(&callers);
     }
 
     /// The HTTP server's sessions, when this hub serves over HTTP.

@@ -100,6 +100,14 @@ impl<K: Clone + Eq + Hash + Weigh, V: Clone + Weigh> Lru<K, V> {
         g.map.insert(key, (value, tick));
     }
 
+    /// The keys held, least recently used first.
+    pub(crate) fn keys(&self) -> Vec<K> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys: Vec<(&K, u64)> = g.map.iter().map(|(k, (_, used))| (k, *used)).collect();
+        keys.sort_unstable_by_key(|&(_, used)| used);
+        keys.into_iter().map(|(k, _)| k.clone()).collect()
+    }
+
     pub(crate) fn clear(&self) {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.map.clear();
@@ -121,6 +129,16 @@ mod tests {
         assert_eq!(c.get(&"b".to_owned()), None);
         assert_eq!(c.get(&"a".to_owned()), Some(vec![1.0]));
         assert_eq!(c.get(&"c".to_owned()), Some(vec![3.0]));
+    }
+
+    #[test]
+    fn keys_come_least_recently_used_first() {
+        let c: Lru<String, i32> = Lru::new(3, 1 << 20);
+        for k in ["a", "b", "c"] {
+            c.put(k.into(), 1);
+        }
+        c.get(&"a".to_owned());
+        assert_eq!(c.keys(), ["b", "c", "a"]);
     }
 
     #[test]

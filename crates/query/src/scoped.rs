@@ -125,6 +125,11 @@ impl Paths<'_> {
         s
     }
 
+    /// The scope sets kept, least recently used first.
+    pub(crate) fn kept_scope_sets(&self) -> Vec<Vec<String>> {
+        self.table.scoped.keys().into_iter().map(|ScopeKey(scopes)| scopes).collect()
+    }
+
     /// [`Paths::scoped`] without the cache: one pass over the tools that require scopes, one
     /// over the tools allowed.
     fn work_out(&self, scopes: &[String]) -> Scoped {
