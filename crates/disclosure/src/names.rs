@@ -70,11 +70,11 @@ impl Names {
     pub(crate) fn assign(
         catalog: &Catalog,
         reserved: &HashSet<String>,
-        include: impl Fn(&toolsearch_catalog::Tool) -> bool,
+        included: impl Iterator<Item = usize>,
     ) -> (Names, Vec<Diagnostic>) {
         let mut by_base: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, t) in catalog.tools.iter().enumerate().filter(|(_, t)| include(t)) {
-            by_base.entry(sanitize_name(&t.name)).or_default().push(i);
+        for i in included {
+            by_base.entry(sanitize_name(&catalog.tools[i].name)).or_default().push(i);
         }
         let mut names = Names::default();
         let mut used: HashSet<String> = reserved.clone();
@@ -148,7 +148,7 @@ mod tests {
             ..Catalog::default()
         };
         let reserved: HashSet<String> = ["search_nodes".to_owned()].into();
-        let (names, diagnostics) = Names::assign(&catalog, &reserved, |_| true);
+        let (names, diagnostics) = Names::assign(&catalog, &reserved, 0..catalog.tools.len());
         assert_eq!(names.name("x.unique"), Some("unique"));
         assert_eq!(names.name("github_status"), Some("github_status"));
         assert_eq!(names.name("github.status"), Some("github_status_2"), "the id form was taken by another tool");
@@ -167,7 +167,8 @@ mod tests {
             tools: vec![tool("weather.status", "status", None), tool("secret.status", "status", None)],
             ..Catalog::default()
         };
-        let (names, diagnostics) = Names::assign(&catalog, &HashSet::new(), |t| t.id != "secret.status");
+        let shown = (0..catalog.tools.len()).filter(|&i| catalog.tools[i].id != "secret.status");
+        let (names, diagnostics) = Names::assign(&catalog, &HashSet::new(), shown);
         assert_eq!(names.name("weather.status"), Some("status"), "a hidden namesake changes nothing");
         assert_eq!(names.name("secret.status"), None);
         assert!(diagnostics.is_empty());

@@ -43,6 +43,7 @@ mod ranking;
 mod scope;
 mod scoped;
 mod suggest;
+mod visible;
 
 pub use answerable::Answerability;
 pub use call::{CallToolRequest, CallToolResponse, Executor, ToolFailure};

@@ -11,7 +11,6 @@ use toolsearch_index::{IndexError, IndexMeta, IndexReader, OpenOptions, QueryAda
 use crate::answerable::Answerability;
 use crate::cache::Lru;
 use crate::fusion::{Calibration, Fusion};
-use crate::principal::Principal;
 use crate::ranking::{Ranked, ResultKey};
 use crate::scope::{PathTable, Paths};
 
@@ -169,25 +168,6 @@ impl Ranker {
     pub(crate) fn paths(&self) -> Paths<'_> {
         let index = &self.index;
         Paths { table: &self.paths, catalog: index.catalog(), nodes: index.node_paths(), facets: index.tool_facets() }
-    }
-
-    /// Works out now what callers holding each of `callers`' scope sets may see, and keeps it
-    /// as their first request would have (trusted callers need nothing). That first request
-    /// would pay a pass over the tools that require scopes and a cut of the catalogue's lists,
-    /// in time that grows with the tools hidden from it: prepared, none of their requests does.
-    /// At most 64 sets are kept, the last given last evicted.
-    pub fn prepare_for<'p>(&self, callers: impl IntoIterator<Item = &'p Principal>) {
-        let paths = self.paths();
-        for scopes in callers.into_iter().filter_map(Principal::scopes) {
-            paths.scoped(&scopes.iter().cloned().collect::<Vec<String>>());
-        }
-    }
-
-    /// One caller for each scope set this engine keeps what it may see for, least recently
-    /// used first: what the next engine of the catalogue is prepared for
-    /// ([`Ranker::prepare_for`]), so that a rebuild makes no caller's next request pay again.
-    pub fn kept_callers(&self) -> Vec<Principal> {
-        self.paths().kept_scope_sets().into_iter().map(Principal::with_scopes).collect()
     }
 
     /// The query adapter in force (stored by `toolsearch learn`, and not disabled).

@@ -210,12 +210,9 @@ impl ToolSet {
         if down.is_empty() {
             return 0;
         }
-        let who = &self.config.principal;
         engine
-            .catalog()
-            .tools
-            .iter()
-            .filter(|t| who.may_use(t) && t.group.as_deref().is_some_and(|g| down.contains(g)))
+            .tools_for(&self.config.principal)
+            .filter(|(_, t)| t.group.as_deref().is_some_and(|g| down.contains(g)))
             .count()
     }
 }

@@ -11,9 +11,9 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     // A category holding no tool the caller may use does not exist for it: no facade either
     // (nor its description, usage notes or place in the instructions).
     let who = &config.principal;
-    let usable_under = |path: &CategoryPath| {
-        catalog.tools.iter().any(|t| who.may_use(t) && t.paths.iter().any(|p| p.starts_with(path)))
-    };
+    // What the caller may see is read from what the engine keeps for its scope set, so making
+    // a tool set takes no longer for the tools hidden from it.
+    let usable_under = |path: &CategoryPath| engine.holds_tool_for(who, path);
     let node_facades: Vec<&toolsearch_catalog::Node> = if config.node_facades {
         catalog.nodes.iter().filter(|n| n.facade.is_some() && usable_under(&n.path)).collect()
     } else {
@@ -109,11 +109,11 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     }
     // Names are chosen among the tools the caller may use only: a hidden tool never changes
     // what a visible one is called.
-    let (names, diagnostics) = Names::assign(catalog, &reserved, |t| who.may_use(t));
-    let mut always: Vec<String> = catalog
-        .tools
-        .iter()
-        .filter(|t| who.may_use(t) && config.always_load.iter().any(|g| toolsearch_catalog::glob(g, &t.id)))
+    let (names, diagnostics) = Names::assign(catalog, &reserved, engine.tools_for(who).map(|(o, _)| o as usize));
+    let mut always: Vec<String> = engine
+        .tools_for(who)
+        .map(|(_, t)| t)
+        .filter(|t| config.always_load.iter().any(|g| toolsearch_catalog::glob(g, &t.id)))
         // A tool the caller may see but never call (a read-only token, a destructive tool) is
         // not loaded for it (its annotations are in its full record).
         .filter(|t| {

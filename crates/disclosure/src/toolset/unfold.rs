@@ -139,13 +139,8 @@ impl ToolSet {
 
     /// Tools directly in `path` that the caller may use.
     pub(super) fn direct_tools(&self, engine: &Engine, path: &CategoryPath) -> Vec<Entry> {
-        engine
-            .catalog()
-            .tools
-            .iter()
-            .filter(|t| t.paths.iter().any(|p| p == path) && self.config.principal.may_use(t))
-            .map(|t| Entry::Tool(t.id.clone()))
-            .collect()
+        // Read from what the engine keeps for the caller's scope set: no time for hidden tools.
+        engine.tools_at_for(&self.config.principal, path).into_iter().map(|t| Entry::Tool(t.id.clone())).collect()
     }
 
     /// What a node stands for: its tools, then for each child category either the child's

@@ -1,0 +1,71 @@
+//! What a caller may see, for a host walking the catalogue itself (a tool set naming its tools,
+//! unfolding a category): read from what is kept for the caller's scope set, so that walking
+//! it takes no longer for the tools hidden from the caller; and scope sets worked out ahead.
+
+use std::sync::Arc;
+
+use toolsearch_catalog::Tool;
+
+use crate::engine::scopes_of;
+use crate::principal::Principal;
+use crate::ranker::Ranker;
+
+impl Ranker {
+    /// Works out now what callers holding each of `callers`' scope sets may see, and keeps it
+    /// as their first request would have (trusted callers need nothing). That first request
+    /// would pay a pass over the tools that require scopes and a cut of the catalogue's lists,
+    /// in time that grows with the tools hidden from it: prepared, none of their requests does.
+    /// At most 64 sets are kept, the last given last evicted.
+    pub fn prepare_for<'p>(&self, callers: impl IntoIterator<Item = &'p Principal>) {
+        let paths = self.paths();
+        for scopes in callers.into_iter().filter_map(scopes_of) {
+            paths.scoped(&scopes);
+        }
+    }
+
+    /// One caller for each scope set this engine keeps what it may see for, least recently
+    /// used first: what the next engine of the catalogue is prepared for
+    /// ([`Ranker::prepare_for`]), so that a rebuild makes no caller's next request pay again.
+    pub fn kept_callers(&self) -> Vec<Principal> {
+        self.paths().kept_scope_sets().into_iter().map(Principal::with_scopes).collect()
+    }
+
+    /// The tools `who` may see, with their ordinals, in catalogue order.
+    pub fn tools_for(&self, who: &Principal) -> impl Iterator<Item = (u32, &Tool)> + '_ {
+        let tools = &self.catalog().tools;
+        let allowed: Option<Arc<Vec<u32>>> = scopes_of(who).and_then(|s| self.paths().scoped(&s).tools.clone());
+        let count = allowed.as_ref().map_or(tools.len(), |a| a.len());
+        (0..count).map(move |i| {
+            let o = allowed.as_ref().map_or(i as u32, |a| a[i]);
+            (o, &tools[o as usize])
+        })
+    }
+
+    /// The tools `who` may see directly at `path`, in catalogue order.
+    pub fn tools_at_for(&self, who: &Principal, path: &[String]) -> Vec<&Tool> {
+        let paths = self.paths();
+        let ords = match scopes_of(who) {
+            None => paths.tools_at(path).to_vec(),
+            Some(s) => {
+                let scoped = paths.scoped(&s);
+                paths.allowed_tools(path, true, &scoped).unwrap_or_else(|| {
+                    paths.tools_at(path).iter().copied().filter(|&o| scoped.tool_view.contains(o)).collect()
+                })
+            }
+        };
+        ords.into_iter().map(|o| &self.catalog().tools[o as usize]).collect()
+    }
+
+    /// Whether the category at `path` holds a tool `who` may see, at or below it.
+    pub fn holds_tool_for(&self, who: &Principal, path: &[String]) -> bool {
+        let paths = self.paths();
+        match (scopes_of(who), paths.node_ord(path)) {
+            (None, _) => !paths.tools_under(path).is_empty(),
+            (Some(s), Some(n)) => paths.scoped(&s).nodes[n as usize] && !paths.tools_under(path).is_empty(),
+            (Some(s), None) => {
+                let scoped = paths.scoped(&s);
+                paths.tools_under(path).iter().any(|&o| scoped.tool_view.contains(o))
+            }
+        }
+    }
+}
