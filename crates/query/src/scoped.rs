@@ -6,7 +6,9 @@
 //! it itself took time in proportion to the tools its caller cannot see (at 5,000 hidden tools,
 //! 0.8 ms of each answer, against 0.03 ms with none): a caller could time how much is hidden.
 //! Kept per scope set, a request reads them in constant time; only the first request of a scope
-//! set after the index opens (or after [`SCOPE_SETS`] others pushed it out) pays the pass.
+//! set after the index opens (or after [`SCOPE_SETS`] others pushed it out) pays the pass, and
+//! not even that for the sets a server knows ahead or met before a rebuild
+//! (`Ranker::prepare_for`, in `visible.rs`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
