@@ -39,9 +39,12 @@ fn scope_sets_given_are_prepared_and_a_rebuild_keeps_every_one_prepared() {
     let (user, billing) = (who(&["user"]), who(&["user", "billing"]));
     engine.prepare_for([&user, &Principal::trusted(), &billing, &user]);
     assert_eq!(engine.kept_callers(), [billing.clone(), user.clone()], "a trusted caller needs nothing");
+    assert!(engine.keeps_every_word_for(&user), "a caller with hidden tools keeps its view's words");
     engine.handle(&billing, "list", json!({})).unwrap();
     assert_eq!(engine.kept_callers(), [user.clone(), billing.clone()], "a prepared set's request adds none");
     engine.handle(&who(&["admin"]), "list", json!({})).unwrap();
+    assert!(!engine.is_prepared_for(&who(&["admin"])), "a set first met at a request is kept without its words");
+    assert!(!engine.keeps_every_word_for(&who(&["admin"])));
     let before = engine.kept_callers();
     assert_eq!(before, [user.clone(), billing.clone(), who(&["admin"])]);
 
@@ -52,6 +55,8 @@ fn scope_sets_given_are_prepared_and_a_rebuild_keeps_every_one_prepared() {
     assert_eq!(live.register_tools(&added).unwrap(), 1);
     assert_ne!(live.generation(), generation, "the index was rebuilt and a new engine serves");
     assert_eq!(live.engine().kept_callers(), before, "prepared for the same sets, in the same order");
+    assert!(live.engine().keeps_every_word_for(&user), "with every word of the new index");
+    assert!(live.engine().is_prepared_for(&who(&["admin"])), "and the set first met at a request, whole");
     let ids = |p: &Principal| match live.engine().handle(
         p,
         "search_tool_by_category",
@@ -64,6 +69,8 @@ fn scope_sets_given_are_prepared_and_a_rebuild_keeps_every_one_prepared() {
     };
     assert_eq!(ids(&user), ["NoMatchInCategory"], "the prepared view hides the new tool");
     assert_eq!(ids(&billing)[0], "t8", "and shows it to whom it allows");
+    assert!(!live.engine().keeps_every_word_for(&who(&["user", "billing", "admin"])), "nothing hidden, none kept");
+    assert!(!live.engine().keeps_every_word_for(&Principal::trusted()));
 }
 
 #[test]
@@ -81,5 +88,27 @@ fn a_hub_prepares_for_its_default_caller_and_its_tokens() {
     let kept = live.engine().kept_callers();
     for p in [who(&[]), who(&["billing"]), who(&["admin", "billing"])] {
         assert!(kept.contains(&p), "{p:?} is prepared: {kept:?}");
+        assert!(live.engine().is_prepared_for(&p), "{p:?} is prepared whole");
     }
+    assert!(live.engine().keeps_every_word_for(&who(&["billing"])), "with its view's words");
+}
+
+#[test]
+fn a_hub_prepares_a_caller_first_met_at_a_request_behind_it() {
+    let live = LiveCatalog::new(common::open(&index("prepared-behind")));
+    let runner = Arc::new(NoRunner("no tools run here".into()));
+    let hub = Hub::new(live.clone(), Arc::new(Availability::default()), ToolSetConfig::default(), who(&[]), runner);
+    // A token of an identity provider: its scopes arrive with its first request.
+    let newcomer = who(&["user", "admin"]);
+    assert!(!live.engine().is_prepared_for(&newcomer));
+    hub.fresh_tool_set(newcomer.clone()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !live.engine().is_prepared_for(&newcomer) {
+        assert!(std::time::Instant::now() < deadline, "the caller was not prepared behind its request");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(live.engine().keeps_every_word_for(&newcomer), "its view keeps every word");
+    let found = live.engine().handle(&newcomer, "search_tool_by_category", json!({"query": "record kind 7"})).unwrap();
+    assert_eq!(found["results"][0]["tool_id"], "t7", "and answers as before");
+    assert!(!found.to_string().contains("\"t4\""), "a billing tool answered: {found}");
 }

@@ -4,6 +4,8 @@
 //! never committed); without it they fall back to the sample catalogue, varied.
 #![allow(dead_code)] // each bench uses part of it
 
+pub mod hidden;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -14,7 +14,8 @@ are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
 category the caller sees (Cat1, which the category rows ask about) instead of their own.
 
 With `first`, each server is started afresh REQUESTS times instead, and what is timed is its
-`initialize` and its first `list` and search: what a caller's first requests pay.
+`initialize` and its first `list` and search: what a caller's first requests pay; then the
+first search meeting words only the hidden tools hold, with its vector cached (`first_words`).
 
     python bench_scopes.py BIN_OLD,BIN_NEW WORKDIR [REQUESTS] [mixed|first]
 Prints one JSON line per binary and one with NEW's times as ratios of OLD's.
@@ -132,9 +133,18 @@ def main():
     report(times)
 
 
+# A query the model reads whole (its first 2,000 characters), and the same with words after them
+# that every hidden tool holds and no tool the caller sees: the second's vector is cached, so its
+# time is BM25's, meeting those words for the first time.
+PREFIX = "find the thing " + "y" * 2000
+HIDDEN_WORDS = PREFIX + " refund payment invoice charge subscription customer"
+
+
 def first_requests(indexes):
-    """Seconds of `initialize`, the first `list` and the first search of fresh servers."""
-    times = {(b, n): {"initialize": [], "first_list": [], "first_search": []} for b in BINS for n in indexes}
+    """Seconds of `initialize`, the first `list` and the first search of fresh servers, and of
+    the first search with words only hidden tools hold (`first_words`, its vector cached)."""
+    times = {(b, n): {"initialize": [], "first_list": [], "first_search": [], "first_words": []}
+             for b in BINS for n in indexes}
     for _ in range(REQUESTS):
         order = list(times)
         random.shuffle(order)
@@ -142,7 +152,9 @@ def first_requests(indexes):
             s = Served(b, indexes[n])
             times[(b, n)]["initialize"].append(s.initialized)
             times[(b, n)]["first_list"].append(s.call("list", {"path": "Cat1"}))
-            times[(b, n)]["first_search"].append(s.call("search_tool_by_category", {"query": "refund a customer payment"}))
+            times[(b, n)]["first_search"].append(s.call("search_tool_by_category", {"query": "find a chart"}))
+            s.call("search_tool_by_category", {"query": PREFIX})
+            times[(b, n)]["first_words"].append(s.call("search_tool_by_category", {"query": HIDDEN_WORDS}))
             s.close()
     return times
 

@@ -81,7 +81,7 @@ pub use calibration::Calibration;
 pub use dense::{dot, Hit};
 pub use error::IndexError;
 pub use format::{IndexMeta, FORMAT_VERSION, META_FILE};
-pub use lexical::{DocKind, TermCount, View};
+pub use lexical::{DocKind, Lexicon, TermCount, View};
 pub use lookups::{NodePaths, ToolFacets};
 pub use progress::{Progress, Reporter, Silent};
 pub use reader::{IndexReader, OpenOptions};

@@ -13,7 +13,7 @@ use crate::format::{
     file_sum, short, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE,
 };
 use crate::graph::Graph;
-use crate::lexical::{DocKind, Lexical, TermCount, View};
+use crate::lexical::{DocKind, Lexical, Lexicon, TermCount, View};
 use crate::lookups::{NodePaths, ToolFacets};
 use crate::store::CatalogStore;
 use crate::vectors::Vectors;
@@ -347,6 +347,19 @@ impl IndexReader {
     /// `view` that hold it: what [`IndexReader::lexical`] would match, term by term.
     pub fn term_coverage(&self, text: &str, kind: DocKind, view: &View) -> Result<Vec<TermCount>, IndexError> {
         self.lexical.coverage(text, kind, view)
+    }
+
+    /// The postings of every word of `kind` inside the restricted `view`, for
+    /// [`View::with_lexicon`]: one walk of every posting list of the kind, so that no request of
+    /// the view walks one. `None` when `view` is every document, or when they would pass
+    /// `max_bytes`.
+    pub fn view_lexicon(
+        &self,
+        kind: DocKind,
+        view: &View,
+        max_bytes: usize,
+    ) -> Result<Option<Arc<Lexicon>>, IndexError> {
+        Ok(self.lexical.lexicon(kind, view, max_bytes)?.map(Arc::new))
     }
 
     /// Every distinct analysed term of `text`, as documents are indexed.

@@ -29,6 +29,8 @@ pub struct Hub {
     /// The tool sets new session-free requests start from, by catalogue generation, caller and
     /// [`Making::generation`] (at most [`crate::fresh_sets::KEPT`]).
     fresh: Mutex<FreshSets<(Principal, u64), ToolSet>>,
+    /// Callers first met at a request, being prepared behind it.
+    preparing: crate::prepare_behind::Preparing,
     /// Session-free calls waiting for their client's answer (`session::rounds`).
     rounds: crate::session::Rounds,
     fleet_rounds: Option<Arc<crate::fleet_rounds::FleetRounds>>,
@@ -95,6 +97,7 @@ impl Hub {
             ops: Operations::default(),
             sessions: Mutex::default(),
             fresh: Mutex::default(),
+            preparing: Default::default(),
             rounds: Default::default(),
             fleet_rounds: None,
             passthrough: None,
@@ -261,7 +264,9 @@ impl Hub {
     pub(crate) fn numbered_tool_set(&self, principal: Principal) -> Result<(u64, ToolSet), DisclosureError> {
         // Built outside the lock: a reload waits for no tool set being made.
         let made = self.making().clone();
-        Ok((made.generation, made.tool_set(&self.live, &self.availability, principal)?))
+        let set = made.tool_set(&self.live, &self.availability, principal.clone())?;
+        self.preparing.behind(self.live.engine(), &principal); // after the set: it keeps what it worked out
+        Ok((made.generation, set))
     }
 
     /// The generation of the configuration tool sets are made from now.

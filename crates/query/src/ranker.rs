@@ -167,7 +167,13 @@ impl Ranker {
     /// The category graph's lookups, over this index's catalogue.
     pub(crate) fn paths(&self) -> Paths<'_> {
         let index = &self.index;
-        Paths { table: &self.paths, catalog: index.catalog(), nodes: index.node_paths(), facets: index.tool_facets() }
+        Paths {
+            table: &self.paths,
+            catalog: index.catalog(),
+            nodes: index.node_paths(),
+            facets: index.tool_facets(),
+            index: Some(index),
+        }
     }
 
     /// The query adapter in force (stored by `toolsearch learn`, and not disabled).

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use rayon::prelude::*;
 use toolsearch_catalog::{display_path, Catalog, CategoryPath, Node};
-use toolsearch_index::{NodePaths, ToolFacets, NO_NODE};
+use toolsearch_index::{IndexReader, NodePaths, ToolFacets, NO_NODE};
 
 use crate::lists::{self, Lists};
 use crate::scoped::{scope_cache, ScopeCache};
@@ -218,6 +218,9 @@ pub(crate) struct Paths<'a> {
     pub(crate) nodes: &'a NodePaths,
     /// The tools by tag, and those that require scopes.
     pub(crate) facets: &'a ToolFacets,
+    /// The index, when a scope set's views should keep every word's postings
+    /// ([`toolsearch_index::Lexicon`]); `None` in tests of the lists alone.
+    pub(crate) index: Option<&'a IndexReader>,
 }
 
 impl<'a> Paths<'a> {

@@ -36,7 +36,7 @@ fn lists_by_node_and_by_path_where_no_node_is() {
     let catalog = catalog();
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     assert_eq!(paths.tools_under(&path("a")), [0, 2]);
     assert_eq!(paths.tools_under(&path("a/b")), [0]);
     assert_eq!(paths.tools_at(&path("a")), [2]);
@@ -58,7 +58,7 @@ fn tools_listed_by_their_node_as_by_their_path() {
     let by_path = PathTable::new(&catalog, &[], &nodes);
     let by_node = PathTable::new(&catalog, &[1, NO_NODE, 0], &nodes);
     for table in [&by_path, &by_node] {
-        let paths = Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets };
+        let paths = Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
         assert_eq!(paths.tools_under(&path("a")), [0, 2]);
         assert_eq!(paths.tools_at(&path("a/b")), [0]);
         assert_eq!(paths.tools_at(&path("a")), [2]);
@@ -89,7 +89,8 @@ fn a_catalogue_filed_on_several_cores_lists_as_on_one() {
     let one = pool(1).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
     let two = pool(2).install(|| PathTable::new(&catalog, &tool_nodes, &nodes));
     let facets = ToolFacets::default();
-    let [one, two] = [&one, &two].map(|table| Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets });
+    let [one, two] =
+        [&one, &two].map(|table| Paths { table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None });
     for p in ["a", "a/b", "x", "x/y"] {
         assert_eq!(one.tools_under(&path(p)), two.tools_under(&path(p)), "under {p}");
         assert_eq!(one.tools_at(&path(p)), two.tools_at(&path(p)), "at {p}");
@@ -105,7 +106,7 @@ fn a_tool_on_two_paths_is_listed_once_under_each_node() {
     catalog.tools[0].paths.push(path("a"));
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[NO_NODE, NO_NODE, 0], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     assert_eq!(paths.tools_under(&path("a")), [0, 2]);
     assert_eq!(paths.tools_at(&path("a")), [0, 2]);
     assert_eq!(paths.tools_at(&path("a/b")), [0]);
@@ -116,7 +117,7 @@ fn tags_fold_and_scopes_hide() {
     let catalog = catalog();
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
     let list = |v: &[u32]| Some(Arc::new(v.to_vec()));
     assert_eq!(paths.allowed(&tags(&["NET"])), list(&[0]));
@@ -137,7 +138,7 @@ fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() 
     let catalog = catalog();
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     let none = paths.scoped(&[]);
     assert!(Arc::ptr_eq(&none, &paths.scoped(&[])), "the second request reads the kept set");
     let admin = paths.scoped(&["admin".to_owned()]);
@@ -172,7 +173,7 @@ fn a_scope_sets_kept_lists_are_the_catalogues_cut_to_what_it_allows() {
     };
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     let user = paths.scoped(&[]);
     let kept = |p: &str, directly| paths.allowed_tools(&if p.is_empty() { vec![] } else { path(p) }, directly, &user);
     assert_eq!(kept("a", false), Some(vec![0]));
@@ -213,7 +214,7 @@ fn a_scope_sets_kept_tag_lists_hold_only_the_tools_it_allows() {
     };
     let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
     let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets };
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
     let (user, admin) = (paths.scoped(&[]), paths.scoped(&["admin".to_owned()]));
     assert_eq!(paths.tagged("net", Some(&user)), [0, 4], "t1 is hidden");
     assert_eq!(paths.tagged("ops", Some(&user)), [3]);

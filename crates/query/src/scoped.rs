@@ -8,13 +8,16 @@
 //! Kept per scope set, a request reads them in constant time; only the first request of a scope
 //! set after the index opens (or after [`SCOPE_SETS`] others pushed it out) pays the pass, and
 //! not even that for the sets a server knows ahead or met before a rebuild
-//! (`Ranker::prepare_for`, in `visible.rs`).
+//! (`Ranker::prepare_for`, in `visible.rs`). A set prepared ahead also keeps every word's
+//! postings inside its views ([`toolsearch_index::Lexicon`]), so that no search of it walks a
+//! word's whole list the first time it reads the word; a set first met at a request gets them
+//! when it is next prepared (a server does that behind the request: `Ranker::is_prepared_for`).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use toolsearch_index::View;
+use toolsearch_index::{DocKind, View};
 
 use crate::cache::{Lru, Weigh};
 use crate::filter::difference;
@@ -24,9 +27,11 @@ use crate::scope::Paths;
 /// Scope sets kept (a gateway serves a few: one per role or team).
 pub(crate) const SCOPE_SETS: usize = 64;
 
-/// Most bytes the scope sets kept hold together; a set over an eighth of it (a catalogue past
-/// about two million tools) is worked out on each request instead.
-pub(crate) const SCOPE_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes the scope sets kept hold together; a set over an eighth of it is worked out on
+/// each request instead, which none is: its cut lists ([`VISIBLE_MAX`]) and word postings
+/// ([`LEXICON_MAX`]) are bounded below that, and its own list of tools passes it only past
+/// about three million tools.
+pub(crate) const SCOPE_BYTES: usize = 128 * 1024 * 1024;
 
 /// A caller's scopes (sorted), as a cache key.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -55,12 +60,21 @@ pub(crate) struct Scoped {
     /// The catalogue's lists cut to what the scopes allow, when some tool is hidden and the
     /// lists are small enough to keep ([`VISIBLE_MAX`]).
     visible: Option<Visible>,
+    /// Whether its views were worked out at a request, without every word's postings (a
+    /// request does not pay the walk of every posting list): they are added when it is next
+    /// prepared ([`Paths::scoped_ahead`]).
+    pub(crate) words_pending: bool,
 }
 
 /// Entries (4 bytes each) the catalogue's lists may hold for a scope set to keep them cut to
 /// what it allows: past that (about 250,000 tools three categories deep), a request filters
 /// the catalogue's lists instead, in time that grows with the hidden tools among them.
 const VISIBLE_MAX: usize = 1 << 20;
+
+/// Bytes a scope set's view may keep of every word's postings inside it (about 30,000 tools
+/// in view with 30 distinct words each): past that, a request filters a word's postings the
+/// first time its view reads the word, in time that grows with the hidden tools holding it.
+const LEXICON_MAX: usize = 8 << 20;
 
 /// Per node, the tools a scope set allows at or below it and directly at it, and its child
 /// nodes holding one; the same at the root; and per tag, the tools it allows carrying it. A
@@ -97,6 +111,8 @@ impl Weigh for Arc<Scoped> {
             + self.nodes.len() * 9 / 8
             + self.counts.len() * 4
             + self.visible.as_ref().map_or(0, Visible::bytes)
+            + self.tool_view.lexicon_bytes()
+            + self.node_view.lexicon_bytes()
     }
 }
 
@@ -116,15 +132,36 @@ pub(crate) fn scopes_key(scopes: &[String]) -> u64 {
 }
 
 impl Paths<'_> {
-    /// What a caller holding `scopes` (sorted) may see: kept, or worked out and kept.
+    /// What a caller holding `scopes` (sorted) may see: kept, or worked out (without its
+    /// views' words, which only [`Paths::scoped_ahead`] walks every posting list for) and kept.
     pub(crate) fn scoped(&self, scopes: &[String]) -> Arc<Scoped> {
         let key = ScopeKey(scopes.to_vec());
         if let Some(s) = self.table.scoped.get(&key) {
             return s;
         }
-        let s = Arc::new(self.work_out(scopes));
+        let s = Arc::new(self.work_out(scopes, false));
         self.table.scoped.put(key, s.clone());
         s
+    }
+
+    /// What a caller holding `scopes` (sorted) may see, with its views' words: kept, or worked
+    /// out whole (again, when it was first worked out at a request) and kept. For callers
+    /// prepared ahead of their requests.
+    pub(crate) fn scoped_ahead(&self, scopes: &[String]) -> Arc<Scoped> {
+        let key = ScopeKey(scopes.to_vec());
+        match self.table.scoped.get(&key) {
+            Some(s) if !s.words_pending => s,
+            _ => {
+                let s = Arc::new(self.work_out(scopes, true));
+                self.table.scoped.put(key, s.clone());
+                s
+            }
+        }
+    }
+
+    /// Whether what a caller holding `scopes` (sorted) may see is kept, with its views' words.
+    pub(crate) fn kept_whole(&self, scopes: &[String]) -> bool {
+        self.table.scoped.get(&ScopeKey(scopes.to_vec())).is_some_and(|s| !s.words_pending)
     }
 
     /// The scope sets kept, least recently used first.
@@ -133,8 +170,8 @@ impl Paths<'_> {
     }
 
     /// [`Paths::scoped`] without the cache: one pass over the tools that require scopes, one
-    /// over the tools allowed.
-    fn work_out(&self, scopes: &[String]) -> Scoped {
+    /// over the tools allowed; with `words`, one over every posting list of the index.
+    fn work_out(&self, scopes: &[String], words: bool) -> Scoped {
         let tools = &self.catalog.tools;
         let hidden: Vec<u32> = self
             .facets
@@ -173,11 +210,27 @@ impl Paths<'_> {
             let ords: Vec<u32> = (0..nodes.len() as u32).filter(|&n| nodes[n as usize]).collect();
             View::of(key, &ords, nodes.len())
         };
+        // Only a scope set hiding a tool has restricted views (a node is hidden only with its tools).
+        let words_pending = !words && allowed.is_some() && self.index.is_some();
+        let (tool_view, node_view) = match words {
+            true => (self.with_lexicon(tool_view, DocKind::Tool), self.with_lexicon(node_view, DocKind::Node)),
+            false => (tool_view, node_view),
+        };
         let visible = allowed.as_ref().and_then(|_| self.cut(&tool_view, &nodes));
         if visible.is_some() {
             counts = Vec::new(); // the cut lists' lengths
         }
-        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible }
+        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible, words_pending }
+    }
+
+    /// `view` keeping every word's postings inside it, when it is restricted and they fit in
+    /// [`LEXICON_MAX`] (else as it is: its requests filter a word's postings the first time
+    /// they read it).
+    fn with_lexicon(&self, view: View, kind: DocKind) -> View {
+        match self.index.map(|index| index.view_lexicon(kind, &view, LEXICON_MAX)) {
+            Some(Ok(Some(lexicon))) => view.with_lexicon(lexicon),
+            _ => view,
+        }
     }
 
     /// The catalogue's lists cut to the tools in `view` and the nodes `nodes` marks, unless

@@ -15,12 +15,23 @@ impl Ranker {
     /// as their first request would have (trusted callers need nothing). That first request
     /// would pay a pass over the tools that require scopes and a cut of the catalogue's lists,
     /// in time that grows with the tools hidden from it: prepared, none of their requests does.
-    /// At most 64 sets are kept, the last given last evicted.
+    /// Prepared, their views also keep every word's postings inside them (one walk of every
+    /// posting list), so that no search walks a word's whole list the first time it reads the
+    /// word. At most 64 sets are kept, the last given last evicted.
     pub fn prepare_for<'p>(&self, callers: impl IntoIterator<Item = &'p Principal>) {
         let paths = self.paths();
         for scopes in callers.into_iter().filter_map(scopes_of) {
-            paths.scoped(&scopes);
+            paths.scoped_ahead(&scopes);
         }
+    }
+
+    /// Whether what `who` may see is worked out whole: trusted, or kept for its scope set as
+    /// [`Ranker::prepare_for`] keeps it. A scope set first met at a request is kept without its
+    /// views' words (a request does not pay the walk of every posting list): a server prepares
+    /// such a caller behind its request.
+    pub fn is_prepared_for(&self, who: &Principal) -> bool {
+        let paths = self.paths();
+        scopes_of(who).is_none_or(|s| paths.kept_whole(&s))
     }
 
     /// One caller for each scope set this engine keeps what it may see for, least recently
@@ -28,6 +39,14 @@ impl Ranker {
     /// ([`Ranker::prepare_for`]), so that a rebuild makes no caller's next request pay again.
     pub fn kept_callers(&self) -> Vec<Principal> {
         self.paths().kept_scope_sets().into_iter().map(Principal::with_scopes).collect()
+    }
+
+    /// Whether what is kept for `who`'s scope set holds every word's postings inside its view
+    /// of the tools, so that none of its searches walks a word's whole list (hidden tools
+    /// included) the first time it reads the word: false for callers that see every tool (they
+    /// have nothing to filter) and past the bound on what a view keeps.
+    pub fn keeps_every_word_for(&self, who: &Principal) -> bool {
+        scopes_of(who).is_some_and(|s| self.paths().scoped(&s).tool_view.lexicon_bytes() > 0)
     }
 
     /// The tools `who` may see, with their ordinals, in catalogue order.

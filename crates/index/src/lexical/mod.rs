@@ -6,10 +6,12 @@
 //! over a [`View`]: the documents of the kind searched that the caller may see, never over the
 //! whole index. A caller therefore gets the same scores as on an index built without the
 //! documents it may not see, and no score tells it anything about them. A restricted view is
-//! also searched over postings filtered to it (`restricted`), so a repeated query word reads
-//! no hidden document and its time says nothing about them either.
+//! also searched over postings filtered to it (`restricted`, or all of them worked out ahead:
+//! `lexicon`), so a query word reads no hidden document and its time says nothing about them
+//! either.
 
 mod coverage;
+mod lexicon;
 mod restricted;
 mod schema;
 #[cfg(test)]
@@ -33,6 +35,7 @@ use schema::{analyzer, part_dir, schema, Fields, ANALYZER, MAX_QUERY_TERMS};
 use view::ViewStats;
 
 pub use coverage::TermCount;
+pub use lexicon::Lexicon;
 pub use schema::DocKind;
 pub use view::View;
 pub(crate) use writer::LexicalWriter;

@@ -4,9 +4,9 @@
 //! included, and a filter drops them afterwards: its time grows with what is hidden. So for a
 //! restricted [`View`](super::View) each term's postings are filtered to the view once, kept
 //! (with the document frequency the view's statistics need), and scored here with tantivy's
-//! own [`Bm25Weight`]: a repeated term costs only the view's documents that hold it. The
-//! first use of a term by a view still walks its whole list, as its document frequency always
-//! did.
+//! own [`Bm25Weight`]: a repeated term costs only the view's documents that hold it. A view
+//! with a lexicon (`lexicon`) has every term's postings already; without one, the first use of
+//! a term walks its whole list, as its document frequency always did.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -76,12 +76,16 @@ impl super::Lexical {
 }
 
 impl ViewStats<'_> {
-    /// The view's postings of `term` (with frequencies in the text field), from the cache or
-    /// by one walk of the term's whole list.
+    /// The view's postings of `term` (with frequencies in the text field): from the view's
+    /// lexicon when it has one, else from the cache or by one walk of the term's whole list.
     pub(super) fn postings(&self, term: &Term) -> tantivy::Result<Arc<ViewPostings>> {
+        let value = term.value();
+        let text = value.as_str().unwrap_or_default();
+        if let Some(p) = self.view.lexicon.as_ref().and_then(|l| l.get(self.lexical, self.kind, term.field(), text)) {
+            return Ok(p);
+        }
         let freqs = term.field() == self.lexical.fields.text;
-        let text = term.value().as_str().unwrap_or_default().to_owned();
-        let key = (self.kind == super::DocKind::Tool, self.view.key, term.field().field_id(), text);
+        let key = (self.kind == super::DocKind::Tool, self.view.key, term.field().field_id(), text.to_owned());
         let cache = &self.lexical.view_postings;
         if let Some(p) = cache.lock().unwrap_or_else(|p| p.into_inner()).map.get(&key) {
             return Ok(Arc::clone(p));

@@ -1,5 +1,6 @@
 //! The lexical index's tests: a restricted view scores as an index of its documents alone,
-//! and reads no hidden document's postings for a term it has read before.
+//! and reads no hidden document's postings for a term it has read before, nor for any term
+//! when it keeps a lexicon.
 
 use std::sync::Arc;
 
@@ -32,9 +33,14 @@ fn visible() -> Vec<u32> {
 fn a_restricted_view_scores_as_an_index_of_its_documents_alone() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (all, alone) = (build(a.path(), 0..20), build(b.path(), visible().into_iter()));
-    let view = View::of(7, &visible(), 20);
+    let plain = View::of(7, &visible(), 20);
+    let lexicon =
+        Arc::new(all.lexicon(DocKind::Tool, &plain, usize::MAX).unwrap().expect("a restricted view's lexicon"));
     let some = Arc::new(vec![0, 2, 4, 6, 8, 12]);
-    for query in ["refund the payment", "customer mail", "number4 word", "refund", "nothing matches"] {
+    let queries = ["refund the payment", "customer mail", "number4 word", "refund", "number3", "nothing matches"];
+    for (query, view) in
+        queries.iter().flat_map(|q| [(*q, plain.clone()), (*q, plain.clone().with_lexicon(Arc::clone(&lexicon)))])
+    {
         for scope in [None, Some("c1")] {
             for allowed in [None, Some(&some)] {
                 let got = all.search(query, DocKind::Tool, scope, allowed, &view, 5).unwrap();
@@ -90,4 +96,38 @@ fn the_postings_kept_stay_within_their_bound_and_answers_do_not_change() {
         before.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>(),
         after.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn a_view_with_a_lexicon_walks_no_list_for_any_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = build(dir.path(), 0..20);
+    let plain = View::of(7, &visible(), 20);
+    let lexicon = Arc::new(all.lexicon(DocKind::Tool, &plain, usize::MAX).unwrap().unwrap());
+    let view = plain.clone().with_lexicon(Arc::clone(&lexicon));
+    // "number3" and "number17" only hidden tools hold; "refund" hidden tools hold most of.
+    for query in ["refund payment", "number3 number17", "customer", "mail number2", "absent words"] {
+        for scope in [None, Some("c0"), Some("c2")] {
+            let walked = all.postings_walked();
+            let got = all.search(query, DocKind::Tool, scope, None, &view, 5).unwrap();
+            assert_eq!(all.postings_walked(), walked, "{query:?} in {scope:?} walked a whole list");
+            let want = all.search(query, DocKind::Tool, scope, None, &plain, 5).unwrap();
+            assert_eq!(
+                got.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>(),
+                want.iter().map(|h| (h.ord, h.score)).collect::<Vec<_>>(),
+                "{query:?} in {scope:?}"
+            );
+        }
+        let walked = all.postings_walked();
+        let counts = all.coverage(query, DocKind::Tool, &view).unwrap();
+        assert_eq!(all.postings_walked(), walked, "{query:?}: its counts walked a whole list");
+        assert_eq!(counts, all.coverage(query, DocKind::Tool, &plain).unwrap(), "{query:?}: term counts");
+    }
+    assert!(lexicon.bytes() > 0);
+    assert!(all.lexicon(DocKind::Tool, &plain, lexicon.bytes() - 1).unwrap().is_none(), "over the bound");
+    assert!(all.lexicon(DocKind::Tool, &plain, lexicon.bytes()).unwrap().is_some(), "at the bound");
+    assert!(all.lexicon(DocKind::Tool, &View::everything(), usize::MAX).unwrap().is_none(), "nothing to filter");
+    // A lexicon worked out for tools answers nothing for the node part.
+    let nodes = View::of(9, &[0], 1).with_lexicon(lexicon);
+    assert!(all.search("refund", DocKind::Node, None, None, &nodes, 5).unwrap().is_empty());
 }

@@ -6,6 +6,7 @@ use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocSet, Term, TERMINATED};
 
+use super::lexicon::Lexicon;
 use super::schema::DocKind;
 use super::{DocFacts, Lexical, Part, Totals, DF_CACHE};
 
@@ -16,12 +17,15 @@ pub struct View {
     pub(super) key: u64,
     /// Membership by ordinal; `None` = every document of the kind.
     pub(super) bits: Option<Arc<Vec<u64>>>,
+    /// Every word's postings inside the view, when worked out ([`View::with_lexicon`]): then no
+    /// request walks a word's whole list.
+    pub(super) lexicon: Option<Arc<Lexicon>>,
 }
 
 impl View {
     /// Every document of the kind.
     pub fn everything() -> View {
-        View { key: 0, bits: None }
+        View { key: 0, bits: None, lexicon: None }
     }
 
     /// The documents with the ordinals `ords`. `key` must identify the set (e.g. a hash of
@@ -33,7 +37,19 @@ impl View {
                 *w |= 1 << (o % 64);
             }
         }
-        View { key: key.max(1), bits: Some(Arc::new(bits)) }
+        View { key: key.max(1), bits: Some(Arc::new(bits)), lexicon: None }
+    }
+
+    /// The view reading its words' postings from `lexicon` (worked out for this view by
+    /// [`IndexReader::view_lexicon`](crate::IndexReader::view_lexicon)).
+    pub fn with_lexicon(mut self, lexicon: Arc<Lexicon>) -> View {
+        self.lexicon = Some(lexicon);
+        self
+    }
+
+    /// Bytes of the postings it keeps ([`View::with_lexicon`]), 0 when none.
+    pub fn lexicon_bytes(&self) -> usize {
+        self.lexicon.as_ref().map_or(0, |l| l.bytes())
     }
 
     /// Whether the document with the ordinal `ord` is in the view.

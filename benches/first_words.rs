@@ -1,0 +1,57 @@
+//! Whether a restricted caller can time the words the tools hidden from it hold
+//! (docs/protocol.md, "Timing"): over two indexes in one process, HIDDEN (7,000 tools a caller
+//! holding `user` may see and 5,000 payment tools that require `billing`) and NONE (the same
+//! 7,000 alone), each round opens a fresh engine of each, prepares it for the caller as a server
+//! does on start (timed: `prepare`), asks a long query (whose vector is then cached), and times
+//! the same query with words after the model's 2,000 characters that only the hidden tools hold
+//! (`first words`: BM25 meets them for the first time), then once more (`again`). Medians of 30
+//! rounds after a first, and HIDDEN / NONE.
+//!
+//! `cargo bench --bench first_words`: the indexes are those of `cargo bench --bench toolsets`
+//! (built under target/toolsets-indexes the first time, about a minute).
+
+use std::time::Instant;
+
+use serde_json::json;
+use toolsearch::{Engine, EngineOptions, Principal};
+
+mod common;
+
+use common::hidden::{index, median};
+
+const ROUNDS: usize = 30;
+
+fn main() {
+    let dir = common::repo().join("target/toolsets-indexes");
+    let embedder = common::embedder();
+    let indexes = [("hidden", index(&dir, true)), ("none", index(&dir, false))];
+    let who = Principal::with_scopes(["user"]);
+    let prefix = format!("find the thing {}", "y".repeat(2000));
+    let words = format!("{prefix} payment customer");
+    let steps = ["prepare", "first words", "again"];
+    let mut times = vec![vec![Vec::new(); steps.len()]; indexes.len()];
+    for round in 0..=ROUNDS {
+        for (i, (_, dir)) in indexes.iter().enumerate() {
+            let engine = Engine::with_embedder(dir, embedder.clone(), EngineOptions::default()).expect("index opens");
+            let search = |query: &str| {
+                let start = Instant::now();
+                // An answer or a "nothing fits" (the long query fits nothing): both are timed.
+                let _ = engine.handle(&who, "search_tool_by_category", json!({ "query": query }));
+                start.elapsed().as_secs_f64() * 1000.0
+            };
+            let start = Instant::now();
+            engine.prepare_for([&who]);
+            let took = [start.elapsed().as_secs_f64() * 1000.0, (search(&prefix), search(&words)).1, search(&words)];
+            if round > 0 {
+                for (t, ms) in times[i].iter_mut().zip(took) {
+                    t.push(ms);
+                }
+            }
+        }
+    }
+    let medians: Vec<Vec<f64>> = times.into_iter().map(|by_step| by_step.into_iter().map(median).collect()).collect();
+    for (s, step) in steps.iter().enumerate() {
+        let (h, n) = (medians[0][s], medians[1][s]);
+        println!("{step}: hidden {h:.3} ms, none {n:.3} ms, hidden / none {:.2}", h / n);
+    }
+}
