@@ -5,7 +5,7 @@
 //! does on start (timed: `prepare`), asks a long query (whose vector is then cached), and times
 //! the same query with words after the model's 2,000 characters that only the hidden tools hold
 //! (`first words`: BM25 meets them for the first time), then once more (`again`). Medians of 30
-//! rounds after a first, and HIDDEN / NONE.
+//! rounds after a first, and HIDDEN / NONE; and the bytes the caller's view keeps of every word.
 //!
 //! `cargo bench --bench first_words`: the indexes are those of `cargo bench --bench toolsets`
 //! (built under target/toolsets-indexes the first time, about a minute).
@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use serde_json::json;
+use toolsearch::index::{DocKind, View};
 use toolsearch::{Engine, EngineOptions, Principal};
 
 mod common;
@@ -49,6 +50,14 @@ fn main() {
             }
         }
     }
+    // What the caller's view keeps: every word's postings of the 7,000 tools it may see.
+    let engine = Engine::with_embedder(&indexes[0].1, embedder.clone(), EngineOptions::default()).expect("index opens");
+    let tools = &engine.catalog().tools;
+    let seen: Vec<u32> = (0..tools.len() as u32).filter(|&o| tools[o as usize].requires.is_empty()).collect();
+    assert_eq!(seen.len(), 7000);
+    let view = View::of(1, &seen, engine.catalog().tools.len());
+    let words = engine.index().view_lexicon(DocKind::Tool, &view, usize::MAX).expect("lexicon").expect("restricted");
+    println!("the view's words: {:.2} MiB", words.bytes() as f64 / (1 << 20) as f64);
     let medians: Vec<Vec<f64>> = times.into_iter().map(|by_step| by_step.into_iter().map(median).collect()).collect();
     for (s, step) in steps.iter().enumerate() {
         let (h, n) = (medians[0][s], medians[1][s]);
