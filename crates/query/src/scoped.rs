@@ -71,9 +71,10 @@ pub(crate) struct Scoped {
 /// the catalogue's lists instead, in time that grows with the hidden tools among them.
 const VISIBLE_MAX: usize = 1 << 20;
 
-/// Bytes a scope set's view may keep of every word's postings inside it (about 30,000 tools
-/// in view with 30 distinct words each): past that, a request filters a word's postings the
-/// first time its view reads the word, in time that grows with the hidden tools holding it.
+/// Bytes a scope set's view of the tools may keep of every word's postings inside it (about
+/// 30,000 tools in view with 30 distinct words each; its view of the categories an eighth of
+/// that): past that, a request filters a word's postings the first time its view reads the
+/// word, in time that grows with the hidden documents holding it.
 const LEXICON_MAX: usize = 8 << 20;
 
 /// Per node, the tools a scope set allows at or below it and directly at it, and its child
@@ -213,7 +214,10 @@ impl Paths<'_> {
         // Only a scope set hiding a tool has restricted views (a node is hidden only with its tools).
         let words_pending = !words && allowed.is_some() && self.index.is_some();
         let (tool_view, node_view) = match words {
-            true => (self.with_lexicon(tool_view, DocKind::Tool), self.with_lexicon(node_view, DocKind::Node)),
+            true => (
+                self.with_lexicon(tool_view, DocKind::Tool, LEXICON_MAX),
+                self.with_lexicon(node_view, DocKind::Node, LEXICON_MAX / 8),
+            ),
             false => (tool_view, node_view),
         };
         let visible = allowed.as_ref().and_then(|_| self.cut(&tool_view, &nodes));
@@ -224,10 +228,10 @@ impl Paths<'_> {
     }
 
     /// `view` keeping every word's postings inside it, when it is restricted and they fit in
-    /// [`LEXICON_MAX`] (else as it is: its requests filter a word's postings the first time
-    /// they read it).
-    fn with_lexicon(&self, view: View, kind: DocKind) -> View {
-        match self.index.map(|index| index.view_lexicon(kind, &view, LEXICON_MAX)) {
+    /// `max` bytes (else as it is: its requests filter a word's postings the first time they
+    /// read it).
+    fn with_lexicon(&self, view: View, kind: DocKind, max: usize) -> View {
+        match self.index.map(|index| index.view_lexicon(kind, &view, max)) {
             Some(Ok(Some(lexicon))) => view.with_lexicon(lexicon),
             _ => view,
         }
