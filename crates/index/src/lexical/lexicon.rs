@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocSet, TERMINATED};
 
 use super::restricted::ViewPostings;
 use super::schema::DocKind;
@@ -93,15 +91,7 @@ impl Lexical {
                 let mut stream = inverted.terms().stream().map_err(err)?;
                 while stream.advance() {
                     let mut postings = inverted.read_postings_from_terminfo(stream.value(), option).map_err(err)?;
-                    let mut docs = Vec::new();
-                    let mut doc = postings.doc();
-                    while doc != TERMINATED {
-                        if facts.get(doc as usize).is_some_and(|f| stats.member(f)) {
-                            let freq = if option == IndexRecordOption::WithFreqs { postings.term_freq() } else { 1 };
-                            docs.push((doc, freq));
-                        }
-                        doc = postings.advance();
-                    }
+                    let docs = stats.inside(&mut postings, facts, option == IndexRecordOption::WithFreqs);
                     if docs.is_empty() {
                         continue;
                     }

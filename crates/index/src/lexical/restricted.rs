@@ -12,12 +12,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use tantivy::postings::Postings;
+use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::Bm25Weight;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocAddress, DocId, DocSet, Score, Term, TERMINATED};
 
 use super::view::ViewStats;
+use super::DocFacts;
 
 /// Bytes of filtered postings kept, over every view and term; past it the cache starts over,
 /// and a list over an eighth of it is not kept.
@@ -93,16 +94,10 @@ impl ViewStats<'_> {
         let option = if freqs { IndexRecordOption::WithFreqs } else { IndexRecordOption::Basic };
         let mut out = ViewPostings::default();
         for (segment, facts) in self.searcher.segment_readers().iter().zip(&self.part.facts) {
-            let mut docs = Vec::new();
-            if let Some(mut postings) = segment.inverted_index(term.field())?.read_postings(term, option)? {
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    if facts.get(doc as usize).is_some_and(|f| self.member(f)) {
-                        docs.push((doc, if freqs { postings.term_freq() } else { 1 }));
-                    }
-                    doc = postings.advance();
-                }
-            }
+            let docs = match segment.inverted_index(term.field())?.read_postings(term, option)? {
+                Some(mut postings) => self.inside(&mut postings, facts, freqs),
+                None => Vec::new(),
+            };
             out.docs += docs.len() as u64;
             out.segments.push(docs);
         }
@@ -122,6 +117,20 @@ impl ViewStats<'_> {
         cache.bytes += out.bytes();
         cache.map.insert(key, Arc::clone(&out));
         Ok(out)
+    }
+
+    /// The documents of `postings` (a list of the segment whose documents `facts` describes)
+    /// that are in the view, each with the term's frequency there (1 unless `freqs`).
+    pub(super) fn inside(&self, postings: &mut SegmentPostings, facts: &[DocFacts], freqs: bool) -> Vec<(DocId, u32)> {
+        let mut docs = Vec::new();
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if facts.get(doc as usize).is_some_and(|f| self.member(f)) {
+                docs.push((doc, if freqs { postings.term_freq() } else { 1 }));
+            }
+            doc = postings.advance();
+        }
+        docs
     }
 
     /// BM25 top `k` of the view for the analysed `terms` (summed in their order, as tantivy's
