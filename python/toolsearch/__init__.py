@@ -24,7 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from . import _calls, _models, _watch
+from . import _calls, _models, _sources, _watch
 from ._answers import (
     BuildReport,
     ErrorCode,
@@ -128,9 +128,29 @@ class Index:
         if seen is None or seen == self._seen:
             return False
         loaded = _models.load(self._models, _index_model(self.path))
-        self._native = _NativeIndex(self.path, loaded)
+        self._reopen(loaded)
         self._model, self._seen = loaded, seen
         return True
+
+    def _reopen(self, model: _Model) -> None:
+        """Answers from the index on disk now, opened with `model`, prepared for the scope
+        sets the one before kept (a caller's next request pays nothing again)."""
+        native = _NativeIndex(self.path, model)
+        native.prepare_like(self._native)
+        self._native = native
+
+    def prepare(self, scope_sets: Iterable[Sequence[str]]) -> None:
+        """Works out now what callers holding each of `scope_sets` may see, as `toolsearch
+        serve` does for its tokens at start, so that none of their requests pays for it or
+        reads a posting of a tool hidden from them (docs/protocol.md, "Timing"). A scope set
+        first met at a request is prepared behind it, on a thread of its own; this is for
+        the ones a host knows ahead."""
+        self._native.prepare([_scope_list(s) for s in _scope_list(scope_sets, "scope_sets")])
+
+    def prepared(self, scopes: Sequence[str]) -> bool:
+        """Whether what a caller holding `scopes` may see is worked out whole (by `prepare`,
+        or behind its first request)."""
+        return self._native.prepared(_scope_list(scopes))
 
     def _call(
         self, call: str, request: Dict[str, Any], scopes: Optional[Sequence[str]], min_confidence: Optional[float] = None
@@ -139,9 +159,7 @@ class Index:
         if self._watch is not None:
             self._watch.look(self._seen, lambda: _metadata(self.path), self.reload)
         try:
-            answer = self._native.handle(
-                call, json.dumps(request), None if scopes is None else list(scopes), min_confidence
-            )
+            answer = self._native.handle(call, json.dumps(request), _scope_list(scopes), min_confidence)
         except _NativeProtocolError as e:
             err = json.loads(str(e))
             raise ProtocolError(ErrorCode(err["code"]), err["message"], err.get("hints", []), err.get("next_action")) from None
@@ -240,7 +258,7 @@ class Index:
                 p.write_text("\n".join(lines) + "\n")
                 report = _learn(self.path, self._model, str(p), dry_run)
         self._seen = _metadata(self.path)
-        self._native = _NativeIndex(self.path, self._model)
+        self._reopen(self._model)
         return json.loads(report)
 
     def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
@@ -373,33 +391,9 @@ def build(
     the object, by its place in `source`) and the field."""
     if not server or not all(c.isalnum() or c in "-_" for c in server):
         raise ValueError(f"server={server!r}: a server name is letters, digits, '-' and '_'")
-    items: List[Source]
-    if isinstance(source, (str, os.PathLike, dict)):
-        items = [source]
-    elif isinstance(source, list) and source and all(isinstance(s, dict) and _is_tool(s) for s in source):
-        items = [source]  # one tool list
-    else:
-        items = list(source)  # type: ignore[arg-type]
-    if not items:
-        raise ValueError("nothing to build: give a catalogue file, a tool list or a manifest (source is empty)")
-    for item in items:
-        if isinstance(item, (str, os.PathLike)) and not os.path.exists(item):
-            raise FileNotFoundError(2, "no such catalogue file", os.fspath(item))
+    items = _sources.items(source)
     scratch = tempfile.mkdtemp(prefix="toolsearch-")
-    paths: List[str] = []
-    # What the scratch files stand for in an error: the object the caller passed.
-    labels: List[tuple] = []
-    for i, item in enumerate(items):
-        if isinstance(item, (str, os.PathLike)):
-            paths.append(os.fspath(item))
-        else:
-            # An MCP tool list's server is named after its file: `server`, so ids read `SERVER.NAME`.
-            p = Path(scratch) / str(i) / f"{server}.json"
-            p.parent.mkdir()
-            p.write_text(json.dumps(item))
-            paths.append(str(p))
-            what = "the object passed to build()" if len(items) == 1 else f"object {i} of the list passed to build()"
-            labels.append((str(p), what))
+    paths, labels = _sources.stage(items, server, scratch)
     target = Path(out) if out is not None else Path(scratch) / "index"
     try:
         loaded = _models.load(models, model)
@@ -422,6 +416,13 @@ def build(
     return index
 
 
+def _scope_list(scopes: Any, what: str = "scopes") -> Any:
+    """`scopes` as a list, or `None`; a string is refused (its characters are no scopes)."""
+    if isinstance(scopes, str):
+        raise TypeError(f"{what}: give a list (e.g. ['user']), not the string {scopes!r}")
+    return None if scopes is None else list(scopes)
+
+
 def _tags(tags: Union[str, Sequence[str], None]) -> List[str]:
     """`tags` as a list: a string is a comma-separated list (`"a,b"`), never its characters."""
     if tags is None:
@@ -430,8 +431,3 @@ def _tags(tags: Union[str, Sequence[str], None]) -> List[str]:
         return [t.strip() for t in tags.split(",") if t.strip()]
     return [str(t) for t in tags]
 
-
-def _is_tool(d: Dict[str, Any]) -> bool:
-    # A provider-defined tool ({"type": "web_search"}) has a type and may have no name; a
-    # Gemini tool object holds declarations.
-    return "name" in d or isinstance(d.get("type"), str) or "functionDeclarations" in d or "function_declarations" in d

@@ -98,22 +98,6 @@ def test_protocol_errors_are_exceptions_with_code_hints_and_field(sample):
     assert e.value.code is ErrorCode.UNKNOWN_PATH
 
 
-def test_scopes_hide_tools(tmp_path):
-    manifest = {
-        "tools": [
-            {"id": "admin.drop_db", "name": "drop_db", "description": "Drop a production database.", "requires": ["admin"]},
-            {"id": "db.query", "name": "query", "description": "Run a read-only query against a database."},
-        ]
-    }
-    index = toolsearch.build(manifest, progress=False)
-    seen = {p.tool_id for p in index.search("drop a database", scopes=[]).results}
-    assert "admin.drop_db" not in seen and "db.query" in seen
-    assert "admin.drop_db" in {p.tool_id for p in index.search("drop a database", scopes=["admin"]).results}
-    with pytest.raises(ProtocolError) as e:
-        index.expand("admin.drop_db", scopes=[])
-    assert e.value.code is ErrorCode.TOOL_NOT_FOUND
-
-
 def test_bad_input_names_the_file_and_field(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"tools": [{"id": "a", "description": "no name"}]}))

@@ -30,7 +30,7 @@ pub struct Hub {
     /// [`Making::generation`] (at most [`crate::fresh_sets::KEPT`]).
     fresh: Mutex<FreshSets<(Principal, u64), ToolSet>>,
     /// Callers first met at a request, being prepared behind it.
-    preparing: crate::prepare_behind::Preparing,
+    preparing: toolsearch_query::PrepareBehind,
     /// Session-free calls waiting for their client's answer (`session::rounds`).
     rounds: crate::session::Rounds,
     fleet_rounds: Option<Arc<crate::fleet_rounds::FleetRounds>>,

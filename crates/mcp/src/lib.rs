@@ -58,7 +58,6 @@ pub mod oauth;
 pub mod offer_source;
 pub mod ops;
 mod ops_http;
-mod prepare_behind;
 pub mod rate;
 mod runner;
 pub mod secrets;

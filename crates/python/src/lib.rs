@@ -17,7 +17,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::Value;
 use toolsearch::embed::{EmbedderOptions, ModelFiles, ModelSpec, OnnxEmbedder};
-use toolsearch::{BuildOptions, Embedder, Engine, EngineOptions, Principal};
+use toolsearch::{BuildOptions, Embedder, Engine, EngineOptions, PrepareBehind, Principal};
 
 /// mimalloc for the module's own allocations, as in the CLI (docs/scaling.md): an index's
 /// open makes millions of small strings. Python's objects keep Python's allocator.
@@ -97,11 +97,13 @@ impl Model {
 /// An open index: the engine over it.
 #[pyclass(frozen)]
 struct NativeIndex {
-    engine: Engine,
+    engine: Arc<Engine>,
     path: PathBuf,
     embedder: Arc<dyn Embedder>,
     /// Engines over the same files with another confidence cutoff, opened when first asked for.
     cutoffs: Mutex<HashMap<u32, Arc<Engine>>>,
+    /// Restricted callers being prepared behind their first request, as the MCP hub does.
+    preparing: PrepareBehind,
 }
 
 impl NativeIndex {
@@ -140,7 +142,13 @@ impl NativeIndex {
         let engine = py
             .detach(|| Engine::with_embedder(&dir, embedder.clone(), options))
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
-        Ok(NativeIndex { engine, path: dir, embedder, cutoffs: Mutex::default() })
+        Ok(NativeIndex {
+            engine: Arc::new(engine),
+            path: dir,
+            embedder,
+            cutoffs: Mutex::default(),
+            preparing: PrepareBehind::default(),
+        })
     }
 
     /// Runs `search_tool_by_category` for each query from Rust, without Python in the loop;
@@ -154,6 +162,27 @@ impl NativeIndex {
             }
             start.elapsed().as_secs_f64()
         })
+    }
+
+    /// Works out now what callers holding each of `scope_sets` may see, whole, as a server
+    /// does for its tokens at start (`Ranker::prepare_for`): none of their requests then pays
+    /// for it, or reads a posting of a tool hidden from them. Releases the GIL.
+    fn prepare(&self, py: Python<'_>, scope_sets: Vec<Vec<String>>) {
+        let callers: Vec<Principal> = scope_sets.into_iter().map(Principal::with_scopes).collect();
+        py.detach(|| self.engine.prepare_for(&callers));
+    }
+
+    /// Whether what a caller holding `scopes` may see is worked out whole (`prepare`, or
+    /// behind its first request).
+    fn prepared(&self, scopes: Vec<String>) -> bool {
+        self.engine.is_prepared_for(&Principal::with_scopes(scopes))
+    }
+
+    /// Prepares this index for the scope sets `other` (the index before a reload) keeps, so
+    /// that a reload makes no caller's next request pay again. Releases the GIL.
+    fn prepare_like(&self, py: Python<'_>, other: &NativeIndex) {
+        let callers = other.engine.kept_callers();
+        py.detach(|| self.engine.prepare_for(&callers));
     }
 
     /// Where the index is.
@@ -175,7 +204,7 @@ impl NativeIndex {
         min_confidence: Option<f32>,
     ) -> PyResult<String> {
         let other = py.detach(|| self.with_cutoff(min_confidence)).map_err(PyOSError::new_err)?;
-        let engine = other.as_deref().unwrap_or(&self.engine);
+        let engine = other.unwrap_or_else(|| self.engine.clone());
         let request: Value = serde_json::from_str(request).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let who = match scopes {
             Some(s) => Principal::with_scopes(s),
@@ -193,6 +222,9 @@ impl NativeIndex {
             }
             _ => engine.handle(&who, call, request),
         });
+        // A scope set first met here is kept without its views' words (a request does not
+        // pay the walk of every posting list): work them out behind it, once.
+        self.preparing.behind(engine, &who);
         match answer {
             Ok(v) => Ok(v.to_string()),
             Err(e) => Err(NativeProtocolError::new_err(serde_json::to_string(&e).unwrap_or_default())),

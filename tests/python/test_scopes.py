@@ -1,0 +1,84 @@
+"""Callers holding scopes: what they may see, and that an `Index` shared by many of them works
+out each one's view whole, ahead (`prepare`) or behind its first request, as the MCP server
+does (docs/protocol.md, "Timing")."""
+
+import time
+
+import pytest
+
+import toolsearch
+from toolsearch import ErrorCode, ProtocolError
+
+def test_scopes_hide_tools(tmp_path):
+    manifest = {
+        "tools": [
+            {"id": "admin.drop_db", "name": "drop_db", "description": "Drop a production database.", "requires": ["admin"]},
+            {"id": "db.query", "name": "query", "description": "Run a read-only query against a database."},
+        ]
+    }
+    index = toolsearch.build(manifest, progress=False)
+    seen = {p.tool_id for p in index.search("drop a database", scopes=[]).results}
+    assert "admin.drop_db" not in seen and "db.query" in seen
+    assert "admin.drop_db" in {p.tool_id for p in index.search("drop a database", scopes=["admin"]).results}
+    with pytest.raises(ProtocolError) as e:
+        index.expand("admin.drop_db", scopes=[])
+    assert e.value.code is ErrorCode.TOOL_NOT_FOUND
+
+
+def _catalogue(extra: str = ""):
+    tools = [
+        {"id": f"files.t{i}", "name": f"t{i}", "description": f"Read and write files, kind {i}{extra}.", "requires": ["user"]}
+        for i in range(20)
+    ]
+    tools += [
+        {"id": f"pay.p{i}", "name": f"p{i}", "description": f"Refund a card payment through the ledger, kind {i}.", "requires": ["billing"]}
+        for i in range(20)
+    ]
+    return {"tools": tools}
+
+
+def _until(index, scopes):
+    deadline = time.monotonic() + 20
+    while not index.prepared(scopes):
+        assert time.monotonic() < deadline, f"{scopes} not prepared behind its first request"
+        time.sleep(0.01)
+
+
+def test_a_caller_is_prepared_behind_its_first_request_and_across_a_reload(tmp_path):
+    out = tmp_path / "index"
+    index = toolsearch.build(_catalogue(), out, progress=False)
+    assert not index.prepared(["user"])
+    first = index.search("read a file", scopes=["user"])
+    assert first.results and all(p.tool_id.startswith("files.") for p in first.results)
+    _until(index, ["user"])
+    # Prepared, it answers as before, and hidden tools stay hidden.
+    again = index.search("read a file", scopes=["user"])
+    assert [(p.tool_id, p.confidence) for p in again.results] == [(p.tool_id, p.confidence) for p in first.results]
+    try:
+        seen = [p.tool_id for p in index.search("refund a card payment through the ledger", scopes=["user"]).results]
+    except ProtocolError as e:
+        assert e.code is ErrorCode.NO_MATCH_IN_CATEGORY
+        seen = e.hints
+    assert not any("pay." in s for s in seen), seen
+    # Ahead of any request.
+    assert not index.prepared(["billing", "user"])
+    index.prepare([["billing", "user"]])
+    assert index.prepared(["user", "billing"])
+    assert not index.prepared(["billing"])
+    # Another process builds it again: the reloaded index keeps both prepared.
+    toolsearch.build(_catalogue(", again"), out, progress=False)
+    assert index.reload()
+    assert index.prepared(["user"]) and index.prepared(["billing", "user"])
+    assert not index.prepared(["billing"])
+
+
+def test_scopes_given_as_a_string_are_refused():
+    index = toolsearch.build(_catalogue(), progress=False)
+    with pytest.raises(TypeError) as e:
+        index.search("read a file", scopes="user")
+    assert "scopes" in str(e.value) and "'user'" in str(e.value)
+    with pytest.raises(TypeError) as e:
+        index.prepare(["user"])
+    assert "['user']" in str(e.value)
+    with pytest.raises(TypeError):
+        index.prepare("user")
