@@ -93,6 +93,10 @@ pub(super) fn derive(engine: &Engine, config: &ToolSetConfig) -> Result<Derived,
     }
     let top_level: Vec<String> = order.iter().filter(|n| !nested.contains(n)).cloned().collect();
     let discovery = config.discovery.tools(catalog)?;
+    // Compiled now, not at the set's first call of each: a server makes one set at start.
+    for tool in &discovery {
+        super::discover::compile_ahead(&tool.definition(&config.discovery, catalog).input_schema);
+    }
     for name in &order {
         if is_discovery_name(name) || is_discovery_name(&fold_name(name)) {
             return Err(DisclosureError::Facade {
