@@ -143,6 +143,68 @@ def test_fastmcp_search_transform_ranks_the_servers_tools_with_toolsearch():
     assert "refunded p1" in json.dumps([getattr(c, "text", "") for c in result.content])
 
 
+def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns_build_none_again(monkeypatch):
+    from fastmcp import Client, FastMCP
+    from fastmcp.server.context import Context
+
+    from toolsearch.integrations.fastmcp import ToolsearchSearchTransform
+
+    built = []
+    real_build = toolsearch.build
+
+    def counted(listing, **kwargs):
+        built.append(sorted(t["name"] for t in listing))
+        return real_build(listing, **kwargs)
+
+    monkeypatch.setattr(toolsearch, "build", counted)
+    mcp = FastMCP("ops", transforms=[ToolsearchSearchTransform(max_results=3)])
+
+    @mcp.tool(tags={"admin"})
+    def drop_database(name: str) -> str:
+        """Drop a production database and every table in it."""
+        return name
+
+    @mcp.tool
+    def query_database(sql: str) -> str:
+        """Run a read-only SQL query against a database."""
+        return sql
+
+    @mcp.tool
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return city
+
+    @mcp.tool
+    async def unlock(ctx: Context) -> str:
+        """Unlock the administration tools for this session."""
+        await ctx.enable_components(tags={"admin"})
+        return "unlocked"
+
+    mcp.disable(tags={"admin"})
+
+    def names(found):
+        return json.dumps(found.structured_content if found.structured_content is not None else [c.text for c in found.content])
+
+    async def scenario():
+        # Handshake-era sessions: FastMCP keys a session's visibility on its session id (on
+        # 2026-07-28, on the authenticated user; in memory, the process is one client).
+        async with Client(mcp, mode="legacy") as admin, Client(mcp, mode="legacy") as user:
+            await admin.call_tool("call_tool", {"name": "unlock", "arguments": {}})
+            seen = []
+            for _ in range(3):
+                for client in (admin, user):
+                    seen.append(names(await client.call_tool("search_tools", {"query": "drop the database"})))
+            return seen
+
+    seen = asyncio.run(scenario())
+    assert all("drop_database" in s for s in seen[0::2]), seen
+    assert not any("drop_database" in s for s in seen[1::2]), seen
+    # One index per tool set, each built once, however the sessions take turns.
+    assert sorted(map(tuple, built)) == sorted(
+        [("drop_database", "get_weather", "query_database", "unlock"), ("get_weather", "query_database", "unlock")]
+    ), built
+
+
 def test_search_results_render_as_provider_native_tool_search_answers(index):
     page = index.search("will it rain in Oslo", limit=2)
     anthropic = index.tool_search_result(page, "anthropic", "toolu_01")

@@ -5,8 +5,10 @@ of FastMCP's built-in BM25 or regex search.
     from toolsearch.integrations.fastmcp import ToolsearchSearchTransform
     mcp = FastMCP("tools", transforms=[ToolsearchSearchTransform(max_results=5)])
 
-The index is built from the tools the server lists (their names, descriptions and parameter
-schemas), in a temporary directory, and rebuilt when they change.
+The index is built from the tools a caller may see (their names, descriptions and parameter
+schemas), in a temporary directory, when that set is first met: sessions that see different
+tools (FastMCP's per-session visibility, `ctx.enable_components`) each search an index of only
+their own, and the last 8 such indexes are kept, so sessions taking turns build none again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections import OrderedDict
 from typing import Annotated, Any, Dict, List, Optional, Sequence
 
 from fastmcp.server.context import Context
@@ -25,6 +28,10 @@ import toolsearch
 from .. import ErrorCode, ProtocolError
 
 
+# How many tool sets' indexes a transform keeps (sessions that see different tools take turns).
+KEPT_INDEXES = 8
+
+
 class ToolsearchSearchTransform(BaseSearchTransform):
     """`list_tools` shows a search tool and a call tool (plus `always_visible` tools); the
     search ranks the hidden tools with toolsearch's hybrid ranking."""
@@ -32,8 +39,8 @@ class ToolsearchSearchTransform(BaseSearchTransform):
     def __init__(self, *, max_results: int = 5, min_confidence: Optional[float] = None, **kwargs: Any) -> None:
         super().__init__(max_results=max_results, **kwargs)
         self._min_confidence = min_confidence
-        self._index: Optional[toolsearch.Index] = None
-        self._digest = ""
+        # The indexes of the tool sets met lately, by digest, least recently used first.
+        self._indexes: "OrderedDict[str, toolsearch.Index]" = OrderedDict()
         self._lock = asyncio.Lock()
 
     def _make_search_tool(self) -> Tool:
@@ -69,7 +76,11 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         ]
         digest = hashlib.sha256(json.dumps(listing, sort_keys=True).encode()).hexdigest()
         async with self._lock:
-            if self._index is None or digest != self._digest:
-                self._index = await asyncio.to_thread(toolsearch.build, listing, progress=False)
-                self._digest = digest
-            return self._index
+            index = self._indexes.get(digest)
+            if index is None:
+                index = await asyncio.to_thread(toolsearch.build, listing, progress=False)
+                self._indexes[digest] = index
+                while len(self._indexes) > KEPT_INDEXES:
+                    self._indexes.popitem(last=False)
+            self._indexes.move_to_end(digest)
+            return index
