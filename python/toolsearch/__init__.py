@@ -261,10 +261,12 @@ class Index:
         self._reopen(self._model)
         return json.loads(report)
 
-    def toolset(self, config: Optional[Dict[str, Any]] = None) -> "ToolSet":
-        """The disclosure runtime over this index, configured as a `serve` config's `toolset`."""
+    def toolset(self, config: Optional[Dict[str, Any]] = None, *, scopes: Optional[Sequence[str]] = None) -> "ToolSet":
+        """The disclosure runtime over this index, configured as a `serve` config's `toolset`,
+        for a model acting for a caller holding `scopes` (`None`: trusted): a tool they do not
+        allow never appears to it, in any definition, answer or call."""
         seen = _metadata(self.path)
-        native = _NativeToolSet(self.path, self._model, json.dumps(config or {}))
+        native = _NativeToolSet(self.path, self._model, json.dumps(config or {}), _scope_list(scopes))
         return ToolSet(native, self.path, seen, self._models, self._every)
 
 

@@ -1,7 +1,8 @@
-"""Callers holding scopes: what they may see, and that an `Index` shared by many of them works
-out each one's view whole, ahead (`prepare`) or behind its first request, as the MCP server
-does (docs/protocol.md, "Timing")."""
+"""Callers holding scopes: what they may see, from an `Index` and from a tool set made for them;
+and that an `Index` shared by many of them works out each one's view whole, ahead (`prepare`)
+or behind its first request, as the MCP server does (docs/protocol.md, "Timing")."""
 
+import json
 import time
 
 import pytest
@@ -82,3 +83,28 @@ def test_scopes_given_as_a_string_are_refused():
     assert "['user']" in str(e.value)
     with pytest.raises(TypeError):
         index.prepare("user")
+
+
+def test_a_tool_set_for_a_caller_holding_scopes_never_shows_what_they_do_not_allow():
+    manifest = {
+        "tools": [
+            {"id": "admin.drop_db", "name": "drop_db", "description": "Drop a production database.", "requires": ["admin"]},
+            {"id": "db.query", "name": "query", "description": "Run a read-only query against a database."},
+        ]
+    }
+    index = toolsearch.build(manifest, progress=False)
+    ts = index.toolset({"discovery": {"call_tool": True}}, scopes=[])
+    found = ts.handle("search_tool_by_category", {"query": "drop a database"})
+    assert "db.query" in found.text and "drop_db" not in found.text, found.text
+    listed = ts.handle("list", {})
+    assert "admin" not in listed.text.lower(), listed.text
+    for name, arguments in (("expand_tool", {"tool_id": "admin.drop_db"}), ("call_tool", {"tool_id": "admin.drop_db", "arguments": {}})):
+        ran = []
+        refused = ts.handle(name, arguments, run=lambda tool_id, args: ran.append(tool_id))
+        assert refused.is_error and "TOOL_NOT_FOUND" in refused.text and not ran, (name, refused.text)
+    assert not any("drop_db" in json.dumps(d) for d in ts.definitions("openai"))
+    # The same index, trusted, and with the scope: the tool is there.
+    for other in (index.toolset(), index.toolset(scopes=["admin"])):
+        assert "drop_db" in other.handle("search_tool_by_category", {"query": "drop a database"}).text
+    with pytest.raises(TypeError):
+        index.toolset(scopes="admin")

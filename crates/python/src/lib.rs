@@ -294,15 +294,28 @@ fn outcome_json(o: &toolsearch::disclosure::Outcome) -> String {
 #[pymethods]
 impl NativeToolSet {
     /// A tool set over the index at `path`, configured by `config` (JSON, the `toolset` of a
-    /// `serve` config).
+    /// `serve` config), for a caller holding `scopes` (trusted when `None`), prepared for it.
     #[new]
-    fn new(py: Python<'_>, path: String, model: &Model, config: &str) -> PyResult<NativeToolSet> {
-        let config: toolsearch::disclosure::ToolSetConfig =
+    #[pyo3(signature = (path, model, config, scopes=None))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        model: &Model,
+        config: &str,
+        scopes: Option<Vec<String>>,
+    ) -> PyResult<NativeToolSet> {
+        let mut config: toolsearch::disclosure::ToolSetConfig =
             serde_json::from_str(config).map_err(|e| PyValueError::new_err(format!("toolset config: {e}")))?;
+        config.principal = scopes.map_or_else(Principal::trusted, Principal::with_scopes);
         let embedder: Arc<dyn Embedder> = model.0.clone();
         let dir = PathBuf::from(path);
         let engine = py
-            .detach(|| Engine::with_embedder(&dir, embedder, EngineOptions::default()))
+            .detach(|| {
+                let engine = Engine::with_embedder(&dir, embedder, EngineOptions::default())?;
+                // Its views whole before its first request, as a server prepares its caller.
+                engine.prepare_for([&config.principal]);
+                Ok::<_, toolsearch::EngineError>(engine)
+            })
             .map_err(|e| PyOSError::new_err(e.to_string()))?;
         let live = toolsearch::disclosure::LiveCatalog::new(engine);
         let set = toolsearch::disclosure::ToolSet::new(live.clone(), Arc::default(), config)
