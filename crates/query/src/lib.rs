@@ -16,7 +16,8 @@
 //! confidence; `answerable.rs` the query-level decision; `coverage.rs` the query terms nothing in view mentions; `matching.rs` exact and regex matches;
 //! `scope.rs` and `lists.rs` a caller's view of the category graph; `filter.rs` what a request
 //! restricts it to; `scoped.rs` and `visible.rs` what is kept for a scope set, and
-//! `prepare_behind.rs` a host's [`PrepareBehind`], which works one out after its first request). [`Engine`] (`engine.rs`) is a ranker plus the protocol calls for a
+//! `prepare_behind.rs` a host's [`PrepareBehind`], which works one out after its first
+//! request). [`Engine`] (`engine.rs`) is a ranker plus the protocol calls for a
 //! [`Principal`] (`principal.rs`; `effects.rs` the `read-only` and `no-destructive` limits
 //! its annotations set on calls), with `protocol.rs` the request and answer types and
 //! `cursor.rs` the cursors; `hints.rs` and `suggest.rs` build the hints of error answers;
