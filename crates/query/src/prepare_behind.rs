@@ -33,7 +33,7 @@ const AT_ONCE: usize = 2;
 
 impl PrepareBehind {
     /// Prepares `who` on a thread of its own ([`crate::Ranker::prepare_for`]) unless `engine`
-    /// has it prepared, it is being prepared now, or [`AT_ONCE`] others are; returns that
+    /// has it prepared, it is being prepared now, or two others are; returns that
     /// thread, if it started one. Trusted callers need nothing.
     pub fn behind(&self, engine: Arc<Engine>, who: &Principal) -> Option<std::thread::JoinHandle<()>> {
         if engine.is_prepared_for(who) || !self.claim(who) {
