@@ -256,9 +256,7 @@ impl Engine {
             kept.and_then(|s| paths.allowed_children(&path, s)).unwrap_or_else(|| paths.children(&path).to_vec());
         let child_nodes: Vec<u32> =
             children.into_iter().filter(|&n| !filter.restricts() || count_under(n) > 0).collect();
-        let direct =
-            kept.and_then(|s| paths.allowed_tools(&path, true, s)).unwrap_or_else(|| paths.tools_at(&path).to_vec());
-        let direct_tools: Vec<u32> = direct.into_iter().filter(|&o| may(o)).collect();
+        let direct_tools: Vec<u32> = paths.tools_at_in(&path, kept).into_iter().filter(|&o| may(o)).collect();
         let (nodes, tools): (Vec<OrdConfidence>, Vec<OrdConfidence>) = match query {
             None => (child_nodes.iter().map(|&o| (o, 1.0)).collect(), direct_tools.iter().map(|&o| (o, 1.0)).collect()),
             Some(q) => {

@@ -295,6 +295,17 @@ impl Paths<'_> {
         }
     }
 
+    /// The tools directly at `path` that `scoped` allows (every one when `None`), in catalogue
+    /// order: its kept list, else the catalogue's, filtered to its view.
+    pub(crate) fn tools_at_in(&self, path: &[String], scoped: Option<&Scoped>) -> Vec<u32> {
+        match scoped {
+            None => self.tools_at(path).to_vec(),
+            Some(s) => self
+                .allowed_tools(path, true, s)
+                .unwrap_or_else(|| self.tools_at(path).iter().copied().filter(|&o| s.tool_view.contains(o)).collect()),
+        }
+    }
+
     /// The child nodes of `path` holding a tool `scoped` allows, when it keeps them.
     pub(crate) fn allowed_children(&self, path: &[String], scoped: &'_ Scoped) -> Option<Vec<u32>> {
         let v = scoped.visible.as_ref()?;

@@ -63,16 +63,8 @@ impl Ranker {
     /// The tools `who` may see directly at `path`, in catalogue order.
     pub fn tools_at_for(&self, who: &Principal, path: &[String]) -> Vec<&Tool> {
         let paths = self.paths();
-        let ords = match scopes_of(who) {
-            None => paths.tools_at(path).to_vec(),
-            Some(s) => {
-                let scoped = paths.scoped(&s);
-                paths.allowed_tools(path, true, &scoped).unwrap_or_else(|| {
-                    paths.tools_at(path).iter().copied().filter(|&o| scoped.tool_view.contains(o)).collect()
-                })
-            }
-        };
-        ords.into_iter().map(|o| &self.catalog().tools[o as usize]).collect()
+        let scoped = scopes_of(who).map(|s| paths.scoped(&s));
+        paths.tools_at_in(path, scoped.as_deref()).into_iter().map(|o| &self.catalog().tools[o as usize]).collect()
     }
 
     /// Whether the category at `path` holds a tool `who` may see, at or below it.
