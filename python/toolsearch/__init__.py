@@ -382,6 +382,7 @@ def build(
     models: Optional[PathLike] = None,
     model: Optional[PathLike] = None,
     server: str = "mcp",
+    reuse: Union[Index, PathLike, None] = None,
 ) -> Index:
     """Builds an index of `source` and opens it. `source` is a catalogue path, a Python object
     (an MCP `tools/list` result, an OpenAI, Anthropic or Gemini tool list, a native manifest dict), or
@@ -390,7 +391,9 @@ def build(
     `server` (default `mcp`). `model` is `stock`, `tools` (the default) or the directory of a
     sentence-transformers ONNX export (docs/models.md). A catalogue file that does not exist raises `FileNotFoundError`
     (an `OSError`); nothing to build, or bad input, raises `ValueError` naming the file (or
-    the object, by its place in `source`) and the field."""
+    the object, by its place in `source`) and the field. `reuse` (an `Index`, or an index's
+    path) gives the vectors of documents whose text it holds too, and they are not embedded
+    again; built with another model, it raises `ValueError`."""
     if not server or not all(c.isalnum() or c in "-_" for c in server):
         raise ValueError(f"server={server!r}: a server name is letters, digits, '-' and '_'")
     items = _sources.items(source)
@@ -399,7 +402,8 @@ def build(
     target = Path(out) if out is not None else Path(scratch) / "index"
     try:
         loaded = _models.load(models, model)
-        report = json.loads(_build(paths, str(target), loaded, format, progress))
+        reused = reuse.path if isinstance(reuse, Index) else None if reuse is None else os.fspath(reuse)
+        report = json.loads(_build(paths, str(target), loaded, format, progress, reused))
         seen = _metadata(str(target))
         index = Index(_NativeIndex(str(target), loaded), loaded, BuildReport(**report), seen=seen, models=models)
     except ValueError as e:

@@ -27,6 +27,11 @@ pub(crate) struct Args {
     /// category NAME. `NAME` applies to every file; `FILE=NAME` to one (repeatable).
     #[arg(long, value_name = "NAME|FILE=NAME")]
     namespace: Vec<String>,
+    /// Take the vectors of documents whose text is unchanged (and the graph) from this index
+    /// rather than embedding them again, as a rebuild over the index at `--out` does: for a
+    /// build into a new directory. It must have been built with the same model.
+    #[arg(long, value_name = "INDEX")]
+    reuse: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -48,7 +53,8 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
             None => everywhere = Some(n.as_str()),
         }
     }
-    let options = BuildOptions { progress: progress(global, !args.quiet), reuse_from: None, release_model: true };
+    let options =
+        BuildOptions { progress: progress(global, !args.quiet), reuse_from: args.reuse.clone(), release_model: true };
     // One JSON Lines file is read a tool at a time as the index is built, never held whole.
     if let [file] = args.catalogue.as_slice() {
         let format = args.format.map(Format::from).or_else(|| Format::by_extension(file));

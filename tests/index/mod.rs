@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod integrity;
+mod reuse;
 
 use std::path::Path;
 use std::process::Command;

@@ -234,6 +234,30 @@ def test_nothing_to_build_is_refused():
         assert "nothing to build" in str(e.value)
 
 
+def test_a_build_reuses_the_vectors_of_another_index_and_answers_as_a_fresh_one(tmp_path):
+    def tool(name, description):
+        return {"type": "function", "function": {"name": name, "description": description, "parameters": {"type": "object"}}}
+
+    tools = [tool("get_weather", "Current weather for a city."), tool("send_email", "Send an email to a person."),
+             tool("crop_image", "Crop an image to a rectangle.")]
+    first = toolsearch.build(tools, progress=False)
+    changed = tools[:2] + [tool("resize_image", "Resize an image to a width and height.")]
+    fresh = toolsearch.build(changed, progress=False)
+    for reuse in (first, first.path):
+        again = toolsearch.build(changed, progress=False, reuse=reuse)
+        # Only the new tool (a flat list has no category).
+        assert (again.report.embedded, again.report.reused, fresh.report.embedded) == (1, 2, 3), again.report
+        for q in ("make a picture smaller", "weather in Oslo", "mail my boss"):
+            ours = [(p.tool_id, p.confidence) for p in again.search(q, min_confidence=0.0).results]
+            assert ours == [(p.tool_id, p.confidence) for p in fresh.search(q, min_confidence=0.0).results], q
+    with pytest.raises(ValueError) as e:
+        toolsearch.build(changed, progress=False, reuse=first, model="stock")
+    assert f"{first.path}: its vectors cannot be reused: built with model" in str(e.value), str(e.value)
+    with pytest.raises(ValueError) as e:
+        toolsearch.build(changed, tmp_path / "out", progress=False, reuse=tmp_path / "none")
+    assert "its vectors cannot be reused: not an index" in str(e.value) and not (tmp_path / "out").exists()
+
+
 def test_tags_as_a_comma_separated_string_are_tags_not_characters(sample):
     tool = sample.expand("refactor.rename_symbol")
     tags = tool["tags"][:2]

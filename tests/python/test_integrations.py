@@ -149,12 +149,14 @@ def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns
 
     from toolsearch.integrations.fastmcp import ToolsearchSearchTransform
 
-    built = []
+    built, embedded = [], []
     real_build = toolsearch.build
 
     def counted(listing, **kwargs):
         built.append(sorted(t["name"] for t in listing))
-        return real_build(listing, **kwargs)
+        index = real_build(listing, **kwargs)
+        embedded.append(index.report.embedded)
+        return index
 
     monkeypatch.setattr(toolsearch, "build", counted)
     mcp = FastMCP("ops", transforms=[ToolsearchSearchTransform(max_results=3)])
@@ -203,6 +205,9 @@ def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns
     assert sorted(map(tuple, built)) == sorted(
         [("drop_database", "get_weather", "query_database", "unlock"), ("get_weather", "query_database", "unlock")]
     ), built
+    # The second tool set's index (the first one's but `drop_database`) embedded nothing: it
+    # took every vector from the first's.
+    assert embedded == [4, 0], (built, embedded)
 
 
 def test_search_results_render_as_provider_native_tool_search_answers(index):

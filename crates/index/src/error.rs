@@ -38,6 +38,11 @@ pub enum IndexError {
     /// files the index did not write. Nothing was changed.
     #[error("{path}: {reason}; refusing to replace it (nothing was changed)", path = .0.display(), reason = .1)]
     WouldClobber(PathBuf, String),
+    /// The index a build was asked to take its vectors from (`BuildOptions::reuse_from`)
+    /// cannot give them: built with another model, or its vectors do not verify. Nothing was
+    /// changed.
+    #[error("{path}: its vectors cannot be reused: {reason}; build without reusing it (nothing was changed)", path = .0.display(), reason = .1)]
+    Unreusable(PathBuf, String),
     /// The index cannot be written where it was asked to go (checked before any work).
     #[error("{path}: cannot write the index there: {source}", path = .0.display(), source = .1)]
     Unwritable(PathBuf, std::io::Error),

@@ -110,6 +110,39 @@ impl IndexMeta {
                 .is_none_or(|(built, now)| built == now)
     }
 
+    /// Fails unless `embedder` is the model this index (in `dir`) was built with, naming both
+    /// models (and the pooling, prompts, max length or tokenizer, when they are what differs).
+    pub fn check_model(&self, dir: &Path, embedder: &dyn toolsearch_embed::Embedder) -> Result<(), IndexError> {
+        if !self.built_with(embedder) {
+            let (m, e) = (self, embedder);
+            // The pooling, prompts, max length or tokenizer are named when they are what differs
+            // (the same weights), the first of them that does.
+            let built_prompts = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str()));
+            let lengths = m.model_max_length.zip(e.max_length()).filter(|(b, n)| *b as usize != *n);
+            let tokenizers = m.model_tokenizer.as_deref().zip(e.tokenizer_fingerprint()).filter(|(b, n)| b != n);
+            let (a, b) = if m.model_sha256 != e.model_sha256() {
+                (String::new(), String::new())
+            } else if m.model_pooling != e.pooling() {
+                (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling()))
+            } else if built_prompts.is_some_and(|p| p != e.prompts()) {
+                let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
+                (prompts(built_prompts.unwrap_or_default()), prompts(e.prompts()))
+            } else if let Some((built, now)) = lengths {
+                (format!(", max length {built}"), format!(", max length {now}"))
+            } else if let Some((built, now)) = tokenizers {
+                (format!(", tokenizer {}", short(built)), format!(", tokenizer {}", short(now)))
+            } else {
+                (String::new(), String::new())
+            };
+            return Err(IndexError::ModelMismatch {
+                path: dir.join(META_FILE),
+                found: format!("{} (sha256 {}{a})", m.model_id, short(&m.model_sha256)),
+                expected: format!("{} (sha256 {}{b})", e.model_id(), short(e.model_sha256())),
+            });
+        }
+        Ok(())
+    }
+
     /// What tells this index's model apart from every other across processes (a fleet keeps
     /// its learned adapters under it): the id, and the sha256, pooling and prompts that make two
     /// models give the same vectors, so two local models of one name never share an adapter.

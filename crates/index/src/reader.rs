@@ -9,9 +9,7 @@ use toolsearch_embed::Embedder;
 use crate::blocks::{self, BLOCKS_FILE, BLOCK_CHECKED};
 use crate::dense::{exact_top_k, Hit};
 use crate::error::IndexError;
-use crate::format::{
-    file_sum, short, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE,
-};
+use crate::format::{file_sum, IndexMeta, CATALOG_FILE, GRAPH_FILE, HASHES_FILE, LEXICAL_DIR, VECTORS_FILE};
 use crate::graph::Graph;
 use crate::lexical::{DocKind, Lexical, Lexicon, TermCount, View};
 use crate::lookups::{NodePaths, ToolFacets};
@@ -148,34 +146,7 @@ impl IndexReader {
 
     /// Fails unless `embedder` is the model this index was built with.
     pub fn check_model(&self, embedder: &dyn Embedder) -> Result<(), IndexError> {
-        if !self.meta.built_with(embedder) {
-            let (m, e) = (&self.meta, embedder);
-            // The pooling, prompts, max length or tokenizer are named when they are what differs
-            // (the same weights), the first of them that does.
-            let built_prompts = m.model_prompts.as_ref().map(|(q, d)| (q.as_str(), d.as_str()));
-            let lengths = m.model_max_length.zip(e.max_length()).filter(|(b, n)| *b as usize != *n);
-            let tokenizers = m.model_tokenizer.as_deref().zip(e.tokenizer_fingerprint()).filter(|(b, n)| b != n);
-            let (a, b) = if m.model_sha256 != e.model_sha256() {
-                (String::new(), String::new())
-            } else if m.model_pooling != e.pooling() {
-                (format!(", {} pooling", m.model_pooling), format!(", {} pooling", e.pooling()))
-            } else if built_prompts.is_some_and(|p| p != e.prompts()) {
-                let prompts = |(q, d): (&str, &str)| format!(", query prompt {q:?}, document prompt {d:?}");
-                (prompts(built_prompts.unwrap_or_default()), prompts(e.prompts()))
-            } else if let Some((built, now)) = lengths {
-                (format!(", max length {built}"), format!(", max length {now}"))
-            } else if let Some((built, now)) = tokenizers {
-                (format!(", tokenizer {}", short(built)), format!(", tokenizer {}", short(now)))
-            } else {
-                (String::new(), String::new())
-            };
-            return Err(IndexError::ModelMismatch {
-                path: self.dir.join(META_FILE),
-                found: format!("{} (sha256 {}{a})", m.model_id, short(&m.model_sha256)),
-                expected: format!("{} (sha256 {}{b})", e.model_id(), short(e.model_sha256())),
-            });
-        }
-        Ok(())
+        self.meta.check_model(&self.dir, embedder)
     }
 
     /// The index directory.

@@ -233,10 +233,10 @@ impl NativeIndex {
 }
 
 /// Builds an index of the catalogue `files` (each in its format, detected unless `format`)
-/// into `out`, atomically; the build report as JSON. Bad input is a `ValueError` naming the
-/// file and field.
+/// into `out`, atomically, taking unchanged documents' vectors from the index at `reuse`
+/// when given; the build report as JSON. Bad input is a `ValueError` naming the file and field.
 #[pyfunction]
-#[pyo3(signature = (files, out, model, format=None, progress=false))]
+#[pyo3(signature = (files, out, model, format=None, progress=false, reuse=None))]
 fn build(
     py: Python<'_>,
     files: Vec<String>,
@@ -244,6 +244,7 @@ fn build(
     model: &Model,
     format: Option<String>,
     progress: bool,
+    reuse: Option<String>,
 ) -> PyResult<String> {
     let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
     let format = match format.as_deref() {
@@ -261,9 +262,13 @@ fn build(
     py.detach(|| {
         let catalog =
             toolsearch::catalog::load_paths(&files, format).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let options = BuildOptions { progress: toolsearch::cli::progress_bar(progress), ..BuildOptions::default() };
+        let progress = toolsearch::cli::progress_bar(progress);
+        let options = BuildOptions { progress, reuse_from: reuse.map(PathBuf::from), ..BuildOptions::default() };
         let report = toolsearch::build_index_owned(catalog, embedder.as_ref(), std::path::Path::new(&out), &options)
-            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+            .map_err(|e| match e {
+                toolsearch::index::IndexError::Unreusable(..) => PyValueError::new_err(e.to_string()),
+                e => PyOSError::new_err(e.to_string()),
+            })?;
         let warnings: Vec<Value> =
             report.warnings.iter().map(|w| serde_json::to_value(w).unwrap_or_default()).collect();
         Ok(serde_json::json!({

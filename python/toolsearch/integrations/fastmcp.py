@@ -8,7 +8,9 @@ of FastMCP's built-in BM25 or regex search.
 The index is built from the tools a caller may see (their names, descriptions and parameter
 schemas), in a temporary directory, when that set is first met: sessions that see different
 tools (FastMCP's per-session visibility, `ctx.enable_components`) each search an index of only
-their own, and the last 8 such indexes are kept, so sessions taking turns build none again.
+their own, and the last 8 such indexes are kept, so sessions taking turns build none again. A
+new tool set's index takes the vectors of the tools it shares with the last one used, and
+embeds only the others.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         async with self._lock:
             index = self._indexes.get(digest)
             if index is None:
-                index = await asyncio.to_thread(toolsearch.build, listing, progress=False)
+                # The tools this set shares with the one used last keep their vectors.
+                last = next(reversed(self._indexes.values()), None)
+                index = await asyncio.to_thread(toolsearch.build, listing, progress=False, reuse=last)
                 self._indexes[digest] = index
                 while len(self._indexes) > KEPT_INDEXES:
                     self._indexes.popitem(last=False)

@@ -34,7 +34,10 @@ use target::{check_target, data_files, resolve_target};
 pub struct BuildOptions {
     /// Where embedding progress goes (nowhere by default).
     pub progress: Reporter,
-    /// An index to take vectors from (by document text hash); default: the output itself.
+    /// An index to take vectors (by document text hash) and its graph from, instead of the
+    /// one at the output (which gives them when it was built with the same model): one that
+    /// cannot give them (another model, a file that does not verify) fails the build, naming
+    /// why ([`IndexError::Unreusable`]).
     pub reuse_from: Option<PathBuf>,
     /// Release the embedder's model ([`Embedder::release`]) once every document is embedded,
     /// so the graph and BM25 phases run without it: for a one-shot build (the CLI), not for a
@@ -132,6 +135,15 @@ fn build(
     // Created first: an unwritable destination is reported before any embedding.
     let staging = Staging::new(&target, out)?;
     let dir = staging.path();
+    // An index named to reuse must give its vectors (else the caller is told); the one being
+    // replaced gives them when it can.
+    let mut previous = match &options.reuse_from {
+        Some(from) => Some(Previous::open(from, embedder).map_err(|e| match e {
+            IndexError::NotAnIndex(dir, why) => IndexError::Unreusable(dir, format!("not an index ({why})")),
+            e => e,
+        })?),
+        None => None,
+    };
     let source = match input {
         Input::Held(catalog) => Source::Held(catalog),
         Input::Jsonl(file) => {
@@ -161,7 +173,9 @@ fn build(
     let old = IndexMeta::read(&target).ok().filter(|m| m.built_with(embedder));
     let calibration = old.as_ref().and_then(|m| m.calibration);
     let adapter = old.and_then(|m| m.adapter).filter(|a| a.fits(embedder.dimension()));
-    let mut previous = Previous::open(options.reuse_from.as_deref().unwrap_or(&target), embedder);
+    if options.reuse_from.is_none() {
+        previous = Previous::open(&target, embedder).ok();
+    }
     // Each document's row in the previous index; empty when there is none (a first build
     // holds no per-document vector of `None`s: 10 MB at a million documents).
     let rows: Vec<Option<u32>> = match &previous {
