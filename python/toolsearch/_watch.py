@@ -12,7 +12,17 @@ import math
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Callable, Optional
+
+
+def metadata(path: str) -> Optional[bytes]:
+    """The index's metadata file as it is now (a build or a metadata update replaces it
+    atomically, so other bytes mean a changed index); `None` while it cannot be read."""
+    try:
+        return (Path(path) / "meta.bin").read_bytes()
+    except OSError:
+        return None
 
 
 def interval(watch: Optional[float]) -> Optional[float]:
