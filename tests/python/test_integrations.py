@@ -3,6 +3,7 @@ chat model, or their pieces called directly."""
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,66 @@ def test_fastmcp_search_transform_ranks_the_servers_tools_with_toolsearch():
     text = json.dumps(found.structured_content if found.structured_content is not None else [c.text for c in found.content])
     assert text.index("refund_payment") < (text.index("crop_image") if "crop_image" in text else len(text))
     assert "refunded p1" in json.dumps([getattr(c, "text", "") for c in result.content])
+
+
+def test_fastmcp_with_a_cache_dir_a_restarted_server_opens_the_index_it_built_and_builds_a_damaged_one_again(monkeypatch, tmp_path):
+    from fastmcp import Client, FastMCP
+
+    from toolsearch.integrations import fastmcp as integration
+
+    built = []
+    real_build = toolsearch.build
+
+    def counted(listing, *args, **kwargs):
+        built.append(len(listing))
+        return real_build(listing, *args, **kwargs)
+
+    monkeypatch.setattr(toolsearch, "build", counted)
+    cache = tmp_path / "indexes"
+
+    def server():  # a server process, started again: a new transform over the same cache
+        mcp = FastMCP("shop", transforms=[integration.ToolsearchSearchTransform(max_results=2, cache_dir=cache)])
+
+        @mcp.tool
+        def refund_payment(payment_id: str) -> str:
+            """Refund a card payment to the customer."""
+            return payment_id
+
+        @mcp.tool
+        def get_weather(city: str) -> str:
+            """Current weather for a city."""
+            return city
+
+        return mcp
+
+    def search():
+        async def scenario():
+            async with Client(server()) as client:
+                found = await client.call_tool("search_tools", {"query": "give the customer their money back"})
+                return json.dumps(found.structured_content if found.structured_content is not None else [c.text for c in found.content])
+
+        return asyncio.run(scenario())
+
+    first = search()
+    assert "refund_payment" in first and built == [2], built
+    (kept,) = list(cache.iterdir())
+    assert search() == first and built == [2], "started again, it opened the index it built"
+    (kept / "vectors.f16").write_bytes(b"damaged")
+    assert search() == first and built == [2, 2], "a damaged index is built again"
+    # Past KEPT_ON_DISK tool sets, the least recently used go (the index opened last stays, and
+    # what the transform did not name); a transform holding none builds another set's there.
+    monkeypatch.setattr(integration, "KEPT_ON_DISK", 2)
+    old, older = cache / ("b" * 32), cache / ("a" * 32)
+    for d in (old, older, cache / "not-ours"):
+        d.mkdir()
+    os.utime(older, (1, 1))
+    os.utime(old, (5, 5))
+    from fastmcp.tools import Tool
+
+    other = integration.ToolsearchSearchTransform(cache_dir=cache)
+    made = asyncio.run(other._index_of([Tool.from_function(lambda city: city, name="get_forecast", description="Forecast.")]))
+    assert built == [2, 2, 1]
+    assert sorted(d.name for d in cache.iterdir()) == sorted([kept.name, Path(made.path).name, "not-ours"])
 
 
 def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns_build_none_again(monkeypatch):

@@ -10,7 +10,9 @@ schemas), in a temporary directory, when that set is first met: sessions that se
 tools (FastMCP's per-session visibility, `ctx.enable_components`) each search an index of only
 their own, and the last 8 such indexes are kept, so sessions taking turns build none again. A
 new tool set's index takes the vectors of the tools it shares with the last one used, and
-embeds only the others.
+embeds only the others. With `cache_dir=DIR`, the indexes are built in DIR, named by their tool
+set, and a server started again opens the ones it built before instead of embedding its tools
+again (the 32 used last are kept).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import shutil
 from collections import OrderedDict
-from typing import Annotated, Any, Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Union
 
 from fastmcp.server.context import Context
 from fastmcp.server.transforms.search.base import BaseSearchTransform
@@ -32,15 +37,28 @@ from .. import ErrorCode, ProtocolError
 
 # How many tool sets' indexes a transform keeps (sessions that see different tools take turns).
 KEPT_INDEXES = 8
+# How many a `cache_dir` keeps (the least recently used beyond are removed), and the length of
+# their names (hex digits of the tool set's digest).
+KEPT_ON_DISK = 32
+CACHED_NAME = 32
 
 
 class ToolsearchSearchTransform(BaseSearchTransform):
     """`list_tools` shows a search tool and a call tool (plus `always_visible` tools); the
     search ranks the hidden tools with toolsearch's hybrid ranking."""
 
-    def __init__(self, *, max_results: int = 5, min_confidence: Optional[float] = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        max_results: int = 5,
+        min_confidence: Optional[float] = None,
+        cache_dir: Union[str, "os.PathLike[str]", None] = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(max_results=max_results, **kwargs)
         self._min_confidence = min_confidence
+        # Where tool sets' indexes are kept across restarts (`None`: temporary directories).
+        self._cache_dir = None if cache_dir is None else Path(cache_dir)
         # The indexes of the tool sets met lately, by digest, least recently used first.
         self._indexes: "OrderedDict[str, toolsearch.Index]" = OrderedDict()
         self._lock = asyncio.Lock()
@@ -82,9 +100,45 @@ class ToolsearchSearchTransform(BaseSearchTransform):
             if index is None:
                 # The tools this set shares with the one used last keep their vectors.
                 last = next(reversed(self._indexes.values()), None)
-                index = await asyncio.to_thread(toolsearch.build, listing, progress=False, reuse=last)
+                index = await asyncio.to_thread(self._open_or_build, listing, digest, last)
                 self._indexes[digest] = index
                 while len(self._indexes) > KEPT_INDEXES:
                     self._indexes.popitem(last=False)
             self._indexes.move_to_end(digest)
             return index
+
+    def _open_or_build(self, listing: List[Dict[str, Any]], digest: str, last: Optional[toolsearch.Index]) -> toolsearch.Index:
+        """The index of `listing`: built in a temporary directory, or, with a `cache_dir`, the
+        one built there before (by this process or one before it) when it opens with the
+        installed model, else built there."""
+        if self._cache_dir is None:
+            return _build(listing, None, last)
+        at = self._cache_dir / digest[:CACHED_NAME]
+        if at.exists():
+            try:
+                index = toolsearch.open(at)
+                os.utime(at)  # used now: pruned last
+                return index
+            except (OSError, ValueError):
+                shutil.rmtree(at, ignore_errors=True)  # damaged, or of a model no longer installed
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        index = _build(listing, at, last)
+        # Those this transform holds open are kept whatever their age.
+        held = {Path(i.path) for i in self._indexes.values()} | {at}
+        kept = [d for d in self._cache_dir.iterdir() if len(d.name) == CACHED_NAME and d.is_dir() and d not in held]
+        for old in sorted(kept, key=lambda d: d.stat().st_mtime)[: max(0, len(kept) + len(held) - KEPT_ON_DISK)]:
+            if all(c in "0123456789abcdef" for c in old.name):
+                shutil.rmtree(old, ignore_errors=True)
+        return index
+
+
+def _build(listing: List[Dict[str, Any]], out: Optional[Path], last: Optional[toolsearch.Index]) -> toolsearch.Index:
+    """The index of `listing` at `out` (`None`: a temporary directory), taking the vectors of
+    the tools it shares with `last`; from scratch when `last` cannot give them (an index a
+    server started before built with a model no longer the default)."""
+    try:
+        return toolsearch.build(listing, out=out, progress=False, reuse=last)
+    except ValueError:
+        if last is None:
+            raise
+        return toolsearch.build(listing, out=out, progress=False)
