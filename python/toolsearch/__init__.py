@@ -302,7 +302,8 @@ def build(
     (an `OSError`); nothing to build, or bad input, raises `ValueError` naming the file (or
     the object, by its place in `source`) and the field. `reuse` (an `Index`, or an index's
     path) gives the vectors of documents whose text it holds too, and they are not embedded
-    again; built with another model, it raises `ValueError`."""
+    again (and its calibration and learned adapter, when `out` holds no index); built with
+    another model, it raises `ValueError`."""
     if not server or not all(c.isalnum() or c in "-_" for c in server):
         raise ValueError(f"server={server!r}: a server name is letters, digits, '-' and '_'")
     items = _sources.items(source)

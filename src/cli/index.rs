@@ -27,9 +27,10 @@ pub(crate) struct Args {
     /// category NAME. `NAME` applies to every file; `FILE=NAME` to one (repeatable).
     #[arg(long, value_name = "NAME|FILE=NAME")]
     namespace: Vec<String>,
-    /// Take the vectors of documents whose text is unchanged (and the graph) from this index
-    /// rather than embedding them again, as a rebuild over the index at `--out` does: for a
-    /// build into a new directory. It must have been built with the same model.
+    /// Take the vectors of documents whose text is unchanged (and the graph, the calibration
+    /// and the learned adapter) from this index rather than embedding them again, as a rebuild
+    /// over the index at `--out` does: for a build into a new directory. It must have been
+    /// built with the same model.
     #[arg(long, value_name = "INDEX")]
     reuse: Option<PathBuf>,
     /// No progress bar.

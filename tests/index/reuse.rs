@@ -51,12 +51,19 @@ fn a_build_into_a_new_directory_reuses_the_index_named_and_answers_as_a_fresh_on
     let changed = dir.join("changed.jsonl");
     std::fs::write(&changed, lines.join("\n")).unwrap();
 
+    // A calibration fitted to the first index goes with its vectors, as in a rebuild over it.
+    let fitted = toolsearch::index::Calibration { scale: 2.5, margin_scale: 9.0, bias: -1.5 };
+    toolsearch::index::IndexMeta::set_calibration(&first, &fitted).unwrap();
+
     let fresh = index(&changed, &dir.join("fresh"), &[]).unwrap();
     let reused = index(&changed, &dir.join("reused"), &["--reuse", first.to_str().unwrap()]).unwrap();
     let documents = fresh["embedded"].as_u64().unwrap();
     assert_eq!(fresh["reused"], 0, "{fresh}");
     // The changed tool and the new one; no category's text changed.
     assert_eq!((reused["embedded"].as_u64(), reused["reused"].as_u64()), (Some(2), Some(documents - 2)), "{reused}");
+    let calibration = |at: &str| toolsearch::index::IndexMeta::read(&dir.join(at)).unwrap().calibration;
+    assert_eq!((calibration("fresh"), calibration("reused")), (None, Some(fitted)));
+    toolsearch::index::IndexMeta::set_calibration(&dir.join("fresh"), &fitted).unwrap();
     for query in ["rain radar", "pollen today", "current temperature in Oslo", "hourly forecast", "concerts"] {
         let (a, b) = (answers(&dir.join("fresh"), query), answers(&dir.join("reused"), query));
         assert!(!a.is_empty(), "{query}");

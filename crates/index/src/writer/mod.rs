@@ -35,9 +35,10 @@ pub struct BuildOptions {
     /// Where embedding progress goes (nowhere by default).
     pub progress: Reporter,
     /// An index to take vectors (by document text hash) and its graph from, instead of the
-    /// one at the output (which gives them when it was built with the same model): one that
-    /// cannot give them (another model, a file that does not verify) fails the build, naming
-    /// why ([`IndexError::Unreusable`]).
+    /// one at the output (which gives them when it was built with the same model), and, when
+    /// the output holds no index, its calibration and query adapter: one that cannot give its
+    /// vectors (another model, a file that does not verify) fails the build, naming why
+    /// ([`IndexError::Unreusable`]).
     pub reuse_from: Option<PathBuf>,
     /// Release the embedder's model ([`Embedder::release`]) once every document is embedded,
     /// so the graph and BM25 phases run without it: for a one-shot build (the CLI), not for a
@@ -170,7 +171,11 @@ fn build(
     // A calibration fitted to the index being replaced stays with it, and so does a query
     // adapter, when the model is the same: the map was fitted to that model's scores, the
     // adapter maps its query vectors.
-    let old = IndexMeta::read(&target).ok().filter(|m| m.built_with(embedder));
+    // A build into a new directory takes them from the index it was told to reuse.
+    let old = IndexMeta::read(&target)
+        .ok()
+        .or_else(|| options.reuse_from.as_deref().and_then(|from| IndexMeta::read(from).ok()))
+        .filter(|m| m.built_with(embedder));
     let calibration = old.as_ref().and_then(|m| m.calibration);
     let adapter = old.and_then(|m| m.adapter).filter(|a| a.fits(embedder.dimension()));
     if options.reuse_from.is_none() {
