@@ -24,7 +24,7 @@ import os
 import shutil
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Optional, Sequence, Union
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Set, Union
 
 from fastmcp.server.context import Context
 from fastmcp.server.transforms.search.base import BaseSearchTransform
@@ -124,12 +124,29 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         self._cache_dir.mkdir(parents=True, exist_ok=True)
         index = _build(listing, at, last)
         # Those this transform holds open are kept whatever their age.
-        held = {Path(i.path) for i in self._indexes.values()} | {at}
-        kept = [d for d in self._cache_dir.iterdir() if len(d.name) == CACHED_NAME and d.is_dir() and d not in held]
-        for old in sorted(kept, key=lambda d: d.stat().st_mtime)[: max(0, len(kept) + len(held) - KEPT_ON_DISK)]:
-            if all(c in "0123456789abcdef" for c in old.name):
-                shutil.rmtree(old, ignore_errors=True)
+        self._prune({Path(i.path) for i in self._indexes.values()} | {at})
         return index
+
+    def _prune(self, held: Set[Path]) -> None:
+        """Removes the least recently used indexes of the cache directory past `KEPT_ON_DISK`,
+        never one in `held` nor a directory it did not name (another process may prune too)."""
+        if self._cache_dir is None:
+            return
+        ours = [d for d in self._cache_dir.iterdir() if _named_by_digest(d.name) and d.is_dir() and d not in held]
+        for old in sorted(ours, key=_used)[: max(0, len(ours) + len(held) - KEPT_ON_DISK)]:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _named_by_digest(name: str) -> bool:
+    return len(name) == CACHED_NAME and all(c in "0123456789abcdef" for c in name)
+
+
+def _used(d: Path) -> float:
+    """When the index in `d` was last built or opened (0 when it is gone already)."""
+    try:
+        return d.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _build(listing: List[Dict[str, Any]], out: Optional[Path], last: Optional[toolsearch.Index]) -> toolsearch.Index:
