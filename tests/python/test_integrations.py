@@ -192,7 +192,7 @@ def test_fastmcp_with_a_cache_dir_a_restarted_server_opens_the_index_it_built_an
     # what the transform did not name); a transform holding none builds another set's there.
     monkeypatch.setattr(integration, "KEPT_ON_DISK", 2)
     old, older = cache / ("b" * 32), cache / ("a" * 32)
-    for d in (old, older, cache / "not-ours"):
+    for d in (old, older, cache / "not-ours", cache / ("z" * 32)):
         d.mkdir()
     os.utime(older, (1, 1))
     os.utime(old, (5, 5))
@@ -201,7 +201,7 @@ def test_fastmcp_with_a_cache_dir_a_restarted_server_opens_the_index_it_built_an
     other = integration.ToolsearchSearchTransform(cache_dir=cache)
     made = asyncio.run(other._index_of([Tool.from_function(lambda city: city, name="get_forecast", description="Forecast.")]))
     assert built == [2, 2, 1]
-    assert sorted(d.name for d in cache.iterdir()) == sorted([kept.name, Path(made.path).name, "not-ours"])
+    assert sorted(d.name for d in cache.iterdir()) == sorted([kept.name, Path(made.path).name, "not-ours", "z" * 32])
 
 
 def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns_build_none_again(monkeypatch):
