@@ -184,7 +184,7 @@ def test_fastmcp_with_a_cache_dir_a_restarted_server_opens_the_index_it_built_an
 
     first = search()
     assert "refund_payment" in first and built == [2], built
-    (kept,) = list(cache.iterdir())
+    (kept,) = [d for d in cache.iterdir() if d.is_dir()]
     assert search() == first and built == [2], "started again, it opened the index it built"
     (kept / "vectors.f16").write_bytes(b"damaged")
     assert search() == first and built == [2, 2], "a damaged index is built again"
@@ -201,7 +201,8 @@ def test_fastmcp_with_a_cache_dir_a_restarted_server_opens_the_index_it_built_an
     other = integration.ToolsearchSearchTransform(cache_dir=cache)
     made = asyncio.run(other._index_of([Tool.from_function(lambda city: city, name="get_forecast", description="Forecast.")]))
     assert built == [2, 2, 1]
-    assert sorted(d.name for d in cache.iterdir()) == sorted([kept.name, Path(made.path).name, "not-ours", "z" * 32])
+    named = [kept.name, Path(made.path).name]
+    assert sorted(d.name for d in cache.iterdir()) == sorted(named + [n + ".lock" for n in named] + ["not-ours", "z" * 32])
 
 
 def test_fastmcp_sessions_that_see_other_tools_search_their_own_and_taking_turns_build_none_again(monkeypatch):

@@ -9,10 +9,12 @@ The index is built from the tools a caller may see (their names, descriptions an
 schemas), in a temporary directory, when that set is first met: sessions that see different
 tools (FastMCP's per-session visibility, `ctx.enable_components`) each search an index of only
 their own, and the last 8 such indexes are kept, so sessions taking turns build none again. A
-new tool set's index takes the vectors of the tools it shares with the last one used, and
-embeds only the others. With `cache_dir=DIR`, the indexes are built in DIR, named by their tool
-set, and a server started again opens the ones it built before instead of embedding its tools
-again (the 32 used last are kept).
+new tool set's index takes the vectors of the tools it shares with the kept index sharing the
+most, and embeds only the others. With `cache_dir=DIR`, the indexes are built in DIR, named by
+their tool set, and a server started again opens the ones it built before instead of embedding
+its tools again (the 32 used last are kept). Processes sharing DIR (a server's workers) take a
+tool set's lock file there while they open or build its index, so one builds it and the others
+open it, and none prunes an index another is opening or building.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 import shutil
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Optional, Sequence, Set, Union
+from typing import Annotated, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Union
 
 from fastmcp.server.context import Context
 from fastmcp.server.transforms.search.base import BaseSearchTransform
@@ -33,6 +35,7 @@ from fastmcp.tools import Tool
 import toolsearch
 
 from .. import ErrorCode, ProtocolError
+from ._cache_lock import entry_lock
 
 
 # How many tool sets' indexes a transform keeps (sessions that see different tools take turns).
@@ -59,8 +62,10 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         self._min_confidence = min_confidence
         # Where tool sets' indexes are kept across restarts (`None`: temporary directories).
         self._cache_dir = None if cache_dir is None else Path(cache_dir)
-        # The indexes of the tool sets met lately, by digest, least recently used first.
+        # The indexes of the tool sets met lately, by digest, least recently used first, and
+        # their tools (each one's listing entry, hashed).
         self._indexes: "OrderedDict[str, toolsearch.Index]" = OrderedDict()
+        self._members: Dict[str, FrozenSet[int]] = {}
         self._lock = asyncio.Lock()
 
     def _make_search_tool(self) -> Tool:
@@ -98,14 +103,24 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         async with self._lock:
             index = self._indexes.get(digest)
             if index is None:
-                # The tools this set shares with the one used last keep their vectors.
-                last = next(reversed(self._indexes.values()), None)
-                index = await asyncio.to_thread(self._open_or_build, listing, digest, last)
+                members = frozenset(hash(json.dumps(t, sort_keys=True)) for t in listing)
+                index = await asyncio.to_thread(self._open_or_build, listing, digest, self._closest(members))
                 self._indexes[digest] = index
+                self._members[digest] = members
                 while len(self._indexes) > KEPT_INDEXES:
-                    self._indexes.popitem(last=False)
+                    self._members.pop(self._indexes.popitem(last=False)[0], None)
             self._indexes.move_to_end(digest)
             return index
+
+    def _closest(self, members: FrozenSet[int]) -> Optional[toolsearch.Index]:
+        """The kept index sharing the most tools with `members` (the one used latest of those
+        sharing as many), whose vectors a new index takes; `None` when none shares one."""
+        best, shared = None, 0
+        for digest, index in reversed(self._indexes.items()):
+            n = len(self._members.get(digest, frozenset()) & members)
+            if n > shared:
+                best, shared = index, n
+        return best
 
     def _open_or_build(self, listing: List[Dict[str, Any]], digest: str, last: Optional[toolsearch.Index]) -> toolsearch.Index:
         """The index of `listing`: built in a temporary directory, or, with a `cache_dir`, the
@@ -114,15 +129,19 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         if self._cache_dir is None:
             return _build(listing, None, last)
         at = self._cache_dir / digest[:CACHED_NAME]
-        if at.exists():
-            try:
-                index = toolsearch.open(at)
-                os.utime(at)  # used now: pruned last
-                return index
-            except (OSError, ValueError):
-                shutil.rmtree(at, ignore_errors=True)  # damaged, or of a model no longer installed
         self._cache_dir.mkdir(parents=True, exist_ok=True)
-        index = _build(listing, at, last)
+        # Another process opening or building it waits here (and then opens the one built).
+        with entry_lock(at, wait=True):
+            index = None
+            if at.exists():
+                try:
+                    index = toolsearch.open(at)
+                    os.utime(at)  # used now: pruned last
+                except (OSError, ValueError):
+                    index = None
+                    shutil.rmtree(at, ignore_errors=True)  # damaged, or of a model no longer installed
+            if index is None:
+                index = _build(listing, at, last)
         # Those this transform holds open are kept whatever their age.
         self._prune({Path(i.path) for i in self._indexes.values()} | {at})
         return index
@@ -134,7 +153,16 @@ class ToolsearchSearchTransform(BaseSearchTransform):
             return
         ours = [d for d in self._cache_dir.iterdir() if _named_by_digest(d.name) and d.is_dir() and d not in held]
         for old in sorted(ours, key=_used)[: max(0, len(ours) + len(held) - KEPT_ON_DISK)]:
-            shutil.rmtree(old, ignore_errors=True)
+            # One another process is opening or building is passed over (it is used now).
+            with entry_lock(old, wait=False, drop=True) as mine:
+                if mine:
+                    shutil.rmtree(old, ignore_errors=True)
+        # Lock files left without an index (a build that failed), unless one is held.
+        for lock in self._cache_dir.glob("*.lock"):
+            index = lock.with_suffix("")
+            if _named_by_digest(index.name) and not index.exists():
+                with entry_lock(index, wait=False, drop=True):
+                    pass
 
 
 def _named_by_digest(name: str) -> bool:
