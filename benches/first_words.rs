@@ -4,8 +4,10 @@
 //! 7,000 alone), each round opens a fresh engine of each, prepares it for the caller as a server
 //! does on start (timed: `prepare`), asks a long query (whose vector is then cached), and times
 //! the same query with words after the model's 2,000 characters that only the hidden tools hold
-//! (`first words`: BM25 meets them for the first time), then once more (`again`). Medians of 30
-//! rounds after a first, and HIDDEN / NONE; and the bytes the caller's view keeps of every word.
+//! (`first words`: BM25 meets them for the first time), then once more (`again`); then the
+//! first request of a caller whose scopes no host named (`openid`, `profile`: an identity
+//! provider's token) with the same query (`unnamed set`). Medians of 30 rounds after a first,
+//! and HIDDEN / NONE; and the bytes the caller's view keeps of every word.
 //!
 //! `cargo bench --bench first_words`: the indexes are those of `cargo bench --bench toolsets`
 //! (built under target/toolsets-indexes the first time, about a minute).
@@ -29,20 +31,27 @@ fn main() {
     let who = Principal::with_scopes(["user"]);
     let prefix = format!("find the thing {}", "y".repeat(2000));
     let words = format!("{prefix} payment customer");
-    let steps = ["prepare", "first words", "again"];
+    let stranger = Principal::with_scopes(["openid", "profile"]);
+    let steps = ["prepare", "first words", "again", "unnamed set"];
     let mut times = vec![vec![Vec::new(); steps.len()]; indexes.len()];
     for round in 0..=ROUNDS {
         for (i, (_, dir)) in indexes.iter().enumerate() {
             let engine = Engine::with_embedder(dir, embedder.clone(), EngineOptions::default()).expect("index opens");
-            let search = |query: &str| {
+            let search_as = |who: &Principal, query: &str| {
                 let start = Instant::now();
                 // An answer or a "nothing fits" (the long query fits nothing): both are timed.
-                let _ = engine.handle(&who, "search_tool_by_category", json!({ "query": query }));
+                let _ = engine.handle(who, "search_tool_by_category", json!({ "query": query }));
                 start.elapsed().as_secs_f64() * 1000.0
             };
+            let search = |query: &str| search_as(&who, query);
             let start = Instant::now();
             engine.prepare_for([&who]);
-            let took = [start.elapsed().as_secs_f64() * 1000.0, (search(&prefix), search(&words)).1, search(&words)];
+            let took = [
+                start.elapsed().as_secs_f64() * 1000.0,
+                (search(&prefix), search(&words)).1,
+                search(&words),
+                search_as(&stranger, &words),
+            ];
             if round > 0 {
                 for (t, ms) in times[i].iter_mut().zip(took) {
                     t.push(ms);

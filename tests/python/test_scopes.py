@@ -35,6 +35,12 @@ def _catalogue(extra: str = ""):
         {"id": f"pay.p{i}", "name": f"p{i}", "description": f"Refund a card payment through the ledger, kind {i}.", "requires": ["billing"]}
         for i in range(20)
     ]
+    # Six scopes in all: of the 64 sets they make, the 16 of fewest scopes are prepared with
+    # the first caller prepared (none, each alone, nine pairs), and no set of three.
+    tools += [
+        {"id": f"ops.o{i}", "name": f"o{i}", "description": f"Restart a service, kind {i}.", "requires": [f"ops{i}"]}
+        for i in range(4)
+    ]
     return {"tools": tools}
 
 
@@ -61,16 +67,19 @@ def test_a_caller_is_prepared_behind_its_first_request_and_across_a_reload(tmp_p
         assert e.code is ErrorCode.NO_MATCH_IN_CATEGORY
         seen = e.hints
     assert not any("pay." in s for s in seen), seen
+    # With it, the sets of fewest scopes, for callers no host names; a scope no tool requires
+    # makes no set of its own.
+    assert index.prepared(["billing", "user"]) and index.prepared(["openid", "ops3"])
     # Ahead of any request.
-    assert not index.prepared(["billing", "user"])
-    index.prepare([["billing", "user"]])
-    assert index.prepared(["user", "billing"])
-    assert not index.prepared(["billing"])
-    # Another process builds it again: the reloaded index keeps both prepared.
+    assert not index.prepared(["billing", "user", "ops0"])
+    index.prepare([["billing", "user", "ops0"]])
+    assert index.prepared(["user", "ops0", "billing"])
+    assert not index.prepared(["billing", "user", "ops1"])
+    # Another process builds it again: the reloaded index keeps them prepared.
     toolsearch.build(_catalogue(", again"), out, progress=False)
     assert index.reload()
-    assert index.prepared(["user"]) and index.prepared(["billing", "user"])
-    assert not index.prepared(["billing"])
+    assert index.prepared(["user"]) and index.prepared(["billing", "user", "ops0"])
+    assert not index.prepared(["billing", "user", "ops1"])
 
 
 def test_scopes_given_as_a_string_are_refused():

@@ -92,7 +92,7 @@ pub async fn serve_http(
         tokio::spawn(async move { v.warm().await });
     }
     let origins = crate::http_origin::Origins::new(access.allowed_origins.clone());
-    hub.prepare_for_tokens(&access.tokens);
+    hub.prepare_for_callers(&access);
     let auth = Authenticator::new(std::mem::take(&mut access.tokens), verifier);
     let state = Arc::new(Guard::new(addr, access, origins.clone(), auth, sessions, hub.limiter().clone()));
     let public = public_routes(state.clone(), hub.fleet_rounds().cloned());

@@ -189,19 +189,25 @@ impl Hub {
         &self,
         access: crate::http_access::HttpAccess,
     ) -> Result<Option<crate::access_reload::SessionsEnded>, String> {
-        self.prepare_for_tokens(&access.tokens);
+        self.prepare_for_callers(&access);
         match self.guard.get().and_then(|g| g.upgrade()) {
             Some(guard) => guard.reload(access).await.map(Some),
             None => Ok(None),
         }
     }
 
-    /// Works out now what the holders of `tokens` may see (`Engine::prepare_for`), so that
-    /// none of their first requests takes longer for the tools hidden from them.
-    pub(crate) fn prepare_for_tokens(&self, tokens: &std::collections::BTreeMap<String, crate::config::Grant>) {
+    /// Works out now what the holders of `access`'s tokens may see (`Engine::prepare_for`),
+    /// and, when it takes an identity provider's tokens, whose scope sets arrive with their
+    /// requests, what the scope sets the tools tell apart may see (`Engine::prepare_for_unnamed`):
+    /// so that none of their first requests takes longer for the tools hidden from them.
+    pub(crate) fn prepare_for_callers(&self, access: &crate::http_access::HttpAccess) {
         let callers: Vec<Principal> =
-            tokens.values().map(|g| Principal::with_scopes(g.scopes.iter().cloned())).collect();
-        self.live.engine().prepare_for(&callers);
+            access.tokens.values().map(|g| Principal::with_scopes(g.scopes.iter().cloned())).collect();
+        let engine = self.live.engine();
+        if access.oauth.is_some() {
+            engine.prepare_for_unnamed();
+        }
+        engine.prepare_for(&callers);
     }
 
     /// The HTTP server's sessions, when this hub serves over HTTP.

@@ -58,7 +58,6 @@ impl<K: Clone + Eq + Hash + Weigh, V: Clone + Weigh> Lru<K, V> {
     }
 
     /// The bytes held now.
-    #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).bytes
     }

@@ -43,6 +43,10 @@ pub(crate) struct PathTable {
     all: Vec<u32>,
     /// What each recent scope set may see ([`Paths::scoped`]).
     pub(crate) scoped: ScopeCache,
+    /// The scopes some tool requires, sorted (a caller's other scopes show it no other tool).
+    pub(crate) required: Vec<String>,
+    /// Set once the scope sets no host named are worked out ahead ([`Paths::scoped_unnamed`]).
+    pub(crate) unnamed: OnceLock<()>,
 }
 
 /// Lists keyed by paths that have no node.
@@ -51,6 +55,14 @@ struct Stray {
     under: HashMap<CategoryPath, Vec<u32>>,
     direct: HashMap<CategoryPath, Vec<u32>>,
     children: HashMap<CategoryPath, Vec<u32>>,
+}
+
+/// The scopes some tool of `catalog` requires, sorted.
+fn required_scopes(catalog: &Catalog) -> Vec<String> {
+    let mut all: Vec<String> = catalog.tools.iter().flat_map(|t| t.requires.iter().cloned()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// Appends `ord` to sorted `list` unless it is already last (ordinals arrive in order).
@@ -77,6 +89,8 @@ impl PathTable {
             all: (0..catalog.tools.len() as u32).collect(),
             hasher: DefaultHashBuilder::default(),
             scoped: scope_cache(),
+            required: required_scopes(catalog),
+            unnamed: OnceLock::new(),
         };
         t.parent = nodes
             .par_iter()

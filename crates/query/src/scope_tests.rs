@@ -148,6 +148,37 @@ fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() 
 }
 
 #[test]
+fn scope_sets_differing_only_in_scopes_no_tool_requires_share_what_is_kept() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let admin = paths.scoped(&set(&["admin"]));
+    assert!(Arc::ptr_eq(&admin, &paths.scoped(&set(&["admin", "openid", "profile"]))));
+    assert!(Arc::ptr_eq(&paths.scoped(&set(&["openid"])), &paths.scoped(&[])));
+    assert_eq!(paths.kept_scope_sets(), vec![set(&["admin"]), vec![]]);
+    assert!(paths.scoped(&set(&["openid"])).tools.as_deref() == Some(&vec![0, 1]), "still hides `admin`'s tool");
+}
+
+#[test]
+fn the_scope_sets_no_host_named_are_worked_out_ahead_once_an_engine() {
+    let catalog = catalog();
+    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
+    let table = PathTable::new(&catalog, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    assert!(!paths.kept_whole(&set(&["email"])) && !paths.kept_whole(&set(&["admin", "email"])));
+    paths.scoped_unnamed();
+    // The tools require `admin` alone: every caller's set is one of two, both kept whole.
+    assert_eq!(paths.kept_scope_sets(), vec![vec![], set(&["admin"])]);
+    assert!(paths.kept_whole(&set(&["email"])) && paths.kept_whole(&set(&["admin", "email"])));
+    paths.table.scoped.clear();
+    paths.scoped_unnamed();
+    assert!(paths.kept_scope_sets().is_empty(), "once an engine");
+}
+
+#[test]
 fn a_scope_sets_kept_lists_are_the_catalogues_cut_to_what_it_allows() {
     let node = |p: &str| Node { path: path(p), ..Node::default() };
     let tool = |id: &str, p: &str, requires: &[&str]| Tool {

@@ -12,6 +12,12 @@
 //! postings inside its views ([`toolsearch_index::Lexicon`]), so that no search of it walks a
 //! word's whole list the first time it reads the word; a set first met at a request gets them
 //! when it is next prepared (a server does that behind the request: `Ranker::is_prepared_for`).
+//!
+//! A set is kept by the scopes in it that some tool requires (an identity provider's `openid`
+//! or another server's scopes show a caller no other tool), so callers differing only in those
+//! share it. A server taking scope sets it cannot know ahead (an identity provider's tokens)
+//! works out ahead the sets the tools' scopes make, when they are few ([`Paths::scoped_unnamed`]):
+//! then no caller's first request pays the pass either.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -33,7 +39,15 @@ pub(crate) const SCOPE_SETS: usize = 64;
 /// about three million tools.
 pub(crate) const SCOPE_BYTES: usize = 128 * 1024 * 1024;
 
-/// A caller's scopes (sorted), as a cache key.
+/// Scope sets no host named that [`Paths::scoped_unnamed`] works out ahead, at most: every set
+/// of the scopes the tools require when they are four or fewer.
+pub(crate) const UNNAMED_SETS: usize = 16;
+
+/// Bytes the kept scope sets may hold before [`Paths::scoped_unnamed`] adds no more: the rest
+/// of [`SCOPE_BYTES`] is for the sets callers use.
+const UNNAMED_BYTES: usize = SCOPE_BYTES / 4;
+
+/// A caller's scopes that some tool requires (sorted), as a cache key.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ScopeKey(Vec<String>);
 
@@ -117,6 +131,28 @@ impl Weigh for Arc<Scoped> {
     }
 }
 
+/// The first `max` subsets of `0..n` (as sorted positions), smaller ones first, each size in
+/// lexicographic order.
+fn subsets_by_size(n: usize, max: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for k in 0..=n {
+        let mut c: Vec<usize> = (0..k).collect();
+        loop {
+            if out.len() == max {
+                return out;
+            }
+            out.push(c.clone());
+            // The last position that can still move right, moved, and those after it packed behind.
+            let Some(i) = (0..k).rev().find(|&i| c[i] < n - k + i) else { break };
+            c[i] += 1;
+            for j in i + 1..k {
+                c[j] = c[j - 1] + 1;
+            }
+        }
+    }
+    out
+}
+
 /// The kept scope sets of one engine (so of one index generation).
 pub(crate) type ScopeCache = Lru<ScopeKey, Arc<Scoped>>;
 
@@ -136,11 +172,11 @@ impl Paths<'_> {
     /// What a caller holding `scopes` (sorted) may see: kept, or worked out (without its
     /// views' words, which only [`Paths::scoped_ahead`] walks every posting list for) and kept.
     pub(crate) fn scoped(&self, scopes: &[String]) -> Arc<Scoped> {
-        let key = ScopeKey(scopes.to_vec());
+        let key = self.key(scopes);
         if let Some(s) = self.table.scoped.get(&key) {
             return s;
         }
-        let s = Arc::new(self.work_out(scopes, false));
+        let s = Arc::new(self.work_out(&key.0, false));
         self.table.scoped.put(key, s.clone());
         s
     }
@@ -149,11 +185,11 @@ impl Paths<'_> {
     /// out whole (again, when it was first worked out at a request) and kept. For callers
     /// prepared ahead of their requests.
     pub(crate) fn scoped_ahead(&self, scopes: &[String]) -> Arc<Scoped> {
-        let key = ScopeKey(scopes.to_vec());
+        let key = self.key(scopes);
         match self.table.scoped.get(&key) {
             Some(s) if !s.words_pending => s,
             _ => {
-                let s = Arc::new(self.work_out(scopes, true));
+                let s = Arc::new(self.work_out(&key.0, true));
                 self.table.scoped.put(key, s.clone());
                 s
             }
@@ -162,7 +198,33 @@ impl Paths<'_> {
 
     /// Whether what a caller holding `scopes` (sorted) may see is kept, with its views' words.
     pub(crate) fn kept_whole(&self, scopes: &[String]) -> bool {
-        self.table.scoped.get(&ScopeKey(scopes.to_vec())).is_some_and(|s| !s.words_pending)
+        self.table.scoped.get(&self.key(scopes)).is_some_and(|s| !s.words_pending)
+    }
+
+    /// The key `scopes` (sorted) are kept by: those of them some tool requires. A lookup in
+    /// the catalogue's few required scopes each, whatever the tools hidden.
+    fn key(&self, scopes: &[String]) -> ScopeKey {
+        let required = &self.table.required;
+        ScopeKey(scopes.iter().filter(|s| required.binary_search(s).is_ok()).cloned().collect())
+    }
+
+    /// Works out ahead, once per engine, what callers holding scope sets no host named may see
+    /// (an identity provider's users, whose scopes arrive with their requests): every set of the
+    /// scopes the tools require when they are four or fewer; else none of them, each alone, each
+    /// two, ..., up to [`UNNAMED_SETS`] sets; and only while the kept sets hold under
+    /// [`UNNAMED_BYTES`]. Worked out before the sets hosts name, they are the first the kept
+    /// sets give up for others.
+    pub(crate) fn scoped_unnamed(&self) {
+        if self.table.unnamed.set(()).is_err() || self.table.required.is_empty() {
+            return;
+        }
+        let required = &self.table.required;
+        for set in subsets_by_size(required.len(), UNNAMED_SETS) {
+            if self.table.scoped.bytes() > UNNAMED_BYTES {
+                break;
+            }
+            self.scoped_ahead(&set.iter().map(|&i| required[i].clone()).collect::<Vec<_>>());
+        }
     }
 
     /// The scope sets kept, least recently used first.
@@ -331,5 +393,22 @@ impl Paths<'_> {
             (None, Some(&c)) => c as usize,
             (None, None) => self.tools_under(&self.catalog.nodes[n as usize].path).len(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn subsets_come_smaller_first_and_stop_at_the_most_asked() {
+        assert_eq!(super::subsets_by_size(0, 16), vec![Vec::<usize>::new()]);
+        let three = super::subsets_by_size(3, 16);
+        assert_eq!(three, vec![vec![], vec![0], vec![1], vec![2], vec![0, 1], vec![0, 2], vec![1, 2], vec![0, 1, 2]]);
+        let five = super::subsets_by_size(5, 16);
+        assert_eq!(
+            (five.len(), five[5].clone(), five[15].clone()),
+            (16, vec![4], vec![3, 4]),
+            "none, 5 alone, 10 pairs"
+        );
+        assert_eq!(super::subsets_by_size(40, 16).len(), 16);
     }
 }

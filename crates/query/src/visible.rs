@@ -17,12 +17,28 @@ impl Ranker {
     /// in time that grows with the tools hidden from it: prepared, none of their requests does.
     /// Prepared, their views also keep every word's postings inside them (one walk of every
     /// posting list), so that no search walks a word's whole list the first time it reads the
-    /// word. At most 64 sets are kept, the last given last evicted.
+    /// word. At most 64 sets are kept, the last given last evicted. A restricted caller given
+    /// also prepares, the first time, the scope sets no host names ([`Ranker::prepare_for_unnamed`]).
     pub fn prepare_for<'p>(&self, callers: impl IntoIterator<Item = &'p Principal>) {
         let paths = self.paths();
-        for scopes in callers.into_iter().filter_map(scopes_of) {
+        let sets: Vec<Vec<String>> = callers.into_iter().filter_map(scopes_of).collect();
+        if !sets.is_empty() {
+            paths.scoped_unnamed();
+        }
+        for scopes in sets {
             paths.scoped_ahead(&scopes);
         }
+    }
+
+    /// Works out now, once per engine, what callers holding the scope sets the catalogue's
+    /// tools tell apart may see, as [`Ranker::prepare_for`] does for callers named: for a
+    /// server taking scope sets it cannot know ahead (an identity provider's tokens). Scopes
+    /// no tool requires make no set of their own (a caller's view is kept by the scopes in it
+    /// that some tool requires), so this covers every caller when the tools require four
+    /// scopes or fewer (16 sets); past that, the sets of fewest scopes, 16 at most, and none
+    /// once the kept sets hold 32 MiB.
+    pub fn prepare_for_unnamed(&self) {
+        self.paths().scoped_unnamed();
     }
 
     /// Whether what `who` may see is worked out whole: trusted, or kept for its scope set as
