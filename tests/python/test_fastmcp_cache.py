@@ -136,3 +136,39 @@ def test_a_new_tool_set_takes_its_vectors_from_the_kept_index_sharing_the_most_t
         asyncio.run(transform._index_of(tools))
     # The third set shares three tools with the first and none with the one used last.
     assert embedded == [3, 1, 1], embedded
+
+
+def test_a_session_meeting_a_new_tool_set_holds_up_no_other_sessions_search(monkeypatch):
+    import threading
+
+    from fastmcp.tools import Tool
+
+    from toolsearch.integrations.fastmcp import ToolsearchSearchTransform
+
+    release, built = threading.Event(), []
+    real_build = toolsearch.build
+
+    def slow(listing, **kwargs):  # the new set's build waits until the test lets it go
+        built.append(len(listing))
+        if len(listing) == 2:
+            assert release.wait(60)
+        return real_build(listing, **kwargs)
+
+    monkeypatch.setattr(toolsearch, "build", slow)
+    old = [Tool.from_function(lambda city: city, name="get_weather", description="Current weather for a city.")]
+    new = old + [Tool.from_function(lambda p: p, name="refund_payment", description="Refund a card payment.")]
+    transform = ToolsearchSearchTransform(max_results=1)
+
+    async def scenario():
+        await transform._search(old, "weather")
+        # Two sessions meet the new set at once (one build), and one searches the old set meanwhile.
+        waiting = [asyncio.ensure_future(transform._search(new, "refund a payment")) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        found = await asyncio.wait_for(transform._search(old, "weather in Paris"), 10)
+        assert not any(w.done() for w in waiting), "the new set's build was let go"
+        release.set()
+        return [t.name for t in found], [[t.name for t in await w] for w in waiting]
+
+    found, waited = asyncio.run(scenario())
+    assert found == ["get_weather"] and waited == [["refund_payment"], ["refund_payment"]]
+    assert built == [1, 2], built

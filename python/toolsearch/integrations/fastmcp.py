@@ -12,7 +12,9 @@ their own, and the last 8 such indexes are kept, so sessions taking turns build 
 new tool set's index takes the vectors of the tools it shares with the kept index sharing the
 most, and embeds only the others. With `cache_dir=DIR`, the indexes are built in DIR, named by
 their tool set, and a server started again opens the ones it built before instead of embedding
-its tools again (the 32 used last are kept). Processes sharing DIR (a server's workers) take a
+its tools again (the 32 used last are kept). A session meeting a new tool set waits for its
+index alone: the other sessions' searches go on meanwhile, and sessions meeting the same new
+set at once wait for one build. Processes sharing DIR (a server's workers) take a
 tool set's lock file there while they open or build its index, so one builds it and the others
 open it, and none prunes an index another is opening or building.
 """
@@ -24,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated, Any, Dict, FrozenSet, List, Optional, Sequence, Set, Union
@@ -66,7 +69,11 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         # their tools (each one's listing entry, hashed).
         self._indexes: "OrderedDict[str, toolsearch.Index]" = OrderedDict()
         self._members: Dict[str, FrozenSet[int]] = {}
-        self._lock = asyncio.Lock()
+        # The tool sets whose index is being opened or built now (each once, however many
+        # sessions wait for it; the others' searches do not), by digest.
+        self._building: "Dict[str, asyncio.Future[toolsearch.Index]]" = {}
+        # Held to change `_indexes`, and by a build's thread to read which ones are held open.
+        self._held = threading.Lock()
 
     def _make_search_tool(self) -> Tool:
         transform = self
@@ -100,17 +107,33 @@ class ToolsearchSearchTransform(BaseSearchTransform):
             for t in sorted(tools, key=lambda t: t.name)
         ]
         digest = hashlib.sha256(json.dumps(listing, sort_keys=True).encode()).hexdigest()
-        async with self._lock:
-            index = self._indexes.get(digest)
-            if index is None:
-                members = frozenset(hash(json.dumps(t, sort_keys=True)) for t in listing)
-                index = await asyncio.to_thread(self._open_or_build, listing, digest, self._closest(members))
-                self._indexes[digest] = index
-                self._members[digest] = members
-                while len(self._indexes) > KEPT_INDEXES:
-                    self._members.pop(self._indexes.popitem(last=False)[0], None)
-            self._indexes.move_to_end(digest)
+        # No await from here to the build's start: sessions meeting a new set at once build it once.
+        index = self._indexes.get(digest)
+        if index is not None:
+            with self._held:
+                self._indexes.move_to_end(digest)
             return index
+        building = self._building.get(digest)
+        if building is None:
+            members = frozenset(hash(json.dumps(t, sort_keys=True)) for t in listing)
+            work = asyncio.to_thread(self._open_or_build, listing, digest, self._closest(members))
+            building = asyncio.ensure_future(work)
+            with self._held:
+                self._building[digest] = building
+            building.add_done_callback(lambda done: self._built(digest, members, done))
+        # A search given up (its client went) does not stop the build the others wait for.
+        return await asyncio.shield(building)
+
+    def _built(self, digest: str, members: FrozenSet[int], done: "asyncio.Future[toolsearch.Index]") -> None:
+        """Keeps the index a build made (a failed one is tried again by the next search)."""
+        with self._held:
+            del self._building[digest]
+            if done.cancelled() or done.exception() is not None:
+                return
+            self._indexes[digest] = done.result()
+            self._members[digest] = members
+            while len(self._indexes) > KEPT_INDEXES:
+                self._members.pop(self._indexes.popitem(last=False)[0], None)
 
     def _closest(self, members: FrozenSet[int]) -> Optional[toolsearch.Index]:
         """The kept index sharing the most tools with `members` (the one used latest of those
@@ -142,8 +165,11 @@ class ToolsearchSearchTransform(BaseSearchTransform):
                     shutil.rmtree(at, ignore_errors=True)  # damaged, or of a model no longer installed
             if index is None:
                 index = _build(listing, at, last)
-        # Those this transform holds open are kept whatever their age.
-        self._prune({Path(i.path) for i in self._indexes.values()} | {at})
+        # Those this transform holds open, or is opening or building, are kept whatever their age.
+        with self._held:
+            held = {Path(i.path) for i in self._indexes.values()}
+            held |= {self._cache_dir / d[:CACHED_NAME] for d in self._building}
+        self._prune(held)
         return index
 
     def _prune(self, held: Set[Path]) -> None:
