@@ -8,7 +8,7 @@ catalogues we generate over MCP stdio (`toolsearch serve --scopes user`):
 A caller that can tell HIDDEN from NONE by timing learns that tools are hidden from it. For each
 request kind (`list` at the root and in a category, `search_nodes`, `search_tool_by_category`
 about payments repeated, in a category, new each time, and new but with its vector cached,
-`expand_tool`; `list` and search with a tag the hidden tools carry, search without it), the
+`expand_tool`, of an id and of a mistyped one; `list` and search with a tag the hidden tools carry, search without it), the
 requests of every binary and catalogue are interleaved, and the median milliseconds of each
 are printed with HIDDEN/NONE. With `mixed`, the hidden tools sit in a
 category the caller sees (Cat1, which the category rows ask about) instead of their own.
@@ -41,6 +41,8 @@ KINDS = {
     "search_repeated": ("search_tool_by_category", {"query": "refund a customer payment"}),
     "search_in_category": ("search_tool_by_category", {"query": "refund a customer payment", "path": "Cat1"}),
     "expand": ("expand_tool", {"tool_id": "v1"}),
+    # A mistyped id: TOOL_NOT_FOUND suggests the nearest ids the caller may see.
+    "expand_mistyped": ("expand_tool", {"tool_id": "vv1"}),
     # Tags: every hidden tool carries `write`, as some the caller sees do.
     "list_root_tagged": ("list", {"tags": ["write"]}),
     "search_tagged": ("search_tool_by_category", {"query": "refund a customer payment", "tags": ["write"]}),

@@ -177,10 +177,14 @@ fn unmatched_hint(terms: &[String]) -> Option<String> {
 
 /// `TOOL_NOT_FOUND` for `id`, suggesting similar ids among the tools the caller may see.
 pub(crate) fn tool_not_found(engine: &Engine, id: &str, scopes: &Option<Vec<String>>) -> ProtocolError {
-    // Suggestions come only from tools the caller may see.
+    // Suggestions come only from tools the caller may see, read from its kept list of them (a
+    // pass over every tool would take longer for the hidden ones).
     let allowed = engine.paths().allowed(&Filter { scopes: scopes.clone(), ..Filter::default() });
-    let may_see = |o: u32| allowed.as_ref().is_none_or(|a| a.binary_search(&o).is_ok());
-    let ids = engine.catalog().tools.iter().enumerate().filter(|(o, _)| may_see(*o as u32)).map(|(_, t)| t.id.as_str());
+    let tools = &engine.catalog().tools;
+    let ids: Box<dyn Iterator<Item = &str>> = match allowed.as_deref() {
+        Some(a) => Box::new(a.iter().map(|&o| tools[o as usize].id.as_str())),
+        None => Box::new(tools.iter().map(|t| t.id.as_str())),
+    };
     let mut similar: Vec<String> = closest(id, ids, 3, 0.4).into_iter().map(str::to_owned).collect();
     let view = engine.tool_view(scopes);
     let lexical = (id.len() <= MAX_SUGGESTED)
