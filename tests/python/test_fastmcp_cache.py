@@ -172,3 +172,22 @@ def test_a_session_meeting_a_new_tool_set_holds_up_no_other_sessions_search(monk
     found, waited = asyncio.run(scenario())
     assert found == ["get_weather"] and waited == [["refund_payment"], ["refund_payment"]]
     assert built == [1, 2], built
+
+
+def test_a_cache_dir_on_a_file_system_without_locks_still_serves(monkeypatch, tmp_path):
+    import errno
+
+    from toolsearch.integrations import _cache_lock
+
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(_cache_lock.fcntl, "flock", no_locks)
+    with _cache_lock.entry_lock(tmp_path / ("a" * 32), wait=False) as mine:
+        assert mine, "no lock to be had: taken as held, as without fcntl"
+    monkeypatch.setattr(_cache_lock.fcntl, "flock", lambda fd, how: (_ for _ in ()).throw(OSError(errno.EBADF, "bad")))
+    try:
+        with _cache_lock.entry_lock(tmp_path / ("b" * 32), wait=True):
+            raise AssertionError("another error is not swallowed")
+    except OSError as e:
+        assert e.errno == errno.EBADF

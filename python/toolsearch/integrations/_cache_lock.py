@@ -4,13 +4,14 @@ index `DIR/NAME`, locked with `flock` while a process opens, builds or removes t
 A lock file is removed only by the holder of its lock (a pruner removing the index too); one
 who locked a lock file that was removed meanwhile sees that its inode is no longer the path's
 and takes the new one, so two processes never both think they hold one index's lock. Where
-`fcntl` is missing (Windows), nothing is locked: processes there do not share a cache directory
-safely.
+`fcntl` is missing (Windows), or on a file system without locks (some network ones), nothing is
+locked: processes there do not share a cache directory safely.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import Iterator
@@ -19,6 +20,10 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not on the platforms the wheels are built for
     fcntl = None  # type: ignore[assignment]
+
+
+# What `flock` fails with on a file system that has no locks.
+_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 
 def lock_file(index: Path) -> Path:
@@ -43,6 +48,12 @@ def entry_lock(index: Path, *, wait: bool, drop: bool = False) -> Iterator[bool]
         except BlockingIOError:
             os.close(fd)
             yield False
+            return
+        except OSError as e:
+            os.close(fd)
+            if e.errno not in _NO_LOCKS:
+                raise
+            yield True  # a file system without locks (some network ones): as where fcntl is missing
             return
         except BaseException:
             os.close(fd)
