@@ -169,7 +169,7 @@ class ToolsearchSearchTransform(BaseSearchTransform):
         with self._held:
             held = {Path(i.path) for i in self._indexes.values()}
             held |= {self._cache_dir / d[:CACHED_NAME] for d in self._building}
-        self._prune(held)
+        self._prune(held | {at})  # this one too, whoever registered it
         return index
 
     def _prune(self, held: Set[Path]) -> None:
