@@ -59,17 +59,19 @@ fn scope_sets_given_are_prepared_and_a_rebuild_keeps_every_one_prepared() {
     let (user, billing) = (who(&["user"]), who(&["user", "billing"]));
     engine.prepare_for([&user, &Principal::trusted(), &billing, &user]);
     // Kept by the scopes some tool requires (no tool requires `user`): the four sets `admin`
-    // and `billing` make, worked out whole, and those named last (a trusted caller needs none).
-    let sets = [who(&["admin"]), who(&["admin", "billing"]), who(&["billing"]), who(&[])];
+    // and `billing` make, worked out whole, and those named last (a trusted caller needs none),
+    // each followed by the callers' own sets met with it.
+    let (user_billing, admin_billing) = (who(&["billing", "user"]), who(&["admin", "billing"]));
+    let sets = [who(&["admin"]), admin_billing, who(&["billing"]), user_billing, who(&[]), user.clone()];
     assert_eq!(engine.kept_callers(), sets);
     for p in [who(&["admin"]), who(&["openid", "admin"]), user.clone(), who(&["billing", "profile"])] {
         assert!(engine.is_prepared_for(&p), "{p:?} is prepared whole, though no host named it");
     }
     assert!(engine.keeps_every_word_for(&user), "a caller with hidden tools keeps its view's words");
     engine.handle(&who(&["openid"]), "list", json!({})).unwrap();
-    assert_eq!(engine.kept_callers().len(), 4, "a request of a set no tool tells apart adds none");
+    assert_eq!(engine.kept_callers().len(), 7, "a request of a set no tool tells apart adds no set, only its caller");
     let before = engine.kept_callers();
-    assert_eq!(before.last(), Some(&who(&[])), "it used the set of none of them");
+    assert_eq!(before[4..], [who(&[]), user.clone(), who(&["openid"])], "it used the set of none of them");
 
     let live = LiveCatalog::new(engine);
     let generation = live.generation();
@@ -162,4 +164,22 @@ fn a_hub_prepares_a_caller_first_met_at_a_request_behind_it() {
     let found = live.engine().handle(&newcomer, "search_tool_by_category", json!({"query": "record kind 7"})).unwrap();
     assert_eq!(found["results"][0]["tool_id"], "t7", "and answers as before");
     assert!(!found.to_string().contains("\"t4\""), "a tool requiring s0 answered: {found}");
+}
+
+#[test]
+fn a_rebuild_requiring_a_scope_no_tool_required_finds_its_holders_prepared() {
+    let live = LiveCatalog::new(common::open(&wide_index("prepared-new-scope")));
+    // Three of the six scopes tools require, and `team`, which none requires yet: kept by the
+    // first three, a set not among the 16 prepared ahead.
+    let member = who(&["s3", "s4", "s5", "team"]);
+    live.engine().handle(&member, "list", json!({})).unwrap();
+    live.engine().prepare_for([&member]);
+    let added = json!({"tools": [{"id": "t10", "name": "team_roster", "path": "Cat0",
+                                   "description": "Lists the team's members.", "requires": ["team"]}]});
+    assert_eq!(live.register_tools(&added).unwrap(), 1);
+    // Now kept by all four, a set of four of seven scopes no host named: prepared with the rest.
+    assert!(live.engine().is_prepared_for(&member), "prepared under its new key");
+    assert!(!live.engine().is_prepared_for(&who(&["s2", "s3", "s4", "team"])), "a set no caller was met with is not");
+    let found = live.engine().handle(&member, "search_tool_by_category", json!({"query": "team members"})).unwrap();
+    assert_eq!(found["results"][0]["tool_id"], "t10", "and it sees the new tool");
 }

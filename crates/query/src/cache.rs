@@ -99,12 +99,12 @@ impl<K: Clone + Eq + Hash + Weigh, V: Clone + Weigh> Lru<K, V> {
         g.map.insert(key, (value, tick));
     }
 
-    /// The keys held, least recently used first.
-    pub(crate) fn keys(&self) -> Vec<K> {
+    /// The entries held, least recently used first (reading them uses none).
+    pub(crate) fn entries(&self) -> Vec<(K, V)> {
         let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let mut keys: Vec<(&K, u64)> = g.map.iter().map(|(k, (_, used))| (k, *used)).collect();
-        keys.sort_unstable_by_key(|&(_, used)| used);
-        keys.into_iter().map(|(k, _)| k.clone()).collect()
+        let mut entries: Vec<(&K, &V, u64)> = g.map.iter().map(|(k, (v, used))| (k, v, *used)).collect();
+        entries.sort_unstable_by_key(|&(_, _, used)| used);
+        entries.into_iter().map(|(k, v, _)| (k.clone(), v.clone())).collect()
     }
 
     pub(crate) fn clear(&self) {
@@ -131,13 +131,15 @@ mod tests {
     }
 
     #[test]
-    fn keys_come_least_recently_used_first() {
+    fn entries_come_least_recently_used_first_and_reading_them_uses_none() {
         let c: Lru<String, i32> = Lru::new(3, 1 << 20);
-        for k in ["a", "b", "c"] {
-            c.put(k.into(), 1);
+        for (k, v) in [("a", 1), ("b", 2), ("c", 3)] {
+            c.put(k.into(), v);
         }
         c.get(&"a".to_owned());
-        assert_eq!(c.keys(), ["b", "c", "a"]);
+        let entries = [("b".to_owned(), 2), ("c".to_owned(), 3), ("a".to_owned(), 1)];
+        assert_eq!(c.entries(), entries);
+        assert_eq!(c.entries(), entries);
     }
 
     #[test]

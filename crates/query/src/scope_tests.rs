@@ -157,8 +157,34 @@ fn scope_sets_differing_only_in_scopes_no_tool_requires_share_what_is_kept() {
     let admin = paths.scoped(&set(&["admin"]));
     assert!(Arc::ptr_eq(&admin, &paths.scoped(&set(&["admin", "openid", "profile"]))));
     assert!(Arc::ptr_eq(&paths.scoped(&set(&["openid"])), &paths.scoped(&[])));
-    assert_eq!(paths.kept_scope_sets(), vec![set(&["admin"]), vec![]]);
+    let met = vec![set(&["admin"]), set(&["admin", "openid", "profile"]), vec![], set(&["openid"])];
+    assert_eq!(paths.kept_scope_sets(), met, "each kept set with the callers' own sets it was met with");
     assert!(paths.scoped(&set(&["openid"])).tools.as_deref() == Some(&vec![0, 1]), "still hides `admin`'s tool");
+}
+
+#[test]
+fn a_rebuild_that_makes_a_callers_other_scope_required_finds_the_caller_prepared() {
+    let before = catalog();
+    let (nodes, facets) = (NodePaths::new(&before.nodes), ToolFacets::of(&before.tools));
+    let table = PathTable::new(&before, &[], &nodes);
+    let paths = Paths { table: &table, catalog: &before, nodes: &nodes, facets: &facets, index: None };
+    let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let caller = set(&["admin", "profile"]);
+    paths.scoped(&caller);
+    // The rebuilt catalogue has a tool requiring `profile`, which none required before.
+    let mut after = catalog();
+    let mut profile = after.tools[2].clone();
+    (profile.id, profile.requires) = ("t3".into(), set(&["profile"]));
+    after.tools.push(profile);
+    let (nodes, facets) = (NodePaths::new(&after.nodes), ToolFacets::of(&after.tools));
+    let table = PathTable::new(&after, &[], &nodes);
+    let next = Paths { table: &table, catalog: &after, nodes: &nodes, facets: &facets, index: None };
+    for scopes in paths.kept_scope_sets() {
+        next.scoped_ahead(&scopes);
+    }
+    assert!(next.kept_whole(&caller), "kept under its new key, with `profile`");
+    assert!(next.kept_whole(&set(&["admin"])), "and the set it was kept by before");
+    assert_eq!(next.scoped(&caller).tools, None, "it sees every tool, the new one too");
 }
 
 #[test]

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use toolsearch_index::{DocKind, View};
 
@@ -78,6 +78,27 @@ pub(crate) struct Scoped {
     /// request does not pay the walk of every posting list): they are added when it is next
     /// prepared ([`Paths::scoped_ahead`]).
     pub(crate) words_pending: bool,
+    /// The callers' own scope sets met with this set's key that also hold scopes no tool
+    /// requires (an identity provider's `openid`, another service's), at most [`ASKED_MAX`]:
+    /// the next engine is prepared for them as well as for the key, so that a rebuild adding a
+    /// tool that requires one of those scopes finds its holders prepared under their new key.
+    asked: Mutex<Vec<Vec<String>>>,
+}
+
+/// Callers' own scope sets a kept set remembers ([`Scoped::asked`]).
+const ASKED_MAX: usize = 8;
+
+impl Scoped {
+    /// Remembers `scopes` (sorted), kept by this set's key `key`, when they hold more than it.
+    fn met(&self, scopes: &[String], key: &ScopeKey) {
+        if scopes.len() == key.0.len() {
+            return;
+        }
+        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        if asked.len() < ASKED_MAX && !asked.iter().any(|a| a == scopes) {
+            asked.push(scopes.to_vec());
+        }
+    }
 }
 
 /// Entries (4 bytes each) the catalogue's lists may hold for a scope set to keep them cut to
@@ -128,6 +149,7 @@ impl Weigh for Arc<Scoped> {
             + self.visible.as_ref().map_or(0, Visible::bytes)
             + self.tool_view.lexicon_bytes()
             + self.node_view.lexicon_bytes()
+            + ASKED_MAX * 3 * std::mem::size_of::<String>()
     }
 }
 
@@ -174,9 +196,11 @@ impl Paths<'_> {
     pub(crate) fn scoped(&self, scopes: &[String]) -> Arc<Scoped> {
         let key = self.key(scopes);
         if let Some(s) = self.table.scoped.get(&key) {
+            s.met(scopes, &key);
             return s;
         }
         let s = Arc::new(self.work_out(&key.0, false));
+        s.met(scopes, &key);
         self.table.scoped.put(key, s.clone());
         s
     }
@@ -186,14 +210,19 @@ impl Paths<'_> {
     /// prepared ahead of their requests.
     pub(crate) fn scoped_ahead(&self, scopes: &[String]) -> Arc<Scoped> {
         let key = self.key(scopes);
-        match self.table.scoped.get(&key) {
+        let s = match self.table.scoped.get(&key) {
             Some(s) if !s.words_pending => s,
-            _ => {
+            kept => {
                 let s = Arc::new(self.work_out(&key.0, true));
-                self.table.scoped.put(key, s.clone());
+                // What the set worked out at a request remembered, it remembers still.
+                let asked = kept.map(|k| k.asked.lock().unwrap_or_else(|p| p.into_inner()).clone());
+                *s.asked.lock().unwrap_or_else(|p| p.into_inner()) = asked.unwrap_or_default();
+                self.table.scoped.put(key.clone(), s.clone());
                 s
             }
-        }
+        };
+        s.met(scopes, &key);
+        s
     }
 
     /// Whether what a caller holding `scopes` (sorted) may see is kept, with its views' words.
@@ -227,9 +256,15 @@ impl Paths<'_> {
         }
     }
 
-    /// The scope sets kept, least recently used first.
+    /// The scope sets kept, least recently used first, each followed by the callers' own sets
+    /// it was met with that hold scopes no tool requires ([`Scoped::asked`]).
     pub(crate) fn kept_scope_sets(&self) -> Vec<Vec<String>> {
-        self.table.scoped.keys().into_iter().map(|ScopeKey(scopes)| scopes).collect()
+        let mut sets = Vec::new();
+        for (ScopeKey(key), kept) in self.table.scoped.entries() {
+            sets.push(key);
+            sets.extend(kept.asked.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+        }
+        sets
     }
 
     /// [`Paths::scoped`] without the cache: one pass over the tools that require scopes, one
@@ -286,7 +321,8 @@ impl Paths<'_> {
         if visible.is_some() {
             counts = Vec::new(); // the cut lists' lengths
         }
-        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible, words_pending }
+        let asked = Mutex::default();
+        Scoped { tools: allowed, nodes: Arc::new(nodes), counts, tool_view, node_view, visible, words_pending, asked }
     }
 
     /// `view` keeping every word's postings inside it, when it is restricted and they fit in

@@ -51,8 +51,10 @@ impl Ranker {
     }
 
     /// One caller for each scope set this engine keeps what it may see for, least recently
-    /// used first: what the next engine of the catalogue is prepared for
-    /// ([`Ranker::prepare_for`]), so that a rebuild makes no caller's next request pay again.
+    /// used first, each followed by the callers it was met with that hold scopes no tool
+    /// requires (eight at most a set): what the next engine of the catalogue is prepared for
+    /// ([`Ranker::prepare_for`]), so that a rebuild makes no caller's next request pay again,
+    /// not even one whose other scope a tool of the rebuilt catalogue now requires.
     pub fn kept_callers(&self) -> Vec<Principal> {
         self.paths().kept_scope_sets().into_iter().map(Principal::with_scopes).collect()
     }
