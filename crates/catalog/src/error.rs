@@ -84,7 +84,10 @@ impl CatalogError {
 
     /// Turns a serde_json syntax or type error into a located error.
     pub(crate) fn from_json(file: &std::path::Path, err: &serde_json::Error) -> Self {
-        let message = strip_position(&err.to_string());
+        let mut message = strip_position(&err.to_string());
+        if message == "recursion limit exceeded" {
+            message = "nested more than 128 levels deep, the most read (flatten what nests here)".into();
+        }
         CatalogError::line(file, err.line(), err.column(), None, message)
     }
 }

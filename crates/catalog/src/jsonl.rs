@@ -104,7 +104,10 @@ impl<R: Read> JsonlTools<R> {
             if self.buf.contains(&0) {
                 return Err(CatalogError::file(file, "contains a NUL byte: not a text catalogue"));
             }
-            let line = std::str::from_utf8(&self.buf).map_err(|_| CatalogError::file(file, "is not UTF-8 text"))?;
+            let line = std::str::from_utf8(&self.buf).map_err(|e| {
+                let (at, byte) = (e.valid_up_to(), self.buf[e.valid_up_to()]);
+                CatalogError::line(file, self.line, at + 1, None, format!("is not UTF-8 text: byte {byte:#04x}"))
+            })?;
             let line = if self.line == 1 { line.strip_prefix('\u{feff}').unwrap_or(line) } else { line };
             self.blank &= line.trim().is_empty();
             if let Some(tool) = parse_line(file, self.line, line, &mut self.out)? {
@@ -189,7 +192,8 @@ mod tests {
         let p = Path::new("t.jsonl");
         let err = |input: &[u8], max: u64| parse_reader(p, input, max).err().unwrap().to_string();
         assert!(err(b"{\"id\": \"a\", \"name\": \"A\"}\n\0", 1 << 20).contains("NUL"));
-        assert!(err(b"{\"id\": \"a\", \"name\": \"\xff\"}\n", 1 << 20).contains("UTF-8"));
+        let latin1 = b"{\"id\": \"a\", \"name\": \"A\"}\n{\"id\": \"b\", \"name\": \"\xe9\"}\n";
+        assert_eq!(err(latin1, 1 << 20), "t.jsonl:2:22: is not UTF-8 text: byte 0xe9");
         assert!(err(b"{\"id\": \"a\", \"name\": \"A\"}\n{\"id\": \"b\"", 20).contains("over the limit of 20 bytes"));
         assert!(err(b"  \n\n", 1 << 20).contains("is empty"));
         let e = parse_reader(p, &b"{\"id\": \"a\", \"name\": \"A\"}\n{oops}\n"[..], 1 << 20).err().unwrap();

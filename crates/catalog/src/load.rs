@@ -133,11 +133,27 @@ pub(crate) fn read_bounded(mut input: impl Read, max: u64) -> Result<String, Str
         // Bytes that can never become UTF-8 (an incomplete sequence at the end may still).
         if let Err(e) = std::str::from_utf8(&bytes[checked_from..]) {
             if e.error_len().is_some() {
-                return Err("is not UTF-8 text".into());
+                return Err(not_utf8(&bytes, checked_from + e.valid_up_to()));
             }
         }
     }
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned())
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        format!("is not UTF-8 text: it ends inside a character (line {})", line_of(e.as_bytes(), at).0)
+    })
+}
+
+/// What a text whose byte `at` starts no UTF-8 character is told: where, and the byte.
+pub(crate) fn not_utf8(bytes: &[u8], at: usize) -> String {
+    let (line, column) = line_of(bytes, at);
+    format!("is not UTF-8 text: byte {:#04x} at line {line}, byte {column} of the line", bytes[at])
+}
+
+/// The line (from 1) and the byte in it (from 1) of byte `at` of `bytes`.
+fn line_of(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = &bytes[..at.min(bytes.len())];
+    let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (before.iter().filter(|&&b| b == b'\n').count() + 1, at - start + 1)
 }
 
 /// Validates the catalogue in `text`, reporting errors against `file`.
@@ -293,6 +309,14 @@ mod tests {
     use std::io::Read;
 
     #[test]
+    fn json_nested_past_what_is_read_is_said_so() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let err = super::parse_str(std::path::Path::new("deep.json"), &deep, None).unwrap_err().to_string();
+        assert!(err.starts_with("deep.json:1:"), "{err}");
+        assert!(err.ends_with("nested more than 128 levels deep, the most read (flatten what nests here)"), "{err}");
+    }
+
+    #[test]
     fn endless_or_binary_input_stops_early() {
         // An endless stream of zeros (like /dev/zero) stops at the first chunk.
         let err = read_bounded(std::io::repeat(0), u64::MAX).unwrap_err();
@@ -301,7 +325,11 @@ mod tests {
         let err = read_bounded(std::io::repeat(b'x'), 1 << 20).unwrap_err();
         assert!(err.contains("limit"), "{err}");
         let err = read_bounded(&[b'{', 0xff, 0xfe, b'}'][..], 1 << 20).unwrap_err();
-        assert!(err.contains("UTF-8"), "{err}");
+        assert_eq!(err, "is not UTF-8 text: byte 0xff at line 1, byte 2 of the line");
+        let err = read_bounded(&b"{\n  \"name\": \"x\xe9\"\n}"[..], 1 << 20).unwrap_err();
+        assert_eq!(err, "is not UTF-8 text: byte 0xe9 at line 2, byte 13 of the line", "Latin-1 text");
+        let err = read_bounded(&b"{\n\n \xe2\x82"[..], 1 << 20).unwrap_err();
+        assert_eq!(err, "is not UTF-8 text: it ends inside a character (line 3)");
         let text = "{\"tools\": [\"é€😀\"]}".repeat(5000);
         assert_eq!(read_bounded(text.as_bytes().chain(&b""[..]), 1 << 20).unwrap(), text);
     }
