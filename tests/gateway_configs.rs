@@ -181,6 +181,40 @@ fn bad_vs_code_forms_and_settings_are_named() {
     }
 }
 
+#[test]
+fn a_config_that_is_not_utf8_or_nests_too_deep_is_told_where() {
+    let dir = common::scratch().join("gateway-config-bytes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let deep = format!(
+        "{{\"mcpServers\": {{\"a\": {{\"command\": \"x\", \"env\": {}1{}}}}}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let cases: [(&[u8], &str); 2] = [
+        (
+            b"{\"mcpServers\": {\n  \"a\": {\"command\": \"caf\xe9\"}}}",
+            "is not UTF-8 text: byte 0xe9 at line 2, byte 24 of the line",
+        ),
+        (deep.as_bytes(), "nested more than 128 levels deep, the most read (flatten what nests here) at line 1"),
+    ];
+    for (i, (bytes, want)) in cases.iter().enumerate() {
+        let config = dir.join(format!("c{i}.json"));
+        std::fs::write(&config, bytes).unwrap();
+        let (ok, out, err) = check(&config, false, &[]);
+        assert!(!ok && err.contains(want) && err.contains(&format!("c{i}.json")), "case {i}: {out}\n{err}");
+        if i > 0 {
+            continue; // `serve` reads its config into its own fields: it meets no such depth.
+        }
+        // `serve --config` reads its bytes the same way.
+        let serve = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["serve", "no-index", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&serve.stderr);
+        assert!(!serve.status.success() && said.contains(want), "case {i}: {said}");
+    }
+}
+
 /// `gateway --check` names an example whose tool the server does not offer.
 #[test]
 fn check_names_an_example_for_a_tool_the_server_does_not_offer() {

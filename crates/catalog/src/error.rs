@@ -84,11 +84,17 @@ impl CatalogError {
 
     /// Turns a serde_json syntax or type error into a located error.
     pub(crate) fn from_json(file: &std::path::Path, err: &serde_json::Error) -> Self {
-        let mut message = strip_position(&err.to_string());
-        if message == "recursion limit exceeded" {
-            message = "nested more than 128 levels deep, the most read (flatten what nests here)".into();
-        }
+        let message = too_deep(strip_position(&err.to_string()));
         CatalogError::line(file, err.line(), err.column(), None, message)
+    }
+}
+
+/// serde_json's message for JSON nested past what it reads (128 levels), said plainly; any
+/// other message as it is.
+pub fn too_deep(message: String) -> String {
+    match message.strip_prefix("recursion limit exceeded") {
+        Some(rest) => format!("nested more than 128 levels deep, the most read (flatten what nests here){rest}"),
+        None => message,
     }
 }
 

@@ -45,7 +45,7 @@ mod shapes;
 mod warning;
 
 pub use details::{Details, ToolDetails};
-pub use error::{CatalogError, Location};
+pub use error::{too_deep, CatalogError, Location};
 pub use facade::{
     fold_name, is_discovery_name, sanitize_name, FacadeSelect, FacadeSettings, DEFAULT_QUERY_LIMIT, MAX_NAME_CHARS,
 };
@@ -53,7 +53,7 @@ pub use glob::glob;
 pub use import::{annotation_tags, tool_id};
 pub use json::Json;
 pub use jsonl::JsonlTools;
-pub use load::{load_path, load_path_as, parse_lenient, parse_str, parse_str_as, Format};
+pub use load::{load_path, load_path_as, parse_lenient, parse_str, parse_str_as, text_of, Format};
 pub use merge::{load_paths, load_paths_as};
 pub use model::{Catalog, Group, Node, Tool, Visibility};
 pub use path::{display_path, CategoryPath, PathError, PathSpec};

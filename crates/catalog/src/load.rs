@@ -137,14 +137,24 @@ pub(crate) fn read_bounded(mut input: impl Read, max: u64) -> Result<String, Str
             }
         }
     }
+    text_of(bytes)
+}
+
+/// `bytes` as UTF-8 text, or what a person is told of the first place they are not (the line
+/// and the byte), to follow a file's name: `is not UTF-8 text: byte 0xe9 at line 2, byte 13 of
+/// the line`, rather than that the stream "did not contain valid UTF-8".
+pub fn text_of(bytes: Vec<u8>) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        format!("is not UTF-8 text: it ends inside a character (line {})", line_of(e.as_bytes(), at).0)
+        let (bytes, at) = (e.as_bytes(), e.utf8_error().valid_up_to());
+        match e.utf8_error().error_len() {
+            Some(_) => not_utf8(bytes, at),
+            None => format!("is not UTF-8 text: it ends inside a character (line {})", line_of(bytes, at).0),
+        }
     })
 }
 
 /// What a text whose byte `at` starts no UTF-8 character is told: where, and the byte.
-pub(crate) fn not_utf8(bytes: &[u8], at: usize) -> String {
+fn not_utf8(bytes: &[u8], at: usize) -> String {
     let (line, column) = line_of(bytes, at);
     format!("is not UTF-8 text: byte {:#04x} at line {line}, byte {column} of the line", bytes[at])
 }

@@ -61,7 +61,7 @@ pub enum ServeError {
 impl ServeConfig {
     /// Reads a configuration file; errors name the file and what is wrong.
     pub fn load(path: &Path) -> Result<ServeConfig, ServeError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ServeError::Config(path.to_path_buf(), e.to_string()))?;
+        let text = read_config(path).map_err(|e| ServeError::Config(path.to_path_buf(), e))?;
         // The field at fault leads the message (`toolset.discovery.detail: unknown variant ..`).
         let config: ServeConfig = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
             .map_err(|e| {
@@ -162,6 +162,7 @@ fn is_reference(key: &str) -> bool {
 /// A value of the wrong type or out of range is said by its kind only (`invalid type: string,
 /// expected a map`, not the string): it may be a secret in a secret's place (a header, an
 /// environment value, a database URL), and the field's path already says where it is.
+/// JSON nested past what serde reads is said so, not as serde's "recursion limit exceeded".
 pub fn plain_error(message: impl std::fmt::Display) -> String {
     const NAMED: [(&str, &str); 4] = [
         ("any variant of untagged enum ", "any of the forms this field takes"),
@@ -189,7 +190,13 @@ pub fn plain_error(message: impl std::fmt::Display) -> String {
         out.push_str(&rest[..next]);
         rest = &rest[next..];
     }
-    without_value(&out)
+    toolsearch_catalog::too_deep(without_value(&out))
+}
+
+/// The text of the config file at `path`; an error says why it cannot be read, or where it is
+/// not UTF-8 text, to follow the file's name.
+pub fn read_config(path: &Path) -> Result<String, String> {
+    toolsearch_catalog::text_of(std::fs::read(path).map_err(|e| e.to_string())?)
 }
 
 /// serde's `invalid type: string "VALUE", expected ...` (or `invalid value: integer `5`, ...`)
@@ -219,6 +226,9 @@ mod tests {
         for kept in ["a struct field", "obstruct Foo", "enum value", "unknown variant `x`, expected one of `a`"] {
             assert_eq!(plain_error(kept), kept);
         }
+        let said = "recursion limit exceeded at line 1 column 666";
+        let plain = "nested more than 128 levels deep, the most read (flatten what nests here) at line 1 column 666";
+        assert_eq!(plain_error(said), plain);
     }
 
     /// A map of maps of scope lists, as the test configs are read.

@@ -73,7 +73,7 @@ mod visible;
 
 pub use access_reload::SessionsEnded;
 pub use checks::{spawn_command_checks, CommandChecks, FirstRun};
-pub use config::{field_path, plain_error, Access, Grant, ServeConfig, ServeError};
+pub use config::{field_path, plain_error, read_config, Access, Grant, ServeConfig, ServeError};
 pub use http::{bound_silence, close_unread, serve_http, HttpAccess, HttpLimits};
 pub use http_access::{Callback, Callbacks};
 pub use hub::Hub;

@@ -227,7 +227,7 @@ impl GatewayConfig {
     pub fn load(path: &Path) -> Result<GatewayConfig, ServeError> {
         let bad = |m: String| ServeError::Config(path.to_path_buf(), m);
         let stamp = crate::stamp::file_stamp(path);
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let text = toolsearch_mcp::read_config(path).map_err(bad)?;
         let sections = sources::sections(path, &text).map_err(bad)?;
         let mut notes = sections.notes;
         // The path of the field at fault leads the message (`toolsearch.idle_stop_secs: ..`).

@@ -34,7 +34,8 @@ pub(super) fn sections(path: &Path, text: &str) -> Result<Sections, String> {
         return Err("is empty: a config is a JSON object with `mcpServers` (or VS Code's `servers`)".into());
     }
     // VS Code's files are JSON with comments; a comment or trailing comma elsewhere is harmless.
-    let top: Value = serde_json::from_str(&super::jsonc::strip(text)).map_err(|e| e.to_string())?;
+    let top: Value =
+        serde_json::from_str(&super::jsonc::strip(text)).map_err(|e| toolsearch_catalog::too_deep(e.to_string()))?;
     let Value::Object(mut top) = top else {
         return Err("a config is a JSON object with `mcpServers` (or VS Code's `servers`)".into());
     };
