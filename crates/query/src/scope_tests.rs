@@ -4,6 +4,16 @@
 use super::*;
 use toolsearch_catalog::Tool;
 
+/// Binds `$paths` to the [`Paths`] of `$catalog` (its tools placed by their paths), with what
+/// it borrows kept alive in the calling block.
+macro_rules! paths {
+    ($paths:ident, $catalog:ident) => {
+        let (nodes, facets) = (NodePaths::new(&$catalog.nodes), ToolFacets::of(&$catalog.tools));
+        let table = PathTable::new(&$catalog, &[], &nodes);
+        let $paths = Paths { table: &table, catalog: &$catalog, nodes: &nodes, facets: &facets, index: None };
+    };
+}
+
 fn path(p: &str) -> CategoryPath {
     p.split('/').map(str::to_owned).collect()
 }
@@ -34,9 +44,7 @@ fn catalog() -> Catalog {
 #[test]
 fn lists_by_node_and_by_path_where_no_node_is() {
     let catalog = catalog();
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     assert_eq!(paths.tools_under(&path("a")), [0, 2]);
     assert_eq!(paths.tools_under(&path("a/b")), [0]);
     assert_eq!(paths.tools_at(&path("a")), [2]);
@@ -115,9 +123,7 @@ fn a_tool_on_two_paths_is_listed_once_under_each_node() {
 #[test]
 fn tags_fold_and_scopes_hide() {
     let catalog = catalog();
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let tags = |t: &[&str]| Filter { tags: t.iter().map(|t| t.to_string()).collect(), ..Filter::default() };
     let list = |v: &[u32]| Some(Arc::new(v.to_vec()));
     assert_eq!(paths.allowed(&tags(&["NET"])), list(&[0]));
@@ -136,9 +142,7 @@ fn tags_fold_and_scopes_hide() {
 #[test]
 fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() {
     let catalog = catalog();
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let none = paths.scoped(&[]);
     assert!(Arc::ptr_eq(&none, &paths.scoped(&[])), "the second request reads the kept set");
     let admin = paths.scoped(&["admin".to_owned()]);
@@ -150,9 +154,7 @@ fn what_a_scope_set_may_see_is_worked_out_once_and_kept_apart_from_other_sets() 
 #[test]
 fn scope_sets_differing_only_in_scopes_no_tool_requires_share_what_is_kept() {
     let catalog = catalog();
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let admin = paths.scoped(&set(&["admin"]));
     assert!(Arc::ptr_eq(&admin, &paths.scoped(&set(&["admin", "openid", "profile"]))));
@@ -165,9 +167,7 @@ fn scope_sets_differing_only_in_scopes_no_tool_requires_share_what_is_kept() {
 #[test]
 fn a_rebuild_that_makes_a_callers_other_scope_required_finds_the_caller_prepared() {
     let before = catalog();
-    let (nodes, facets) = (NodePaths::new(&before.nodes), ToolFacets::of(&before.tools));
-    let table = PathTable::new(&before, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &before, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, before);
     let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let caller = set(&["admin", "profile"]);
     paths.scoped(&caller);
@@ -176,9 +176,7 @@ fn a_rebuild_that_makes_a_callers_other_scope_required_finds_the_caller_prepared
     let mut profile = after.tools[2].clone();
     (profile.id, profile.requires) = ("t3".into(), set(&["profile"]));
     after.tools.push(profile);
-    let (nodes, facets) = (NodePaths::new(&after.nodes), ToolFacets::of(&after.tools));
-    let table = PathTable::new(&after, &[], &nodes);
-    let next = Paths { table: &table, catalog: &after, nodes: &nodes, facets: &facets, index: None };
+    paths!(next, after);
     for scopes in paths.kept_scope_sets() {
         next.scoped_ahead(&scopes);
     }
@@ -190,9 +188,7 @@ fn a_rebuild_that_makes_a_callers_other_scope_required_finds_the_caller_prepared
 #[test]
 fn the_scope_sets_no_host_named_are_worked_out_ahead_once_an_engine() {
     let catalog = catalog();
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let set = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     assert!(!paths.kept_whole(&set(&["email"])) && !paths.kept_whole(&set(&["admin", "email"])));
     paths.scoped_unnamed();
@@ -228,9 +224,7 @@ fn a_scope_sets_kept_lists_are_the_catalogues_cut_to_what_it_allows() {
         ],
         ..Catalog::default()
     };
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let user = paths.scoped(&[]);
     let kept = |p: &str, directly| paths.allowed_tools(&if p.is_empty() { vec![] } else { path(p) }, directly, &user);
     assert_eq!(kept("a", false), Some(vec![0]));
@@ -269,9 +263,7 @@ fn a_scope_sets_kept_tag_lists_hold_only_the_tools_it_allows() {
         ],
         ..Catalog::default()
     };
-    let (nodes, facets) = (NodePaths::new(&catalog.nodes), ToolFacets::of(&catalog.tools));
-    let table = PathTable::new(&catalog, &[], &nodes);
-    let paths = Paths { table: &table, catalog: &catalog, nodes: &nodes, facets: &facets, index: None };
+    paths!(paths, catalog);
     let (user, admin) = (paths.scoped(&[]), paths.scoped(&["admin".to_owned()]));
     assert_eq!(paths.tagged("net", Some(&user)), [0, 4], "t1 is hidden");
     assert_eq!(paths.tagged("ops", Some(&user)), [3]);
