@@ -18,7 +18,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -177,11 +177,11 @@ fn build_child(cat: &Path, dir: &Path) {
         std::thread::spawn(sample_memory);
     }
     let variants = VariantEmbedder { inner: embedder(), base: Mutex::new(HashMap::new()) };
-    let options = BuildOptions {
-        reuse_from: Some(PathBuf::from("/nonexistent")),
-        release_model: true,
-        progress: Reporter::new(PhaseMemory),
-    };
+    // A build from scratch: the index a previous run left there would give its vectors.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).expect("the previous run's index is removed");
+    }
+    let options = BuildOptions { reuse_from: None, release_model: true, progress: Reporter::new(PhaseMemory) };
     let report = toolsearch::build_index_jsonl(cat, &variants, dir, &options).unwrap();
     memory("built");
     println!("built {} {} {} {}", report.embedded, report.embed_seconds, report.graph_seconds, report.lexical_seconds);
