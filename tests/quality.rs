@@ -65,19 +65,30 @@ fn calibration_is_fitted_stored_in_the_index_and_used_on_open() {
 
 #[test]
 fn bm25_beside_the_embedding_ranks_exactly_as_one_after_the_other() {
-    // A fresh engine embeds every query with BM25 running on a thread beside the model; one
-    // whose query vectors are already cached runs BM25 after the (free) embedding. The rankings
-    // must be the same, scores and all, with lexical evidence in them.
+    // A model on one thread (as the gateway runs it) leaves a core idle, so a query it must
+    // embed has BM25 on a thread beside it; the shared model runs on every core, so BM25 runs
+    // after it, as it does after a cached query vector's (free) embedding. The rankings must be
+    // the same, scores and all, with lexical evidence in them.
+    use toolsearch::embed::{Embedder, EmbedderOptions, ModelFiles, OnnxEmbedder};
+    let files = ModelFiles::choose(None, None).unwrap();
+    let one_thread = OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..Default::default() });
+    let one_thread: std::sync::Arc<dyn Embedder> = std::sync::Arc::new(one_thread.unwrap());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(one_thread.busies_every_core(), cores == 1);
+    assert!(common::embedder().busies_every_core(), "the default model runs on every core");
     let dir = common::build(&common::sample_catalog(), "beside");
-    let beside = common::open(&dir);
+    let beside = Engine::with_embedder(&dir, one_thread, EngineOptions::default()).unwrap();
     let after = common::open(&dir);
+    let cached = common::open(&dir);
     for q in queries() {
-        after.embed_query(&q.text).unwrap();
-        let (a, ta) = beside.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
-        let (b, tb) = after.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
-        assert!(ta.embed > 0.0 && ta.lexical > 0.0 && tb.lexical > 0.0, "{ta:?} {tb:?}");
+        cached.embed_query(&q.text).unwrap();
+        let hybrid = |e: &Engine| e.rank_tools_timed(&q.text, &Default::default(), 10, Retrieval::Hybrid).unwrap();
+        let ((a, ta), (b, tb), (c, tc)) = (hybrid(&beside), hybrid(&after), hybrid(&cached));
+        assert!(ta.embed > 0.0 && tb.embed > 0.0, "{ta:?} {tb:?}");
+        assert!(ta.lexical > 0.0 && tb.lexical > 0.0 && tc.lexical > 0.0, "{ta:?} {tb:?} {tc:?}");
         assert!(!a.results.is_empty(), "{}", q.text);
         assert_eq!(a, b, "{}", q.text);
+        assert_eq!(b, c, "{}", q.text);
     }
 }
 

@@ -88,6 +88,13 @@ pub trait Embedder: Send + Sync {
     /// build asks for this once it has embedded everything, so the rest of the build does not
     /// carry the model). Does nothing by default.
     fn release(&self) {}
+    /// Whether embedding one text keeps every core busy (the model runs on all of them). A
+    /// search then runs its BM25 after the embedding: beside it, BM25 would take a core from
+    /// the model and slow it by more than BM25's own time (docs/latency.md, "The model on every
+    /// core"). `false` by default, so BM25 runs beside a model that does not say.
+    fn busies_every_core(&self) -> bool {
+        false
+    }
 }
 
 /// Whether two embedders give the same vectors for the same text: the same weights, dimension,

@@ -17,7 +17,8 @@ use crate::{normalize, EmbedError, Embedder};
 pub struct EmbedderOptions {
     /// Independent sessions (each can embed concurrently with the others).
     pub sessions: usize,
-    /// ONNX Runtime intra-op threads per session; `None` uses every core.
+    /// ONNX Runtime intra-op threads per session; `None` uses every core (what a search
+    /// wants: a query embeds 1.5-1.8x faster on two cores than on one, docs/latency.md).
     pub intra_threads: Option<usize>,
     /// Tokens kept per text; longer texts are truncated. `None`: the model's own
     /// (`max_seq_length`; 256 for the named models).
@@ -321,6 +322,11 @@ impl Embedder for OnnxEmbedder {
 
     fn max_length(&self) -> Option<usize> {
         Some(self.options.max_length.unwrap_or(self.files.spec.max_length))
+    }
+
+    fn busies_every_core(&self) -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.options.intra_threads.is_none_or(|threads| threads >= cores)
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

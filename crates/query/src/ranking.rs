@@ -196,10 +196,17 @@ impl Ranker {
                         t.embed = s.elapsed().as_secs_f64();
                         (Some(Ok(v)), Some(lexical_search()))
                     }
-                    // A query the model must embed has BM25 run beside the model: neither needs
-                    // the other's result, and the model is the slower of the two, so BM25's time
-                    // mostly disappears from the total (docs/latency.md, "BM25 beside the
-                    // embedding").
+                    // A model on every core runs alone: beside it, BM25 would take a core from it
+                    // and slow it by more than BM25's own time (docs/latency.md, "The model on
+                    // every core").
+                    None if self.embedder().busies_every_core() => {
+                        let v = embed_timed(t);
+                        (Some(v), Some(lexical_search()))
+                    }
+                    // A model that leaves a core idle (the gateway's, which shares it with its
+                    // builds) has BM25 run beside it: neither needs the other's result, and the
+                    // model is the slower of the two, so BM25's time mostly disappears from the
+                    // total (docs/latency.md, "BM25 beside the embedding").
                     None => std::thread::scope(|scope| {
                         let lexical = scope.spawn(lexical_search);
                         let v = embed_timed(t);
