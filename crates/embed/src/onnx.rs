@@ -63,6 +63,9 @@ pub struct OnnxEmbedder {
     dimension: usize,
     batch_size: usize,
     batch_tokens: usize,
+    /// Whether the model runs on every core: worked out once, at load (the count of cores reads
+    /// the cgroup's quota), not on every search that asks.
+    every_core: bool,
 }
 
 impl std::fmt::Debug for OnnxEmbedder {
@@ -96,6 +99,9 @@ impl OnnxEmbedder {
             dimension: 0,
             batch_size: options.batch_size.max(1),
             batch_tokens: options.batch_tokens.max(max_length),
+            every_core: options
+                .intra_threads
+                .is_none_or(|threads| threads >= std::thread::available_parallelism().map_or(1, |n| n.get())),
             options,
         };
         embedder.dimension = embedder.run(&["dimension probe"])?.first().map_or(0, Vec::len);
@@ -325,8 +331,7 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn busies_every_core(&self) -> bool {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.options.intra_threads.is_none_or(|threads| threads >= cores)
+        self.every_core
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
