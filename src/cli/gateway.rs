@@ -273,10 +273,11 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     config.settings.name_tokens(&state).map_err(|e| Problem::InvalidConfig.because(e))?;
     let model = global.model.as_deref().or(config.settings.model.as_deref());
     let files = super::common::choose_model(global, model)?;
-    let embedder: Arc<dyn toolsearch::Embedder> = Arc::new(
-        OnnxEmbedder::load(&files, EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() })
-            .map_err(|e| Problem::Model.because(e))?,
-    );
+    // One session on every core, as `Engine::open` has: one client's new query is answered 1.22x
+    // sooner than with the model on one thread, and 8 clients' new queries/s rise 1.19x (medians
+    // of four runs each, docs/gateway-performance.md).
+    let embedder: Arc<dyn toolsearch::Embedder> =
+        Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?);
     let http = args.http;
     if http.is_none() && config.settings.scopes.is_none() && config.settings.access == Access::Open {
         say_err!(

@@ -5,7 +5,8 @@
    the gateway's context switches and CPU time per forwarded call;
 2. ping latency while a 5 s upstream call is in flight;
 3. searches per second with 8 and with 200 concurrent Streamable HTTP clients (sessions), and
-   the gateway's RSS with 200 sessions open;
+   the gateway's RSS with 200 sessions open; searches per second with 8 clients whose every
+   query is new (so the model embeds each), and p50/p99 of one client's new queries one by one;
 4. the gateway's RSS over 10,000 mixed requests (search, expand, call, list, ping) over HTTP;
 5. reload time for a config change: a server added to the config until the gateway has
    applied it (`config_reloaded`) and until the new server's tools are found by search.
@@ -196,9 +197,10 @@ QUERIES = ["remember a note under a key", "echo a message back", "add two number
            "read back a stored note", "print environment variables", "sample an llm", "get a tiny image"]
 
 
-async def searches_per_s(url, pid, clients, seconds):
+async def searches_per_s(url, pid, clients, seconds, uncached=False):
     """Searches per second with CLIENTS concurrent sessions for SECONDS, once all are open; the
-    gateway's RSS (MB) with them all open."""
+    gateway's RSS (MB) with them all open. The queries repeat (400 of them, so most are answered
+    from the query cache) unless UNCACHED, where each is new and the model embeds every one."""
     counts = [0] * clients
     opened = [0]
     all_open = anyio.Event()
@@ -214,7 +216,8 @@ async def searches_per_s(url, pid, clients, seconds):
             await all_open.wait()
             k = 0
             while time.monotonic() < window["stop"]:
-                await s.call_tool("search_tool_by_category", {"query": QUERIES[(i + k) % len(QUERIES)] + f" {k % 50}"})
+                tail = f"{i}-{k}" if uncached else f"{k % 50}"
+                await s.call_tool("search_tool_by_category", {"query": f"{QUERIES[(i + k) % len(QUERIES)]} {tail}"})
                 counts[i] += 1
                 k += 1
         await http_session(url, work)
@@ -228,6 +231,15 @@ async def searches_per_s(url, pid, clients, seconds):
 async def http_bench(url, pid):
     REPORT["rss_idle_mb"] = round(rss_kb(pid) / 1024, 1)
     REPORT["http_searches_per_s_8_clients"], _ = await searches_per_s(url, pid, 8, 10.0)
+    REPORT["http_uncached_searches_per_s_8_clients"], _ = await searches_per_s(url, pid, 8, 10.0, uncached=True)
+
+    async def one_by_one(s):
+        ms = []
+        for k in range(300):
+            ms.append(await timed(lambda: s.call_tool("search_tool_by_category", {"query": f"{QUERIES[k % 8]} one {k}"})))
+        return ms
+
+    REPORT["http_uncached_search_1_client"] = summary((await http_session(url, one_by_one))[50:])
     per_s, rss = await searches_per_s(url, pid, 200, 10.0)
     REPORT["http_searches_per_s_200_clients"] = per_s
     REPORT["rss_with_200_sessions_mb"] = rss

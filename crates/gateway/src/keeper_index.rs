@@ -124,8 +124,7 @@ impl Keeper {
         let (models, name, started) = (options.models.clone(), new.model.clone(), Instant::now());
         let loaded = tokio::task::spawn_blocking(move || {
             let files = ModelFiles::choose(models.as_deref(), name.as_deref()).map_err(|e| e.to_string())?;
-            let threads = EmbedderOptions { intra_threads: Some(1), ..EmbedderOptions::default() };
-            OnnxEmbedder::load(&files, threads).map_err(|e| e.to_string())
+            OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| e.to_string())
