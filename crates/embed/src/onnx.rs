@@ -17,8 +17,10 @@ use crate::{normalize, EmbedError, Embedder};
 pub struct EmbedderOptions {
     /// Independent sessions (each can embed concurrently with the others).
     pub sessions: usize,
-    /// ONNX Runtime intra-op threads per session; `None` uses every core (what a search
-    /// wants: a query embeds 1.5-1.8x faster on two cores than on one, docs/latency.md).
+    /// ONNX Runtime intra-op threads per session; `None` uses every core this process may run
+    /// on, its CPU quota and affinity included (fastembed sizes it by `available_parallelism`,
+    /// not the host's cores as ONNX Runtime would): what a search wants, a query embeds
+    /// 1.5-1.8x faster on two cores than on one (docs/latency.md).
     pub intra_threads: Option<usize>,
     /// Tokens kept per text; longer texts are truncated. `None`: the model's own
     /// (`max_seq_length`; 256 for the named models).
