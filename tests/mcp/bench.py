@@ -236,7 +236,8 @@ async def http_bench(url, pid):
     async def one_by_one(s):
         ms = []
         for k in range(300):
-            ms.append(await timed(lambda: s.call_tool("search_tool_by_category", {"query": f"{QUERIES[k % 8]} one {k}"})))
+            query = f"{QUERIES[k % 8]} one {k}"
+            ms.append(await timed(lambda: s.call_tool("search_tool_by_category", {"query": query})))
         return ms
 
     REPORT["http_uncached_search_1_client"] = summary((await http_session(url, one_by_one))[50:])

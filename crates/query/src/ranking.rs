@@ -203,10 +203,10 @@ impl Ranker {
                         let v = embed_timed(t);
                         (Some(v), Some(lexical_search()))
                     }
-                    // A model that leaves a core idle (one loaded with fewer threads than cores,
-                    // by a library caller) has BM25 run beside it: neither needs the other's result, and the
-                    // model is the slower of the two, so BM25's time mostly disappears from the
-                    // total (docs/latency.md, "BM25 beside the embedding").
+                    // A model that leaves a core idle (one a library caller loaded with fewer
+                    // threads than cores) has BM25 run beside it: neither needs the other's
+                    // result, and the model is the slower of the two, so BM25's time mostly
+                    // disappears from the total (docs/latency.md, "BM25 beside the embedding").
                     None => std::thread::scope(|scope| {
                         let lexical = scope.spawn(lexical_search);
                         let v = embed_timed(t);
