@@ -256,6 +256,36 @@ fn a_server_whose_command_does_not_exist_does_not_hold_startup_and_leaks_nothing
     assert!(!p.out.to_string().contains("hunter2") && !p.out.to_string().contains("db.internal"));
 }
 
+/// A bare command is looked up along the `PATH` of the server's own `env` (the gateway starts
+/// it by that full path, without copying itself), and a script with no `#!` line, which only
+/// `sh` runs, still starts (`crate::child_program` in the gateway).
+#[cfg(unix)]
+#[test]
+fn a_bare_command_is_found_along_the_servers_own_path_and_a_script_without_a_shebang_still_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::scratch().join("gw-bare");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let server = common::repo().join("tests/mcp/rude_server.py");
+    let exec = format!("exec '{}' '{}' \"$@\"\n", python().display(), server.display());
+    for (name, first) in [("rude-shebang", "#!/bin/sh\n"), ("rude-bare", "")] {
+        let script = bin.join(name);
+        std::fs::write(&script, format!("{first}{exec}")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let at = |command: &str| json!({"command": command, "args": ["schemas"], "env": {"PATH": path}});
+    let steps = json!([
+        {"call": "shebang.set_alarm", "arguments": {"hour": 7}},
+        {"call": "bare.set_alarm", "arguments": {"hour": 8}},
+    ]);
+    let p = probe(&dir, json!({"shebang": at("rude-shebang"), "bare": at("rude-bare")}), json!({}), steps);
+    for i in 0..2 {
+        assert!(!p.step(i)["is_error"].as_bool().unwrap(), "{}", p.step(i));
+    }
+    assert!(p.events_of("upstream_down").is_empty(), "{:?}", p.events_of("upstream_down"));
+}
+
 /// The resident memory of the gateway process whose command line holds `marker`, in KiB.
 fn rss_kib(marker: &str) -> Option<u64> {
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {

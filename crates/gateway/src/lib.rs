@@ -40,6 +40,7 @@
 pub mod approve;
 mod catalogue;
 mod child;
+mod child_program;
 mod config;
 mod config_changes;
 mod credentials;

@@ -56,20 +56,33 @@ impl Upstream {
     pub(super) async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
         match &self.spec {
             ServerSpec::Stdio { command, args, env, cwd, inherit_env } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                crate::child::set_env(&mut cmd, inherit_env, env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                let (transport, stderr) =
-                    ChildTransport::spawn(cmd, self.limits.max_line()).map_err(|e| match e.kind() {
-                        std::io::ErrorKind::NotFound => Failure::new("its command was not found", e.to_string()),
-                        std::io::ErrorKind::PermissionDenied => {
-                            Failure::new("its command may not be run (permission denied)", e.to_string())
-                        }
-                        _ => Failure::new("its command could not be started", e.to_string()),
-                    })?;
+                let start = |program: Option<&std::path::Path>| {
+                    let mut cmd = tokio::process::Command::new(program.unwrap_or(command.as_ref()));
+                    #[cfg(unix)]
+                    cmd.arg0(command);
+                    cmd.args(args);
+                    crate::child::set_env(&mut cmd, inherit_env, env);
+                    if let Some(dir) = cwd {
+                        cmd.current_dir(dir);
+                    }
+                    ChildTransport::spawn(cmd, self.limits.max_line())
+                };
+                // Found here so that it starts without a copy of the gateway
+                // (`crate::child_program`); a script with no `#!` line, which only a lookup in
+                // the child runs (with `sh`), is started that way.
+                let program = crate::child_program::found(command, crate::child_program::child_path(env).as_deref());
+                let started = match start(program.as_deref()) {
+                    #[cfg(unix)]
+                    Err(e) if program.is_some() && e.raw_os_error() == Some(libc::ENOEXEC) => start(None),
+                    started => started,
+                };
+                let (transport, stderr) = started.map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Failure::new("its command was not found", e.to_string()),
+                    std::io::ErrorKind::PermissionDenied => {
+                        Failure::new("its command may not be run (permission denied)", e.to_string())
+                    }
+                    _ => Failure::new("its command could not be started", e.to_string()),
+                })?;
                 if let Some(stderr) = stderr {
                     let tail = self.stderr.clone();
                     tokio::spawn(async move {
