@@ -53,7 +53,7 @@ REPORT: dict = {}
 
 
 def summary(ms):
-    return {"n": len(ms), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3)}
+    return {"n": len(ms), "p50_ms": round(pct(ms, 50), 3), "p99_ms": round(pct(ms, 99), 3), "max_ms": round(max(ms), 3)}
 
 
 async def timed(f):
@@ -306,6 +306,7 @@ async def main():
     try:
         await http_bench(url, gw.pid, events)
         await reload_bench(url, events)
+        await starts_bench(url, events)
     finally:
         gw.terminate()
         gw.wait(timeout=20)
@@ -350,6 +351,30 @@ async def reload_bench(url, events):
     applied = [json.loads(l)["ms"] for l in events if '"config_reloaded"' in l]
     REPORT["reload_applied_ms"] = applied[0] if applied else None
     REPORT["reload_until_searchable_s"] = round(found, 2) if found else None
+
+
+async def starts_bench(url, events):
+    """Six stdio servers added to the config at once: pings from a session until the index
+    the gateway builds next is in (it starts each program, lists its tools, then indexes)."""
+    with open(HTTP_CONFIG) as f:
+        config = json.load(f)
+    everything = config["mcpServers"]["everything"]
+    for i in range(6):
+        config["mcpServers"][f"more{i}"] = everything
+    pings, t0 = [], []
+
+    async def pinger(s):
+        before = sum('"indexed"' in e for e in events)
+        with open(HTTP_CONFIG + ".new", "w") as f:
+            json.dump(config, f)
+        os.replace(HTTP_CONFIG + ".new", HTTP_CONFIG)
+        t0.append(time.monotonic())
+        while sum('"indexed"' in e for e in events) == before and time.monotonic() - t0[0] < 60:
+            pings.append(await timed(s.send_ping))
+
+    await http_session(url, pinger)
+    REPORT["ping_during_six_starts"] = summary(pings)
+    REPORT["six_starts_indexed_s"] = round(time.monotonic() - t0[0], 2)
 
 
 async def compare():

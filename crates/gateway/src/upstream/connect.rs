@@ -56,26 +56,37 @@ impl Upstream {
     pub(super) async fn connect(&self, handler: UpClient) -> Result<RunningService<RoleClient, UpClient>, Failure> {
         match &self.spec {
             ServerSpec::Stdio { command, args, env, cwd, inherit_env } => {
-                let start = |program: Option<&std::path::Path>| {
-                    let mut cmd = tokio::process::Command::new(program.unwrap_or(command.as_ref()));
-                    #[cfg(unix)]
-                    cmd.arg0(command);
-                    cmd.args(args);
-                    crate::child::set_env(&mut cmd, inherit_env, env);
-                    if let Some(dir) = cwd {
-                        cmd.current_dir(dir);
+                let (command, args, env, cwd, inherit_env) =
+                    (command.clone(), args.clone(), env.clone(), cwd.clone(), inherit_env.clone());
+                let max_line = self.limits.max_line();
+                let spawn = move || {
+                    let start = |program: Option<&std::path::Path>| {
+                        let mut cmd = tokio::process::Command::new(program.unwrap_or(command.as_ref()));
+                        #[cfg(unix)]
+                        cmd.arg0(&command);
+                        cmd.args(&args);
+                        crate::child::set_env(&mut cmd, &inherit_env, &env);
+                        if let Some(dir) = &cwd {
+                            cmd.current_dir(dir);
+                        }
+                        ChildTransport::spawn(cmd, max_line)
+                    };
+                    // Found here so that it starts without a copy of the gateway
+                    // (`crate::child_program`); a script with no `#!` line, which only a lookup
+                    // in the child runs (with `sh`), is started that way.
+                    let program =
+                        crate::child_program::found(&command, crate::child_program::child_path(&env).as_deref());
+                    match start(program.as_deref()) {
+                        #[cfg(unix)]
+                        Err(e) if program.is_some() && e.raw_os_error() == Some(libc::ENOEXEC) => start(None),
+                        started => started,
                     }
-                    ChildTransport::spawn(cmd, self.limits.max_line())
                 };
-                // Found here so that it starts without a copy of the gateway
-                // (`crate::child_program`); a script with no `#!` line, which only a lookup in
-                // the child runs (with `sh`), is started that way.
-                let program = crate::child_program::found(command, crate::child_program::child_path(env).as_deref());
-                let started = match start(program.as_deref()) {
-                    #[cfg(unix)]
-                    Err(e) if program.is_some() && e.raw_os_error() == Some(libc::ENOEXEC) => start(None),
-                    started => started,
-                };
+                // Off the thread that serves every session: starting a program waits until it
+                // has been loaded (a `vfork`).
+                let started = tokio::task::spawn_blocking(spawn)
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
                 let (transport, stderr) = started.map_err(|e| match e.kind() {
                     std::io::ErrorKind::NotFound => Failure::new("its command was not found", e.to_string()),
                     std::io::ErrorKind::PermissionDenied => {
