@@ -4,8 +4,8 @@
 //! A child gets an environment of its own (`crate::child::set_env`), and when a command's
 //! `PATH` is set that way the standard library cannot let `posix_spawn` look the program up: it
 //! forks the whole gateway instead (a copy of the page tables of a process holding a model and
-//! an index, made on the thread that serves every session, then a write fault per page the
-//! gateway touches until the child has started) and looks the program up in the child.
+//! an index, then a write fault on each page the gateway writes next) and looks the program up
+//! in the child.
 //! Looking it up here first, along the `PATH` the child will get and the way `execvp` does,
 //! lets the program start by its full path with `posix_spawn` (a `vfork`). What would make the
 //! lookup depend on the child's working directory (a relative entry in `PATH`) is left to the
