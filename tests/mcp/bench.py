@@ -10,7 +10,9 @@
 4. the gateway's RSS over 10,000 mixed requests (search, expand, call, list, ping) over HTTP;
 5. reload time for a config change: a server added to the config until the gateway has
    applied it (`config_reloaded`) and until the new server's tools are found by search, and
-   ping latency from another session meanwhile (the server starting, the index rebuilt).
+   ping latency from another session meanwhile (the server starting, the index rebuilt);
+6. ping latency from a session while a config edit adds six stdio servers at once, until the
+   next index is built (`ping_during_six_starts`, `six_starts_indexed_s`).
 
     python bench.py TOOLSEARCH_BIN CONFIG STATE HTTP_CONFIG HTTP_STATE
 Prints a JSON report.
