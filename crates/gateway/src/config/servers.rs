@@ -137,7 +137,7 @@ pub(super) fn read(
             let args: Vec<String> =
                 s.args.iter().enumerate().map(|(i, a)| expand(&format!("args[{i}]"), a)).collect::<Result<_, _>>()?;
             let cwd = s.cwd.map(|c| expand("cwd", &c.to_string_lossy()).map(PathBuf::from)).transpose()?;
-            if super::itself::starts_this_gateway(&command, &args, cwd.as_deref(), config) {
+            if super::itself::starts_this_gateway(&command, &args, cwd.as_deref(), &env, config) {
                 return Ok(Entry::Skipped(Some(format!(
                     "{at}.{name}: skipped: it starts this gateway itself on this config (`{command} {}`), which \
                      would start it again without end; the gateway serves its servers already",
