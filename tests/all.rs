@@ -50,6 +50,7 @@ mod gateway_revisions;
 mod gateway_search;
 mod gateway_silent_peer;
 mod gateway_sse;
+mod gateway_startup;
 mod gateway_store;
 mod gateway_strikes;
 mod gateway_tls;

@@ -8,49 +8,15 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::probe::probe;
 use common::{python, write_config};
 use serde_json::{json, Value};
 
 fn rude(mode: &str) -> Value {
     json!({"command": python(), "args": [common::repo().join("tests/mcp/rude_server.py"), mode]})
-}
-
-/// What the probe saw, and the gateway's status events (one JSON object per line).
-struct Probe {
-    out: Value,
-    events: Vec<Value>,
-}
-
-impl Probe {
-    fn step(&self, i: usize) -> &Value {
-        &self.out["steps"][i]
-    }
-
-    fn events_of(&self, kind: &str) -> Vec<&Value> {
-        self.events.iter().filter(|e| e["event"] == kind).collect()
-    }
-}
-
-fn probe(dir: &Path, servers: Value, settings: Value, steps: Value) -> Probe {
-    let config = write_config(dir, &json!({"mcpServers": servers, "toolsearch": settings}));
-    let stderr = dir.join("gateway.stderr");
-    let out = Command::new(python())
-        .arg(common::repo().join("tests/mcp/probe.py"))
-        .arg(&config)
-        .arg(dir.join("state"))
-        .arg(&stderr)
-        .arg(steps.to_string())
-        .env("TOOLSEARCH_BIN", env!("CARGO_BIN_EXE_toolsearch"))
-        .output()
-        .expect("python runs");
-    let status = std::fs::read_to_string(&stderr).unwrap_or_default();
-    assert!(out.status.success(), "probe failed: {}\ngateway: {status}", String::from_utf8_lossy(&out.stderr));
-    let events = status.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    Probe { out: serde_json::from_slice(&out.stdout).unwrap(), events }
 }
 
 fn text(step: &Value) -> &str {

@@ -218,6 +218,11 @@ impl Status for StderrStatus {
         let text = match (kind, &detail) {
             ("upstream_up", d) => format!("{} is up ({} tools)", d["server"].as_str().unwrap_or("?"), d["tools"]),
             ("upstream_down", d) => d["reason"].as_str().unwrap_or("an upstream is down").to_owned(),
+            ("upstream_starting", d) => format!(
+                "{} is still starting after {:.1} s: serving the others; its tools are added when it is up",
+                d["server"].as_str().unwrap_or("?"),
+                d["waited_secs"].as_f64().unwrap_or(0.0)
+            ),
             ("indexed", d) => format!(
                 "indexed {} ({} embedded, {} reused) in {:.1} s",
                 super::render::count(d["tools"].as_u64().unwrap_or(0) as usize, "tool", "tools"),
@@ -291,6 +296,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     }
     let options = engine_options(global, args.cutoff.min_confidence);
     let (build, replica, audit_dir) = (args.build, args.replica, args.audit_dir.clone());
+    if build {
+        // No client is waiting: the index built is every server's that starts in time.
+        config.settings.startup_wait_secs = config.settings.connect_timeout_secs;
+    }
     // One thread serves the clients (stdio or HTTP), so a forwarded call's hops (HTTP
     // parsing, session, SDK, upstream relay, writer) are task switches, not thread wake-ups
     // (docs/gateway-performance.md). Searches, index builds and learning run on the

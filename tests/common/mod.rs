@@ -110,3 +110,4 @@ pub mod oauth;
 pub mod oauth_mock;
 pub mod ports;
 pub mod postgres;
+pub mod probe;

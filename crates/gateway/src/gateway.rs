@@ -130,14 +130,20 @@ pub async fn start(
         let lazy = lazy_settings(&config, name, state, replica);
         fleet.add(name, spec, config.settings.limits, connect, lazy, call_timeout(&config, name));
     }
-    // Wait for each upstream's first attempt (up or down), within the connect timeout. What
-    // else comes meanwhile (a failed request, a changed list) is the keeper's, given it after.
-    let deadline = Instant::now() + connect;
+    // Wait for each upstream's first attempt (up or down), within the connect timeout, but
+    // once one is up, no longer than the startup wait: the client is waiting for its
+    // `initialize` answer, and a server still starting then is indexed when it is up (the
+    // keeper's rebuild). What else comes meanwhile (a failed request, a changed list) is the
+    // keeper's, given it after.
+    let started = Instant::now();
+    let deadline = started + connect;
+    let serve_by = started + Duration::from_secs(config.settings.startup_wait_secs).min(connect);
     let mut settled: BTreeMap<String, bool> = BTreeMap::new();
     let mut later = Vec::new();
     let upstreams = fleet.all();
     while settled.len() < upstreams.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let until = if settled.values().any(|up| *up) { serve_by } else { deadline };
+        let left = until.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, events.recv()).await {
             Ok(Some(e)) => match &e {
                 UpEvent::Up(n) => {
@@ -159,9 +165,15 @@ pub async fn start(
         let _ = events_tx.send(e);
     }
     drop(events_tx);
+    let waited = started.elapsed();
     for (n, up) in &upstreams {
-        if !settled.contains_key(n) {
-            status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()}));
+        match settled.contains_key(n) {
+            true => {}
+            // Still within its own connect timeout: indexed when it is up, down when that passes.
+            false if waited < connect => {
+                status.event("upstream_starting", json!({"server": n, "waited_secs": waited.as_secs_f64()}))
+            }
+            false => status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()})),
         }
     }
     let listings = fleet.listings();

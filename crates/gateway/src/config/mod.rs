@@ -139,6 +139,12 @@ pub struct GatewaySettings {
     pub call_timeout_secs: u64,
     /// Longest wait for an upstream to start and initialize, in seconds (default 30).
     pub connect_timeout_secs: u64,
+    /// How long a starting gateway waits for its servers before it serves its client, in
+    /// seconds (default 5): a server still starting then is indexed when it is up. With no
+    /// server up by then it waits on, up to `connect_timeout_secs`. Clients give a server 10
+    /// (Codex) to 30 s (Claude Desktop) to answer `initialize`; one slow server must not cost
+    /// the client every other one.
+    pub startup_wait_secs: u64,
     /// Whether servers are lazy unless their entry says (default false): started only when a
     /// call, read or prompt needs one, their tools indexed meanwhile from the listing kept in
     /// the state directory.
@@ -192,6 +198,7 @@ impl Default for GatewaySettings {
             trusted_proxies: Vec::new(),
             call_timeout_secs: 60,
             connect_timeout_secs: 30,
+            startup_wait_secs: 5,
             lazy: false,
             idle_stop_secs: 300,
             limits: GatewayLimits::default(),
@@ -374,12 +381,14 @@ impl GatewayConfig {
             }
         }
         examples::check(&settings.examples, |server| servers.contains_key(server)).map_err(bad)?;
-        for (what, t) in
-            [("call_timeout_secs", settings.call_timeout_secs), ("connect_timeout_secs", settings.connect_timeout_secs)]
-        {
-            if !(1..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(&t) {
+        for (what, t, least) in [
+            ("call_timeout_secs", settings.call_timeout_secs, 1),
+            ("connect_timeout_secs", settings.connect_timeout_secs, 1),
+            ("startup_wait_secs", settings.startup_wait_secs, 0),
+        ] {
+            if !(least..=toolsearch_exec::MAX_TIMEOUT_SECS).contains(&t) {
                 return Err(bad(format!(
-                    "toolsearch.{what}: {t} is out of range: use 1 to {}",
+                    "toolsearch.{what}: {t} is out of range: use {least} to {}",
                     toolsearch_exec::MAX_TIMEOUT_SECS
                 )));
             }

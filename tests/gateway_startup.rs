@@ -1,0 +1,74 @@
+//! A starting gateway and the client waiting for its `initialize` answer: clients give a server
+//! 10 (Codex) to 30 s (Claude Desktop), so one server slow to start must not hold back the
+//! others (`toolsearch.startup_wait_secs`), and `gateway --build`, which no client waits for,
+//! still waits for every server.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::Command;
+
+use common::probe::probe;
+use common::{python, repo, write_config};
+use serde_json::{json, Value};
+
+/// The hand-written server of tests/mcp/rude_server.py, started after `delay` seconds.
+fn rude_after(delay: u32) -> Value {
+    let server = repo().join("tests/mcp/rude_server.py");
+    let script = format!("sleep {delay}; exec '{}' '{}' schemas", python().display(), server.display());
+    json!({"command": "sh", "args": ["-c", script]})
+}
+
+#[test]
+fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_initialize() {
+    let dir = common::scratch().join("gw-slow-start");
+    let servers = json!({"quick": rude_after(0), "slow": rude_after(8)});
+    let steps = json!([
+        {"call": "slow.set_alarm", "arguments": {"hour": 7}},
+        {"call": "quick.set_alarm", "arguments": {"hour": 7}},
+        {"sleep": 14},
+        {"call": "slow.set_alarm", "arguments": {"hour": 8}},
+    ]);
+    let p = probe(&dir, servers.clone(), json!({"startup_wait_secs": 1, "connect_timeout_secs": 30}), steps);
+    // Served once `quick` was up and the wait was over, not when `slow` came up 8 s in.
+    let ready = p.out["ready_s"].as_f64().unwrap();
+    assert!(ready < 6.0, "initialize answered after {ready} s: {}", p.out);
+    assert!(p.step(0)["is_error"].as_bool().unwrap(), "slow was not up yet: {}", p.step(0));
+    assert!(!p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
+    // Said to be starting, not down; indexed and callable once it was up.
+    let starting = p.events_of("upstream_starting");
+    assert!(starting.iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
+    assert!(p.events_of("upstream_down").is_empty(), "{:?}", p.events_of("upstream_down"));
+    assert!(p.events_of("upstream_up").iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
+    assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
+
+    // `--build` has no client waiting: it waits for `slow`, whose tools are in what it built.
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let config = write_config(&build, &json!({"mcpServers": servers, "toolsearch": {"startup_wait_secs": 1}}));
+    common::gateway::gateway_build(&config, &build.join("state"));
+    let expand = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .arg("expand")
+        .arg(build.join("state/index"))
+        .arg("slow.set_alarm")
+        .output()
+        .unwrap();
+    assert!(expand.status.success(), "{}", String::from_utf8_lossy(&expand.stderr));
+}
+
+/// The wait is a setting with bounds like the other times, and a bad one is refused naming it.
+#[test]
+fn a_startup_wait_out_of_range_is_refused_naming_the_field() {
+    let dir = common::scratch().join("gw-startup-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = write_config(
+        &dir,
+        &json!({"mcpServers": {"quick": rude_after(0)}, "toolsearch": {"startup_wait_secs": 100000}}),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(["gateway", "--check", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("toolsearch.startup_wait_secs: 100000 is out of range"), "{err}");
+}
