@@ -280,9 +280,14 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     let files = super::common::choose_model(global, model)?;
     // One session on every core, as `Engine::open` has: one client's new query is answered 1.22x
     // sooner than with the model on one thread, and 8 clients' new queries/s rise 1.19x (medians
-    // of four runs each, docs/gateway-performance.md).
-    let embedder: Arc<dyn toolsearch::Embedder> =
-        Arc::new(OnnxEmbedder::load(&files, EmbedderOptions::default()).map_err(|e| Problem::Model.because(e))?);
+    // of four runs each, docs/gateway-performance.md). It loads on a thread of its own while the
+    // servers start: `start` waits for it only to build the index.
+    let (loaded, model) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let embedder = OnnxEmbedder::load(&files, EmbedderOptions::default());
+        let _ = loaded.send(embedder.map(|e| Arc::new(e) as Arc<dyn toolsearch::Embedder>).map_err(|e| e.to_string()));
+    });
+    let embedder = async move { model.await.unwrap_or_else(|_| Err("the model's loading thread ended".into())) };
     let http = args.http;
     if http.is_none() && config.settings.scopes.is_none() && config.settings.access == Access::Open {
         say_err!(
@@ -341,7 +346,10 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         served
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    result.map_err(|e| Problem::Gateway.because(e))
+    result.map_err(|e| match e {
+        toolsearch::mcp::ServeError::Model(e) => Problem::Model.because(e),
+        e => Problem::Gateway.because(e),
+    })
 }
 
 /// `gateway --check`: each server started once and reported on.

@@ -79,10 +79,14 @@ pub enum Role {
 
 /// Starts the upstreams, builds (or refreshes) the index under `state` (a replica: opens it
 /// as it is), and returns the hub to serve with the task that keeps it current.
+///
+/// `model` is the embedding model loading: it is awaited only once the upstreams have been
+/// started and waited for, so that a model loaded on another thread meanwhile costs the
+/// client's wait nothing; its error is [`ServeError::Model`].
 pub async fn start(
     config: GatewayConfig,
     state: &Path,
-    embedder: Arc<dyn Embedder>,
+    model: impl std::future::Future<Output = Result<Arc<dyn Embedder>, String>>,
     engine_options: EngineOptions,
     status: Arc<dyn Status>,
     role: Role,
@@ -176,6 +180,7 @@ pub async fn start(
             false => status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()})),
         }
     }
+    let embedder = model.await.map_err(ServeError::Model)?;
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
     let vetted: Arc<crate::vetted::Vetted> = Arc::default();

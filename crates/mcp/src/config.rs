@@ -56,6 +56,9 @@ pub enum ServeError {
     /// The HTTP endpoint could not be served.
     #[error("http: {0}")]
     Http(String),
+    /// The embedding model could not be loaded.
+    #[error("{0}")]
+    Model(String),
 }
 
 impl ServeConfig {
