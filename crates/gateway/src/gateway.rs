@@ -91,9 +91,6 @@ pub async fn start(
     status: Arc<dyn Status>,
     role: Role,
 ) -> Result<Gateway, ServeError> {
-    // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
-    // memory up (see the function's doc for the measurement).
-    toolsearch_embed::memory::fixed_mmap_threshold();
     let index_dir = state.join("index");
     let replica = matches!(role, Role::Replica { .. });
     if !replica {
@@ -181,6 +178,10 @@ pub async fn start(
         }
     }
     let embedder = model.await.map_err(ServeError::Model)?;
+    // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
+    // memory up (see the function's doc for the measurement). Set once the model is loaded:
+    // set before, the model's own loading (on its thread) paid an mmap per large buffer.
+    toolsearch_embed::memory::fixed_mmap_threshold();
     let listings = fleet.listings();
     let held: HeldNow = Arc::default();
     let vetted: Arc<crate::vetted::Vetted> = Arc::default();
