@@ -6,7 +6,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::probe::probe;
 use common::{python, repo, write_config};
@@ -71,4 +72,34 @@ fn a_startup_wait_out_of_range_is_refused_naming_the_field() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("toolsearch.startup_wait_secs: 100000 is out of range"), "{err}");
+}
+
+/// The model loads while the servers start: one that does not load ends the start at once,
+/// naming its file, not after the servers have been waited for (30 s here), and the servers
+/// started meanwhile are ended with it.
+#[test]
+fn a_model_that_does_not_load_ends_the_start_at_once_naming_the_file() {
+    let dir = common::scratch().join("gw-bad-model");
+    let model = common::copy_model("tiny-cls", "gw-cut-model");
+    let weights = std::fs::read(model.join("model.onnx")).unwrap();
+    std::fs::write(model.join("model.onnx"), &weights[..weights.len() / 3]).unwrap();
+    let marker = "a-server-that-never-answers";
+    let hung = json!({"command": python(), "args": ["-c", "import time; time.sleep(600)", marker]});
+    let config = write_config(&dir, &json!({"mcpServers": {"hung": hung}, "toolsearch": {"connect_timeout_secs": 30}}));
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .arg("--model")
+        .arg(&model)
+        .args(["gateway", "--config", config.to_str().unwrap(), "--state"])
+        .arg(dir.join("state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let named = format!("{}: does not load", model.join("model.onnx").display());
+    assert!(err.contains(&named), "{err}");
+    assert!(took < Duration::from_secs(10), "refused after {took:?}: {err}");
+    assert!(common::gateway::settles(marker, 0, Duration::from_secs(5)), "the starting server was left running");
 }

@@ -127,6 +127,14 @@ fn bad_model_directories_are_refused_naming_the_file_and_field() {
     let err = build(no_onnx.to_str().unwrap());
     assert!(err.contains("model.onnx") && err.contains("missing"), "{err}");
 
+    // Weights ONNX Runtime cannot take (a download cut short) are named, not just described.
+    let cut = common::copy_model("tiny-cls", "cut-onnx");
+    let weights = std::fs::read(cut.join("model.onnx")).unwrap();
+    std::fs::write(cut.join("model.onnx"), &weights[..weights.len() / 3]).unwrap();
+    let err = build(cut.to_str().unwrap());
+    let named = format!("{}: does not load", cut.join("model.onnx").display());
+    assert!(err.contains(&named), "{err}");
+
     let err = build("no-such-model");
     assert!(err.contains("no-such-model") && err.contains("neither a named model"), "{err}");
 }

@@ -24,6 +24,7 @@
 
 mod error;
 mod files;
+mod fingerprint;
 pub mod memory;
 mod onnx;
 mod pooling;

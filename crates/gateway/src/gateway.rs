@@ -80,9 +80,9 @@ pub enum Role {
 /// Starts the upstreams, builds (or refreshes) the index under `state` (a replica: opens it
 /// as it is), and returns the hub to serve with the task that keeps it current.
 ///
-/// `model` is the embedding model loading: it is awaited only once the upstreams have been
-/// started and waited for, so that a model loaded on another thread meanwhile costs the
-/// client's wait nothing; its error is [`ServeError::Model`].
+/// `model` is the embedding model loading: it is awaited while the upstreams start and are
+/// waited for, so that a model loaded on another thread meanwhile costs the client's wait
+/// nothing; its error is [`ServeError::Model`], returned as soon as it comes.
 pub async fn start(
     config: GatewayConfig,
     state: &Path,
@@ -142,10 +142,21 @@ pub async fn start(
     let mut settled: BTreeMap<String, bool> = BTreeMap::new();
     let mut later = Vec::new();
     let upstreams = fleet.all();
+    // The model loads meanwhile; one that cannot load ends the start at once, not after the
+    // servers have been waited for.
+    tokio::pin!(model);
+    let mut loaded = None;
     while settled.len() < upstreams.len() {
         let until = if settled.values().any(|up| *up) { serve_by } else { deadline };
         let left = until.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, events.recv()).await {
+        let event = tokio::select! {
+            m = &mut model, if loaded.is_none() => {
+                loaded = Some(m.map_err(ServeError::Model)?);
+                continue;
+            }
+            event = tokio::time::timeout(left, events.recv()) => event,
+        };
+        match event {
             Ok(Some(e)) => match &e {
                 UpEvent::Up(n) => {
                     let tools = upstreams[n].tool_count();
@@ -177,7 +188,10 @@ pub async fn start(
             false => status.event("upstream_down", json!({"server": n, "reason": up.operator_reason()})),
         }
     }
-    let embedder = model.await.map_err(ServeError::Model)?;
+    let embedder = match loaded {
+        Some(embedder) => embedder,
+        None => model.await.map_err(ServeError::Model)?,
+    };
     // The gateway rebuilds its index whenever a tool list changes: keep that from ratcheting
     // memory up (see the function's doc for the measurement). Set once the model is loaded:
     // set before, the model's own loading (on its thread) paid an mmap per large buffer.
