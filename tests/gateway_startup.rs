@@ -57,6 +57,34 @@ fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_ini
     assert!(expand.status.success(), "{}", String::from_utf8_lossy(&expand.stderr));
 }
 
+/// On a later start, a server slow to start has its tools from its last listing (kept under
+/// the state dir) indexed while it starts, held unavailable: a call is told the server is still
+/// starting, not that no such tool exists, and is answered once it is up.
+#[test]
+fn a_server_slow_to_start_again_is_said_to_be_starting_from_its_kept_listing() {
+    let dir = common::scratch().join("gw-slow-again");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The delay is read from a file: the entry itself stays the same, so its listing is kept.
+    let delay = dir.join("delay");
+    std::fs::write(&delay, "0").unwrap();
+    let server = repo().join("tests/mcp/rude_server.py");
+    let script =
+        format!("sleep $(cat '{}'); exec '{}' '{}' schemas", delay.display(), python().display(), server.display());
+    let servers = json!({"quick": rude_after(0), "slow": {"command": "sh", "args": ["-c", script]}});
+    let settings = json!({"startup_wait_secs": 1, "connect_timeout_secs": 30});
+    let call = |hour: u32| json!({"call": "slow.set_alarm", "arguments": {"hour": hour}});
+    let first = probe(&dir, servers.clone(), settings.clone(), json!([call(6)]));
+    assert!(!first.step(0)["is_error"].as_bool().unwrap(), "{}", first.step(0));
+
+    std::fs::write(&delay, "8").unwrap();
+    let p = probe(&dir, servers, settings, json!([call(7), {"sleep": 14}, call(8)]));
+    let ready = p.out["ready_s"].as_f64().unwrap();
+    assert!(ready < 6.0, "initialize answered after {ready} s: {}", p.out);
+    let starting = p.step(0).to_string();
+    assert!(starting.contains("UNAVAILABLE") && starting.contains("it is still starting"), "{starting}");
+    assert!(!p.step(2)["is_error"].as_bool().unwrap(), "{}", p.step(2));
+}
+
 /// The wait is a setting with bounds like the other times, and a bad one is refused naming it.
 #[test]
 fn a_startup_wait_out_of_range_is_refused_naming_the_field() {

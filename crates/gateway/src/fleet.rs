@@ -22,6 +22,8 @@ pub struct Fleet {
     availability: Arc<Availability>,
     /// The state directory (OAuth grants live under it).
     state: std::path::PathBuf,
+    /// Whether each server's listing is kept under `state` for the next start (a primary).
+    keeps_listings: bool,
     /// How long a forwarded request may take where a server's entry says nothing, in
     /// milliseconds: the config's, changed by a reload for the next request.
     call_timeout_ms: AtomicU64,
@@ -57,10 +59,19 @@ impl Fleet {
             events,
             availability,
             state: state.to_path_buf(),
+            keeps_listings: false,
             call_timeout_ms: AtomicU64::new(0),
         };
         fleet.set_call_timeout(call_timeout);
         fleet
+    }
+
+    /// The same, keeping each server's listing under the state directory for the next start,
+    /// where it is indexed while the server starts (`crate::upstream`'s kept listings): what a
+    /// primary gateway does, and not a replica (which writes nothing there) or a check.
+    pub(crate) fn keeping_listings(mut self, keep: bool) -> Fleet {
+        self.keeps_listings = keep;
+        self
     }
 
     /// Sets how long a request forwarded to a server whose entry gives no `call_timeout_secs`
@@ -88,7 +99,8 @@ impl Fleet {
         call_timeout: Option<Duration>,
     ) {
         self.remove(name);
-        let up = Upstream::new(name.to_owned(), spec.clone(), limits, lazy, call_timeout, &self.state);
+        let up =
+            Upstream::new(name.to_owned(), spec.clone(), limits, lazy, call_timeout, &self.state, self.keeps_listings);
         let task = up.supervise(self.events.clone(), connect);
         let (flag, why) = (up.flag(), up.clone());
         self.availability.register_with_reason(

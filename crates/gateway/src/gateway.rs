@@ -121,12 +121,15 @@ pub async fn start(
     let connect = Duration::from_secs(config.settings.connect_timeout_secs);
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let availability = Arc::new(Availability::default());
-    let fleet = Arc::new(Fleet::new(
-        events_tx.clone(),
-        availability.clone(),
-        state,
-        Duration::from_secs(config.settings.call_timeout_secs),
-    ));
+    let fleet = Arc::new(
+        Fleet::new(
+            events_tx.clone(),
+            availability.clone(),
+            state,
+            Duration::from_secs(config.settings.call_timeout_secs),
+        )
+        .keeping_listings(!replica),
+    );
     for (name, spec) in &config.servers {
         let lazy = lazy_settings(&config, name, state, replica);
         fleet.add(name, spec, config.settings.limits, connect, lazy, call_timeout(&config, name));

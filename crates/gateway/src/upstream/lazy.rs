@@ -1,8 +1,8 @@
 //! Lazy upstreams: started when a call, read or prompt needs one, stopped when idle.
 //!
 //! A lazy server's tools stay in the catalogue while it is not running: its last listing is
-//! kept in the state directory (`listings/NAME.json`, with a digest of how it is started, so a
-//! changed entry starts afresh) and read back at startup, where it stands in for connecting.
+//! kept in the state directory (`super::kept`: a changed entry starts afresh) and read back at
+//! startup, where it stands in for connecting.
 //! The first request that needs the server wakes its supervisor, which connects as for any
 //! server; requests wait for that within the connect timeout. After `idle_stop_secs` without
 //! a request (none in flight), the session is closed and the supervisor waits again; the
@@ -14,12 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
-
-use crate::config::ServerSpec;
-use crate::listing::Listing;
 
 /// How a lazy server is kept.
 #[derive(Debug, Clone)]
@@ -42,47 +37,17 @@ pub(crate) struct Lazy {
     used: Mutex<Instant>,
     /// Requests to it in flight.
     busy: AtomicUsize,
-    /// Digest of how it is started (command, arguments, environment, URL, headers).
-    digest: String,
-}
-
-/// A kept listing, as written.
-#[derive(Serialize, Deserialize)]
-struct Kept {
-    digest: String,
-    listing: Listing,
 }
 
 impl Lazy {
-    pub(super) fn new(settings: LazySettings, name: &str, spec: &ServerSpec) -> Lazy {
-        let digest = format!("{:x}", Sha256::digest(format!("{name}\0{spec:?}").as_bytes()));
+    pub(super) fn new(settings: LazySettings) -> Lazy {
         Lazy {
             settings,
             wanted: Notify::new(),
             connected: Notify::new(),
             used: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
-            digest,
         }
-    }
-
-    /// The listing kept for `name`, if one was kept for this very entry.
-    pub(super) fn load(&self, name: &str) -> Option<Listing> {
-        let text = std::fs::read(self.settings.state.join("listings").join(format!("{name}.json"))).ok()?;
-        let kept: Kept = serde_json::from_slice(&text).ok()?;
-        (kept.digest == self.digest).then_some(kept.listing)
-    }
-
-    /// Keeps `listing` for `name` (a failure to write only costs the next start its speed).
-    pub(super) fn keep(&self, name: &str, listing: &Listing) {
-        let dir = self.settings.state.join("listings");
-        // Private, as the rest of the state directory: a listing names the server's tools.
-        if std::fs::create_dir_all(&dir).and_then(|()| toolsearch_catalog::platform::make_private(&dir, true)).is_err()
-        {
-            return;
-        }
-        let kept = Kept { digest: self.digest.clone(), listing: listing.clone() };
-        let _ = crate::pins::write_atomic(&dir, &format!("{name}.json"), &kept);
     }
 
     /// A request starts using the server.

@@ -22,6 +22,7 @@ mod asks;
 mod client;
 mod connect;
 mod failure;
+mod kept;
 pub(crate) mod lazy;
 mod per_user;
 mod sse;
@@ -89,6 +90,8 @@ pub struct Upstream {
     router: Arc<crate::progress::Router>,
     /// Set when it is lazy: started on demand, stopped when idle (`lazy`).
     lazy: Option<Lazy>,
+    /// Where its last listing is kept for the next start (none on a replica, or a check).
+    kept: Option<kept::KeptListing>,
     /// Its open calls, whose clients its questions (elicitation, sampling) are relayed to.
     pub(crate) asks: Arc<Asks>,
     /// Whether it speaks only the session-free revision (learnt from its refusal of
@@ -132,8 +135,10 @@ impl Upstream {
         lazy: Option<LazySettings>,
         call_timeout: Option<Duration>,
         state: &std::path::Path,
+        keep: bool,
     ) -> Arc<Upstream> {
-        let lazy = lazy.map(|settings| Lazy::new(settings, &name, &spec));
+        let kept = (keep || lazy.is_some()).then(|| kept::KeptListing::new(state.to_path_buf(), &name, &spec));
+        let lazy = lazy.map(Lazy::new);
         let (credentials, login_failure) = match &spec {
             ServerSpec::Http { header_commands, oauth, url, .. } if !header_commands.is_empty() || oauth.is_some() => {
                 let grant =
@@ -162,6 +167,7 @@ impl Upstream {
             events: Mutex::new(None),
             router: Arc::default(),
             lazy,
+            kept,
             modern: AtomicBool::new(false),
             asks: Arc::default(),
             call_timeout_ms: AtomicU64::new(millis(call_timeout)),
@@ -247,7 +253,7 @@ impl Upstream {
     /// never its command line, arguments, environment, URL or output (they may hold
     /// credentials).
     pub fn client_reason(&self) -> String {
-        let kind = self.failure().map_or_else(|| "it is not connected yet".to_owned(), |f| f.kind);
+        let kind = self.failure().map_or_else(|| "it is still starting".to_owned(), |f| f.kind);
         format!(
             "MCP server {:?} is unavailable: {kind}. The gateway restarts it by itself; its operator can see why in the gateway's status.",
             self.name
@@ -306,8 +312,8 @@ impl Upstream {
                 let summary = listing.as_ref().map(|l| l.summary.clone()).unwrap_or_default();
                 let offers = listing.as_ref().map(|l| l.offers.clone()).unwrap_or_default();
                 *listing = Some(Listing { summary, tools, offers });
-                if let (Some(lazy), Some(l)) = (&self.lazy, listing.as_ref()) {
-                    lazy.keep(&self.name, l);
+                if let (Some(kept), Some(l)) = (&self.kept, listing.as_ref()) {
+                    kept.keep(&self.name, l);
                 }
                 true
             }
@@ -323,8 +329,8 @@ impl Upstream {
         match listing.as_mut() {
             Some(l) => {
                 l.offers = offers;
-                if let Some(lazy) = &self.lazy {
-                    lazy.keep(&self.name, l);
+                if let Some(kept) = &self.kept {
+                    kept.keep(&self.name, l);
                 }
                 true
             }

@@ -33,14 +33,17 @@ impl Upstream {
             // The first failure is announced at once, even before it ever connected: startup
             // settles the server as down instead of waiting out the connect timeout.
             let mut announced = false;
-            // A lazy server's kept listing stands in for its first connection.
-            let kept = up.lazy.as_ref().and_then(|l| l.load(&up.name));
-            let mut waiting = kept.is_some();
+            // A lazy server's kept listing stands in for its first connection; another's is
+            // indexed, its tools held unavailable, until the server is up (`super::kept`).
+            let kept = up.kept.as_ref().and_then(|k| k.load(&up.name));
+            let mut waiting = kept.is_some() && up.lazy.is_some();
             if let Some(listing) = kept {
                 *up.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(listing);
-                up.available.store(true, Ordering::SeqCst);
-                announced = true;
-                let _ = events.send(UpEvent::Up(up.name.clone()));
+                if waiting {
+                    up.available.store(true, Ordering::SeqCst);
+                    announced = true;
+                    let _ = events.send(UpEvent::Up(up.name.clone()));
+                }
             }
             loop {
                 if let (Some(lazy), true) = (&up.lazy, waiting) {
@@ -120,10 +123,8 @@ impl Upstream {
         let offers = crate::offers::list_offers(&peer, &self.limits.list).await;
         *self.listing.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Listing { summary: summary.clone(), tools, offers });
-        if let Some(lazy) = &self.lazy {
-            if let Some(listing) = self.listing() {
-                lazy.keep(&self.name, &listing);
-            }
+        if let (Some(kept), Some(listing)) = (&self.kept, self.listing()) {
+            kept.keep(&self.name, &listing);
         }
         *self.peer.lock().unwrap_or_else(|p| p.into_inner()) = Some(peer.clone());
         self.available.store(true, Ordering::SeqCst);
