@@ -109,7 +109,7 @@ pub async fn start(
         (Some(url), Some(key), false) => Some(crate::store::grants::register(state, url, key)),
         _ => None,
     };
-    // In a fleet, lazy servers start from the fleet's kept listings where this dir has none.
+    // In a fleet, servers start from the fleet's kept listings where this dir has none.
     if let (Some(url), false) = (config.settings.state.postgres(), replica) {
         match crate::store::listings::take_fleets(url, state).await {
             Ok(n) if n > 0 => status.event("listings_taken", json!({"servers": n})),

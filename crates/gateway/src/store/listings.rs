@@ -1,10 +1,11 @@
-//! The listings of lazy servers shared by a fleet: a lazy server's tools are indexed from the
-//! listing kept for it (`STATE/listings/NAME.json`) while it is stopped, so a replica that
-//! starts on a fresh state dir takes the fleet's kept listings from the store first, and does
-//! not have to start every lazy server once to index it. Each replica pushes a listing it kept
-//! when it differs from the store's. A listing names the digest of how its server is started,
-//! so one kept under another entry is ignored as a local one would be; its tools are judged by
-//! the shared pins, and a call still checks the live listing (`crate::vetted`).
+//! The kept listings shared by a fleet: a lazy server's tools are indexed from the listing
+//! kept for it (`STATE/listings/NAME.json`) while it is stopped, and another server's while it
+//! starts (held unavailable), so a replica that starts on a fresh state dir takes the fleet's
+//! kept listings from the store first, and does not have to start every lazy server once to
+//! index it. Each replica pushes a listing it kept when it differs from the store's. A listing
+//! names the digest of how its server is started, so one kept under another entry is ignored
+//! as a local one would be; its tools are judged by the shared pins, and a call still checks
+//! the live listing (`crate::vetted`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
