@@ -127,7 +127,8 @@ impl Upstream {
     /// An upstream not started yet, whose tool lists and answers are read within `limits`;
     /// lazy (started on demand, stopped when idle) with `lazy`, its requests forwarded within
     /// `call_timeout` if given (else the gateway's). An OAuth-protected server keeps its grant
-    /// under `state` (`crate::login`).
+    /// under `state` (`crate::login`); with `keep` (or lazy), so does its last listing
+    /// (`kept`).
     pub fn new(
         name: String,
         spec: ServerSpec,
