@@ -13,8 +13,9 @@ use common::probe::probe;
 use common::{python, repo, write_config};
 use serde_json::{json, Value};
 
-/// The hand-written server of tests/mcp/rude_server.py, started after `delay` seconds.
-fn rude_after(delay: u32) -> Value {
+/// The hand-written server of tests/mcp/rude_server.py, started after `delay` seconds (a
+/// shell word: a number, or a command substitution).
+fn rude_after(delay: impl std::fmt::Display) -> Value {
     let server = repo().join("tests/mcp/rude_server.py");
     let script = format!("sleep {delay}; exec '{}' '{}' schemas", python().display(), server.display());
     json!({"command": "sh", "args": ["-c", script]})
@@ -67,10 +68,7 @@ fn a_server_slow_to_start_again_is_said_to_be_starting_from_its_kept_listing() {
     // The delay is read from a file: the entry itself stays the same, so its listing is kept.
     let delay = dir.join("delay");
     std::fs::write(&delay, "0").unwrap();
-    let server = repo().join("tests/mcp/rude_server.py");
-    let script =
-        format!("sleep $(cat '{}'); exec '{}' '{}' schemas", delay.display(), python().display(), server.display());
-    let servers = json!({"quick": rude_after(0), "slow": {"command": "sh", "args": ["-c", script]}});
+    let servers = json!({"quick": rude_after(0), "slow": rude_after(format!("$(cat '{}')", delay.display()))});
     let settings = json!({"startup_wait_secs": 1, "connect_timeout_secs": 30});
     let call = |hour: u32| json!({"call": "slow.set_alarm", "arguments": {"hour": hour}});
     let first = probe(&dir, servers.clone(), settings.clone(), json!([call(6)]));
