@@ -75,12 +75,29 @@ fn a_server_slow_to_start_again_is_said_to_be_starting_from_its_kept_listing() {
     assert!(!first.step(0)["is_error"].as_bool().unwrap(), "{}", first.step(0));
 
     std::fs::write(&delay, "8").unwrap();
-    let p = probe(&dir, servers, settings, json!([call(7), {"sleep": 14}, call(8)]));
+    let search = json!({"search": "set an alarm clock for a time of day"});
+    let p = probe(&dir, servers, settings, json!([call(7), search, {"sleep": 14}, call(8), search]));
     let ready = p.out["ready_s"].as_f64().unwrap();
     assert!(ready < 6.0, "initialize answered after {ready} s: {}", p.out);
     let starting = p.step(0).to_string();
     assert!(starting.contains("UNAVAILABLE") && starting.contains("it is still starting"), "{starting}");
-    assert!(!p.step(2)["is_error"].as_bool().unwrap(), "{}", p.step(2));
+    // A search meanwhile offers what is up, and says its match on `slow` is held back and why.
+    let found = &p.step(1)["json"];
+    let ids =
+        |answer: &Value| answer["results"].as_array().unwrap().iter().map(|r| r["tool_id"].clone()).collect::<Vec<_>>();
+    assert!(
+        ids(found).contains(&json!("quick.set_alarm")) && !ids(found).contains(&json!("slow.set_alarm")),
+        "{found}"
+    );
+    let held = &found["unavailable"][0];
+    assert!(held["tool_ids"].as_array().unwrap().contains(&json!("slow.set_alarm")), "{found}");
+    assert!(
+        held["reason"].as_str().unwrap().contains("MCP server \"slow\" is unavailable: it is still starting"),
+        "{found}"
+    );
+    assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
+    let found = &p.step(4)["json"];
+    assert!(ids(found).contains(&json!("slow.set_alarm")) && found.get("unavailable").is_none(), "{found}");
 }
 
 /// The wait is a setting with bounds like the other times, and a bad one is refused naming it.

@@ -182,20 +182,58 @@ impl ToolSet {
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
+        let (_, why) = self.down_group(engine, id)?;
+        Some(format!("tool {id:?} is unavailable: {why}"))
+    }
+
+    /// The unavailable group of tool `id` and why it is down (the check's reason, else the
+    /// group's suggestion); `None` when the tool is usable, or is not the caller's to use.
+    fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<(&'e str, String)> {
         let tool = engine.tool(id).filter(|t| self.config.principal.may_use(t))?;
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
         if self.availability.is_available(group) {
             return None;
         }
         if let Some(reason) = group.check.as_deref().and_then(|c| self.availability.reason(c)) {
-            return Some(format!("tool {id:?} is unavailable: {reason}"));
+            return Some((&group.id, reason));
         }
         let suggestion = group.suggestion.clone().unwrap_or_else(|| match &group.check {
             Some(check) if self.availability.has_check(check) => format!("wait until the check {check:?} passes"),
             Some(check) => format!("the host has not registered the availability check {check:?}"),
             None => "the group names no availability check".to_owned(),
         });
-        Some(format!("tool {id:?} is unavailable: group {:?} is not available right now. {suggestion}", group.id))
+        Some((&group.id, format!("group {:?} is not available right now. {suggestion}", group.id)))
+    }
+
+    /// Drops from a discovery answer's `items` the tools held back because their group is
+    /// unavailable, and says which of them were among its first `shown` (the best matches of a
+    /// search, a list's page) and why, one entry per group: `[{"tool_ids": [...], "reason":
+    /// "..."}]`, or `None` when none were. A search whose best match is down then says so
+    /// rather than offering the next best as if nothing better existed. Only tools the caller
+    /// may use are ever named (the others are not in its answers to begin with).
+    pub(super) fn hold_back<T>(
+        &self,
+        engine: &Engine,
+        items: &mut Vec<T>,
+        id: impl Fn(&T) -> &str,
+        shown: usize,
+    ) -> Option<Value> {
+        let mut held: Vec<(&str, String, Vec<String>)> = Vec::new();
+        let mut position = 0;
+        items.retain(|item| {
+            position += 1;
+            let Some((group, why)) = self.down_group(engine, id(item)) else { return true };
+            if position <= shown {
+                match held.iter_mut().find(|(g, ..)| *g == group) {
+                    Some((.., ids)) => ids.push(id(item).to_owned()),
+                    None => held.push((group, why, vec![id(item).to_owned()])),
+                }
+            }
+            false
+        });
+        (!held.is_empty()).then(|| {
+            held.into_iter().map(|(_, reason, ids)| json!({"tool_ids": ids, "reason": reason})).collect::<Value>()
+        })
     }
 
     /// How many catalogue tools are in unavailable groups (searches fetch that many more).

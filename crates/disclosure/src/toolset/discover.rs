@@ -91,7 +91,7 @@ impl ToolSet {
                 };
                 match engine.search_tool_by_category(&who, &req) {
                     Ok(mut answer) => {
-                        answer.results.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
+                        let held = self.hold_back(engine, &mut answer.results, |p| &p.tool_id, limit);
                         answer.results.truncate(limit);
                         let ids: Vec<String> = answer.results.iter().map(|p| p.tool_id.clone()).collect();
                         self.audit.push(AuditEvent::Search {
@@ -132,6 +132,9 @@ impl ToolSet {
                         if let Some(answerable) = answer.answerable {
                             body["answerable"] = json!(round3(answerable));
                         }
+                        if let Some(held) = held {
+                            body["unavailable"] = held;
+                        }
                         Ok(body.to_string())
                     }
                     Err(e) => {
@@ -168,14 +171,18 @@ impl ToolSet {
                 let req = ListRequest { path: joined(path), tags, query: None, limit: Some(limit), cursor };
                 match engine.list(&who, &req) {
                     Ok(mut answer) => {
-                        answer.tools.retain(|p| self.unavailable(engine, &p.tool_id).is_none());
+                        let held = self.hold_back(engine, &mut answer.tools, |p| &p.tool_id, usize::MAX);
                         self.audit.push(AuditEvent::Search {
                             tool: tool.name(),
                             query: None,
                             category_path: answer.path.clone(),
                             results: answer.tools.iter().map(|p| p.tool_id.clone()).collect(),
                         });
-                        Ok(serde_json::to_string(&answer).expect("answers serialise"))
+                        let mut body = serde_json::to_value(&answer).expect("answers serialise");
+                        if let Some(held) = held {
+                            body["unavailable"] = held;
+                        }
+                        Ok(body.to_string())
                     }
                     Err(e) => Err(e.into()),
                 }
