@@ -291,3 +291,34 @@ fn discovery_search_takes_match_regex_and_checks_it_against_its_schema() {
     let bad = set.call("search_tool_by_category", &json!({"query": "x", "match": "glob"}));
     assert!(bad.is_error && bad.text.contains("INVALID_ARGUMENT"), "{}", bad.text);
 }
+
+/// A search whose best matches are held back (their group is down) says which and why, rather
+/// than offering the next best as if nothing better existed; a list too. A caller who may not
+/// use a held tool learns nothing of it, and an unrelated search says nothing.
+#[test]
+fn held_back_best_matches_are_named_with_why_and_only_to_callers_who_may_use_them() {
+    let f = fixture();
+    f.github_up.store(false, Ordering::SeqCst);
+    let mut set = f.set(ToolSetConfig::default());
+    let search = set.call("search_tool_by_category", &json!({"query": "open a pull request on github"}));
+    let body: Value = serde_json::from_str(&search.text).unwrap();
+    assert!(!body["results"].to_string().contains("github."), "{body}");
+    let held = &body["unavailable"];
+    assert_eq!(held.as_array().unwrap().len(), 1, "one entry per group: {body}");
+    assert!(held[0]["tool_ids"].as_array().unwrap().contains(&json!("github.create_pull_request")), "{body}");
+    assert!(held[0]["reason"].as_str().unwrap().contains("GITHUB_TOKEN"), "{body}");
+    let listed = set.call("list", &json!({"path": "Coding/Git/GitHub"}));
+    let listed: Value = serde_json::from_str(&listed.text).unwrap();
+    assert!(listed["tools"].as_array().unwrap().is_empty(), "{listed}");
+    assert_eq!(listed["unavailable"][0]["tool_ids"].as_array().unwrap().len(), 5, "the page's five: {listed}");
+
+    let config = ToolSetConfig { principal: Principal::with_scopes(["github:read"]), ..ToolSetConfig::default() };
+    let mut reader = f.set(config);
+    let search = reader.call("search_tool_by_category", &json!({"query": "open a pull request on github"}));
+    assert!(!search.text.contains("create_pull_request"), "{}", search.text);
+    let held = reader.call("search_tool_by_category", &json!({"query": "list the open pull requests"}));
+    assert!(held.text.contains("\"github.list_pull_requests\""), "{}", held.text);
+
+    let weather = set.call("search_tool_by_category", &json!({"query": "current weather in Oslo", "limit": 3}));
+    assert!(!weather.text.contains("unavailable"), "{}", weather.text);
+}

@@ -330,30 +330,10 @@ fn conditional_group_checks_are_cached_and_shared_across_tool_sets() {
     assert!(!has(&sets[1], "merge_pull_request"));
     let out = sets[0].call("create_pull_request", &json!({"repo": "a/b"}));
     assert!(out.is_error && out.text.contains("UNAVAILABLE") && out.text.contains("GITHUB_TOKEN"), "{}", out.text);
-    // Hidden from discovery too, but a search whose best matches are held back says which and
-    // why, rather than offering the next best as if nothing better existed; a list too.
+    // Hidden from discovery too (a search names them as held back: `discovery::held_back_best_matches_...`).
     let search = sets[0].call("search_tool_by_category", &json!({"query": "open a pull request on github"}));
     let body: Value = serde_json::from_str(&search.text).unwrap();
-    let shown: Vec<&Value> = body["results"].as_array().unwrap().iter().map(|r| &r["tool_id"]).collect();
-    assert!(!shown.iter().any(|id| id.as_str().unwrap().starts_with("github.")), "{body}");
-    let held = &body["unavailable"];
-    assert_eq!(held.as_array().unwrap().len(), 1, "one entry per group: {body}");
-    assert!(held[0]["tool_ids"].as_array().unwrap().contains(&json!("github.create_pull_request")), "{body}");
-    assert!(held[0]["reason"].as_str().unwrap().contains("GITHUB_TOKEN"), "{body}");
-    let listed = sets[0].call("list", &json!({"path": "Coding/Git/GitHub"}));
-    let listed: Value = serde_json::from_str(&listed.text).unwrap();
-    assert!(listed["tools"].as_array().unwrap().is_empty(), "{listed}");
-    assert!(listed["unavailable"][0]["tool_ids"].as_array().unwrap().len() >= 4, "{listed}");
-    // A caller who may not use a held tool learns nothing of it: only what it may use is named.
-    let config = ToolSetConfig { principal: Principal::with_scopes(["github:read"]), ..ToolSetConfig::default() };
-    let mut reader = f.set(config);
-    let search = reader.call("search_tool_by_category", &json!({"query": "open a pull request on github"}));
-    assert!(!search.text.contains("create_pull_request"), "{}", search.text);
-    let held = reader.call("search_tool_by_category", &json!({"query": "list the open pull requests"}));
-    assert!(held.text.contains("\"github.list_pull_requests\""), "{}", held.text);
-    // Unrelated searches say nothing of it.
-    let weather = sets[0].call("search_tool_by_category", &json!({"query": "current weather in Oslo", "limit": 3}));
-    assert!(!weather.text.contains("unavailable"), "{}", weather.text);
+    assert!(!body["results"].to_string().contains("github."), "{body}");
     let expand = sets[0].call("expand_tool", &json!({"tool_id": "github.create_pull_request"}));
     assert!(expand.is_error && expand.text.contains("GITHUB_TOKEN"));
 
