@@ -182,27 +182,29 @@ impl ToolSet {
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        let (_, why) = self.down_group(engine, id)?;
-        Some(format!("tool {id:?} is unavailable: {why}"))
+        let group = self.down_group(engine, id)?;
+        Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)))
     }
 
-    /// The unavailable group of tool `id` and why it is down (the check's reason, else the
-    /// group's suggestion); `None` when the tool is usable, or is not the caller's to use.
-    fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<(&'e str, String)> {
+    /// The unavailable group of tool `id`; `None` when the tool is usable, or is not the
+    /// caller's to use.
+    fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
         let tool = engine.tool(id).filter(|t| self.config.principal.may_use(t))?;
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
-        if self.availability.is_available(group) {
-            return None;
-        }
+        (!self.availability.is_available(group)).then_some(group)
+    }
+
+    /// Why an unavailable `group` is down: its check's reason, else its suggestion.
+    fn why_down(&self, group: &Group) -> String {
         if let Some(reason) = group.check.as_deref().and_then(|c| self.availability.reason(c)) {
-            return Some((&group.id, reason));
+            return reason;
         }
         let suggestion = group.suggestion.clone().unwrap_or_else(|| match &group.check {
             Some(check) if self.availability.has_check(check) => format!("wait until the check {check:?} passes"),
             Some(check) => format!("the host has not registered the availability check {check:?}"),
             None => "the group names no availability check".to_owned(),
         });
-        Some((&group.id, format!("group {:?} is not available right now. {suggestion}", group.id)))
+        format!("group {:?} is not available right now. {suggestion}", group.id)
     }
 
     /// Drops from a discovery answer's `items` the tools held back because their group is
@@ -218,21 +220,22 @@ impl ToolSet {
         id: impl Fn(&T) -> &str,
         shown: usize,
     ) -> Option<Value> {
-        let mut held: Vec<(&str, String, Vec<String>)> = Vec::new();
+        let mut held: Vec<(&Group, Vec<String>)> = Vec::new();
         let mut position = 0;
         items.retain(|item| {
             position += 1;
-            let Some((group, why)) = self.down_group(engine, id(item)) else { return true };
+            let Some(group) = self.down_group(engine, id(item)) else { return true };
             if position <= shown {
-                match held.iter_mut().find(|(g, ..)| *g == group) {
-                    Some((.., ids)) => ids.push(id(item).to_owned()),
-                    None => held.push((group, why, vec![id(item).to_owned()])),
+                match held.iter_mut().find(|(g, _)| g.id == group.id) {
+                    Some((_, ids)) => ids.push(id(item).to_owned()),
+                    None => held.push((group, vec![id(item).to_owned()])),
                 }
             }
             false
         });
+        // The reason once per group, for those named only.
         (!held.is_empty()).then(|| {
-            held.into_iter().map(|(_, reason, ids)| json!({"tool_ids": ids, "reason": reason})).collect::<Value>()
+            held.into_iter().map(|(g, ids)| json!({"tool_ids": ids, "reason": self.why_down(g)})).collect::<Value>()
         })
     }
 
