@@ -49,6 +49,31 @@ fn unknown_group_is_reported_with_the_declared_ones() {
 }
 
 #[test]
+fn a_pending_group_is_read_and_a_wrong_one_is_named_by_its_field() {
+    let group = |g: &str| format!(r#"{{"groups": [{g}], "tools": [{{"id": "x", "name": "x"}}]}}"#);
+    let ok =
+        r#"{"id": "s", "visibility": "conditional", "check": "up", "pending": {"prefix": "s.", "requires": ["r"]}}"#;
+    let c = manifest(&group(ok)).unwrap();
+    let pending = c.groups[0].pending.as_ref().unwrap();
+    assert_eq!((pending.prefix.as_str(), pending.requires.as_slice()), ("s.", &["r".to_owned()][..]));
+    for (g, field, says) in [
+        (r#"{"id": "s", "pending": {"prefix": "s."}}"#, "pending", "only a conditional group can be pending"),
+        (r#"{"id": "s", "visibility": "conditional", "check": "up", "pending": {}}"#, "pending/prefix", "is missing"),
+        (
+            r#"{"id": "s", "visibility": "conditional", "check": "up", "pending": {"prefix": "s.", "scope": []}}"#,
+            "",
+            "unknown field `scope`",
+        ),
+    ] {
+        let e = manifest(&group(g)).unwrap_err();
+        assert!(e.message.contains(says), "{g}: {e}");
+        if !field.is_empty() {
+            assert_eq!(e.location, Location::Pointer(format!("/groups/0/{field}")), "{g}: {e}");
+        }
+    }
+}
+
+#[test]
 fn a_schema_with_a_malformed_keyword_is_indexed_unvalidated_with_its_pointer() {
     // Real servers ship such schemas and real clients call their tools: the tool is kept, its
     // calls go to the upstream unchecked, and the warning points at the bad keyword.

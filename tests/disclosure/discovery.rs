@@ -322,3 +322,72 @@ fn held_back_best_matches_are_named_with_why_and_only_to_callers_who_may_use_the
     let weather = set.call("search_tool_by_category", &json!({"query": "current weather in Oslo", "limit": 3}));
     assert!(!weather.text.contains("unavailable"), "{}", weather.text);
 }
+
+/// A pending group (its tools not listed yet, as a gateway server on a first start): while it
+/// is down, a call or expand of an id under its prefix says why instead of "no such tool", and
+/// a search or list not narrowed to a category names it. A caller without its scopes gets what
+/// an unknown id gets and no note; once it is up, the id is as unknown as any other.
+#[test]
+fn a_pending_groups_unlisted_tools_answer_with_why_only_to_callers_it_may_tell() {
+    let extra = common::scratch().join("pending-group.json");
+    let group = json!({"id": "alarms", "visibility": "conditional", "check": "alarms_up",
+        "suggestion": "Start the alarms server.", "pending": {"prefix": "alarms.", "requires": ["clock"]}});
+    let now = json!({"id": "clock.now", "name": "now", "description": "The current time of day."});
+    std::fs::write(&extra, json!({"groups": [group], "tools": [now]}).to_string()).unwrap();
+    let catalog = toolsearch::catalog::load_paths(&[common::sample_catalog(), extra], None).unwrap();
+    let dir = common::scratch().join("disclosure-pending");
+    toolsearch::build_index(&catalog, common::embedder().as_ref(), &dir, &Default::default()).unwrap();
+    let f = fixture_at(&dir);
+    let up = Arc::new(AtomicBool::new(false));
+    let flag = up.clone();
+    f.availability.register("alarms_up", move || flag.load(Ordering::SeqCst));
+    let with = |scopes: &[&str]| ToolSetConfig {
+        principal: Principal::with_scopes(scopes.iter().copied()),
+        discovery: DiscoveryConfig { call_tool: true, ..DiscoveryConfig::default() },
+        ..ToolSetConfig::default()
+    };
+    let call = json!({"tool_id": "alarms.set_alarm", "arguments": {"at": "07:00"}});
+    let search = json!({"query": "set an alarm clock for seven in the morning"});
+
+    let mut told = f.set(with(&["clock"]));
+    for answer in [
+        told.call("call_tool", &call),
+        told.call("alarms.set_alarm", &json!({"at": "07:00"})),
+        told.call("expand_tool", &json!({"tool_id": "alarms.set_alarm"})),
+    ] {
+        assert!(answer.is_error && answer.text.contains("UNAVAILABLE"), "{}", answer.text);
+        assert!(
+            answer.text.contains("is listed yet") && answer.text.contains("Start the alarms server."),
+            "{}",
+            answer.text
+        );
+    }
+    let body: Value = serde_json::from_str(&told.call("search_tool_by_category", &search).text).unwrap();
+    assert_eq!(
+        body["unavailable"],
+        json!([{"unlisted_tools": "alarms.*", "reason": body["unavailable"][0]["reason"]}])
+    );
+    assert!(body["unavailable"][0]["reason"].as_str().unwrap().contains("Start the alarms server."), "{body}");
+    let root: Value = serde_json::from_str(&told.call("list", &json!({})).text).unwrap();
+    assert_eq!(root["unavailable"][0]["unlisted_tools"], "alarms.*", "{root}");
+    for narrowed in [
+        told.call("search_tool_by_category", &json!({"query": "set an alarm", "category_path": "Coding"})),
+        told.call("list", &json!({"path": "Coding"})),
+    ] {
+        assert!(!narrowed.text.contains("alarms"), "{}", narrowed.text);
+    }
+
+    let mut untold = f.set(with(&[]));
+    let refused = untold.call("call_tool", &call);
+    assert!(refused.is_error && refused.text.contains("TOOL_NOT_FOUND"), "{}", refused.text);
+    for answer in [refused, untold.call("search_tool_by_category", &search), untold.call("list", &json!({}))] {
+        assert!(!answer.text.contains("listed yet") && !answer.text.contains("alarms server"), "{}", answer.text);
+        assert!(!answer.text.contains("unavailable"), "{}", answer.text);
+    }
+
+    up.store(true, Ordering::SeqCst);
+    f.clock.advance(Duration::from_secs(11));
+    let gone = told.call("call_tool", &call);
+    assert!(gone.is_error && gone.text.contains("TOOL_NOT_FOUND"), "{}", gone.text);
+    assert!(!told.call("search_tool_by_category", &search).text.contains("unavailable"));
+}

@@ -55,7 +55,7 @@ pub use json::Json;
 pub use jsonl::JsonlTools;
 pub use load::{load_path, load_path_as, parse_lenient, parse_str, parse_str_as, text_of, Format};
 pub use merge::{load_paths, load_paths_as};
-pub use model::{Catalog, Group, Node, Tool, Visibility};
+pub use model::{Catalog, Group, Node, Pending, Tool, Visibility};
 pub use path::{display_path, CategoryPath, PathError, PathSpec};
 pub use schema::{Dialect, SchemaValidator, Validation};
 pub use warning::{CatalogWarning, WarningKind};

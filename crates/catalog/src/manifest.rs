@@ -94,10 +94,20 @@ pub(crate) struct RawGroup {
     pub check: Option<String>,
     pub ttl_secs: Option<u64>,
     pub suggestion: Option<String>,
+    pub pending: Option<RawPending>,
+}
+
+/// A group's `pending` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPending {
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub requires: Vec<String>,
 }
 
 /// Fields a native manifest group may carry.
-pub(crate) const GROUP_FIELDS: &[&str] = &["id", "visibility", "check", "ttl_secs", "suggestion"];
+pub(crate) const GROUP_FIELDS: &[&str] = &["id", "visibility", "check", "ttl_secs", "suggestion", "pending"];
 
 /// Top-level fields of a native manifest.
 pub(crate) const MANIFEST_FIELDS: &[&str] = &["name", "description", "version", "nodes", "tools", "groups"];

@@ -122,6 +122,24 @@ pub struct Group {
     /// What to tell a caller when the group is unavailable (what to start or configure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// Set while the group's tools are not listed yet (a gateway server still starting, with
+    /// no listing kept from an earlier run): see [`Pending`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Pending>,
+}
+
+/// A conditional group whose tools are not listed yet. While it is unavailable, a call or
+/// expand of an id under `prefix` that no tool has is answered with the group's state
+/// (`UNAVAILABLE`, "it is still starting") rather than as an unknown tool, and a search names
+/// the group under `unavailable`, so a model learns that more tools are coming. Only callers
+/// holding every scope in `requires` are told (the scopes its tools will require).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The prefix the ids of its tools will have (`SERVER.` for a gateway server).
+    pub prefix: String,
+    /// Scopes a caller needs to be told of the group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 impl Catalog {

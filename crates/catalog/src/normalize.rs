@@ -12,7 +12,7 @@ use crate::facade::{check_unique_names, FacadeSettings};
 use crate::json::Json;
 use crate::limits::*;
 use crate::manifest::{RawGroup, RawNode, RawTool};
-use crate::model::{Catalog, Group, Node, Tool, Visibility};
+use crate::model::{Catalog, Group, Node, Pending, Tool, Visibility};
 use crate::path::{display_path, CategoryPath};
 use crate::schema::{SchemaValidator, Validation};
 use crate::warning::{CatalogWarning, WarningKind};
@@ -192,7 +192,21 @@ fn normalize_groups(file: &Path, raw: Vec<(Origin, RawGroup)>) -> Result<Vec<Gro
         if visibility == Visibility::Conditional && rg.check.as_deref().is_none_or(|c| c.trim().is_empty()) {
             return Err(origin.error(file, "check", "a conditional group needs the name of its availability check"));
         }
-        out.push(Group { id, visibility, check: rg.check, ttl_secs: rg.ttl_secs, suggestion: rg.suggestion });
+        let pending = match rg.pending {
+            None => None,
+            Some(_) if visibility != Visibility::Conditional => {
+                return Err(origin.error(
+                    file,
+                    "pending",
+                    "only a conditional group can be pending (its check says when its tools are listed)",
+                ))
+            }
+            Some(p) => Some(Pending {
+                prefix: required_text(file, &origin, "pending/prefix", p.prefix, MAX_ID_BYTES)?,
+                requires: bounded_list(file, &origin, "pending/requires", p.requires, MAX_TAGS, MAX_TAG_BYTES)?,
+            }),
+        };
+        out.push(Group { id, visibility, check: rg.check, ttl_secs: rg.ttl_secs, suggestion: rg.suggestion, pending });
     }
     Ok(out)
 }

@@ -186,6 +186,7 @@ mod tests {
             check: Some(check.into()),
             ttl_secs: ttl,
             suggestion: None,
+            pending: None,
         }
     }
 

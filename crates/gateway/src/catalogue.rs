@@ -65,6 +65,18 @@ pub fn manifest_of(listings: &BTreeMap<String, Listing>, config: &GatewayConfig)
             tools.push(entry);
         }
     }
+    // A server with no listing yet (starting, down, waiting for a login, on a first run with
+    // nothing kept): a pending group, so a call to one of its tools says why it is not there.
+    for server in config.servers.keys().filter(|s| !listings.contains_key(*s)) {
+        let mut pending = json!({"prefix": tool_id(server, "")});
+        if let Some(r) = s.requires.get(server) {
+            pending["requires"] = json!(r);
+        }
+        groups.push(json!({
+            "id": server, "visibility": "conditional", "check": format!("upstream:{server}"), "ttl_secs": 0,
+            "pending": pending,
+        }));
+    }
     json!({"nodes": nodes, "groups": groups, "tools": tools})
 }
 

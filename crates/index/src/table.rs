@@ -288,6 +288,7 @@ mod tests {
             check: Some("c".into()),
             ttl_secs: Some(9),
             suggestion: None,
+            pending: None,
         }];
         let tool = Tool { id: "t".into(), paths: vec![path("a/é")], ..Tool::default() };
         let dir = tempfile::tempdir().unwrap();

@@ -50,6 +50,14 @@ impl Principal {
         }
     }
 
+    /// Whether this caller holds every scope in `requires` (a trusted caller holds all).
+    pub fn holds(&self, requires: &[String]) -> bool {
+        match &self.scopes {
+            None => true,
+            Some(held) => requires.iter().all(|r| held.contains(r.as_str())),
+        }
+    }
+
     /// The scopes held, sorted (`None` for a trusted caller).
     pub fn scopes(&self) -> Option<&BTreeSet<String>> {
         self.scopes.as_ref()

@@ -181,9 +181,33 @@ impl ToolSet {
     /// suggestion; `None` when it can. Authorization comes first: for a tool the caller may not
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
+    /// An id no tool has, under the prefix of a pending group (tools not listed yet) that is
+    /// down and that the caller may be told of, is answered with that group's state.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        let group = self.down_group(engine, id)?;
-        Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)))
+        if let Some(group) = self.down_group(engine, id) {
+            return Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)));
+        }
+        let group = self.pending_group(engine, id)?;
+        Some(format!("no tool {id:?} is listed yet: {}", self.why_down(group)))
+    }
+
+    /// The down pending group whose prefix `id` has (the longest), when no tool has that id
+    /// (a tool the caller may not use included: it answers as any unknown id does).
+    fn pending_group<'e>(&'e self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
+        if engine.tool(id).is_some() {
+            return None;
+        }
+        let under = self.pending_groups(engine).filter(|(_, p)| id.starts_with(p.prefix.as_str()));
+        under.max_by_key(|(_, p)| p.prefix.len()).map(|(g, _)| g)
+    }
+
+    /// The pending groups (tools not listed yet) that are down and that the caller holds the
+    /// scopes to be told of.
+    fn pending_groups<'e>(&'e self, engine: &'e Engine) -> impl Iterator<Item = (&'e Group, &'e Pending)> + 'e {
+        let groups = engine.catalog().groups.iter();
+        groups
+            .filter_map(|g| Some((g, g.pending.as_ref()?)))
+            .filter(|(g, p)| self.config.principal.holds(&p.requires) && !self.availability.is_available(g))
     }
 
     /// The unavailable group of tool `id`; `None` when the tool is usable, or is not the
@@ -212,13 +236,17 @@ impl ToolSet {
     /// search, a list's page) and why, one entry per group: `[{"tool_ids": [...], "reason":
     /// "..."}]`, or `None` when none were. A search whose best match is down then says so
     /// rather than offering the next best as if nothing better existed. Only tools the caller
-    /// may use are ever named (the others are not in its answers to begin with).
+    /// may use are ever named (the others are not in its answers to begin with). With
+    /// `with_pending` (a search or list not narrowed to a category), the down pending groups
+    /// the caller may be told of are named too, `{"unlisted_tools": "PREFIX*", "reason": ...}`:
+    /// their tools may fit but are not listed yet.
     pub(super) fn hold_back<T>(
         &self,
         engine: &Engine,
         items: &mut Vec<T>,
         id: impl Fn(&T) -> &str,
         shown: usize,
+        with_pending: bool,
     ) -> Option<Value> {
         let mut held: Vec<(&Group, Vec<String>)> = Vec::new();
         let mut position = 0;
@@ -234,9 +262,15 @@ impl ToolSet {
             false
         });
         // The reason once per group, for those named only.
-        (!held.is_empty()).then(|| {
-            held.into_iter().map(|(g, ids)| json!({"tool_ids": ids, "reason": self.why_down(g)})).collect::<Value>()
-        })
+        let mut notes: Vec<Value> =
+            held.into_iter().map(|(g, ids)| json!({"tool_ids": ids, "reason": self.why_down(g)})).collect();
+        if with_pending {
+            notes.extend(
+                self.pending_groups(engine)
+                    .map(|(g, p)| json!({"unlisted_tools": format!("{}*", p.prefix), "reason": self.why_down(g)})),
+            );
+        }
+        (!notes.is_empty()).then_some(Value::Array(notes))
     }
 
     /// How many catalogue tools are in unavailable groups (searches fetch that many more).

@@ -91,7 +91,8 @@ impl ToolSet {
                 };
                 match engine.search_tool_by_category(&who, &req) {
                     Ok(mut answer) => {
-                        let held = self.hold_back(engine, &mut answer.results, |p| &p.tool_id, limit);
+                        let everywhere = req.category_path.as_ref().is_none_or(|p| p.segments().is_empty());
+                        let held = self.hold_back(engine, &mut answer.results, |p| &p.tool_id, limit, everywhere);
                         answer.results.truncate(limit);
                         let ids: Vec<String> = answer.results.iter().map(|p| p.tool_id.clone()).collect();
                         self.audit.push(AuditEvent::Search {
@@ -171,7 +172,8 @@ impl ToolSet {
                 let req = ListRequest { path: joined(path), tags, query: None, limit: Some(limit), cursor };
                 match engine.list(&who, &req) {
                     Ok(mut answer) => {
-                        let held = self.hold_back(engine, &mut answer.tools, |p| &p.tool_id, usize::MAX);
+                        let root = req.path.as_ref().is_none_or(|p| p.segments().is_empty());
+                        let held = self.hold_back(engine, &mut answer.tools, |p| &p.tool_id, usize::MAX, root);
                         self.audit.push(AuditEvent::Search {
                             tool: tool.name(),
                             query: None,

@@ -42,6 +42,10 @@ impl ToolSet {
         // runs when the caller may use it, as call_tool would run it (every check included),
         // unless an exclusive unfold holds all else back. Models call what they remember.
         if offers_call && !self.unfolds.iter().any(|u| u.exclusive) {
+            // An id under a pending group's prefix (its tools not listed yet): its state.
+            if let Some(message) = self.unavailable(engine, name) {
+                return self.unavailable_call(name, name, input, message);
+            }
             let who = &self.config.principal;
             let meant: Vec<String> =
                 engine.tools_called(name, |t| who.may_use(t)).into_iter().map(|t| t.id.clone()).collect();

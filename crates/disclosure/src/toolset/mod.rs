@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use toolsearch_catalog::{CategoryPath, Group, Tool};
+use toolsearch_catalog::{CategoryPath, Group, Pending, Tool};
 use toolsearch_query::{
     CallToolRequest, Engine, ErrorCode, ExpandToolRequest, ListRequest, MatchMode, Principal, ProtocolError,
     SearchNodesRequest, SearchToolsRequest, ToolFailure,
