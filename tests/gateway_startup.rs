@@ -28,21 +28,33 @@ fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_ini
     let steps = json!([
         {"call": "slow.set_alarm", "arguments": {"hour": 7}},
         {"call": "quick.set_alarm", "arguments": {"hour": 7}},
+        {"search": "set an alarm clock for a time of day"},
         {"sleep": 14},
         {"call": "slow.set_alarm", "arguments": {"hour": 8}},
+        {"search": "set an alarm clock for a time of day"},
     ]);
     let p = probe(&dir, servers.clone(), json!({"startup_wait_secs": 1, "connect_timeout_secs": 30}), steps);
     // Served once `quick` was up and the wait was over, not when `slow` came up 8 s in.
     let ready = p.out["ready_s"].as_f64().unwrap();
     assert!(ready < 6.0, "initialize answered after {ready} s: {}", p.out);
-    assert!(p.step(0)["is_error"].as_bool().unwrap(), "slow was not up yet: {}", p.step(0));
+    // Nothing of `slow` is listed yet (a first start keeps nothing): a call to one of its tools
+    // says it is starting, not that there is no such tool, and a search says more may come.
+    let starting = "MCP server \"slow\" is unavailable: it is still starting";
+    let first = &p.step(0);
+    assert!(first["is_error"].as_bool().unwrap() && first["json"]["code"] == "UNAVAILABLE", "{first}");
+    assert!(first["json"]["message"].as_str().unwrap().contains(starting), "{first}");
     assert!(!p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
+    let found = &p.step(2)["json"];
+    assert_eq!(found["results"][0]["tool_id"], "quick.set_alarm", "{found}");
+    assert_eq!(found["unavailable"][0]["unlisted_tools"], "slow.*", "{found}");
+    assert!(found["unavailable"][0]["reason"].as_str().unwrap().contains(starting), "{found}");
     // Said to be starting, not down; indexed and callable once it was up.
     let starting = p.events_of("upstream_starting");
     assert!(starting.iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
     assert!(p.events_of("upstream_down").is_empty(), "{:?}", p.events_of("upstream_down"));
     assert!(p.events_of("upstream_up").iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
-    assert!(!p.step(3)["is_error"].as_bool().unwrap(), "{}", p.step(3));
+    assert!(!p.step(4)["is_error"].as_bool().unwrap(), "{}", p.step(4));
+    assert!(p.step(5)["json"].get("unavailable").is_none(), "{}", p.step(5));
 
     // `--build` has no client waiting: it waits for `slow`, whose tools are in what it built.
     let build = dir.join("build");
@@ -101,6 +113,37 @@ fn a_server_slow_to_start_again_is_said_to_be_starting_from_its_kept_listing() {
 }
 
 /// The wait is a setting with bounds like the other times, and a bad one is refused naming it.
+/// A server with nothing listed yet is named as starting only to a token with its scopes: one
+/// without them gets what any unknown id gets, and no word of it in a search or list.
+#[test]
+fn a_server_with_nothing_listed_yet_is_named_only_to_tokens_with_its_scopes() {
+    let dir = common::scratch().join("gw-pending-scopes");
+    let servers = json!({"quick": rude_after(0), "slow": rude_after(120)});
+    let tokens =
+        json!({"tok-full": {"name": "full", "scopes": ["alarms"]}, "tok-none": {"name": "none", "scopes": []}});
+    let settings = json!({"requires": {"slow": ["alarms"]}, "tokens": tokens, "startup_wait_secs": 1,
+        "connect_timeout_secs": 150});
+    let config = write_config(&dir, &json!({"mcpServers": servers, "toolsearch": settings}));
+    let gateway = common::gateway::HttpGateway::start(&config, &dir.join("state"), &["--json"]);
+    let steps = json!([["call", "slow.set_alarm", {"hour": 7}],
+        ["search_tool_by_category", {"query": "set an alarm clock for a time of day"}], ["list", {}]]);
+    let full = common::gateway::client_steps(&gateway.url(), "tok-full", &steps);
+    assert!(full[0]["is_error"].as_bool().unwrap() && full[0]["text"].as_str().unwrap().contains("UNAVAILABLE"));
+    assert!(full[0]["text"].as_str().unwrap().contains("still starting"), "{}", full[0]);
+    for answer in &full[1..] {
+        let body: Value = serde_json::from_str(answer["text"].as_str().unwrap()).unwrap();
+        assert_eq!(body["unavailable"][0]["unlisted_tools"], "slow.*", "{body}");
+    }
+    let none = common::gateway::client_steps(&gateway.url(), "tok-none", &steps);
+    assert!(none[0]["text"].as_str().unwrap().contains("TOOL_NOT_FOUND"), "{}", none[0]);
+    for (i, answer) in none.iter().enumerate() {
+        let text = answer["text"].as_str().unwrap();
+        assert!(!text.contains("unavailable") && !text.contains("starting"), "{text}");
+        // The call's refusal repeats the id it was asked; the search and the list name nothing.
+        assert!(i == 0 || !text.contains("slow"), "{text}");
+    }
+}
+
 #[test]
 fn a_startup_wait_out_of_range_is_refused_naming_the_field() {
     let dir = common::scratch().join("gw-startup-bad");

@@ -265,3 +265,33 @@ fn truncate(text: &str, max: usize) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server with no listing yet is a pending group under its tools' prefix, told only to
+    /// callers with its `requires`; a listed one is a plain group.
+    #[test]
+    fn a_server_with_no_listing_is_a_pending_group_with_its_scopes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        let config = json!({"mcpServers": {"up": {"command": "a"}, "slow": {"command": "b"}},
+            "toolsearch": {"requires": {"slow": ["alarms"]}}});
+        std::fs::write(&path, config.to_string()).unwrap();
+        let config = GatewayConfig::load(&path).unwrap();
+        let listing = Listing { summary: "Up.".into(), tools: vec![json!({"name": "t"})], ..Listing::default() };
+        let manifest = manifest_of(&BTreeMap::from([("up".to_owned(), listing)]), &config);
+        let groups = manifest["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "{manifest}");
+        assert!(groups[0].get("pending").is_none(), "{manifest}");
+        assert_eq!(groups[1]["id"], "slow");
+        assert_eq!(groups[1]["pending"], json!({"prefix": "slow.", "requires": ["alarms"]}));
+        struct Quiet;
+        impl Status for Quiet {
+            fn event(&self, _: &str, _: Value) {}
+        }
+        let catalog = load_lenient(manifest, &Quiet).unwrap().unwrap();
+        assert_eq!(catalog.groups[1].pending.as_ref().unwrap().prefix, "slow.");
+    }
+}
