@@ -60,7 +60,7 @@ impl ToolSet {
             rules.push(rule);
         }
         rules.push(
-            "If a tool answers UNAVAILABLE, or a search names its best matches under `unavailable`, tell the user why (what to start or configure) instead of retrying or settling for a lesser tool."
+            "If a tool answers UNAVAILABLE, or a search names tools under `unavailable`, tell the user why (what to start or configure) instead of retrying or settling for a lesser tool."
                 .into(),
         );
         let numbered: Vec<String> = rules.iter().enumerate().map(|(i, r)| format!("{}. {r}", i + 1)).collect();
