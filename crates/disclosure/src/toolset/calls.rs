@@ -181,6 +181,7 @@ impl ToolSet {
     /// suggestion; `None` when it can. Authorization comes first: for a tool the caller may not
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
+    ///
     /// An id no tool has, under the prefix of a pending group (tools not listed yet) that is
     /// down and that the caller may be told of, is answered with that group's state.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
