@@ -28,6 +28,7 @@ fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_ini
     let steps = json!([
         {"call": "slow.set_alarm", "arguments": {"hour": 7}},
         {"call": "quick.set_alarm", "arguments": {"hour": 7}},
+        {"tool": "slow__set_alarm", "arguments": {"hour": 7}},
         {"search": "set an alarm clock for a time of day"},
         {"sleep": 14},
         {"call": "slow.set_alarm", "arguments": {"hour": 8}},
@@ -44,7 +45,13 @@ fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_ini
     assert!(first["is_error"].as_bool().unwrap() && first["json"]["code"] == "UNAVAILABLE", "{first}");
     assert!(first["json"]["message"].as_str().unwrap().contains(starting), "{first}");
     assert!(!p.step(1)["is_error"].as_bool().unwrap(), "{}", p.step(1));
-    let found = &p.step(2)["json"];
+    // Called by a client's spelling, it is still `slow`'s: never read as `quick`'s tool of
+    // the same name.
+    let spelled = &p.step(2);
+    assert!(spelled["is_error"].as_bool().unwrap() && spelled["json"]["code"] == "UNAVAILABLE", "{spelled}");
+    let message = spelled["json"]["message"].as_str().unwrap();
+    assert!(message.contains("no tool \"slow.set_alarm\" is listed yet") && message.contains(starting), "{message}");
+    let found = &p.step(3)["json"];
     assert_eq!(found["results"][0]["tool_id"], "quick.set_alarm", "{found}");
     assert_eq!(found["unavailable"][0]["unlisted_tools"], "slow.*", "{found}");
     assert!(found["unavailable"][0]["reason"].as_str().unwrap().contains(starting), "{found}");
@@ -53,8 +60,8 @@ fn a_server_slow_to_start_is_added_when_it_is_up_without_holding_the_clients_ini
     assert!(starting.iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
     assert!(p.events_of("upstream_down").is_empty(), "{:?}", p.events_of("upstream_down"));
     assert!(p.events_of("upstream_up").iter().any(|e| e["server"] == "slow"), "{:?}", p.events);
-    assert!(!p.step(4)["is_error"].as_bool().unwrap(), "{}", p.step(4));
-    assert!(p.step(5)["json"].get("unavailable").is_none(), "{}", p.step(5));
+    assert!(!p.step(5)["is_error"].as_bool().unwrap(), "{}", p.step(5));
+    assert!(p.step(6)["json"].get("unavailable").is_none(), "{}", p.step(6));
 
     // `--build` has no client waiting: it waits for `slow`, whose tools are in what it built.
     let build = dir.join("build");
@@ -112,7 +119,6 @@ fn a_server_slow_to_start_again_is_said_to_be_starting_from_its_kept_listing() {
     assert!(ids(found).contains(&json!("slow.set_alarm")) && found.get("unavailable").is_none(), "{found}");
 }
 
-/// The wait is a setting with bounds like the other times, and a bad one is refused naming it.
 /// A server with nothing listed yet is named as starting only to a token with its scopes: one
 /// without them gets what any unknown id gets, and no word of it in a search or list.
 #[test]
@@ -144,6 +150,7 @@ fn a_server_with_nothing_listed_yet_is_named_only_to_tokens_with_its_scopes() {
     }
 }
 
+/// The wait is a setting with bounds like the other times, and a bad one is refused naming it.
 #[test]
 fn a_startup_wait_out_of_range_is_refused_naming_the_field() {
     let dir = common::scratch().join("gw-startup-bad");

@@ -333,7 +333,10 @@ fn a_pending_groups_unlisted_tools_answer_with_why_only_to_callers_it_may_tell()
     let group = json!({"id": "alarms", "visibility": "conditional", "check": "alarms_up",
         "suggestion": "Start the alarms server.", "pending": {"prefix": "alarms.", "requires": ["clock"]}});
     let now = json!({"id": "clock.now", "name": "now", "description": "The current time of day."});
-    std::fs::write(&extra, json!({"groups": [group], "tools": [now]}).to_string()).unwrap();
+    // Another server's tool of the same bare name, and a hidden tool under the prefix.
+    let other = json!({"id": "clock.set_alarm", "name": "set_alarm", "description": "Sets the desk clock's alarm."});
+    let hidden = json!({"id": "alarms.audit", "name": "audit", "description": "Audit log.", "requires": ["admin"]});
+    std::fs::write(&extra, json!({"groups": [group], "tools": [now, other, hidden]}).to_string()).unwrap();
     let catalog = toolsearch::catalog::load_paths(&[common::sample_catalog(), extra], None).unwrap();
     let dir = common::scratch().join("disclosure-pending");
     toolsearch::build_index(&catalog, common::embedder().as_ref(), &dir, &Default::default()).unwrap();
@@ -350,17 +353,29 @@ fn a_pending_groups_unlisted_tools_answer_with_why_only_to_callers_it_may_tell()
     let search = json!({"query": "set an alarm clock for seven in the morning"});
 
     let mut told = f.set(with(&["clock"]));
+    // Called in any spelling a client uses: never read as clock's `set_alarm`.
+    let args = json!({"at": "07:00"});
     for answer in [
         told.call("call_tool", &call),
-        told.call("alarms.set_alarm", &json!({"at": "07:00"})),
+        told.call("alarms.set_alarm", &args),
         told.call("expand_tool", &json!({"tool_id": "alarms.set_alarm"})),
+        told.call("alarms__set_alarm", &args),
+        told.call("mcp__alarms__set_alarm", &args),
+        told.call("mcp__gw__alarms.set_alarm", &args),
+        told.call("ALARMS.set_alarm", &args),
     ] {
         assert!(answer.is_error && answer.text.contains("UNAVAILABLE"), "{}", answer.text);
-        assert!(
-            answer.text.contains("is listed yet") && answer.text.contains("Start the alarms server."),
-            "{}",
-            answer.text
-        );
+        let said = answer.text.to_lowercase();
+        assert!(said.contains("alarms.set_alarm") && said.contains("is listed yet"), "{}", answer.text);
+        assert!(answer.text.contains("Start the alarms server."), "{}", answer.text);
+    }
+    // A tool under the prefix the caller may not use answers as an unknown id, in any spelling.
+    for (name, input) in
+        [("call_tool", json!({"tool_id": "alarms.audit", "arguments": {}})), ("alarms__audit", json!({}))]
+    {
+        let answer = told.call(name, &input);
+        assert!(answer.is_error && !answer.text.contains("listed yet"), "{}", answer.text);
+        assert!(answer.text.contains("TOOL_NOT_FOUND") || answer.text.contains("UNKNOWN_TOOL"), "{}", answer.text);
     }
     let body: Value = serde_json::from_str(&told.call("search_tool_by_category", &search).text).unwrap();
     assert_eq!(

@@ -132,7 +132,9 @@ pub struct Group {
 /// expand of an id under `prefix` that no tool has is answered with the group's state
 /// (`UNAVAILABLE`, "it is still starting") rather than as an unknown tool, and a search names
 /// the group under `unavailable`, so a model learns that more tools are coming. Only callers
-/// holding every scope in `requires` are told (the scopes its tools will require).
+/// holding every scope in `requires` are told (the scopes its tools will require). Nothing
+/// promises that a given id will be listed once the group is up (a gateway's tool filter may
+/// leave it out): the answer says only that it is not listed yet, and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// The prefix the ids of its tools will have (`SERVER.` for a gateway server).
@@ -140,6 +142,14 @@ pub struct Pending {
     /// Scopes a caller needs to be told of the group.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+}
+
+impl Pending {
+    /// Whether `id` is under the prefix, in any case (tools are called by name in any case):
+    /// an id the group's tools may have once it is up.
+    pub fn covers(&self, id: &str) -> bool {
+        id.get(..self.prefix.len()).is_some_and(|p| p.eq_ignore_ascii_case(&self.prefix))
+    }
 }
 
 impl Catalog {
@@ -202,4 +212,22 @@ impl std::io::Write for Hashing {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[test]
+    fn a_pending_group_covers_ids_under_its_prefix_in_any_case() {
+        let p = Pending { prefix: "slow.".into(), requires: Vec::new() };
+        assert!(p.covers("slow.set_alarm") && p.covers("SLOW.set_alarm") && p.covers("slow."));
+        assert!(!p.covers("slow") && !p.covers("slower.x") && !p.covers("quick.set_alarm") && !p.covers(""));
+        // A prefix cut inside a character is no match, not a panic.
+        let p = Pending { prefix: "a".into(), requires: Vec::new() };
+        assert!(!p.covers("é") && p.covers("A.x"));
+        // Any case is ASCII's: other letters are as written.
+        let p = Pending { prefix: "é.".into(), requires: Vec::new() };
+        assert!(!p.covers("É.x") && p.covers("é.x"));
+    }
 }

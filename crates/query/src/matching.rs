@@ -108,6 +108,26 @@ impl Ranker {
         named_by(self.index(), name, |o| may(&tools[o as usize])).into_iter().map(|o| &tools[o as usize]).collect()
     }
 
+    /// The readings of `name` ([`Ranker::tools_called`]'s spellings: `name`, `SERVER.TOOL` for
+    /// `SERVER__TOOL` or `mcp__SERVER__TOOL`, what follows the first `SERVER__`) that are the
+    /// id or name of no tool, whoever may see it; `None` when `name` itself or a `SERVER.TOOL`
+    /// reading is one (a tool it names exactly). For an answer about an id no tool has (a
+    /// pending group's, not listed yet), which a hidden tool must never get, and which a tool
+    /// of the same bare name on another server must not take.
+    pub fn unnamed_readings(&self, name: &str) -> Option<Vec<String>> {
+        let mut readings = Vec::new();
+        for (tier, spellings) in spellings(name.trim()).into_iter().enumerate() {
+            for reading in spellings {
+                match self.index().tools_named(&reading).is_empty() {
+                    true => readings.push(reading),
+                    false if tier < 2 => return None,
+                    false => {}
+                }
+            }
+        }
+        Some(readings)
+    }
+
     /// The allowed tools whose id or name `pattern` matches (case-insensitive unless the
     /// pattern says otherwise), in catalogue order, each at confidence 1.
     pub(crate) fn match_tools(&self, pattern: &str, filter: &Filter) -> Result<Vec<Scored>, ProtocolError> {

@@ -182,24 +182,32 @@ impl ToolSet {
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
     ///
-    /// An id no tool has, under the prefix of a pending group (tools not listed yet) that is
-    /// down and that the caller may be told of, is answered with that group's state.
+    /// An id no tool has is answered as [`ToolSet::not_listed_yet`] answers it.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        if let Some(group) = self.down_group(engine, id) {
-            return Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)));
+        match engine.tool(id) {
+            Some(tool) => {
+                let group = self.down_group_of(engine, tool)?;
+                Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)))
+            }
+            None => self.not_listed_yet(engine, id),
         }
-        let group = self.pending_group(engine, id)?;
-        Some(format!("no tool {id:?} is listed yet: {}", self.why_down(group)))
     }
 
-    /// The down pending group whose prefix `id` has (the longest), when no tool has that id
-    /// (a tool the caller may not use included: it answers as any unknown id does).
-    fn pending_group<'e>(&'e self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
-        if engine.tool(id).is_some() {
+    /// Why `name`, which no tool has, names a tool that is not listed yet: a reading of it
+    /// (the id itself, or `SERVER.TOOL` for a client's `SERVER__TOOL` or `mcp__SERVER__TOOL`)
+    /// is an id a down pending group the caller may be told of covers (the longest prefix
+    /// wins). `None` when no such group covers one, and when `name` or a `SERVER.TOOL` reading
+    /// of it is any tool's id or name: a tool the caller may not use answers as any unknown id
+    /// does, and a tool of another server is never called for a server still starting.
+    pub(super) fn not_listed_yet(&self, engine: &Engine, name: &str) -> Option<String> {
+        let pending: Vec<(&Group, &Pending)> = self.pending_groups(engine).collect();
+        if pending.is_empty() {
             return None;
         }
-        let under = self.pending_groups(engine).filter(|(_, p)| id.starts_with(p.prefix.as_str()));
-        under.max_by_key(|(_, p)| p.prefix.len()).map(|(g, _)| g)
+        let readings = engine.unnamed_readings(name)?;
+        let covered = pending.into_iter().filter_map(|(g, p)| Some((g, p, readings.iter().find(|r| p.covers(r))?)));
+        let (group, _, id) = covered.max_by_key(|(_, p, _)| p.prefix.len())?;
+        Some(format!("no tool {id:?} is listed yet: {}", self.why_down(group)))
     }
 
     /// The pending groups (tools not listed yet) that are down and that the caller holds the
@@ -214,7 +222,14 @@ impl ToolSet {
     /// The unavailable group of tool `id`; `None` when the tool is usable, or is not the
     /// caller's to use.
     fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
-        let tool = engine.tool(id).filter(|t| self.config.principal.may_use(t))?;
+        self.down_group_of(engine, engine.tool(id)?)
+    }
+
+    /// [`ToolSet::down_group`] of a tool already looked up.
+    fn down_group_of<'e>(&self, engine: &'e Engine, tool: &Tool) -> Option<&'e Group> {
+        if !self.config.principal.may_use(tool) {
+            return None;
+        }
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
         (!self.availability.is_available(group)).then_some(group)
     }

@@ -42,8 +42,9 @@ impl ToolSet {
         // runs when the caller may use it, as call_tool would run it (every check included),
         // unless an exclusive unfold holds all else back. Models call what they remember.
         if offers_call && !self.unfolds.iter().any(|u| u.exclusive) {
-            // An id under a pending group's prefix (its tools not listed yet): its state.
-            if let Some(message) = self.unavailable(engine, name) {
+            // An id under a pending group's prefix (its tools not listed yet), in any spelling:
+            // its state, before a bare name could be read as another server's tool.
+            if let Some(message) = self.not_listed_yet(engine, name) {
                 return self.unavailable_call(name, name, input, message);
             }
             let who = &self.config.principal;
