@@ -333,10 +333,14 @@ fn a_pending_groups_unlisted_tools_answer_with_why_only_to_callers_it_may_tell()
     let group = json!({"id": "alarms", "visibility": "conditional", "check": "alarms_up",
         "suggestion": "Start the alarms server.", "pending": {"prefix": "alarms.", "requires": ["clock"]}});
     let now = json!({"id": "clock.now", "name": "now", "description": "The current time of day."});
-    // Another server's tool of the same bare name, and a hidden tool under the prefix.
+    // Another server's tool of the same bare name, one named like a spelling of an id under
+    // the prefix, and a tool under the prefix only `admin` may use.
     let other = json!({"id": "clock.set_alarm", "name": "set_alarm", "description": "Sets the desk clock's alarm."});
+    let snooze =
+        json!({"id": "clock.alarms__snooze", "name": "alarms__snooze", "description": "Snoozes the desk clock."});
     let hidden = json!({"id": "alarms.audit", "name": "audit", "description": "Audit log.", "requires": ["admin"]});
-    std::fs::write(&extra, json!({"groups": [group], "tools": [now, other, hidden]}).to_string()).unwrap();
+    let tools = [now, other, snooze, hidden];
+    std::fs::write(&extra, json!({"groups": [group], "tools": tools}).to_string()).unwrap();
     let catalog = toolsearch::catalog::load_paths(&[common::sample_catalog(), extra], None).unwrap();
     let dir = common::scratch().join("disclosure-pending");
     toolsearch::build_index(&catalog, common::embedder().as_ref(), &dir, &Default::default()).unwrap();
@@ -369,14 +373,18 @@ fn a_pending_groups_unlisted_tools_answer_with_why_only_to_callers_it_may_tell()
         assert!(said.contains("alarms.set_alarm") && said.contains("is listed yet"), "{}", answer.text);
         assert!(answer.text.contains("Start the alarms server."), "{}", answer.text);
     }
-    // A tool under the prefix the caller may not use answers as an unknown id, in any spelling.
-    for (name, input) in
-        [("call_tool", json!({"tool_id": "alarms.audit", "arguments": {}})), ("alarms__audit", json!({}))]
-    {
-        let answer = told.call(name, &input);
-        assert!(answer.is_error && !answer.text.contains("listed yet"), "{}", answer.text);
-        assert!(answer.text.contains("TOOL_NOT_FOUND") || answer.text.contains("UNKNOWN_TOOL"), "{}", answer.text);
+    // A tool under the prefix the caller may not use answers as any id under it, in any
+    // spelling: nothing tells it from one that does not exist. To a caller who may use it, it
+    // is that tool; so is a tool whose own name is what was called.
+    let audit = json!({"tool_id": "alarms.audit", "arguments": {}});
+    for answer in [told.call("call_tool", &audit), told.call("alarms__audit", &json!({}))] {
+        assert!(answer.is_error && answer.text.contains("UNAVAILABLE"), "{}", answer.text);
+        assert!(answer.text.contains("alarms.audit") && answer.text.contains("is listed yet"), "{}", answer.text);
     }
+    let ran = f.set(with(&["clock", "admin"])).call("call_tool", &audit);
+    assert!(!ran.is_error && ran.text.contains("\"ran\":\"alarms.audit\""), "{}", ran.text);
+    let ran = told.call("alarms__snooze", &json!({}));
+    assert!(!ran.is_error && ran.text.contains("\"ran\":\"clock.alarms__snooze\""), "{}", ran.text);
     let body: Value = serde_json::from_str(&told.call("search_tool_by_category", &search).text).unwrap();
     assert_eq!(
         body["unavailable"],

@@ -129,7 +129,7 @@ pub struct Group {
 }
 
 /// A conditional group whose tools are not listed yet. While it is unavailable, a call or
-/// expand of an id under `prefix` that no tool has is answered with the group's state
+/// expand of an id under `prefix` that no tool the caller may use has is answered with the group's state
 /// (`UNAVAILABLE`, "it is still starting") rather than as an unknown tool, and a search names
 /// the group under `unavailable`, so a model learns that more tools are coming. Only callers
 /// holding every scope in `requires` are told (the scopes its tools will require). Nothing

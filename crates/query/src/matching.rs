@@ -110,15 +110,16 @@ impl Ranker {
 
     /// The readings of `name` ([`Ranker::tools_called`]'s spellings: `name`, `SERVER.TOOL` for
     /// `SERVER__TOOL` or `mcp__SERVER__TOOL`, what follows the first `SERVER__`) that are the
-    /// id or name of no tool, whoever may see it; `None` when `name` itself or a `SERVER.TOOL`
-    /// reading is one (a tool it names exactly). For an answer about an id no tool has (a
-    /// pending group's, not listed yet), which a hidden tool must never get, and which a tool
-    /// of the same bare name on another server must not take.
-    pub fn unnamed_readings(&self, name: &str) -> Option<Vec<String>> {
+    /// id or name of no tool `may` allows; `None` when `name` itself or a `SERVER.TOOL` reading
+    /// is one (a tool it names exactly). For an answer about an id no tool has (a pending
+    /// group's, not listed yet), which a tool of the same bare name on another server must not
+    /// take. Tools `may` refuses are never looked at, so a hidden tool reads as a missing one.
+    pub fn unnamed_readings(&self, name: &str, may: impl Fn(&Tool) -> bool) -> Option<Vec<String>> {
+        let tools = &self.catalog().tools;
         let mut readings = Vec::new();
         for (tier, spellings) in spellings(name.trim()).into_iter().enumerate() {
             for reading in spellings {
-                match self.index().tools_named(&reading).is_empty() {
+                match !self.index().tools_named(&reading).into_iter().any(|o| may(&tools[o as usize])) {
                     true => readings.push(reading),
                     false if tier < 2 => return None,
                     false => {}

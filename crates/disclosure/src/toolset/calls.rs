@@ -182,9 +182,10 @@ impl ToolSet {
     /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
     /// for an id that does not exist, never the group's state or its suggestion.
     ///
-    /// An id no tool has is answered as [`ToolSet::not_listed_yet`] answers it.
+    /// An id no tool the caller may use has is answered as [`ToolSet::not_listed_yet`] answers
+    /// it.
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        match engine.tool(id) {
+        match engine.tool(id).filter(|t| self.config.principal.may_use(t)) {
             Some(tool) => {
                 let group = self.down_group_of(engine, tool)?;
                 Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)))
@@ -193,18 +194,19 @@ impl ToolSet {
         }
     }
 
-    /// Why `name`, which no tool has, names a tool that is not listed yet: a reading of it
-    /// (the id itself, or `SERVER.TOOL` for a client's `SERVER__TOOL` or `mcp__SERVER__TOOL`)
-    /// is an id a down pending group the caller may be told of covers (the longest prefix
-    /// wins). `None` when no such group covers one, and when `name` or a `SERVER.TOOL` reading
-    /// of it is any tool's id or name: a tool the caller may not use answers as any unknown id
-    /// does, and a tool of another server is never called for a server still starting.
+    /// Why `name`, which no tool the caller may use has, names a tool that is not listed yet: a
+    /// reading of it (the id itself, or `SERVER.TOOL` for a client's `SERVER__TOOL` or
+    /// `mcp__SERVER__TOOL`) is an id a down pending group the caller may be told of covers (the
+    /// longest prefix wins). `None` when no such group covers one, and when `name` or a
+    /// `SERVER.TOOL` reading of it is the id or name of a tool the caller may use. A tool the
+    /// caller may not use is never looked at (it answers as any id under the prefix does), and
+    /// a tool of another server is never called for a server still starting.
     pub(super) fn not_listed_yet(&self, engine: &Engine, name: &str) -> Option<String> {
         let pending: Vec<(&Group, &Pending)> = self.pending_groups(engine).collect();
         if pending.is_empty() {
             return None;
         }
-        let readings = engine.unnamed_readings(name)?;
+        let readings = engine.unnamed_readings(name, |t| self.config.principal.may_use(t))?;
         let covered = pending.into_iter().filter_map(|(g, p)| Some((g, p, readings.iter().find(|r| p.covers(r))?)));
         let (group, _, id) = covered.max_by_key(|(_, p, _)| p.prefix.len())?;
         Some(format!("no tool {id:?} is listed yet: {}", self.why_down(group)))
@@ -222,14 +224,11 @@ impl ToolSet {
     /// The unavailable group of tool `id`; `None` when the tool is usable, or is not the
     /// caller's to use.
     fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
-        self.down_group_of(engine, engine.tool(id)?)
+        self.down_group_of(engine, engine.tool(id).filter(|t| self.config.principal.may_use(t))?)
     }
 
-    /// [`ToolSet::down_group`] of a tool already looked up.
+    /// The unavailable group of `tool`, one the caller may use.
     fn down_group_of<'e>(&self, engine: &'e Engine, tool: &Tool) -> Option<&'e Group> {
-        if !self.config.principal.may_use(tool) {
-            return None;
-        }
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
         (!self.availability.is_available(group)).then_some(group)
     }
