@@ -119,10 +119,11 @@ impl Ranker {
         let mut readings = Vec::new();
         for (tier, spellings) in spellings(name.trim()).into_iter().enumerate() {
             for reading in spellings {
-                match !self.index().tools_named(&reading).into_iter().any(|o| may(&tools[o as usize])) {
-                    true => readings.push(reading),
-                    false if tier < 2 => return None,
-                    false => {}
+                let named = self.index().tools_named(&reading).into_iter().any(|o| may(&tools[o as usize]));
+                match named {
+                    false => readings.push(reading),
+                    true if tier < 2 => return None,
+                    true => {}
                 }
             }
         }

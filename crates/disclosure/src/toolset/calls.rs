@@ -178,12 +178,9 @@ impl ToolSet {
     }
 
     /// Why tool `id` cannot be used right now (its group is unavailable), with the group's
-    /// suggestion; `None` when it can. Authorization comes first: for a tool the caller may not
-    /// use this says nothing (`None`), so the caller gets the same "no such tool" answer as
-    /// for an id that does not exist, never the group's state or its suggestion.
-    ///
-    /// An id no tool the caller may use has is answered as [`ToolSet::not_listed_yet`] answers
-    /// it.
+    /// suggestion; `None` when it can. Authorization comes first: a tool the caller may not use
+    /// is answered exactly as an id no tool has, never with its group's state or suggestion:
+    /// as [`ToolSet::not_listed_yet`] answers it (`None` unless a pending group covers it).
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
         match engine.tool(id).filter(|t| self.config.principal.may_use(t)) {
             Some(tool) => {
