@@ -131,10 +131,10 @@ pub struct Group {
 /// A conditional group whose tools are not listed yet. While it is unavailable, a call or
 /// expand of an id under `prefix` that no tool the caller may use has is answered with the
 /// group's state (`UNAVAILABLE`, "it is still starting") rather than as an unknown tool, and a
-/// search names the group under `unavailable`, so a model learns that more tools are coming. Only callers
-/// holding every scope in `requires` are told (the scopes its tools will require). Nothing
-/// promises that a given id will be listed once the group is up (a gateway's tool filter may
-/// leave it out): the answer says only that it is not listed yet, and why.
+/// search names the group under `unavailable`, so a model learns that more tools are coming.
+/// Only callers holding every scope in `requires` are told (the scopes its tools will
+/// require). Nothing promises that a given id will be listed once the group is up (a gateway's
+/// tool filter may leave it out): the answer says only that it is not listed yet, and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
     /// The prefix the ids of its tools will have (`SERVER.` for a gateway server).

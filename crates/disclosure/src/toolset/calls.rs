@@ -182,7 +182,7 @@ impl ToolSet {
     /// is answered exactly as an id no tool has, never with its group's state or suggestion:
     /// as [`ToolSet::not_listed_yet`] answers it (`None` unless a pending group covers it).
     pub(super) fn unavailable(&self, engine: &Engine, id: &str) -> Option<String> {
-        match engine.tool(id).filter(|t| self.config.principal.may_use(t)) {
+        match self.usable_tool(engine, id) {
             Some(tool) => {
                 let group = self.down_group_of(engine, tool)?;
                 Some(format!("tool {id:?} is unavailable: {}", self.why_down(group)))
@@ -221,11 +221,11 @@ impl ToolSet {
     /// The unavailable group of tool `id`; `None` when the tool is usable, or is not the
     /// caller's to use.
     fn down_group<'e>(&self, engine: &'e Engine, id: &str) -> Option<&'e Group> {
-        self.down_group_of(engine, engine.tool(id).filter(|t| self.config.principal.may_use(t))?)
+        self.down_group_of(engine, self.usable_tool(engine, id)?)
     }
 
     /// The unavailable group of `tool`, one the caller may use.
-    fn down_group_of<'e>(&self, engine: &'e Engine, tool: &Tool) -> Option<&'e Group> {
+    pub(super) fn down_group_of<'e>(&self, engine: &'e Engine, tool: &Tool) -> Option<&'e Group> {
         let group = engine.catalog().groups.iter().find(|g| Some(&g.id) == tool.group.as_ref())?;
         (!self.availability.is_available(group)).then_some(group)
     }

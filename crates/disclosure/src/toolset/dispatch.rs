@@ -32,7 +32,7 @@ impl ToolSet {
         // With call_tool offered, a tool id is accepted as a tool name too (models call what a
         // search returned): exactly a call_tool call, with all its checks (a tool the caller
         // may not see answers as if it did not exist).
-        let usable = engine.tool(name).is_some_and(|t| self.config.principal.may_use(t));
+        let usable = self.usable_tool(engine, name).is_some();
         let offers_call = self.derived.discovery.contains(&DiscoveryTool::Call);
         if offers_call && usable {
             return self.call_tool(engine, name, input, name);

@@ -28,8 +28,7 @@ impl ToolSet {
             .chain(start.into_iter().chain(later).map(|(_, e)| e.clone()))
             .filter(|e| match e {
                 Entry::Tool(id) => {
-                    engine.tool(id).is_some_and(|t| self.config.principal.may_use(t))
-                        && self.unavailable(engine, id).is_none()
+                    self.usable_tool(engine, id).is_some_and(|t| self.down_group_of(engine, t).is_none())
                 }
                 Entry::Facade(f) | Entry::Fold(f) => self.derived.facades.contains_key(f),
                 Entry::Discovery(d) => self.derived.discovery.contains(d),
@@ -57,7 +56,12 @@ impl ToolSet {
             return Some(Entry::Discovery(d.clone()));
         }
         let id = self.derived.names.id(name)?;
-        engine.tool(id).filter(|t| self.config.principal.may_use(t)).map(|t| Entry::Tool(t.id.clone()))
+        self.usable_tool(engine, id).map(|t| Entry::Tool(t.id.clone()))
+    }
+
+    /// Catalogue tool `id`, when the caller may use it (else it reads as no tool at all).
+    pub(super) fn usable_tool<'e>(&self, engine: &'e Engine, id: &str) -> Option<&'e Tool> {
+        engine.tool(id).filter(|t| self.config.principal.may_use(t))
     }
 
     pub(super) fn definition(&self, engine: &Engine, entry: &Entry) -> Option<ToolDef> {
