@@ -344,6 +344,13 @@ fn bench_twins_prints_the_default_path_and_the_answerability_decision() {
     for line in ["default path (search, limit 10): nDCG@10", "twins (24 pairs): answerable AUROC", "gold first in "] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
+    // The latency targets' ratios, from the stage columns of the same run.
+    let latency = text.lines().find(|l| l.starts_with("latency: p50 ")).unwrap_or_else(|| panic!("{text}"));
+    let ratio = |after: &str| -> f64 {
+        let rest = &latency[latency.find(after).unwrap_or_else(|| panic!("{latency}")) + after.len()..];
+        rest.split('x').next().unwrap().parse().unwrap_or_else(|_| panic!("{latency}"))
+    };
+    assert!(ratio(" ms is ") >= 1.0 && ratio("p99 is ") >= 1.0, "{latency}");
     let out = toolsearch(&["bench", &index, queries.to_str().unwrap(), "--mode", "hybrid", "--twins", "--json"]);
     let reports: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let twins = &reports[0]["default_path"]["twins"];

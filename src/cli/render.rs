@@ -240,6 +240,9 @@ pub(crate) fn bench(reports: &[BenchReport]) -> String {
         let _ = writeln!(out, "HNSW graph recall@10 against an exact scan of the stored vectors: {r:.3}");
     }
     for r in reports.iter().filter(|r| r.mode == "hybrid") {
+        let _ = writeln!(out, "{}", latency_ratios(&r.latency_ms));
+    }
+    for r in reports.iter().filter(|r| r.mode == "hybrid") {
         let Some(d) = &r.default_path else { continue };
         let _ = writeln!(
             out,
@@ -378,6 +381,20 @@ pub(crate) fn verified(r: &toolsearch::index::VerifyReport) -> String {
         out.push_str(&format!("fault: {}: {}\n", f.file.display(), f.problem));
     }
     out
+}
+
+/// The latency targets' ratios of one hybrid run (DESIGN: a search's p50 within 1.3x of the
+/// query embedding's, p99 under 3x p50), both taken from the same queries in the same run, so
+/// the machine's load moves both sides alike.
+fn latency_ratios(l: &toolsearch::eval::StageLatency) -> String {
+    let ratio = |a: f64, b: f64| if b > 0.0 { format!("{:.2}x", a / b) } else { "-".to_owned() };
+    format!(
+        "latency: p50 {:.2} ms is {} the embedding's p50 {:.2} ms; p99 is {} p50",
+        l.total.p50,
+        ratio(l.total.p50, l.embed.p50),
+        l.embed.p50,
+        ratio(l.total.p99, l.total.p50)
+    )
 }
 
 #[cfg(test)]
