@@ -22,6 +22,7 @@ mod doc_links;
 mod docs;
 mod gateway;
 mod gateway_asks;
+mod gateway_audit;
 mod gateway_bounds;
 mod gateway_browser;
 mod gateway_clients;

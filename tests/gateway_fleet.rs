@@ -86,6 +86,41 @@ fn a_replica_killed_mid_traffic_keeps_every_answered_calls_trail_line_and_client
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+
+    // `gateway audit` reads the fleet's trail from the store: every stored line once, oldest
+    // first, each naming its replica; --last keeps the newest.
+    let audit = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["--json", "gateway", "audit", "--config"])
+            .arg(&config)
+            .arg("--state")
+            .arg(state(0))
+            .args(args)
+            .envs(env)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect::<Vec<Value>>()
+    };
+    let echo = ["--event", "call", "--tool", "everything.echo"];
+    // A line of a call the killed replica wrote and never answered may still be on its way.
+    let (calls, newest) = loop {
+        let (calls, newest) = (audit(&echo), audit(&[&echo[..], &["--last", "5"]].concat()));
+        if audit(&echo) == calls {
+            break (calls, newest);
+        }
+    };
+    let messages: std::collections::HashSet<&str> =
+        calls.iter().filter_map(|l| l["arguments"]["message"].as_str()).collect();
+    assert!(answered.iter().all(|m| messages.contains(m)) && messages.len() == calls.len(), "a line lost or twice");
+    let stored = pg.query("SELECT count(*) FROM toolsearch_audit WHERE line->>'event' = 'call'");
+    assert!(calls.len() >= answered.len() && stored.trim() == calls.len().to_string(), "{stored} rows");
+    let times: Vec<u64> = calls.iter().map(|l| l["time"].as_u64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "oldest first");
+    let replicas: std::collections::HashSet<&str> = calls.iter().map(|l| l["replica"].as_str().unwrap()).collect();
+    assert!(replicas.len() >= 2, "{replicas:?}");
+    assert_eq!(newest, calls[calls.len() - 5..]);
 }
 
 #[test]

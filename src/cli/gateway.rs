@@ -107,6 +107,15 @@ enum Action {
         #[command(flatten)]
         at: Place,
     },
+    /// Read the audit trail, oldest first: every session's searches, expansions and calls, with
+    /// who made them and when (filters combine). With a PostgreSQL state store, the whole
+    /// fleet's trail.
+    Audit {
+        #[command(flatten)]
+        at: Place,
+        #[command(flatten)]
+        args: super::gateway_audit::AuditArgs,
+    },
 }
 
 /// The gateway a subcommand acts on.
@@ -121,17 +130,21 @@ struct Place {
 }
 
 /// Runs `f` against the shared state store, on a runtime of its own.
-fn shared<T, F: std::future::Future<Output = Result<T, String>>>(f: impl FnOnce() -> F) -> Result<T, String> {
+pub(super) fn shared<T, F: std::future::Future<Output = Result<T, String>>>(
+    f: impl FnOnce() -> F,
+) -> Result<T, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(f())
 }
 
-/// Runs a subcommand of `gateway`: approve, held, login, logout or client-metadata.
+/// Runs a subcommand of `gateway`: approve, held, audit, login, logout or client-metadata.
 fn act(global: &Global, action: &Action) -> Result<(), Failure> {
     let (config, state) = match action {
-        Action::Approve { at, .. } | Action::Held { at } | Action::Login { at, .. } | Action::Logout { at, .. } => {
-            (&at.config, &at.state)
-        }
+        Action::Approve { at, .. }
+        | Action::Held { at }
+        | Action::Login { at, .. }
+        | Action::Logout { at, .. }
+        | Action::Audit { at, .. } => (&at.config, &at.state),
         Action::ClientMetadata { config } => (config, &None),
     };
     let config = GatewayConfig::load(config).map_err(|e| Problem::InvalidConfig.because(e))?;
@@ -177,6 +190,7 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
                 say_err!("approved {} ({}); a running gateway serves it within a second", held.tool, held.reason);
             }
         }
+        Action::Audit { args, .. } => super::gateway_audit::run(global, &config, &state, args)?,
         Action::Held { .. } => {
             let held = match config.settings.state.postgres() {
                 Some(url) => shared(|| toolsearch::gateway::store::held_in(url))

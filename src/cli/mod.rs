@@ -10,6 +10,7 @@ mod completions;
 mod expand;
 mod failure;
 mod gateway;
+mod gateway_audit;
 mod gateway_login;
 mod index;
 mod learn;

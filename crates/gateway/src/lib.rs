@@ -30,7 +30,8 @@
 //!   masks);
 //! - trust: `pins.rs` and `pin_diff.rs` (pins and holds), `approve.rs` (approvals by digest),
 //!   `vetted.rs` (no call forwarded before the pins passed its definition), `scan.rs` (the
-//!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL);
+//!   injection scan), `store/` (the pins and holds a fleet of replicas shares in PostgreSQL),
+//!   `audit_query.rs` (the audit trail read back for an operator);
 //! - running: `catalogue.rs` (the catalogue and index built from the listings), `gateway.rs`
 //!   (starting it), `keeper.rs` (following changes and the config file; `config_changes.rs`: what a reload
 //!   changed; `keeper_index.rs`: the index rebuilt or followed, and the model changed), `learner.rs` (learning
@@ -38,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod approve;
+pub mod audit_query;
 mod catalogue;
 mod child;
 mod child_program;

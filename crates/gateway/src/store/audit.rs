@@ -5,7 +5,8 @@
 //! identity and a byte offset), and rows are keyed by replica, file and offset, so a line
 //! shipped twice (a crash between the insert and the cursor) is stored once. While the database
 //! is away the trail's own bounded files are the buffer; it catches up when the database is
-//! back (lines rotated away before they were shipped are counted and reported).
+//! back (lines rotated away before they were shipped are counted and reported). An operator
+//! reads the fleet's trail back with `toolsearch gateway audit` ([`read_in`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use serde_json::{json, Value};
 use toolsearch_catalog::platform::file_identity;
 use toolsearch_mcp::ops::Status;
 use toolsearch_mcp::trail::files;
+
+use crate::audit_query::{AuditQuery, ReadCount};
 
 /// How often new lines are looked for.
 const EVERY: Duration = Duration::from_millis(500);
@@ -121,6 +124,51 @@ async fn insert(c: &mut tokio_postgres::Client, replica: &str, lines: &[(u64, u6
         tx.execute(&statement, &[&replica, &(*file as i64), &(*at as i64), &value]).await.map_err(db)?;
     }
     tx.commit().await.map_err(db)
+}
+
+/// `gateway audit` against the store at `url`: the fleet's trail lines `query` asks for, handed
+/// to `out` oldest first by the time each was written (ties in the order each replica wrote
+/// them), each with the `replica` that wrote it. Lines are streamed from the database, so no
+/// more than `query.last` rows are ever held.
+pub async fn read_in(url: &str, query: &AuditQuery, out: &mut dyn FnMut(Value)) -> Result<ReadCount, String> {
+    use futures::StreamExt;
+    use tokio_postgres::types::ToSql;
+    let (client, _) = super::postgres::open(url).await?;
+    let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
+    let ms = |t: Option<u64>| t.map(|t| t.min(i64::MAX as u64) as i64);
+    let (since, until) = (ms(query.since), ms(query.until));
+    let last = query.last.map(|n| n.min(i64::MAX as usize) as i64);
+    let params: [&(dyn ToSql + Sync); 7] =
+        [&since, &until, &query.token, &query.tool, &query.session, &query.event, &last];
+    let rows = client
+        .query_raw(
+            "WITH timed AS (SELECT replica, file, at, line, \
+                 CASE WHEN jsonb_typeof(line->'time') = 'number' THEN (line->>'time')::numeric END AS time \
+                 FROM toolsearch_audit) \
+             SELECT replica, line FROM (SELECT * FROM timed \
+                 WHERE ($1::bigint IS NULL OR time >= $1) AND ($2::bigint IS NULL OR time <= $2) \
+                 AND ($3::text IS NULL OR line->>'token' = $3) AND ($4::text IS NULL OR line->>'tool_id' = $4) \
+                 AND ($5::text IS NULL OR line->>'session' = $5) AND ($6::text IS NULL OR line->>'event' = $6) \
+                 ORDER BY time DESC NULLS LAST, replica DESC, file DESC, at DESC LIMIT $7) picked \
+             ORDER BY time NULLS FIRST, replica, file, at",
+            params.iter().map(|p| *p as &dyn ToSql),
+        )
+        .await
+        .map_err(db)?;
+    let mut rows = std::pin::pin!(rows);
+    let mut sink = crate::audit_query::Sink::new(None, out);
+    while let Some(row) = rows.next().await {
+        let row = row.map_err(db)?;
+        let (replica, mut line): (String, Value) = (row.get(0), row.get(1));
+        match line.as_object_mut() {
+            Some(fields) if !fields.contains_key("unreadable") => {
+                fields.entry("replica").or_insert(json!(replica));
+                sink.push(line);
+            }
+            _ => sink.unreadable(),
+        }
+    }
+    Ok(sink.finish())
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! until the database is back.
 
 pub(crate) mod adapters;
-pub(crate) mod audit;
+pub mod audit;
 mod buckets;
 pub(crate) mod grants;
 pub(crate) mod listings;
