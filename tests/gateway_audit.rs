@@ -117,6 +117,10 @@ fn an_operator_reads_the_trail_back_by_caller_tool_kind_and_time_across_rotated_
         err.contains("--since") && err.contains("\"yesterday\" is not a time") && err.contains("RFC 3339"),
         "{err}"
     );
+    // A directory holding no trail is said to be one, not taken for an empty trail.
+    let out = audit(&config, &dir.join("elsewhere"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("no audit trail in ") && err.contains("elsewhere/audit"), "{err}");
     // A replica's own trail dir, by --audit-dir: here the same files.
     assert_eq!(
         lines(&config, &state, &["--audit-dir", audit_dir.to_str().unwrap(), "--last", "1"]),

@@ -62,26 +62,35 @@ pub(crate) fn run(global: &Global, config: &GatewayConfig, state: &Path, args: &
     };
     let mut out = Buffered::default();
     let mut print = |line: Value| out.push(&if global.json { line.to_string() } else { readable(&line) });
-    let count = match (&args.audit_dir, config.settings.state.postgres()) {
-        (Some(dir), _) => read_dir(dir, &query, &mut print).map_err(|e| Problem::Io.because(e))?,
-        (None, Some(url)) => {
-            super::gateway::shared(|| toolsearch::gateway::store::audit::read_in(url, &query, &mut print))
-                .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?
-        }
-        (None, None) => read_dir(&state.join("audit"), &query, &mut print).map_err(|e| Problem::Io.because(e))?,
+    // One replica's files, the fleet's store, or the state directory's files.
+    let local = match (&args.audit_dir, config.settings.state.postgres()) {
+        (Some(dir), _) => Ok(dir.clone()),
+        (None, Some(url)) => Err(url),
+        (None, None) => Ok(state.join("audit")),
+    };
+    let count = match &local {
+        Ok(dir) => read_dir(dir, &query, &mut print).map_err(|e| Problem::Io.because(e))?,
+        Err(url) => super::gateway::shared(|| toolsearch::gateway::store::audit::read_in(url, &query, &mut print))
+            .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?,
     };
     out.flush();
-    report(count);
+    report(count, local.as_deref().ok());
     Ok(())
 }
 
-/// What was read besides the lines, on stderr.
-fn report(count: ReadCount) {
+/// What was read besides the lines, on stderr: a directory holding no trail at all is said to
+/// be one (a --state or --audit-dir that is not the gateway's, say).
+fn report(count: ReadCount, dir: Option<&Path>) {
     if count.unreadable > 0 {
         say_err!("warning: {} unreadable trail lines skipped (cut short by a crash, say)", count.unreadable);
     }
-    if count.shown == 0 {
-        say_err!("no trail line matches");
+    match dir {
+        Some(dir) if toolsearch::mcp::trail::files(dir).map_or(true, |f| f.is_empty()) => say_err!(
+            "no audit trail in {}: is that the gateway's state directory (--state) or a replica's --audit-dir?",
+            dir.display()
+        ),
+        _ if count.shown == 0 => say_err!("no trail line matches"),
+        _ => {}
     }
 }
 
