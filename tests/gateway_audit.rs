@@ -1,12 +1,12 @@
 //! `toolsearch gateway audit`: an operator reads back the trail a running gateway wrote, across
 //! its rotated files, filtered by caller, tool, kind and time. The official Python MCP client
 //! drives the gateway in front of the npm `everything` reference server. (A fleet's trail read
-//! from PostgreSQL: `gateway_fleet`.)
+//! from PostgreSQL: `gateway_fleet`.) Operator commands end quietly when their reader stops.
 
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use common::gateway::{client_steps, reference_server, HttpGateway};
 use common::write_config;
@@ -121,6 +121,21 @@ fn an_operator_reads_the_trail_back_by_caller_tool_kind_and_time_across_rotated_
     let out = audit(&config, &dir.join("elsewhere"), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.contains("no audit trail in ") && err.contains("elsewhere/audit"), "{err}");
+    // A reader that stops reading (`| head -1`) ends an operator command quietly, never a panic.
+    for verb in ["audit", "held"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["gateway", verb, "--config"])
+            .arg(&config)
+            .arg("--state")
+            .arg(&state)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success() && out.stderr.is_empty(), "{verb}: {}", String::from_utf8_lossy(&out.stderr));
+    }
     // A replica's own trail dir, by --audit-dir: here the same files.
     assert_eq!(
         lines(&config, &state, &["--audit-dir", audit_dir.to_str().unwrap(), "--last", "1"]),

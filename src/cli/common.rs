@@ -222,7 +222,7 @@ pub(crate) fn open_with(dir: &Path, options: EngineOptions) -> Result<Engine, Fa
 pub(crate) fn choose_model(global: &Global, model: Option<&str>) -> Result<toolsearch::ModelFiles, Failure> {
     let files = toolsearch::ModelFiles::choose(global.models.as_deref(), model).map_err(model_failure)?;
     if model.is_none() && files.spec.id != toolsearch::embed::TOOLS_MODEL_ID {
-        eprintln!(
+        super::output::say_err!(
             "note: the default model `tools` is not installed (scripts/setup, or pip install ./python/model-tools): \
              using `stock`"
         );

@@ -13,7 +13,7 @@ use toolsearch::mcp::{serve_http, serve_io, stdio_streams, Access, CancellationT
 
 use super::common::{engine_options, Cutoff, Global};
 use super::failure::{Failure, Problem};
-use super::output::say_err;
+use super::output::{say, say_err};
 use super::render;
 
 /// Put toolsearch in front of your MCP servers: start or reach each server of an
@@ -159,7 +159,7 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
                 ))
             })?;
             let callback = config.settings.auth.callback_url.as_deref();
-            println!("{:#}", toolsearch::gateway::login::document::document(url, callback));
+            say!("{:#}", toolsearch::gateway::login::document::document(url, callback));
         }
         Action::Login { server, no_browser, device, .. } => {
             use toolsearch::gateway::login::How;
@@ -182,7 +182,7 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
                 }
             };
             if global.json {
-                println!(
+                say!(
                     "{}",
                     json!({"approved": held.tool, "reason": held.reason, "diff": held.diff, "flags": held.flags})
                 );
@@ -198,14 +198,14 @@ fn act(global: &Global, action: &Action) -> Result<(), Failure> {
                 None => approve::held_tools(&state),
             };
             if global.json {
-                println!("{}", serde_json::to_string(&held).map_err(|e| Problem::Internal.because(e))?);
+                say!("{}", serde_json::to_string(&held).map_err(|e| Problem::Internal.because(e))?);
             } else if held.is_empty() {
-                println!("no tool is held");
+                say!("no tool is held");
             } else {
                 for h in held {
-                    println!("{} ({}), digest {}", h.tool, h.reason, &h.seen.digest[..16]);
+                    say!("{} ({}), digest {}", h.tool, h.reason, &h.seen.digest[..16]);
                     for line in h.diff.iter().chain(&h.flags) {
-                        println!("    {}", render::printable(line));
+                        say!("    {}", render::printable(line));
                     }
                 }
             }
@@ -375,30 +375,30 @@ fn preflight(global: &Global, config: &GatewayConfig, state: &Path) -> Result<()
     if global.json {
         let mut report = report_json(&checks);
         report["notes"] = json!(config.notes);
-        println!("{report}");
+        say!("{report}");
     } else {
         for note in &config.notes {
-            println!("note: {}", render::printable(note));
+            say!("note: {}", render::printable(note));
         }
         for c in &checks {
             match &c.reason {
-                None => println!("{}: up, {} tools", c.server, c.tools.len()),
-                Some(r) => println!("{}: DOWN: {}", c.server, render::printable(&toolsearch::mcp::mask_secrets(r))),
+                None => say!("{}: up, {} tools", c.server, c.tools.len()),
+                Some(r) => say!("{}: DOWN: {}", c.server, render::printable(&toolsearch::mcp::mask_secrets(r))),
             }
             if !c.tools.is_empty() {
-                println!("    tools: {}", render::printable(&c.tools.join(", ")));
+                say!("    tools: {}", render::printable(&c.tools.join(", ")));
             }
             if !c.filtered_out.is_empty() {
-                println!("    left out by its tool filter: {}", render::printable(&c.filtered_out.join(", ")));
+                say!("    left out by its tool filter: {}", render::printable(&c.filtered_out.join(", ")));
             }
             if !c.prompts.is_empty() {
-                println!("    prompts: {}", render::printable(&c.prompts.join(", ")));
+                say!("    prompts: {}", render::printable(&c.prompts.join(", ")));
             }
             if c.resources + c.templates > 0 {
-                println!("    resources: {}, resource templates: {}", c.resources, c.templates);
+                say!("    resources: {}, resource templates: {}", c.resources, c.templates);
             }
             for w in &c.warnings {
-                println!("    warning: {}", render::printable(w));
+                say!("    warning: {}", render::printable(w));
             }
         }
     }

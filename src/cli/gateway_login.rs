@@ -8,7 +8,7 @@ use toolsearch::mcp::{GatewayConfig, ServerSpec};
 
 use super::common::Global;
 use super::failure::{Failure, Problem};
-use super::output::say_err;
+use super::output::{say, say_err};
 
 /// The URL and `oauth` section of `server`, or why it has none.
 fn oauth_server<'c>(
@@ -38,8 +38,8 @@ pub(crate) fn login(
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Problem::Io.because(e))?;
     let json = global.json;
     let say = move |text: &str| match json {
-        true => println!("{}", json!({"login": text})),
-        false => println!("{text}"),
+        true => say!("{}", json!({"login": text})),
+        false => say!("{text}"),
     };
     // In a fleet, the login runs as the client the fleet registered, if it did.
     runtime
@@ -74,7 +74,7 @@ pub(crate) fn logout(
             .block_on(toolsearch::gateway::store::shared_logout_callers(&config.settings.state, server))
             .map_err(store)?;
         match global.json {
-            true => println!("{}", json!({"logged_out_callers": server, "forgotten": forgotten.len()})),
+            true => say!("{}", json!({"logged_out_callers": server, "forgotten": forgotten.len()})),
             false => say_err!(
                 "forgot {} callers' grants for {server}; each is asked to log in again at its next call",
                 forgotten.len()
@@ -86,7 +86,7 @@ pub(crate) fn logout(
         runtime.block_on(toolsearch::gateway::login::logout(server, state)).map_err(|e| Problem::Io.because(e))?;
     runtime.block_on(toolsearch::gateway::store::shared_logout(&config.settings.state, server)).map_err(store)?;
     match (global.json, had) {
-        (true, _) => println!("{}", json!({"logged_out": server, "had_grant": had})),
+        (true, _) => say!("{}", json!({"logged_out": server, "had_grant": had})),
         (false, true) => say_err!("forgot the grant for {server}; a running gateway stops using it within seconds"),
         (false, false) => say_err!("{server} had no grant"),
     }

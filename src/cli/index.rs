@@ -62,7 +62,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
         if format == Some(Format::Jsonl) {
             let embedder = load_model(global)?;
             let report = build_index_jsonl(file, &embedder, &args.out, &options).map_err(index_failure)?;
-            eprint!("{}", render::warnings(&report));
+            super::output::write_err(&render::warnings(&report));
             return emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report));
         }
     }
@@ -72,7 +72,7 @@ pub(crate) fn run(global: &Global, args: &Args) -> Result<(), Failure> {
     .map_err(|e| Problem::InvalidCatalogue.because(e))?;
     let embedder = load_model(global)?;
     let report = build_index_owned(catalog, &embedder, &args.out, &options).map_err(index_failure)?;
-    eprint!("{}", render::warnings(&report));
+    super::output::write_err(&render::warnings(&report));
     emit(global, &render::BuildSummary::new(&args.out, &report), || render::build(&args.out, &report))
 }
 
