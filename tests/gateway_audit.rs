@@ -6,7 +6,7 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use common::gateway::{client_steps, reference_server, HttpGateway};
 use common::write_config;
@@ -123,17 +123,9 @@ fn an_operator_reads_the_trail_back_by_caller_tool_kind_and_time_across_rotated_
     assert!(out.status.success() && err.contains("no audit trail in ") && err.contains("elsewhere/audit"), "{err}");
     // A reader that stops reading (`| head -1`) ends an operator command quietly, never a panic.
     for verb in ["audit", "held"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-            .args(["gateway", verb, "--config"])
-            .arg(&config)
-            .arg("--state")
-            .arg(&state)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolsearch"));
+        command.args(["gateway", verb, "--config"]).arg(&config).arg("--state").arg(&state);
+        let out = common::with_stdout_closed(&mut command);
         assert!(out.status.success() && out.stderr.is_empty(), "{verb}: {}", String::from_utf8_lossy(&out.stderr));
     }
     // A replica's own trail dir, by --audit-dir: here the same files.

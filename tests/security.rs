@@ -349,14 +349,12 @@ fn out_of_range_timeouts_are_usage_errors_not_panics() {
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
     let idx = common::build(&common::sample_catalog(), "sec-pipe-idx");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
-        .args(["list", idx.to_str().unwrap(), "--limit", "50"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = common::with_stdout_closed(Command::new(env!("CARGO_BIN_EXE_toolsearch")).args([
+        "list",
+        idx.to_str().unwrap(),
+        "--limit",
+        "50",
+    ]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.is_empty(), "{err}");
     assert!(out.status.success(), "{:?}", out.status);

@@ -111,3 +111,12 @@ pub mod oauth_mock;
 pub mod ports;
 pub mod postgres;
 pub mod probe;
+
+/// Runs `command` with its stdout closed at once, as by a reader that stopped reading
+/// (`| head -1`); what it wrote to stderr and how it ended.
+pub fn with_stdout_closed(command: &mut std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
