@@ -23,6 +23,7 @@ mod docs;
 mod gateway;
 mod gateway_asks;
 mod gateway_audit;
+mod gateway_audit_store;
 mod gateway_bounds;
 mod gateway_browser;
 mod gateway_clients;

@@ -19,6 +19,9 @@ pub struct StateSettings {
     /// (default: the address its listener binds). With `key`, a session-free client's retry
     /// of a round another replica holds is forwarded there (`toolsearch_mcp::fleet_rounds`).
     pub advertise: Option<String>,
+    /// Days the store keeps the fleet's audit lines, counted from when each reached it (absent:
+    /// every line is kept). Each replica deletes older lines when it starts and hourly.
+    pub audit_days: Option<u32>,
 }
 
 impl StateSettings {
@@ -29,6 +32,15 @@ impl StateSettings {
 
     /// Checks the store's form: `local` or a PostgreSQL URL.
     pub(crate) fn check(&self) -> Result<(), String> {
+        match self.audit_days {
+            Some(0) => return Err("audit_days: 0 would keep no line; give 1 or more, or leave it out to keep all".into()),
+            Some(_) if self.postgres().is_none() => {
+                return Err("audit_days: only a PostgreSQL store keeps a fleet's trail; a local trail is bounded by \
+                            toolsearch.audit.max_bytes and keep"
+                    .into())
+            }
+            _ => {}
+        }
         match self.store.as_deref() {
             None | Some("local") => Ok(()),
             Some(_) if self.postgres().is_some() => Ok(()),

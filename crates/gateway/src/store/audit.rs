@@ -5,8 +5,10 @@
 //! identity and a byte offset), and rows are keyed by replica, file and offset, so a line
 //! shipped twice (a crash between the insert and the cursor) is stored once. While the database
 //! is away the trail's own bounded files are the buffer; it catches up when the database is
-//! back (lines rotated away before they were shipped are counted and reported). An operator
-//! reads the fleet's trail back with `toolsearch gateway audit` ([`read_in`]).
+//! back (lines rotated away before they were shipped are counted and reported), shipping full
+//! batches back to back until it has caught up. With `state.audit_days`, lines shipped longer
+//! ago are deleted. An operator reads the fleet's trail back with `toolsearch gateway audit`
+//! ([`read_in`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,11 +24,16 @@ use crate::audit_query::{AuditQuery, ReadCount};
 
 /// How often new lines are looked for.
 const EVERY: Duration = Duration::from_millis(500);
-/// The most lines one insert carries.
-const BATCH: usize = 500;
+/// The most lines one insert carries (one statement: a backlog of a full trail window, 80 MiB,
+/// ships in a few hundred).
+const BATCH: usize = 2000;
 /// The most bytes of a trail file read a look (a trail line is far shorter: its fields are
 /// bounded).
 const CHUNK: u64 = 4 << 20;
+/// How often a replica deletes lines older than `audit_days`.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// The most lines one pruning statement deletes.
+const PRUNE_BATCH: i64 = 10_000;
 /// The cursor's file in the trail directory.
 const CURSOR: &str = "shipped.json";
 
@@ -81,11 +88,35 @@ fn read_from(path: &Path, from: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops.
-pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, status: Arc<dyn Status>) {
-    let mut client = None;
+/// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops;
+/// with `keep_days`, deletes the fleet's lines shipped longer ago than that (at start, then
+/// every [`PRUNE_EVERY`]).
+pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, keep_days: Option<u32>, status: Arc<dyn Status>) {
+    let mut client: Option<tokio_postgres::Client> = None;
+    let mut backlog = false;
+    let mut pruned: Option<std::time::Instant> = None;
     loop {
-        tokio::time::sleep(EVERY).await;
+        // A full batch shipped means more is waiting (a store that was away, traffic faster
+        // than a look's worth): the next goes at once, at the store's pace.
+        if !std::mem::take(&mut backlog) {
+            tokio::time::sleep(EVERY).await;
+        }
+        if let Some(days) = keep_days.filter(|_| pruned.is_none_or(|t| t.elapsed() >= PRUNE_EVERY)) {
+            if client.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
+                client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
+            }
+            if let Some(c) = client.as_ref() {
+                match prune(c, days).await {
+                    Ok(lines) => {
+                        pruned = Some(std::time::Instant::now());
+                        if lines > 0 {
+                            status.event("audit_pruned", json!({"lines": lines, "older_than_days": days}));
+                        }
+                    }
+                    Err(_) => client = None,
+                }
+            }
+        }
         let (lines, lost) = next_lines(&dir, read_cursor(&dir));
         if lost {
             status.event("audit_lines_lost", json!({"reason": "rotated away before the store took them"}));
@@ -103,27 +134,55 @@ pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, status: Arc
                 let (file, offset, line) = lines.last().expect("not empty");
                 let cursor = Cursor { file: *file, offset: offset + line.len() as u64 + 1 };
                 let _ = crate::pins::write_atomic(&dir, CURSOR, &cursor);
+                backlog = lines.len() >= BATCH;
             }
             Err(_) => client = None,
         }
     }
 }
 
-async fn insert(c: &mut tokio_postgres::Client, replica: &str, lines: &[(u64, u64, String)]) -> Result<(), String> {
+/// Deletes the fleet's trail lines shipped more than `days` days ago, [`PRUNE_BATCH`] a
+/// statement (each its own transaction, so a long backlog of old lines never holds one open
+/// long); how many. Replicas pruning at once skip what another deleted.
+async fn prune(c: &tokio_postgres::Client, days: u32) -> Result<u64, String> {
     let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
-    let tx = c.transaction().await.map_err(db)?;
-    let statement = tx
-        .prepare(
-            "INSERT INTO toolsearch_audit (replica, file, at, line) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (replica, file, at) DO NOTHING",
-        )
-        .await
-        .map_err(db)?;
-    for (file, at, line) in lines {
-        let value: Value = serde_json::from_str(line).unwrap_or_else(|_| json!({"unreadable": line}));
-        tx.execute(&statement, &[&replica, &(*file as i64), &(*at as i64), &value]).await.map_err(db)?;
+    let days = i32::try_from(days).unwrap_or(i32::MAX);
+    let mut total = 0;
+    loop {
+        let deleted = c
+            .execute(
+                "DELETE FROM toolsearch_audit WHERE ctid = ANY(ARRAY(SELECT ctid FROM toolsearch_audit \
+                 WHERE shipped_at < now() - make_interval(days => $1) LIMIT $2))",
+                &[&days, &PRUNE_BATCH],
+            )
+            .await
+            .map_err(db)?;
+        total += deleted;
+        if deleted < PRUNE_BATCH as u64 {
+            return Ok(total);
+        }
     }
-    tx.commit().await.map_err(db)
+}
+
+/// Stores `lines` in one statement (the whole batch or none of it); a line already stored
+/// (shipped before a crash moved the cursor) is left as it is.
+async fn insert(c: &tokio_postgres::Client, replica: &str, lines: &[(u64, u64, String)]) -> Result<(), String> {
+    let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
+    let files: Vec<i64> = lines.iter().map(|l| l.0 as i64).collect();
+    let offsets: Vec<i64> = lines.iter().map(|l| l.1 as i64).collect();
+    let values: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(&l.2).unwrap_or_else(|_| json!({"unreadable": l.2})))
+        .collect();
+    c.execute(
+        "INSERT INTO toolsearch_audit (replica, file, at, line) \
+         SELECT $1, f, a, l FROM unnest($2::bigint[], $3::bigint[], $4::jsonb[]) AS t(f, a, l) \
+         ON CONFLICT (replica, file, at) DO NOTHING",
+        &[&replica, &files, &offsets, &values],
+    )
+    .await
+    .map_err(db)?;
+    Ok(())
 }
 
 /// `gateway audit` against the store at `url`: the fleet's trail lines `query` asks for, handed
@@ -142,15 +201,17 @@ pub async fn read_in(url: &str, query: &AuditQuery, out: &mut dyn FnMut(Value)) 
         [&since, &until, &query.token, &query.tool, &query.session, &query.event, &last];
     let rows = client
         .query_raw(
-            "WITH timed AS (SELECT replica, file, at, line, \
-                 CASE WHEN jsonb_typeof(line->'time') = 'number' THEN (line->>'time')::numeric END AS time \
-                 FROM toolsearch_audit) \
+            concat!(
+                "WITH timed AS (SELECT replica, file, at, line, ",
+                super::migrations::audit_time!(),
+                " AS time FROM toolsearch_audit) \
              SELECT replica, line FROM (SELECT * FROM timed \
                  WHERE ($1::bigint IS NULL OR time >= $1) AND ($2::bigint IS NULL OR time <= $2) \
                  AND ($3::text IS NULL OR line->>'token' = $3) AND ($4::text IS NULL OR line->>'tool_id' = $4) \
                  AND ($5::text IS NULL OR line->>'session' = $5) AND ($6::text IS NULL OR line->>'event' = $6) \
                  ORDER BY time DESC NULLS LAST, replica DESC, file DESC, at DESC LIMIT $7) picked \
-             ORDER BY time NULLS FIRST, replica, file, at",
+             ORDER BY time NULLS FIRST, replica, file, at"
+            ),
             params.iter().map(|p| *p as &dyn ToSql),
         )
         .await

@@ -7,6 +7,16 @@ use tokio_postgres::Client;
 /// The advisory lock key every replica takes to migrate ("toolsearch migrate").
 const MIGRATE_LOCK: i64 = 0x7473_6d69_6772_0001;
 
+/// A trail line's time (Unix ms) as SQL over `toolsearch_audit.line`, NULL when it has none.
+/// One text for the index (migration 8) and the queries that read by it (`store::audit`):
+/// PostgreSQL uses an expression index only for the very same expression.
+macro_rules! audit_time {
+    () => {
+        "(CASE WHEN jsonb_typeof(line->'time') = 'number' THEN (line->>'time')::numeric END)"
+    };
+}
+pub(crate) use audit_time;
+
 /// Each migration: its version and its SQL. Append only: a migration once released is never
 /// edited.
 const MIGRATIONS: &[(i32, &str)] = &[
@@ -107,6 +117,19 @@ const MIGRATIONS: &[(i32, &str)] = &[
         "CREATE TABLE toolsearch_registrations (
              issuer text PRIMARY KEY,
              sealed bytea NOT NULL);",
+    ),
+    (
+        8,
+        // The fleet's trail read by time (`gateway audit`: its newest lines, a window) and by
+        // when it was shipped (the learner's newest lines, `audit_days`' pruning) without a sort
+        // of the whole table. Built inside the migration's transaction: writes to the table
+        // wait while it builds (about a second a million rows).
+        concat!(
+            "CREATE INDEX toolsearch_audit_by_time ON toolsearch_audit (",
+            audit_time!(),
+            " NULLS FIRST, replica, file, at);
+             CREATE INDEX toolsearch_audit_by_shipped ON toolsearch_audit (shipped_at);"
+        ),
     ),
 ];
 
