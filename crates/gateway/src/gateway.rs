@@ -295,7 +295,13 @@ pub async fn start(
     let shipper = match (s.state.postgres(), replica_id) {
         (Some(url), Some(replica)) => {
             let dir = state.join("audit");
-            Some(tokio::spawn(crate::store::audit::ship(url.to_owned(), replica, dir, s.state.audit_days, status.clone())))
+            Some(tokio::spawn(crate::store::audit::ship(
+                url.to_owned(),
+                replica,
+                dir,
+                s.state.audit_days,
+                status.clone(),
+            )))
         }
         _ => None,
     };

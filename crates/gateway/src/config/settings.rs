@@ -33,7 +33,9 @@ impl StateSettings {
     /// Checks the store's form: `local` or a PostgreSQL URL.
     pub(crate) fn check(&self) -> Result<(), String> {
         match self.audit_days {
-            Some(0) => return Err("audit_days: 0 would keep no line; give 1 or more, or leave it out to keep all".into()),
+            Some(0) => {
+                return Err("audit_days: 0 would keep no line; give 1 or more, or leave it out to keep all".into())
+            }
             Some(_) if self.postgres().is_none() => {
                 return Err("audit_days: only a PostgreSQL store keeps a fleet's trail; a local trail is bounded by \
                             toolsearch.audit.max_bytes and keep"
