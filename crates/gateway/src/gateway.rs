@@ -310,6 +310,8 @@ pub async fn start(
         let (live, writer, status) = (hub.live().clone(), writer.clone(), status.clone());
         tokio::spawn(crate::store::adapters::keep_adopted(url.to_owned(), live, writer, status))
     });
+    // A full bucket is no different from none: each replica deletes them (`store::buckets`).
+    let pruner = s.state.postgres().map(|url| tokio::spawn(crate::store::prune_full(url.to_owned())));
     let keeper = Keeper {
         hub: hub.clone(),
         passthrough: Some(passthrough),
@@ -334,6 +336,7 @@ pub async fn start(
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
     tasks.extend(adopter);
+    tasks.extend(pruner);
     tasks.extend(grants.map(|g| tokio::spawn(g.keep_synced(state.to_path_buf()))));
     if let (Some(url), false) = (s_state.postgres(), replica) {
         tasks.push(tokio::spawn(crate::store::listings::keep_pushed(url.to_owned(), state.to_path_buf())));

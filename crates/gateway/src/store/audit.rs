@@ -170,10 +170,8 @@ async fn insert(c: &tokio_postgres::Client, replica: &str, lines: &[(u64, u64, S
     let db = |e: tokio_postgres::Error| crate::secrets::mask(&e.to_string());
     let files: Vec<i64> = lines.iter().map(|l| l.0 as i64).collect();
     let offsets: Vec<i64> = lines.iter().map(|l| l.1 as i64).collect();
-    let values: Vec<Value> = lines
-        .iter()
-        .map(|l| serde_json::from_str(&l.2).unwrap_or_else(|_| json!({"unreadable": l.2})))
-        .collect();
+    let values: Vec<Value> =
+        lines.iter().map(|l| serde_json::from_str(&l.2).unwrap_or_else(|_| json!({"unreadable": l.2}))).collect();
     c.execute(
         "INSERT INTO toolsearch_audit (replica, file, at, line) \
          SELECT $1, f, a, l FROM unnest($2::bigint[], $3::bigint[], $4::jsonb[]) AS t(f, a, l) \

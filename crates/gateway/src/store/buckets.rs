@@ -1,7 +1,7 @@
 //! Rate-limit buckets in PostgreSQL, shared by a fleet: one budget for a principal whichever
 //! replica it reaches. A call's buckets are taken from in one statement (`toolsearch_take`,
 //! migration 2), on a connection of their own (calls never queue behind a guard pass), opened
-//! again after a failure.
+//! again after a failure. A bucket that has refilled is deleted ([`prune_full`], migration 9).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,11 @@ use std::time::Duration;
 use tokio::sync::RwLock;
 use tokio_postgres::Client;
 use toolsearch_mcp::rate::{SharedBuckets, SharedTake};
+
+/// How often a replica deletes the buckets that are full again.
+const PRUNE_EVERY: Duration = Duration::from_secs(10);
+/// The most buckets one pruning statement deletes.
+const PRUNE_BATCH: i64 = 10_000;
 
 /// The longest a take may wait for the database before the call meets `rate_when_store_down`.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -79,5 +84,37 @@ impl PgBuckets {
 impl SharedBuckets for PgBuckets {
     fn take<'a>(&'a self, takes: &'a [(String, f64, f64)]) -> SharedTake<'a> {
         Box::pin(self.take_now(takes))
+    }
+}
+
+/// Deletes the fleet's buckets that have refilled (a take finds a missing bucket full, so
+/// nothing changes for any caller), every [`PRUNE_EVERY`], until the gateway stops: the table
+/// holds only the keys taken from within their refill time, however many addresses send
+/// refused tokens. A bucket a take holds is skipped and left to it.
+pub(crate) async fn prune_full(url: String) {
+    let mut client: Option<Client> = None;
+    loop {
+        tokio::time::sleep(PRUNE_EVERY).await;
+        if client.as_ref().is_none_or(Client::is_closed) {
+            client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
+        }
+        let Some(c) = client.as_ref() else { continue };
+        loop {
+            let deleted = c
+                .execute(
+                    "DELETE FROM toolsearch_buckets WHERE key = ANY(ARRAY(SELECT key FROM toolsearch_buckets \
+                     WHERE full_at < clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED))",
+                    &[&PRUNE_BATCH],
+                )
+                .await;
+            match deleted {
+                Ok(n) if n as i64 == PRUNE_BATCH => continue,
+                Ok(_) => break,
+                Err(_) => {
+                    client = None;
+                    break;
+                }
+            }
+        }
     }
 }

@@ -131,6 +131,50 @@ const MIGRATIONS: &[(i32, &str)] = &[
              CREATE INDEX toolsearch_audit_by_shipped ON toolsearch_audit (shipped_at);"
         ),
     ),
+    (
+        9,
+        // A bucket records when it will be full again, and a full bucket is no different from
+        // none (a take inserts a missing one full): every replica deletes them
+        // (`store::buckets::prune_full`), so keys seen once (each address that sent a refused
+        // token) do not pile up. A take locks its row before it inserts one, so a bucket
+        // deleted under it is inserted again, full, and taken from. Buckets of an older
+        // gateway count as full a day after their last take.
+        "ALTER TABLE toolsearch_buckets ADD COLUMN full_at timestamptz;
+         UPDATE toolsearch_buckets SET full_at = at + interval '1 day';
+         ALTER TABLE toolsearch_buckets ALTER COLUMN full_at SET NOT NULL;
+         CREATE INDEX toolsearch_buckets_by_full ON toolsearch_buckets (full_at);
+         CREATE OR REPLACE FUNCTION toolsearch_take(keys text[], caps float8[], rates float8[]) RETURNS float8 AS $$
+         DECLARE
+             now timestamptz := clock_timestamp();
+             filled float8[] := '{}';
+             wait float8 := 0;
+             t float8;
+         BEGIN
+             FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                 LOOP
+                     SELECT least(caps[i], tokens + greatest(0, extract(epoch FROM now - at)) * rates[i]) INTO t
+                         FROM toolsearch_buckets WHERE key = keys[i] FOR UPDATE;
+                     EXIT WHEN FOUND;
+                     INSERT INTO toolsearch_buckets (key, tokens, at, full_at) VALUES (keys[i], caps[i], now, now)
+                         ON CONFLICT (key) DO NOTHING;
+                 END LOOP;
+                 IF t < 1 THEN
+                     wait := greatest(wait, (1 - t) / rates[i]);
+                 END IF;
+                 filled := filled || t;
+             END LOOP;
+             IF wait > 0 THEN
+                 RETURN wait;
+             END IF;
+             FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+                 UPDATE toolsearch_buckets SET tokens = filled[i] - 1, at = now,
+                     full_at = now + make_interval(secs => least((caps[i] - filled[i] + 1) / rates[i], 3.15e9))
+                     WHERE key = keys[i];
+             END LOOP;
+             RETURN 0;
+         END
+         $$ LANGUAGE plpgsql;",
+    ),
 ];
 
 /// The newest schema version this build knows.

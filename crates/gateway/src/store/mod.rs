@@ -35,7 +35,7 @@ pub use crate::config::StateSettings;
 use crate::pins::{Held, HeldNow};
 use toolsearch_mcp::ServeError;
 
-pub(crate) use buckets::PgBuckets;
+pub(crate) use buckets::{prune_full, PgBuckets};
 pub(crate) use postgres::PgStore;
 
 /// This replica's id, kept in `STATE/replica-id` (made on first start): the held tools in the

@@ -1,7 +1,9 @@
-//! A replica's audit trail in the fleet's PostgreSQL store, over time: a backlog (the store was
-//! away, or traffic outran the shipper) reaches the store at the store's pace, not a fixed
-//! batch every half second, and with `state.audit_days` the store keeps no line longer than
-//! that. Debian's PostgreSQL; the gateway in front of the `notes` test server.
+//! What a fleet's PostgreSQL store holds over time. A replica's audit trail: a backlog (the
+//! store was away, or traffic outran the shipper) reaches the store at the store's pace, not a
+//! fixed batch every half second, and with `state.audit_days` the store keeps no line longer
+//! than that. Rate-limit buckets: one for each address that sent a refused token, deleted once
+//! it has refilled, so a guesser's many addresses do not pile up. Debian's PostgreSQL; the
+//! gateway in front of the `notes` test server.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -133,4 +135,49 @@ fn audit_days_must_be_a_positive_number_of_days_and_needs_the_store() {
         assert_eq!(out.status.code(), Some(1), "{state}: {stderr}");
         assert!(stderr.contains(says) && stderr.contains("gateway.json"), "{state}: {stderr}");
     }
+}
+
+#[test]
+fn buckets_of_many_addresses_are_deleted_once_they_have_refilled_and_budgets_still_hold() {
+    use common::gateway::http_post;
+    let dir = common::scratch().join("gateway-store-buckets");
+    let pg = Postgres::start("buckets");
+    let notes = common::repo().join("tests/mcp/notes_server.py");
+    let token = "c0ffee00d15ea5e5b01dface12345678";
+    // A refused token's strike refills in 1 s (60 a minute); the proxy on loopback is
+    // trusted, so each request's X-Forwarded-For is its address.
+    let config = write_config(
+        &dir,
+        &json!({
+            "mcpServers": {"notes": {"command": python(), "args": [notes, "stdio"]}},
+            "toolsearch": {"state": {"store": pg.url()}, "tokens": {token: []}, "trusted_proxies": ["127.0.0.1"],
+                           "limits": {"http": {"refused_tokens_burst": 2, "refused_tokens_per_minute": 60}}}
+        }),
+    );
+    let gateway = HttpGateway::start(&config, &dir.join("state"), &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let open = |from: &str, bearer: &str| {
+        let auth = format!("Bearer {bearer}");
+        http_post(&gateway.addr, &init, &[("Authorization", &auth), ("X-Forwarded-For", from)]).0
+    };
+    let addresses: Vec<String> = (0..300).map(|i| format!("10.7.{}.{}", i / 200, i % 200 + 1)).collect();
+    for (i, from) in addresses.iter().enumerate() {
+        assert_eq!(open(from, &format!("guess-{i:016}")), 401);
+    }
+    let buckets = || pg.query("SELECT count(*) FROM toolsearch_buckets").trim().parse::<usize>().unwrap();
+    let seen = buckets();
+    assert!(seen >= 250, "{seen} buckets for 300 addresses");
+    // Each refilled 1 s after its strike; a replica prunes every 10 s.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while buckets() > 0 {
+        assert!(Instant::now() < deadline, "{} of {seen} buckets still there after 25 s", buckets());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // A pruned bucket starts full again: one address gets its burst (2 refusals), then 429,
+    // exactly as a new one, and the right token from another address is let in.
+    let codes: Vec<u16> = (0..3).map(|i| open(&addresses[0], &format!("again-{i:016}"))).collect();
+    assert_eq!(codes, [401, 401, 429]);
+    assert_eq!(open("10.9.0.1", token), 200);
 }
