@@ -62,19 +62,21 @@ pub(crate) fn run(global: &Global, config: &GatewayConfig, state: &Path, args: &
     };
     let mut out = Buffered::default();
     let mut print = |line: Value| out.push(&if global.json { line.to_string() } else { readable(&line) });
-    // One replica's files, the fleet's store, or the state directory's files.
-    let local = match (&args.audit_dir, config.settings.state.postgres()) {
-        (Some(dir), _) => Ok(dir.clone()),
-        (None, Some(url)) => Err(url),
-        (None, None) => Ok(state.join("audit")),
+    // One replica's files, the state directory's, or the fleet's store.
+    let dir = match (&args.audit_dir, config.settings.state.postgres()) {
+        (Some(dir), _) => dir.clone(),
+        (None, None) => state.join("audit"),
+        (None, Some(url)) => {
+            let count = super::gateway::shared(|| toolsearch::gateway::store::audit::read_in(url, &query, &mut print))
+                .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?;
+            out.flush();
+            report(count, None);
+            return Ok(());
+        }
     };
-    let count = match &local {
-        Ok(dir) => read_dir(dir, &query, &mut print).map_err(|e| Problem::Io.because(e))?,
-        Err(url) => super::gateway::shared(|| toolsearch::gateway::store::audit::read_in(url, &query, &mut print))
-            .map_err(|e| Problem::InvalidConfig.because(store_error(&config.path, e)))?,
-    };
+    let count = read_dir(&dir, &query, &mut print).map_err(|e| Problem::Io.because(e))?;
     out.flush();
-    report(count, local.as_deref().ok());
+    report(count, Some(&dir));
     Ok(())
 }
 
@@ -85,7 +87,7 @@ fn report(count: ReadCount, dir: Option<&Path>) {
         say_err!("warning: {} unreadable trail lines skipped (cut short by a crash, say)", count.unreadable);
     }
     match dir {
-        Some(dir) if toolsearch::mcp::trail::files(dir).map_or(true, |f| f.is_empty()) => say_err!(
+        Some(dir) if count.files == Some(0) => say_err!(
             "no audit trail in {}: is that the gateway's state directory (--state) or a replica's --audit-dir?",
             dir.display()
         ),

@@ -54,6 +54,9 @@ pub struct ReadCount {
     pub shown: usize,
     /// Lines that are not JSON objects (a line cut short by a crash, say), skipped.
     pub unreadable: usize,
+    /// Trail files found, when read from a directory (none: it holds no trail at all); `None`
+    /// when read from the fleet's store.
+    pub files: Option<usize>,
 }
 
 /// Keeps the newest `last` lines handed to it, or hands each on at once when there is no
@@ -113,6 +116,7 @@ pub fn read_dir(dir: &Path, query: &AuditQuery, out: &mut dyn FnMut(Value)) -> R
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     };
     let mut sink = Sink::new(query.last, out);
+    let found = files.len();
     for path in files {
         let file = match std::fs::File::open(&path) {
             Ok(f) => f,
@@ -133,7 +137,7 @@ pub fn read_dir(dir: &Path, query: &AuditQuery, out: &mut dyn FnMut(Value)) -> R
             }
         }
     }
-    Ok(sink.finish())
+    Ok(ReadCount { files: Some(found), ..sink.finish() })
 }
 
 #[cfg(test)]
@@ -161,7 +165,7 @@ mod tests {
         let times = |lines: &[Value]| lines.iter().map(|l| l["time"].as_u64().unwrap()).collect::<Vec<_>>();
         let (all, count) = read(dir.path(), &AuditQuery::default());
         assert_eq!(times(&all), [1_000, 2_000, 3_000], "rotated files first");
-        assert_eq!(count, ReadCount { shown: 3, unreadable: 1 });
+        assert_eq!(count, ReadCount { shown: 3, unreadable: 1, files: Some(2) });
         let ide = AuditQuery { token: Some("ide".into()), ..AuditQuery::default() };
         assert_eq!(times(&read(dir.path(), &ide).0), [1_000, 3_000]);
         let q = AuditQuery { token: Some("ide".into()), event: Some("call".into()), ..AuditQuery::default() };
