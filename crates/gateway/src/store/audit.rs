@@ -185,8 +185,8 @@ async fn insert(c: &tokio_postgres::Client, replica: &str, lines: &[(u64, u64, S
 
 /// `gateway audit` against the store at `url`: the fleet's trail lines `query` asks for, handed
 /// to `out` oldest first by the time each was written (ties in the order each replica wrote
-/// them), each with the `replica` that wrote it. Lines are streamed from the database, so no
-/// more than `query.last` rows are ever held.
+/// them), each with the `replica` that wrote it. Lines are streamed from the database in the
+/// index's order, so no more than `query.last` rows are ever held, here or there.
 pub async fn read_in(url: &str, query: &AuditQuery, out: &mut dyn FnMut(Value)) -> Result<ReadCount, String> {
     use futures::StreamExt;
     use tokio_postgres::types::ToSql;
@@ -197,23 +197,34 @@ pub async fn read_in(url: &str, query: &AuditQuery, out: &mut dyn FnMut(Value)) 
     let last = query.last.map(|n| n.min(i64::MAX as usize) as i64);
     let params: [&(dyn ToSql + Sync); 7] =
         [&since, &until, &query.token, &query.tool, &query.session, &query.event, &last];
-    let rows = client
-        .query_raw(
-            concat!(
-                "WITH timed AS (SELECT replica, file, at, line, ",
-                super::migrations::audit_time!(),
-                " AS time FROM toolsearch_audit) \
-             SELECT replica, line FROM (SELECT * FROM timed \
-                 WHERE ($1::bigint IS NULL OR time >= $1) AND ($2::bigint IS NULL OR time <= $2) \
-                 AND ($3::text IS NULL OR line->>'token' = $3) AND ($4::text IS NULL OR line->>'tool_id' = $4) \
-                 AND ($5::text IS NULL OR line->>'session' = $5) AND ($6::text IS NULL OR line->>'event' = $6) \
+    // Both forms walk the index by time (migration 8): the whole trail forwards, streamed from
+    // its first line; the newest N backwards, then those N turned oldest first.
+    let timed = concat!(
+        "WITH timed AS (SELECT replica, file, at, line, ",
+        super::migrations::audit_time!(),
+        " AS time \
+         FROM toolsearch_audit) "
+    );
+    let filters = "($1::bigint IS NULL OR time >= $1) AND ($2::bigint IS NULL OR time <= $2) \
+         AND ($3::text IS NULL OR line->>'token' = $3) AND ($4::text IS NULL OR line->>'tool_id' = $4) \
+         AND ($5::text IS NULL OR line->>'session' = $5) AND ($6::text IS NULL OR line->>'event' = $6)";
+    let (sql, params) = match last {
+        Some(_) => (
+            format!(
+                "{timed}SELECT replica, line FROM (SELECT * FROM timed WHERE {filters} \
                  ORDER BY time DESC NULLS LAST, replica DESC, file DESC, at DESC LIMIT $7) picked \
-             ORDER BY time NULLS FIRST, replica, file, at"
+                 ORDER BY time NULLS FIRST, replica, file, at"
             ),
-            params.iter().map(|p| *p as &dyn ToSql),
-        )
-        .await
-        .map_err(db)?;
+            &params[..],
+        ),
+        None => (
+            format!(
+                "{timed}SELECT replica, line FROM timed WHERE {filters} ORDER BY time NULLS FIRST, replica, file, at"
+            ),
+            &params[..6],
+        ),
+    };
+    let rows = client.query_raw(&sql, params.iter().map(|p| *p as &dyn ToSql)).await.map_err(db)?;
     let mut rows = std::pin::pin!(rows);
     let mut sink = crate::audit_query::Sink::new(None, out);
     while let Some(row) = rows.next().await {
