@@ -295,13 +295,7 @@ pub async fn start(
     let shipper = match (s.state.postgres(), replica_id) {
         (Some(url), Some(replica)) => {
             let dir = state.join("audit");
-            Some(tokio::spawn(crate::store::audit::ship(
-                url.to_owned(),
-                replica,
-                dir,
-                s.state.audit_days,
-                status.clone(),
-            )))
+            Some(tokio::spawn(crate::store::audit::ship(url.to_owned(), replica, dir, status.clone())))
         }
         _ => None,
     };
@@ -310,8 +304,13 @@ pub async fn start(
         let (live, writer, status) = (hub.live().clone(), writer.clone(), status.clone());
         tokio::spawn(crate::store::adapters::keep_adopted(url.to_owned(), live, writer, status))
     });
-    // A full bucket is no different from none: each replica deletes them (`store::buckets`).
-    let pruner = s.state.postgres().map(|url| tokio::spawn(crate::store::prune_full(url.to_owned())));
+    // A full bucket is no different from none: each replica deletes them (`store::buckets`),
+    // and the trail's lines older than `audit_days`.
+    let mut pruners: Vec<_> =
+        s.state.postgres().map(|url| tokio::spawn(crate::store::prune_full(url.to_owned()))).into_iter().collect();
+    if let (Some(url), Some(days)) = (s.state.postgres(), s.state.audit_days) {
+        pruners.push(tokio::spawn(crate::store::audit::keep_pruned(url.to_owned(), days, status.clone())));
+    }
     let keeper = Keeper {
         hub: hub.clone(),
         passthrough: Some(passthrough),
@@ -336,7 +335,7 @@ pub async fn start(
     let mut tasks = vec![tokio::spawn(keeper.run(events))];
     tasks.extend(shipper);
     tasks.extend(adopter);
-    tasks.extend(pruner);
+    tasks.extend(pruners);
     tasks.extend(grants.map(|g| tokio::spawn(g.keep_synced(state.to_path_buf()))));
     if let (Some(url), false) = (s_state.postgres(), replica) {
         tasks.push(tokio::spawn(crate::store::listings::keep_pushed(url.to_owned(), state.to_path_buf())));

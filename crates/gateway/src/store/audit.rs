@@ -88,34 +88,15 @@ fn read_from(path: &Path, from: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops;
-/// with `keep_days`, deletes the fleet's lines shipped longer ago than that (at start, then
-/// every [`PRUNE_EVERY`]).
-pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, keep_days: Option<u32>, status: Arc<dyn Status>) {
+/// Ships the trail in `dir` of replica `replica` to the store at `url`, until the gateway stops.
+pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, status: Arc<dyn Status>) {
     let mut client: Option<tokio_postgres::Client> = None;
     let mut backlog = false;
-    let mut pruned: Option<std::time::Instant> = None;
     loop {
         // A full batch shipped means more is waiting (a store that was away, traffic faster
         // than a look's worth): the next goes at once, at the store's pace.
         if !std::mem::take(&mut backlog) {
             tokio::time::sleep(EVERY).await;
-        }
-        if let Some(days) = keep_days.filter(|_| pruned.is_none_or(|t| t.elapsed() >= PRUNE_EVERY)) {
-            if client.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
-                client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
-            }
-            if let Some(c) = client.as_ref() {
-                match prune(c, days).await {
-                    Ok(lines) => {
-                        pruned = Some(std::time::Instant::now());
-                        if lines > 0 {
-                            status.event("audit_pruned", json!({"lines": lines, "older_than_days": days}));
-                        }
-                    }
-                    Err(_) => client = None,
-                }
-            }
         }
         let (lines, lost) = next_lines(&dir, read_cursor(&dir));
         if lost {
@@ -138,6 +119,33 @@ pub(crate) async fn ship(url: String, replica: String, dir: PathBuf, keep_days: 
             }
             Err(_) => client = None,
         }
+    }
+}
+
+/// Deletes the fleet's trail lines shipped more than `days` days ago from the store at `url`,
+/// when the gateway starts and then every [`PRUNE_EVERY`] (a moment after the database is back,
+/// if it was away), until it stops; each run's count is an `audit_pruned` status event. A task
+/// of its own: a first run over years of lines never holds up shipping.
+pub(crate) async fn keep_pruned(url: String, days: u32, status: Arc<dyn Status>) {
+    let mut client: Option<tokio_postgres::Client> = None;
+    loop {
+        if client.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
+            client = super::postgres::open(&url).await.ok().map(|(c, _)| c);
+        }
+        let pruned = match client.as_ref() {
+            Some(c) => prune(c, days).await,
+            None => Err(String::new()),
+        };
+        match pruned {
+            Ok(lines) if lines > 0 => status.event("audit_pruned", json!({"lines": lines, "older_than_days": days})),
+            Ok(_) => {}
+            Err(_) => {
+                client = None;
+                tokio::time::sleep(EVERY * 2).await;
+                continue;
+            }
+        }
+        tokio::time::sleep(PRUNE_EVERY).await;
     }
 }
 

@@ -9,7 +9,8 @@ const MIGRATE_LOCK: i64 = 0x7473_6d69_6772_0001;
 
 /// A trail line's time (Unix ms) as SQL over `toolsearch_audit.line`, NULL when it has none.
 /// One text for the index (migration 8) and the queries that read by it (`store::audit`):
-/// PostgreSQL uses an expression index only for the very same expression.
+/// PostgreSQL uses an expression index only for the very same expression. Never edited: the
+/// released migration 8 is built from it.
 macro_rules! audit_time {
     () => {
         "(CASE WHEN jsonb_typeof(line->'time') = 'number' THEN (line->>'time')::numeric END)"
